@@ -1,0 +1,38 @@
+# Drover: everything a fresh machine needs is installed from here (uv from PyPI, then uv sync).
+SHELL := /bin/bash
+PYTHON ?= python3
+TOOLS := .tools
+UV := $(TOOLS)/bin/uv
+export UV_PROJECT_ENVIRONMENT := $(CURDIR)/.venv
+RUN := $(UV) run --frozen
+
+.PHONY: install test test-unit lint bench clean
+
+$(UV):
+	$(PYTHON) -m venv $(TOOLS)
+	$(TOOLS)/bin/pip install --quiet --disable-pip-version-check uv
+
+.venv/.synced: $(UV) pyproject.toml uv.lock libs/*/pyproject.toml
+	$(UV) sync --frozen --all-packages
+	@touch $@
+
+uv.lock: $(UV) pyproject.toml libs/*/pyproject.toml
+	$(UV) lock
+	@touch $@
+
+install: .venv/.synced
+
+test: install
+	$(RUN) pytest -n 2 libs tests
+
+lint: install
+	$(RUN) ruff check libs tests bench
+	$(RUN) ruff format --check libs tests bench
+	$(RUN) mypy libs/common/src libs/scheduler/src
+
+bench: install
+	@mkdir -p bench/out
+	$(RUN) python -m bench.scheduler --out bench/out/scheduler.json
+
+clean:
+	rm -rf .venv $(TOOLS)
