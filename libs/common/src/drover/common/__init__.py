@@ -3,6 +3,7 @@
 from drover.common.alloc import (
     AllocDeploymentStatus,
     Allocation,
+    AllocState,
     AllocMetric,
     DesiredTransition,
     NodeScoreMeta,
@@ -47,6 +48,7 @@ __all__ = [
     "AllocDeploymentStatus",
     "AllocMetric",
     "Allocation",
+    "AllocState",
     "Affinity",
     "Constraint",
     "Deployment",

@@ -24,6 +24,17 @@ TASK_STATE_RUNNING = "running"
 TASK_STATE_DEAD = "dead"
 
 
+ALLOC_STATE_FIELD_CLIENT_STATUS = "ClientStatus"
+
+
+class AllocState(NomadModel):
+    """One recorded transition of an alloc field (Nomad keeps these for disconnect handling)."""
+
+    field: str = ""
+    value: str = ""
+    time: int = 0
+
+
 class TaskEvent(NomadModel):
     type: str = ""
     time: int = 0
@@ -133,6 +144,7 @@ class Allocation(NomadModel):
     next_allocation: str = ""
     preempted_allocations: list[str] = Field(default_factory=list)
     preempted_by_allocation: str = ""
+    alloc_states: list[AllocState] = Field(default_factory=list)
     metrics: AllocMetric | None = None
     create_index: int = 0
     modify_index: int = 0
@@ -163,6 +175,24 @@ class Allocation(NomadModel):
         for ts in self.task_states.values():
             last = max(last, ts.finished_at)
         return last or self.modify_time
+
+    def last_unknown(self) -> int:
+        """When the alloc last became unknown (its node disconnected), 0 if it never did."""
+        for st in reversed(self.alloc_states):
+            if st.field == ALLOC_STATE_FIELD_CLIENT_STATUS and st.value == ALLOC_CLIENT_UNKNOWN:
+                return st.time
+        return 0
+
+    def needs_to_reconnect(self) -> bool:
+        """The latest client-status transition recorded is to unknown: it was disconnected and
+        has not been reconciled since."""
+        for st in reversed(self.alloc_states):
+            if st.field == ALLOC_STATE_FIELD_CLIENT_STATUS:
+                return st.value == ALLOC_CLIENT_UNKNOWN
+        return False
+
+    def is_canary(self) -> bool:
+        return self.deployment_status is not None and self.deployment_status.canary
 
     def index(self) -> int:
         """The index in the alloc name ``job.group[index]``."""

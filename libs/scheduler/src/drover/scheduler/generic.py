@@ -1,0 +1,371 @@
+"""The service and batch scheduler: reconcile, then place what the reconciler asks for.
+
+One call of `GenericScheduler.process()` is one pass over a snapshot; the worker submits the
+plan and, on a partial commit, runs it again on a newer snapshot.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Callable
+
+import numpy as np
+
+from drover.common import (
+    AllocDeploymentStatus,
+    Allocation,
+    AllocMetric,
+    Deployment,
+    Evaluation,
+    Job,
+    Node,
+    TaskGroup,
+)
+from drover.common.alloc import ALLOC_CLIENT_PENDING, ALLOC_DESIRED_RUN, ALLOC_DESIRED_STOP
+from drover.common.defaults import default_reschedule_policy
+from drover.common.evaluation import (
+    EVAL_STATUS_BLOCKED,
+    EVAL_STATUS_COMPLETE,
+    TRIGGER_QUEUED_ALLOCS,
+)
+from drover.common.node import NODE_STATUS_DISCONNECTED, NODE_STATUS_DOWN
+from drover.scheduler.feasible import FeasibilityChecker, node_in_job_pool, ready_nodes_in_pool
+from drover.scheduler.plan import Plan, SchedulerResult
+from drover.scheduler.reconcile import ALLOC_IN_PLACE, PlaceRequest, Reconciler, new_uuid_fn
+from drover.scheduler.reschedule import new_reschedule_tracker
+from drover.scheduler.stack import GroupStack, NodeTable, SelectOptions, Selection, score_meta
+from drover.scheduler.state import StateSnapshot
+from drover.scheduler.update import tasks_updated
+
+BLOCKED_EVAL_FAILED_PLACEMENTS = "created to place remaining allocations"
+
+
+def eval_seed(ev: Evaluation, index: int) -> int:
+    """Randomness is seeded from the eval (and the snapshot it runs on), never global."""
+    h = hashlib.blake2b(f"{ev.id}/{index}".encode(), digest_size=8).digest()
+    return int.from_bytes(h, "big")
+
+
+def tainted_nodes(state: StateSnapshot, allocs: list[Allocation]) -> dict[str, Node | None]:
+    """Nodes of the job's allocs that are gone, down, disconnected or draining."""
+    out: dict[str, Node | None] = {}
+    for a in allocs:
+        if a.node_id in out or a.terminal_status():
+            continue
+        node = state.node(a.node_id)
+        if node is None:
+            out[a.node_id] = None
+        elif node.status in (NODE_STATUS_DOWN, NODE_STATUS_DISCONNECTED) or node.draining():
+            out[a.node_id] = node
+        elif a.needs_to_reconnect():
+            out[a.node_id] = node
+    return out
+
+
+class GenericScheduler:
+    """Nomad's generic scheduler for `service` and `batch` jobs."""
+
+    def __init__(self, state: StateSnapshot, ev: Evaluation, now: int, *, full_scan: bool = False) -> None:
+        self.state = state
+        self.eval = ev
+        self.now = now
+        self.full_scan = full_scan
+        seed = eval_seed(ev, state.index)
+        self.new_id = new_uuid_fn(seed)
+        self.rng = np.random.default_rng(seed)
+        self.job: Job | None = state.job(ev.namespace, ev.job_id)
+        self.batch = (self.job.type if self.job else ev.type) == "batch"
+        self.plan = Plan(eval_id=ev.id, priority=ev.priority, job=self.job, snapshot_index=state.index)
+        self.failed: dict[str, AllocMetric] = {}
+        self.queued: dict[str, int] = {}
+        self.deployment: Deployment | None = None
+        self._table: NodeTable | None = None
+        self._order: np.ndarray | None = None
+        self._stacks: dict[str, GroupStack] = {}
+        self._checker: FeasibilityChecker | None = None
+        self.nodes_available: dict[str, int] = {}
+        self.nodes_in_pool = 0
+
+    # --- node table (built lazily: stop-only evals never need it) ---
+    def _ensure_table(self) -> NodeTable:
+        if self._table is None:
+            assert self.job is not None
+            ready, by_dc, in_pool = ready_nodes_in_pool(self.state.all_nodes(), self.job)
+            self.nodes_available, self.nodes_in_pool = by_dc, in_pool
+            self._table = NodeTable(ready, self.state)
+            self._order = self.rng.permutation(len(ready)).astype(np.int64)
+            self._checker = FeasibilityChecker(self.job)
+            for allocs in self.plan.node_update.values():
+                for a in allocs:
+                    self._discount(a)
+        return self._table
+
+    def _discount(self, a: Allocation) -> None:
+        orig = self.state.alloc(a.id)
+        if orig is not None and not orig.terminal_status() and self._table is not None:
+            self._table.add_usage(a.node_id, orig, -1)
+
+    def _stack(self, tg: TaskGroup) -> GroupStack:
+        st = self._stacks.get(tg.name)
+        if st is None:
+            assert self.job is not None
+            table = self._ensure_table()
+            assert self._order is not None and self._checker is not None
+            stopping = {a.id for allocs in self.plan.node_update.values() for a in allocs}
+            live = [a for a in self.state.allocs_by_job(self.job.namespace, self.job.id) if a.id not in stopping]
+            live += [a for allocs in self.plan.node_allocation.values() for a in allocs if a.job_id == self.job.id]
+            st = GroupStack(table, self._order, self.job, tg, self._checker, _dedupe(live), self.batch, self.full_scan)
+            self._stacks[tg.name] = st
+        return st
+
+    def _append_stop(self, alloc: Allocation, desc: str, client_status: str = "", followup: str = "") -> None:
+        update: dict[str, object] = {"desired_status": ALLOC_DESIRED_STOP, "desired_description": desc}
+        if client_status:
+            update["client_status"] = client_status
+        if followup:
+            update["followup_eval_id"] = followup
+        stopped = alloc.model_copy(update=update)
+        self.plan.append_stop(stopped)
+        if self._table is not None:
+            self._discount(alloc)
+            for st in self._stacks.values():
+                st.stopped(alloc)
+
+    def _pop_stop(self, alloc: Allocation) -> None:
+        lst = self.plan.node_update.get(alloc.node_id, [])
+        self.plan.node_update[alloc.node_id] = [a for a in lst if a.id != alloc.id]
+        if not self.plan.node_update[alloc.node_id]:
+            del self.plan.node_update[alloc.node_id]
+        orig = self.state.alloc(alloc.id)
+        if orig is not None and not orig.terminal_status() and self._table is not None:
+            self._table.add_usage(alloc.node_id, orig, 1)
+        for st in self._stacks.values():
+            st.stopped(alloc, sign=1)
+
+    # --- in-place update check, handed to the reconciler ---
+    def _update_fn(self, existing: Allocation, job: Job, tg: TaskGroup) -> tuple[bool, bool, Allocation | None]:
+        if existing.job_version == job.version:
+            return True, False, None
+        old_job = self.state.job_version(job.namespace, job.id, existing.job_version)
+        if old_job is None or tasks_updated(job, old_job, tg.name):
+            return False, True, None
+        if existing.terminal_status():
+            return True, False, None
+        node = self.state.node(existing.node_id)
+        if node is None:
+            return False, True, None
+        # The alloc is on a node no longer in the job's datacenters or pool: it must move.
+        if not node_in_job_pool(node, job):
+            return False, True, None
+        new_res = tg.combined_resources()
+        table = self._ensure_table()
+        row = table.row.get(node.id)
+        if row is not None:
+            # The alloc's own resources are discounted: only the difference must fit.
+            r = existing.resources
+            if (
+                table.used_cpu[row] - r.cpu + new_res.cpu > table.cap_cpu[row]
+                or table.used_mem[row] - r.memory_mb + new_res.memory_mb > table.cap_mem[row]
+                or table.used_disk[row] - r.disk_mb + new_res.disk_mb > table.cap_disk[row]
+            ):
+                return False, True, None
+            table.used_cpu[row] += new_res.cpu - r.cpu
+            table.used_mem[row] += new_res.memory_mb - r.memory_mb
+            table.used_disk[row] += new_res.disk_mb - r.disk_mb
+        updated = existing.model_copy(
+            update={
+                "eval_id": self.eval.id,
+                "job_version": job.version,
+                "resources": new_res,
+                "desired_description": ALLOC_IN_PLACE,
+            }
+        )
+        return False, False, updated
+
+    def _job_lookup(self, alloc: Allocation) -> Job | None:
+        return self.state.job_version(alloc.namespace, alloc.job_id, alloc.job_version)
+
+    # --- the pass ---
+    def process(self) -> SchedulerResult:
+        ev = self.eval
+        allocs = self.state.allocs_by_job(ev.namespace, ev.job_id)
+        deployment = self.state.latest_deployment(ev.namespace, ev.job_id)
+        rec = Reconciler(
+            job_id=ev.job_id,
+            namespace=ev.namespace,
+            job=self.job,
+            allocs=allocs,
+            tainted_nodes=tainted_nodes(self.state, allocs),
+            deployment=deployment,
+            eval_id=ev.id,
+            eval_priority=ev.priority,
+            now=self.now,
+            batch=self.batch,
+            update_fn=self._update_fn,
+            job_lookup=self._job_lookup,
+            new_id=self.new_id,
+        )
+        results = rec.compute()
+        self.deployment = rec.deployment
+        self.plan.deployment = results.deployment
+        self.plan.deployment_updates = results.deployment_updates
+        self.plan.annotations = results.desired_tg_updates
+        if self.job is not None:
+            self.plan.all_at_once = self.job.all_at_once
+
+        for s in results.stop:
+            self._append_stop(s.alloc, s.description, s.client_status, s.followup_eval_id)
+        for upd in (results.attribute_updates, results.disconnect_updates, results.reconnect_updates):
+            for a in upd.values():
+                self.plan.append_alloc(a)
+        for a in results.inplace:
+            self.plan.append_alloc(a)
+
+        if self.job is not None and not self.job.stopped():
+            destructive = [
+                (PlaceRequest(name=d.name, task_group=d.task_group, previous=d.stop), d.stop, d.description)
+                for d in results.destructive
+            ]
+            places = [(p, None, "") for p in results.place]
+            for req, stop_prev, desc in destructive + places:
+                self._place(req, stop_prev, desc)
+
+        return self._finish(results.followup_evals)
+
+    def _place(self, req: PlaceRequest, stop_prev: Allocation | None, stop_desc: str) -> None:
+        assert self.job is not None
+        tg = req.task_group
+        if tg.name in self.failed:
+            # Later failures of a group are coalesced into the first one's metrics.
+            self.failed[tg.name].coalesced_failures += 1
+            self.queued[tg.name] = self.queued.get(tg.name, 0) + 1
+            return
+        stack = self._stack(tg)
+        if stop_prev is not None:
+            self._append_stop(stop_prev, stop_desc)
+        options = SelectOptions()
+        prev = req.previous
+        if prev is not None and req.reschedule:
+            options.penalty_nodes = {prev.node_id}
+            if prev.reschedule_tracker is not None:
+                options.penalty_nodes |= {e.prev_node_id for e in prev.reschedule_tracker.events}
+        sel = stack.select(options)
+        if sel is None:
+            if stop_prev is not None:
+                self._pop_stop(stop_prev)
+            self.failed[tg.name] = stack.failure_metric(self.nodes_available, self.nodes_in_pool)
+            self.queued[tg.name] = self.queued.get(tg.name, 0) + 1
+            return
+        alloc = self._new_alloc(req, sel)
+        self.plan.append_alloc(alloc)
+        self._ensure_table().add_usage(alloc.node_id, alloc, 1)
+        for st in self._stacks.values():
+            if st.tg.name == tg.name:
+                st.placed(sel.row, alloc)
+            else:
+                st.job_count[sel.row] += 1
+
+    def _new_alloc(self, req: PlaceRequest, sel: Selection) -> Allocation:
+        assert self.job is not None
+        tg = req.task_group
+        metric = AllocMetric(
+            nodes_evaluated=sel.nodes_evaluated,
+            nodes_in_pool=self.nodes_in_pool,
+            nodes_available=self.nodes_available,
+            score_meta_data=[score_meta(sel)],
+        )
+        fields: dict[str, object] = {
+            "id": self.new_id(),
+            "namespace": self.job.namespace,
+            "eval_id": self.eval.id,
+            "name": req.name,
+            "node_id": sel.node.id,
+            "node_name": sel.node.name,
+            "job_id": self.job.id,
+            "job_version": self.job.version,
+            "task_group": tg.name,
+            "resources": tg.combined_resources(),
+            "desired_status": ALLOC_DESIRED_RUN,
+            "client_status": ALLOC_CLIENT_PENDING,
+            "metrics": metric,
+            "create_time": self.now,
+            "modify_time": self.now,
+        }
+        dep = self.deployment
+        if dep is not None and dep.active() and tg.name in dep.task_groups and not (req.downgrade_non_canary and not req.canary):
+            fields["deployment_id"] = dep.id
+            if req.canary:
+                fields["deployment_status"] = AllocDeploymentStatus(canary=True)
+        prev = req.previous
+        if prev is not None:
+            fields["previous_allocation"] = prev.id
+            if req.reschedule:
+                old_job = self._job_lookup(prev) or self.job
+                old_tg = old_job.lookup_task_group(prev.task_group)
+                policy = (
+                    old_tg.reschedule_policy
+                    if old_tg is not None and old_tg.reschedule_policy is not None
+                    else default_reschedule_policy(old_job.type)
+                )
+                fields["reschedule_tracker"] = new_reschedule_tracker(prev, policy, self.now)
+        # Built without re-validation: every field above is already of its model type, and this
+        # runs once per placement (1,000s per eval).
+        alloc = Allocation.model_construct(**fields)  # type: ignore[arg-type]
+        if req.canary and dep is not None and tg.name in dep.task_groups:
+            dep.task_groups[tg.name].placed_canaries.append(alloc.id)
+            if self.plan.deployment is None:
+                self.plan.deployment = dep
+        return alloc
+
+    def _finish(self, followups: list[Evaluation]) -> SchedulerResult:
+        ev = self.eval.model_copy(
+            update={
+                "status": EVAL_STATUS_COMPLETE,
+                "failed_tg_allocs": self.failed,
+                "queued_allocations": {tg: self.queued.get(tg, 0) for tg in (self._tg_names())},
+                "snapshot_index": self.state.index,
+            }
+        )
+        blocked: Evaluation | None = None
+        if self.failed and self.eval.status != EVAL_STATUS_BLOCKED:
+            class_elig = self._class_eligibility()
+            blocked = Evaluation(
+                id=self.new_id(),
+                namespace=self.eval.namespace,
+                priority=self.eval.priority,
+                type=self.eval.type,
+                triggered_by=TRIGGER_QUEUED_ALLOCS,
+                job_id=self.eval.job_id,
+                job_modify_index=self.eval.job_modify_index,
+                status=EVAL_STATUS_BLOCKED,
+                status_description=BLOCKED_EVAL_FAILED_PLACEMENTS,
+                previous_eval=self.eval.id,
+                class_eligibility=class_elig,
+                escaped_computed_class=any(st.feasible_set.escaped for st in self._stacks.values()),
+                create_time=self.now,
+                modify_time=self.now,
+            )
+            ev.blocked_eval = blocked.id
+        for f in followups:
+            f.create_time = f.modify_time = self.now
+        return SchedulerResult(plan=self.plan, eval=ev, create_evals=list(followups), blocked_eval=blocked)
+
+    def _class_eligibility(self) -> dict[str, bool]:
+        out: dict[str, bool] = {}
+        for st in self._stacks.values():
+            for cls, ok in st.feasible_set.class_eligibility.items():
+                out[cls] = out.get(cls, False) or ok
+        return out
+
+    def _tg_names(self) -> list[str]:
+        return [tg.name for tg in self.job.task_groups] if self.job is not None else []
+
+
+def _dedupe(allocs: list[Allocation]) -> list[Allocation]:
+    seen: dict[str, Allocation] = {}
+    for a in allocs:
+        seen[a.id] = a
+    return list(seen.values())
+
+
+SchedulerFactory = Callable[[StateSnapshot, Evaluation, int], GenericScheduler]

@@ -1,0 +1,48 @@
+"""An in-memory harness: run evals through the scheduler, verify and apply their plans, and
+follow the evals they create - the whole control loop without I/O, for tests and simulation."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from drover.common import Evaluation
+from drover.common.evaluation import EVAL_STATUS_BLOCKED
+from drover.scheduler.plan import Plan, PlanResult, SchedulerResult
+from drover.scheduler.planapply import apply_plan_result, evaluate_plan
+from drover.scheduler.schedule import schedule
+from drover.scheduler.state import InMemoryState
+
+
+@dataclass
+class Harness:
+    state: InMemoryState = field(default_factory=InMemoryState)
+    now: int = 1_700_000_000_000_000_000
+    plans: list[Plan] = field(default_factory=list)
+    results: list[SchedulerResult] = field(default_factory=list)
+    plan_results: list[PlanResult] = field(default_factory=list)
+    created_evals: list[Evaluation] = field(default_factory=list)
+    max_attempts: int = 5
+
+    def process(self, ev: Evaluation, *, full_scan: bool = False) -> SchedulerResult:
+        """Schedule `ev`, committing its plan; on a partial commit, retry on the new state."""
+        self.state.upsert_eval(ev)
+        res = schedule(self.state, ev, self.now, full_scan=full_scan)
+        for _ in range(self.max_attempts):
+            self.results.append(res)
+            self.plans.append(res.plan)
+            if res.plan.is_noop():
+                break
+            pr = evaluate_plan(self.state, res.plan)
+            self.plan_results.append(pr)
+            apply_plan_result(self.state, pr, self.state.index + 1, self.now)
+            if not pr.rejected_nodes:
+                break
+            res = schedule(self.state, ev, self.now, full_scan=full_scan)
+        for e in res.create_evals:
+            self.state.upsert_eval(e)
+            self.created_evals.append(e)
+        if res.blocked_eval is not None and ev.status != EVAL_STATUS_BLOCKED:
+            self.state.upsert_eval(res.blocked_eval)
+            self.created_evals.append(res.blocked_eval)
+        self.state.upsert_eval(res.eval)
+        return res

@@ -1,0 +1,97 @@
+"""Ranking: each stage appends a score in [-1, 1] for a candidate node; the final score is their
+mean (Nomad's ScoreNormalizationIterator). Scores are computed for a whole vector of candidate
+nodes at once with NumPy, so scoring hundreds of nodes costs about as much as scoring one.
+
+Stages, in Nomad's order: binpack, job anti-affinity, reschedule penalty, node affinity, spread.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import numpy.typing as npt
+
+FloatArray = npt.NDArray[np.float64]
+IntArray = npt.NDArray[np.int64]
+BoolArray = npt.NDArray[np.bool_]
+
+# The best binpack fit score before normalization (Nomad's binPackingMaxFitScore).
+BINPACK_MAX_FIT_SCORE = 18.0
+
+
+def binpack_scores(
+    used_cpu: FloatArray, used_mem: FloatArray, cap_cpu: FloatArray, cap_mem: FloatArray, ask_cpu: float, ask_mem: float
+) -> FloatArray:
+    """Binpack fit of placing the ask on each node: 20 - (10^free_cpu + 10^free_mem), clamped to
+    [0, 18], over 18. Fuller nodes score higher."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        free_cpu = 1.0 - (used_cpu + ask_cpu) / cap_cpu
+        free_mem = 1.0 - (used_mem + ask_mem) / cap_mem
+    free_cpu = np.nan_to_num(free_cpu, nan=0.0, posinf=0.0, neginf=0.0)
+    free_mem = np.nan_to_num(free_mem, nan=0.0, posinf=0.0, neginf=0.0)
+    total = np.power(10.0, free_cpu) + np.power(10.0, free_mem)
+    return np.clip(20.0 - total, 0.0, BINPACK_MAX_FIT_SCORE) / BINPACK_MAX_FIT_SCORE
+
+
+def anti_affinity_scores(collisions: IntArray, desired_count: int) -> FloatArray:
+    """-(c + 1) / count where the node already holds c > 0 allocs of this job and group."""
+    c = collisions.astype(np.float64)
+    return np.where(c > 0, -(c + 1.0) / max(desired_count, 1), 0.0)
+
+
+@dataclass
+class ScoreBreakdown:
+    """Per-stage scores for candidates, and which stages applied to which candidate."""
+
+    binpack: FloatArray
+    anti_affinity: FloatArray
+    penalty: FloatArray
+    affinity: FloatArray
+    spread: FloatArray
+
+    def normalized(self) -> FloatArray:
+        """Mean over the stages that produced a score (Nomad appends only non-zero ones for
+        anti-affinity, penalty, affinity and spread; binpack always)."""
+        total = self.binpack + self.anti_affinity + self.penalty + self.affinity + self.spread
+        n = (
+            1.0
+            + (self.anti_affinity != 0)
+            + (self.penalty != 0)
+            + (self.affinity != 0)
+            + (self.spread != 0)
+        )
+        out: FloatArray = total / n
+        return out
+
+    def for_index(self, i: int) -> dict[str, float]:
+        out = {"binpack": float(self.binpack[i])}
+        for name, arr in (
+            ("job-anti-affinity", self.anti_affinity),
+            ("node-reschedule-penalty", self.penalty),
+            ("node-affinity", self.affinity),
+            ("allocation-spread", self.spread),
+        ):
+            if arr[i] != 0:
+                out[name] = float(arr[i])
+        return out
+
+
+# The limit iterator skips up to this many candidates scoring at or below the threshold, so a
+# node with penalties does not win only because it came early in the random order (Nomad's
+# maxSkip / skipScoreThreshold).
+MAX_SKIP = 3
+SKIP_SCORE_THRESHOLD = 0.0
+
+
+def limit_window(scores: FloatArray, limit: int, exhausted: bool) -> IntArray:
+    """Which candidates (positions into `scores`, in visiting order) the limit iterator yields:
+    the first `limit` after holding back the first MAX_SKIP low scorers; the held-back ones are
+    used only if the source ran out first."""
+    low = scores <= SKIP_SCORE_THRESHOLD
+    held = low & (np.cumsum(low) <= MAX_SKIP)
+    kept = np.flatnonzero(~held)[:limit]
+    if len(kept) < limit and exhausted:
+        extra = np.flatnonzero(held)[: limit - len(kept)]
+        kept = np.concatenate([kept, extra])
+    return kept

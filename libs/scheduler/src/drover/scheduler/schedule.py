@@ -1,0 +1,20 @@
+"""The one entry point: run the scheduler an eval's type calls for."""
+
+from __future__ import annotations
+
+from drover.common import Evaluation
+from drover.scheduler.generic import GenericScheduler
+from drover.scheduler.plan import SchedulerResult
+from drover.scheduler.state import StateSnapshot
+from drover.scheduler.system import SystemScheduler
+
+SCHEDULER_TYPES = ("service", "batch", "system", "sysbatch")
+
+
+def schedule(state: StateSnapshot, ev: Evaluation, now: int, *, full_scan: bool = False) -> SchedulerResult:
+    """One scheduling pass for `ev` over `state` at time `now` (Unix ns)."""
+    if ev.type in ("system", "sysbatch"):
+        return SystemScheduler(state, ev, now).process()
+    if ev.type in ("service", "batch"):
+        return GenericScheduler(state, ev, now, full_scan=full_scan).process()
+    raise ValueError(f"unknown scheduler type {ev.type!r}")

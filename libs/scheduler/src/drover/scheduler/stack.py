@@ -1,0 +1,361 @@
+"""Placement: feasibility, then ranking, then the choice of a node for one alloc.
+
+`NodeTable` is a per-eval columnar view of the candidate nodes (capacity and usage as NumPy
+arrays, kept current as the plan grows). `GroupStack` selects nodes for one task group: the
+static feasibility (constraints, drivers) is computed once per group with the computed-class
+cache, and per placement only resource fit, distinct_* and scores are evaluated, vectorized.
+
+Like Nomad, candidates are visited in a random order (seeded from the eval) and only a limited
+window is scored: batch 2, service max(2, ceil(log2 n)); groups with spread or affinity score
+max(count, 100). `full_scan=True` scores every feasible node instead.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from drover.common import Allocation, AllocMetric, Job, Node, NodeScoreMeta, TaskGroup
+from drover.common.job import CONSTRAINT_DISTINCT_HOSTS
+from drover.scheduler.constraints import matches, resolve_target
+from drover.scheduler.feasible import FeasibilityChecker, distinct_constraints
+from drover.scheduler.rank import (
+    BoolArray,
+    FloatArray,
+    IntArray,
+    ScoreBreakdown,
+    anti_affinity_scores,
+    binpack_scores,
+    limit_window,
+)
+from drover.scheduler.spread import SpreadState, build_spread
+from drover.scheduler.state import StateSnapshot
+
+# Jobs with spread or affinity score at least this many nodes per placement (Nomad's
+# default node limit for feasibility checks, the seed 002 fix).
+SPREAD_MIN_LIMIT = 100
+
+
+class NodeTable:
+    """The candidate nodes of one eval, with capacity and proposed usage as arrays."""
+
+    def __init__(self, nodes: Sequence[Node], state: StateSnapshot) -> None:
+        self.nodes = list(nodes)
+        self.row = {n.id: i for i, n in enumerate(self.nodes)}
+        caps = np.array([n.capacity() for n in self.nodes], dtype=np.float64).reshape(-1, 3)
+        used = np.array([state.node_usage(n.id) for n in self.nodes], dtype=np.float64).reshape(-1, 3)
+        self.cap_cpu, self.cap_mem, self.cap_disk = caps[:, 0].copy(), caps[:, 1].copy(), caps[:, 2].copy()
+        self.used_cpu, self.used_mem, self.used_disk = used[:, 0].copy(), used[:, 1].copy(), used[:, 2].copy()
+        self._attr_cache: dict[str, list[str | None]] = {}
+
+    def __len__(self) -> int:
+        return len(self.nodes)
+
+    def add_usage(self, node_id: str, alloc: Allocation, sign: int) -> None:
+        i = self.row.get(node_id)
+        if i is None:
+            return
+        r = alloc.resources
+        self.used_cpu[i] += sign * r.cpu
+        self.used_mem[i] += sign * r.memory_mb
+        self.used_disk[i] += sign * r.disk_mb
+
+    def values(self, attribute: str) -> list[str | None]:
+        """Each node's resolved value of `attribute` (None when missing), cached per eval."""
+        vals = self._attr_cache.get(attribute)
+        if vals is None:
+            vals = []
+            for n in self.nodes:
+                v, ok = resolve_target(attribute, n)
+                vals.append(v if ok else None)
+            self._attr_cache[attribute] = vals
+        return vals
+
+
+@dataclass
+class SelectOptions:
+    penalty_nodes: set[str] = field(default_factory=set)
+    preferred_nodes: list[str] = field(default_factory=list)
+
+
+@dataclass
+class Selection:
+    node: Node
+    row: int
+    scores: dict[str, float]
+    norm_score: float
+    nodes_evaluated: int
+
+
+class GroupStack:
+    """Selects nodes for the allocs of one task group within one eval."""
+
+    def __init__(
+        self,
+        table: NodeTable,
+        order: IntArray,
+        job: Job,
+        tg: TaskGroup,
+        checker: FeasibilityChecker,
+        job_allocs: Iterable[Allocation],
+        batch: bool,
+        full_scan: bool = False,
+    ) -> None:
+        self.table = table
+        self.order = order
+        self.offset = 0
+        self.job = job
+        self.tg = tg
+        self.batch = batch
+        self.full_scan = full_scan
+        n = len(table)
+        feas = checker.check(tg, table.nodes)
+        self.feasible_set = feas
+        feasible_ids = {nd.id for nd in feas.nodes}
+        self.feasible: BoolArray = np.array([nd.id in feasible_ids for nd in table.nodes], dtype=bool)
+        ask = tg.combined_resources()
+        self.ask_cpu, self.ask_mem, self.ask_disk = float(ask.cpu), float(ask.memory_mb), float(ask.disk_mb)
+
+        # Proposed allocs of this job (per node) and of this group (per node): existing live
+        # allocs now, placements and stops applied as the plan grows.
+        self.tg_count: IntArray = np.zeros(n, dtype=np.int64)
+        self.job_count: IntArray = np.zeros(n, dtype=np.int64)
+        live = [a for a in job_allocs if not a.terminal_status()]
+        for a in live:
+            i = table.row.get(a.node_id)
+            if i is None:
+                continue
+            self.job_count[i] += 1
+            if a.task_group == tg.name:
+                self.tg_count[i] += 1
+
+        # distinct_hosts and distinct_property (job and group level).
+        self.distinct_hosts_job = False
+        self.distinct_hosts_group = False
+        self.distinct_props: list[tuple[SpreadState, int]] = []
+        for c in distinct_constraints(job, tg):
+            job_level = c in job.constraints
+            if c.operand == CONSTRAINT_DISTINCT_HOSTS:
+                if c.rtarget in ("", "true"):
+                    if job_level:
+                        self.distinct_hosts_job = True
+                    else:
+                        self.distinct_hosts_group = True
+            else:
+                allowed = int(c.rtarget) if c.rtarget.strip().isdigit() else 1
+                initial: dict[str, int] = {}
+                for a in live:
+                    if not job_level and a.task_group != tg.name:
+                        continue
+                    nd = table.nodes[table.row[a.node_id]] if a.node_id in table.row else None
+                    if nd is None:
+                        continue
+                    v, ok = resolve_target(c.ltarget, nd)
+                    if ok:
+                        initial[v] = initial.get(v, 0) + 1
+                from drover.common import Spread
+
+                st = build_spread(Spread(attribute=c.ltarget), 0, table.values(c.ltarget), initial)
+                self.distinct_props.append((st, allowed))
+        self._distinct_job_level = [c in job.constraints for c in distinct_constraints(job, tg)]
+
+        # Node affinity: static per node.
+        affinities = list(job.affinities) + list(tg.affinities) + [a for t in tg.tasks for a in t.affinities]
+        self.has_affinity = bool(affinities)
+        self.affinity: FloatArray = np.zeros(n)
+        if affinities:
+            total_w = sum(abs(a.weight) for a in affinities) or 1
+            cache: dict[str, float] = {}
+            for i, nd in enumerate(table.nodes):
+                key = nd.computed_class
+                if key in cache and not _affinity_escaped(affinities):
+                    self.affinity[i] = cache[key]
+                    continue
+                s = sum(a.weight for a in affinities if matches(a, nd)) / total_w
+                cache[key] = s
+                self.affinity[i] = s
+
+        # Spread: job-level blocks apply to every group (seed 002); counts are per group.
+        spreads = list(tg.spreads) + list(job.spreads)
+        self.spreads: list[SpreadState] = []
+        self.sum_spread_weights = sum(s.weight for s in spreads)
+        for sp in spreads:
+            initial = {}
+            for a in live:
+                if a.task_group != tg.name or a.node_id not in table.row:
+                    continue
+                v, ok = resolve_target(sp.attribute, table.nodes[table.row[a.node_id]])
+                if ok:
+                    initial[v] = initial.get(v, 0) + 1
+            self.spreads.append(build_spread(sp, tg.count, table.values(sp.attribute), initial))
+
+        self.limit = self._limit(int(self.feasible.sum()))
+
+    def _limit(self, feasible_nodes: int) -> int:
+        limit = 2
+        if not self.batch and feasible_nodes > 0:
+            limit = max(limit, math.ceil(math.log2(max(len(self.table), 1))))
+        if self.has_affinity or self.spreads:
+            limit = max(self.tg.count, SPREAD_MIN_LIMIT)
+        return limit
+
+    # --- plan bookkeeping ---
+    def placed(self, row: int, alloc: Allocation) -> None:
+        self.tg_count[row] += 1
+        self.job_count[row] += 1
+        for sp in self.spreads:
+            sp.add(row)
+        for st, _ in self.distinct_props:
+            st.add(row)
+
+    def stopped(self, alloc: Allocation, sign: int = -1) -> None:
+        """Account for a planned stop (sign -1), or take it back (sign +1)."""
+        i = self.table.row.get(alloc.node_id)
+        if i is None:
+            return
+        self.job_count[i] += sign
+        if alloc.task_group == self.tg.name:
+            self.tg_count[i] += sign
+            for sp in self.spreads:
+                sp.add(i, sign)
+        for st, _ in self.distinct_props:
+            st.add(i, sign)
+
+    # --- selection ---
+    def fits(self) -> BoolArray:
+        t = self.table
+        ok = (
+            self.feasible
+            & (t.used_cpu + self.ask_cpu <= t.cap_cpu)
+            & (t.used_mem + self.ask_mem <= t.cap_mem)
+            & (t.used_disk + self.ask_disk <= t.cap_disk)
+        )
+        if self.distinct_hosts_job:
+            ok &= self.job_count == 0
+        if self.distinct_hosts_group:
+            ok &= self.tg_count == 0
+        for st, allowed in self.distinct_props:
+            vals = st.value_ids
+            used = np.where(vals >= 0, st.counts[np.where(vals >= 0, vals, 0)], 0)
+            ok &= (vals >= 0) & (used < allowed)
+        return ok
+
+    def score(self, rows: IntArray, penalty_rows: set[int]) -> ScoreBreakdown:
+        t = self.table
+        binpack = binpack_scores(
+            t.used_cpu[rows], t.used_mem[rows], t.cap_cpu[rows], t.cap_mem[rows], self.ask_cpu, self.ask_mem
+        )
+        aa = anti_affinity_scores(self.tg_count[rows], self.tg.count)
+        pen = np.zeros(len(rows))
+        if penalty_rows:
+            pen = np.where(np.isin(rows, np.fromiter(penalty_rows, dtype=np.int64)), -1.0, 0.0)
+        aff = self.affinity[rows] if self.has_affinity else np.zeros(len(rows))
+        spread = np.zeros(len(rows))
+        for sp in self.spreads:
+            spread = spread + sp.scores(rows, self.sum_spread_weights)
+        return ScoreBreakdown(binpack=binpack, anti_affinity=aa, penalty=pen, affinity=aff, spread=spread)
+
+    def select(self, options: SelectOptions | None = None) -> Selection | None:
+        options = options or SelectOptions()
+        fits = self.fits()
+        if options.preferred_nodes:
+            pref = [self.table.row[i] for i in options.preferred_nodes if i in self.table.row]
+            pref = [r for r in pref if fits[r]]
+            if pref:
+                rows = np.array(pref, dtype=np.int64)
+                return self._choose(rows, np.arange(len(rows)), options, len(rows))
+        n = len(self.order)
+        if n == 0:
+            return None
+        rotated = np.concatenate([self.order[self.offset :], self.order[: self.offset]])
+        positions = np.flatnonzero(fits[rotated])
+        if positions.size == 0:
+            self.offset = 0
+            return None
+        if self.full_scan:
+            rows = rotated[positions]
+            return self._choose(rows, np.arange(len(rows)), options, n)
+        window = positions[: self.limit + 3]
+        rows = rotated[window]
+        exhausted = positions.size <= self.limit + 3
+        sel = self._choose(rows, None, options, 0, exhausted=exhausted, window=window)
+        return sel
+
+    def _choose(
+        self,
+        rows: IntArray,
+        kept: IntArray | None,
+        options: SelectOptions,
+        evaluated: int,
+        exhausted: bool = True,
+        window: IntArray | None = None,
+    ) -> Selection | None:
+        penalty_rows = {self.table.row[i] for i in options.penalty_nodes if i in self.table.row}
+        breakdown = self.score(rows, penalty_rows)
+        final = breakdown.normalized()
+        if kept is None:
+            kept = limit_window(final, self.limit, exhausted)
+            assert window is not None
+            # The source advanced past every node it had to pull to fill the window.
+            last = int(window[int(kept.max())]) if kept.size else int(window[-1])
+            evaluated = last + 1
+            self.offset = (self.offset + last + 1) % len(self.order)
+        if kept.size == 0:
+            return None
+        best = int(kept[int(np.argmax(final[kept]))])
+        row = int(rows[best])
+        return Selection(
+            node=self.table.nodes[row],
+            row=row,
+            scores=breakdown.for_index(best),
+            norm_score=float(final[best]),
+            nodes_evaluated=evaluated,
+        )
+
+    def failure_metric(self, nodes_available: dict[str, int], nodes_in_pool: int) -> AllocMetric:
+        """Why a placement failed: what feasibility filtered and which dimension ran out."""
+        t = self.table
+        feas = self.feasible_set
+        f = self.feasible
+        cpu_out = f & (t.used_cpu + self.ask_cpu > t.cap_cpu)
+        mem_out = f & ~cpu_out & (t.used_mem + self.ask_mem > t.cap_mem)
+        disk_out = f & ~cpu_out & ~mem_out & (t.used_disk + self.ask_disk > t.cap_disk)
+        dims: dict[str, int] = {}
+        for name, arr in (("cpu", cpu_out), ("memory", mem_out), ("disk", disk_out)):
+            c = int(arr.sum())
+            if c:
+                dims[name] = c
+        exhausted_rows = np.flatnonzero(cpu_out | mem_out | disk_out)
+        class_exhausted: dict[str, int] = {}
+        for r in exhausted_rows:
+            cls = t.nodes[int(r)].node_class
+            class_exhausted[cls] = class_exhausted.get(cls, 0) + 1
+        distinct_filtered = int((f & ~cpu_out & ~mem_out & ~disk_out & ~self.fits()).sum())
+        constraint_filtered = dict(feas.constraint_filtered)
+        if distinct_filtered:
+            key = "distinct constraints"
+            constraint_filtered[key] = constraint_filtered.get(key, 0) + distinct_filtered
+        return AllocMetric(
+            nodes_evaluated=len(t),
+            nodes_filtered=feas.nodes_filtered + distinct_filtered,
+            nodes_in_pool=nodes_in_pool,
+            nodes_available=dict(nodes_available),
+            class_filtered=dict(feas.class_filtered),
+            constraint_filtered=constraint_filtered,
+            nodes_exhausted=int(exhausted_rows.size),
+            class_exhausted=class_exhausted,
+            dimension_exhausted=dims,
+        )
+
+
+def _affinity_escaped(affinities: Sequence[object]) -> bool:
+    from drover.scheduler.constraints import is_escaped
+
+    return is_escaped(affinities)  # type: ignore[arg-type]
+
+
+def score_meta(sel: Selection) -> NodeScoreMeta:
+    return NodeScoreMeta(node_id=sel.node.id, scores=sel.scores, norm_score=sel.norm_score)

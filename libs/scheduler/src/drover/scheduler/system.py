@@ -1,0 +1,356 @@
+"""The system and sysbatch scheduler: one alloc of every task group on every feasible node.
+
+Allocs on nodes that are down or gone are lost; on draining nodes they stop (unless the drain
+ignores system jobs); new and changed nodes get placements; job updates roll out at most
+`update.max_parallel` per eval, with a rolling-update follow-up eval after `stagger`. A node that
+is feasible but full may preempt allocs of jobs at least 10 priority lower.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import numpy as np
+
+from drover.common import Allocation, AllocMetric, Evaluation, Job, Node, TaskGroup
+from drover.common.alloc import ALLOC_CLIENT_LOST, ALLOC_CLIENT_PENDING, ALLOC_DESIRED_EVICT, ALLOC_DESIRED_RUN, ALLOC_DESIRED_STOP
+from drover.common.evaluation import (
+    EVAL_STATUS_BLOCKED,
+    EVAL_STATUS_COMPLETE,
+    EVAL_STATUS_PENDING,
+    TRIGGER_PREEMPTION,
+    TRIGGER_QUEUED_ALLOCS,
+    TRIGGER_ROLLING_UPDATE,
+)
+from drover.scheduler.feasible import FeasibilityChecker, ready_nodes_in_pool
+from drover.scheduler.generic import BLOCKED_EVAL_FAILED_PLACEMENTS, eval_seed
+from drover.scheduler.names import alloc_name
+from drover.scheduler.plan import DesiredUpdates, Plan, SchedulerResult
+from drover.scheduler.reconcile import ALLOC_LOST, ALLOC_NOT_NEEDED, ALLOC_UPDATING, new_uuid_fn
+from drover.scheduler.stack import NodeTable
+from drover.scheduler.state import StateSnapshot
+from drover.scheduler.update import tasks_updated
+
+# Preemption may only take allocs of jobs at least this much lower in priority (Nomad).
+PREEMPTION_PRIORITY_DELTA = 10
+ALLOC_PREEMPTED = "Preempted by alloc ID {}"
+NODE_DRAINING = "alloc not needed as node is draining"
+
+
+class SystemScheduler:
+    """Nomad's system scheduler (`system` and `sysbatch`)."""
+
+    def __init__(
+        self,
+        state: StateSnapshot,
+        ev: Evaluation,
+        now: int,
+        *,
+        preemption: bool = True,
+        job_priority: Callable[[Allocation], int] | None = None,
+    ) -> None:
+        self.state = state
+        self.eval = ev
+        self.now = now
+        self.preemption = preemption
+        seed = eval_seed(ev, state.index)
+        self.new_id = new_uuid_fn(seed)
+        self.job: Job | None = state.job(ev.namespace, ev.job_id)
+        self.sysbatch = (self.job.type if self.job else ev.type) == "sysbatch"
+        self.plan = Plan(eval_id=ev.id, priority=ev.priority, job=self.job, snapshot_index=state.index)
+        self.failed: dict[str, AllocMetric] = {}
+        self.queued: dict[str, int] = {}
+        self.followups: list[Evaluation] = []
+        self._job_priority = job_priority or self._lookup_priority
+        self._preempted_jobs: set[tuple[str, str]] = set()
+
+    def _lookup_priority(self, a: Allocation) -> int:
+        j = self.state.job(a.namespace, a.job_id)
+        return j.priority if j is not None else 50
+
+    def _desired(self, tg: str) -> DesiredUpdates:
+        return self.plan.annotations.setdefault(tg, DesiredUpdates())
+
+    def _stop(self, a: Allocation, desc: str, client_status: str = "") -> None:
+        update: dict[str, object] = {"desired_status": ALLOC_DESIRED_STOP, "desired_description": desc}
+        if client_status:
+            update["client_status"] = client_status
+        self.plan.append_stop(a.model_copy(update=update))
+        self._desired(a.task_group).stop += 1
+
+    def process(self) -> SchedulerResult:
+        ev = self.eval
+        allocs = [a for a in self.state.allocs_by_job(ev.namespace, ev.job_id) if not a.terminal_status()]
+        job = self.job
+        if job is None or job.stopped():
+            for a in allocs:
+                self._stop(a, ALLOC_NOT_NEEDED)
+            return self._finish()
+
+        ready, by_dc, in_pool = ready_nodes_in_pool(self.state.all_nodes(), job)
+        ready_ids = {n.id for n in ready}
+        table = NodeTable(ready, self.state)
+        checker = FeasibilityChecker(job)
+        by_node_tg: dict[tuple[str, str], Allocation] = {}
+        done_sysbatch: set[tuple[str, str]] = set()
+        for a in self.state.allocs_by_job(ev.namespace, ev.job_id):
+            if self.sysbatch and a.ran_successfully():
+                done_sysbatch.add((a.node_id, a.task_group))
+
+        tg_names = {tg.name for tg in job.task_groups}
+        for a in allocs:
+            node = self.state.node(a.node_id)
+            if a.task_group not in tg_names:
+                self._stop(a, ALLOC_NOT_NEEDED)
+            elif node is None or node.terminal_status():
+                self._stop(a, ALLOC_LOST, ALLOC_CLIENT_LOST)
+            elif node.draining() and not (node.drain_strategy is not None and node.drain_strategy.drain_spec.ignore_system_jobs):
+                self._stop(a, NODE_DRAINING)
+            else:
+                by_node_tg[(a.node_id, a.task_group)] = a
+
+        stopping = {a.id for lst in self.plan.node_update.values() for a in lst}
+        for a in allocs:
+            if a.id in stopping:
+                table.add_usage(a.node_id, a, -1)
+
+        limit = _rolling_limit(job)
+        updated = 0
+        for tg in job.task_groups:
+            desired = self._desired(tg.name)
+            feas = checker.check(tg, ready)
+            feasible_ids = {n.id for n in feas.nodes}
+            # Allocs on nodes that are no longer feasible (constraints changed) stop.
+            for (node_id, tg_name), a in list(by_node_tg.items()):
+                if tg_name == tg.name and node_id in ready_ids and node_id not in feasible_ids:
+                    self._stop(a, ALLOC_NOT_NEEDED)
+                    table.add_usage(a.node_id, a, -1)
+                    del by_node_tg[(node_id, tg_name)]
+            for node in feas.nodes:
+                key = (node.id, tg.name)
+                existing = by_node_tg.get(key)
+                if existing is not None:
+                    if existing.job_version == job.version:
+                        desired.ignore += 1
+                        continue
+                    old_job = self.state.job_version(job.namespace, job.id, existing.job_version)
+                    if old_job is not None and not tasks_updated(job, old_job, tg.name):
+                        self.plan.append_alloc(existing.model_copy(update={"job_version": job.version, "eval_id": ev.id}))
+                        desired.in_place_update += 1
+                        continue
+                    if limit is not None and updated >= limit:
+                        desired.ignore += 1
+                        continue
+                    updated += 1
+                    desired.destructive_update += 1
+                    self._stop(existing, ALLOC_UPDATING)
+                    desired.stop -= 1  # a destructive update is counted as such, not as a stop
+                    table.add_usage(node.id, existing, -1)
+                    self._place(table, job, tg, node, by_dc, in_pool, feas, counted=False)
+                    continue
+                if key in done_sysbatch:
+                    desired.ignore += 1
+                    continue
+                self._place(table, job, tg, node, by_dc, in_pool, feas, counted=True)
+
+        if limit is not None and updated >= limit and self._more_updates(job, by_node_tg):
+            assert job.update is not None
+            self.followups.append(
+                Evaluation(
+                    id=self.new_id(),
+                    namespace=ev.namespace,
+                    priority=ev.priority,
+                    type=ev.type,
+                    triggered_by=TRIGGER_ROLLING_UPDATE,
+                    job_id=ev.job_id,
+                    status=EVAL_STATUS_PENDING,
+                    wait=job.update.stagger,
+                    wait_until=self.now + job.update.stagger,
+                    previous_eval=ev.id,
+                    create_time=self.now,
+                    modify_time=self.now,
+                )
+            )
+        return self._finish()
+
+    def _more_updates(self, job: Job, by_node_tg: dict[tuple[str, str], Allocation]) -> bool:
+        placed_on = {a.id for lst in self.plan.node_update.values() for a in lst}
+        return any(a.job_version != job.version and a.id not in placed_on for a in by_node_tg.values())
+
+    def _place(
+        self,
+        table: NodeTable,
+        job: Job,
+        tg: TaskGroup,
+        node: Node,
+        by_dc: dict[str, int],
+        in_pool: int,
+        feas: object,
+        counted: bool,
+    ) -> None:
+        row = table.row[node.id]
+        ask = tg.combined_resources()
+        if not _fits(table, row, ask.cpu, ask.memory_mb, ask.disk_mb):
+            victims = self._preempt(table, row, job, node, ask.cpu, ask.memory_mb, ask.disk_mb) if self.preemption else None
+            if victims is None:
+                self._record_failure(table, tg, row, ask.cpu, ask.memory_mb, ask.disk_mb, by_dc, in_pool)
+                return
+            for v in victims:
+                table.add_usage(v.node_id, v, -1)
+        alloc = Allocation.model_construct(
+            id=self.new_id(),
+            namespace=job.namespace,
+            eval_id=self.eval.id,
+            name=alloc_name(job.id, tg.name, 0),
+            node_id=node.id,
+            node_name=node.name,
+            job_id=job.id,
+            job_version=job.version,
+            task_group=tg.name,
+            resources=ask,
+            desired_status=ALLOC_DESIRED_RUN,
+            client_status=ALLOC_CLIENT_PENDING,
+            create_time=self.now,
+            modify_time=self.now,
+        )
+        if not _fits(table, row, ask.cpu, ask.memory_mb, ask.disk_mb):
+            return
+        pending = self.plan.node_preemptions.get(node.id, [])
+        if pending:
+            ids = [p.id for p in pending if not p.preempted_by_allocation]
+            for p in pending:
+                if not p.preempted_by_allocation:
+                    p.preempted_by_allocation = alloc.id
+                    p.desired_description = ALLOC_PREEMPTED.format(alloc.id)
+            alloc.preempted_allocations = ids
+        self.plan.append_alloc(alloc)
+        table.add_usage(node.id, alloc, 1)
+        if counted:
+            self._desired(tg.name).place += 1
+
+    def _preempt(
+        self, table: NodeTable, row: int, job: Job, node: Node, cpu: int, mem: int, disk: int
+    ) -> list[Allocation] | None:
+        """Lowest-priority allocs first, only of jobs at least 10 priority lower, never this
+        job's own, until the ask fits. None when even that is not enough."""
+        already = {a.id for lst in self.plan.node_update.values() for a in lst}
+        already |= {a.id for lst in self.plan.node_preemptions.values() for a in lst}
+        candidates = [
+            a
+            for a in self.state.allocs_by_node(node.id)
+            if not a.terminal_status()
+            and a.id not in already
+            and a.job_id != job.id
+            and self._job_priority(a) <= job.priority - PREEMPTION_PRIORITY_DELTA
+        ]
+        candidates.sort(key=lambda a: (self._job_priority(a), -a.resources.memory_mb, -a.resources.cpu, a.id))
+        free_cpu = table.cap_cpu[row] - table.used_cpu[row]
+        free_mem = table.cap_mem[row] - table.used_mem[row]
+        free_disk = table.cap_disk[row] - table.used_disk[row]
+        chosen: list[Allocation] = []
+        for a in candidates:
+            if free_cpu >= cpu and free_mem >= mem and free_disk >= disk:
+                break
+            chosen.append(a)
+            free_cpu += a.resources.cpu
+            free_mem += a.resources.memory_mb
+            free_disk += a.resources.disk_mb
+        if not (free_cpu >= cpu and free_mem >= mem and free_disk >= disk):
+            return None
+        for a in chosen:
+            self.plan.append_preemption(a.model_copy(update={"desired_status": ALLOC_DESIRED_EVICT}))
+            self._desired(job.task_groups[0].name if job.task_groups else "").preemptions += 0
+            self._preempted_jobs.add((a.namespace, a.job_id))
+        return chosen
+
+    def _record_failure(
+        self, table: NodeTable, tg: TaskGroup, row: int, cpu: int, mem: int, disk: int, by_dc: dict[str, int], in_pool: int
+    ) -> None:
+        self.queued[tg.name] = self.queued.get(tg.name, 0) + 1
+        m = self.failed.get(tg.name)
+        if m is None:
+            m = self.failed[tg.name] = AllocMetric(nodes_available=dict(by_dc), nodes_in_pool=in_pool)
+        else:
+            m.coalesced_failures += 1
+        m.nodes_evaluated += 1
+        m.nodes_exhausted += 1
+        dim = (
+            "cpu"
+            if table.used_cpu[row] + cpu > table.cap_cpu[row]
+            else "memory"
+            if table.used_mem[row] + mem > table.cap_mem[row]
+            else "disk"
+        )
+        m.dimension_exhausted[dim] = m.dimension_exhausted.get(dim, 0) + 1
+        cls = table.nodes[row].node_class
+        m.class_exhausted[cls] = m.class_exhausted.get(cls, 0) + 1
+
+    def _finish(self) -> SchedulerResult:
+        for allocs in self.plan.node_preemptions.values():
+            for a in allocs:
+                self._desired(a.task_group)  # make sure the group is present
+        n_pre = sum(len(v) for v in self.plan.node_preemptions.values())
+        if n_pre and self.job is not None and self.job.task_groups:
+            self._desired(self.job.task_groups[0].name).preemptions += n_pre
+        ev = self.eval.model_copy(
+            update={
+                "status": EVAL_STATUS_COMPLETE,
+                "failed_tg_allocs": self.failed,
+                "queued_allocations": dict(self.queued),
+                "snapshot_index": self.state.index,
+            }
+        )
+        creates = list(self.followups)
+        for ns, job_id in sorted(self._preempted_jobs):
+            j = self.state.job(ns, job_id)
+            creates.append(
+                Evaluation(
+                    id=self.new_id(),
+                    namespace=ns,
+                    priority=j.priority if j else self.eval.priority,
+                    type=j.type if j else "service",
+                    triggered_by=TRIGGER_PREEMPTION,
+                    job_id=job_id,
+                    status=EVAL_STATUS_PENDING,
+                    create_time=self.now,
+                    modify_time=self.now,
+                )
+            )
+        blocked = None
+        if self.failed and self.eval.status != EVAL_STATUS_BLOCKED:
+            blocked = Evaluation(
+                id=self.new_id(),
+                namespace=self.eval.namespace,
+                priority=self.eval.priority,
+                type=self.eval.type,
+                triggered_by=TRIGGER_QUEUED_ALLOCS,
+                job_id=self.eval.job_id,
+                status=EVAL_STATUS_BLOCKED,
+                status_description=BLOCKED_EVAL_FAILED_PLACEMENTS,
+                previous_eval=self.eval.id,
+                create_time=self.now,
+                modify_time=self.now,
+            )
+            ev.blocked_eval = blocked.id
+        return SchedulerResult(plan=self.plan, eval=ev, create_evals=creates, blocked_eval=blocked)
+
+
+def _fits(table: NodeTable, row: int, cpu: int, mem: int, disk: int) -> bool:
+    return bool(
+        table.used_cpu[row] + cpu <= table.cap_cpu[row]
+        and table.used_mem[row] + mem <= table.cap_mem[row]
+        and table.used_disk[row] + disk <= table.cap_disk[row]
+    )
+
+
+def _rolling_limit(job: Job) -> int | None:
+    """Destructive updates per eval for system jobs: update.max_parallel (None = all)."""
+    if job.update is not None and job.update.rolling():
+        return job.update.max_parallel
+    for tg in job.task_groups:
+        if tg.update is not None and tg.update.rolling():
+            return tg.update.max_parallel
+    return None
+
+
+_ = np  # NumPy arrays flow through NodeTable

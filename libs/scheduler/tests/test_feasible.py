@@ -1,0 +1,436 @@
+"""Candidate nodes and the feasibility checker (drivers, constraints, class cache, metrics)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from drover.common import Constraint, DrainStrategy, DriverInfo, Job, Node, Task, TaskGroup, compute_class
+from drover.common.node import NODE_INELIGIBLE, NODE_STATUS_DOWN, NODE_STATUS_INIT
+from drover.scheduler.constraints import match_calls
+from drover.scheduler.feasible import (
+    FeasibilityChecker,
+    distinct_constraints,
+    ready_nodes_in_pool,
+    task_group_constraints,
+    task_group_drivers,
+)
+
+LINUX = Constraint(ltarget="${attr.kernel.name}", operand="=", rtarget="linux")
+BIG = Constraint(ltarget="${attr.cpu.numcores}", operand=">=", rtarget="8")
+RACK_R1 = Constraint(ltarget="${meta.rack}", operand="=", rtarget="r1")
+NOT_WORKER_3 = Constraint(ltarget="${node.unique.name}", operand="!=", rtarget="worker-3")
+DISTINCT = Constraint(operand="distinct_hosts", rtarget="true")
+DISTINCT_RACK = Constraint(operand="distinct_property", ltarget="${meta.rack}")
+
+
+def node(
+    i: int,
+    *,
+    dc: str = "dc1",
+    pool: str = "default",
+    node_class: str = "",
+    attrs: dict[str, str] | None = None,
+    meta: dict[str, str] | None = None,
+    drivers: dict[str, DriverInfo] | None = None,
+    with_class: bool = True,
+    **kw: Any,
+) -> Node:
+    n = Node(
+        id=f"node-{i}",
+        name=f"worker-{i}",
+        datacenter=dc,
+        node_pool=pool,
+        node_class=node_class,
+        attributes={"kernel.name": "linux", "cpu.numcores": "8", f"unique.id-{i}": str(i), **(attrs or {})},
+        meta={"rack": "r1", **(meta or {})},
+        drivers={"docker": DriverInfo()} if drivers is None else drivers,
+        **kw,
+    )
+    return n.model_copy(update={"computed_class": compute_class(n)}) if with_class else n
+
+
+def group(name: str = "web", drivers: tuple[str, ...] = ("docker",), **kw: Any) -> TaskGroup:
+    tasks = [Task(name=f"t{i}", driver=d) for i, d in enumerate(drivers)]
+    return TaskGroup(name=name, tasks=tasks, **kw)
+
+
+def job(*groups: TaskGroup, **kw: Any) -> Job:
+    return Job(id="example", task_groups=list(groups) or [group()], **kw)
+
+
+def ids(nodes: list[Node]) -> list[str]:
+    return [n.id for n in nodes]
+
+
+# --------------------------------------------------------------------------------------------
+# ready_nodes_in_pool
+# --------------------------------------------------------------------------------------------
+
+DCS = ["dc1", "dc2", "dc10", "us-e-1", "us-w-1", "us-w-2", "eu-west-1", "dc[1]"]
+
+
+@pytest.mark.parametrize(
+    ("patterns", "expected"),
+    [
+        (["*"], DCS),
+        (["dc*"], ["dc1", "dc2", "dc10", "dc[1]"]),
+        (["dc?"], ["dc1", "dc2"]),
+        (["us-?-1"], ["us-e-1", "us-w-1"]),
+        (["us-*"], ["us-e-1", "us-w-1", "us-w-2"]),
+        (["*-1"], ["us-e-1", "us-w-1", "eu-west-1"]),
+        (["dc1", "eu-west-1"], ["dc1", "eu-west-1"]),
+        (["dc[1]"], ["dc[1]"]),  # brackets are literal
+        (["DC1"], []),  # case-sensitive
+        (["dc"], []),  # whole-name match
+        ([], []),
+    ],
+)
+def test_datacenter_globs(patterns: list[str], expected: list[str]) -> None:
+    nodes = [node(i, dc=dc) for i, dc in enumerate(DCS)]
+    ready, available, in_pool = ready_nodes_in_pool(nodes, job(datacenters=patterns))
+    assert [n.datacenter for n in ready] == expected
+    assert available == {dc: 1 for dc in expected}
+    assert in_pool == len(DCS)
+
+
+@pytest.mark.parametrize(
+    ("job_pool", "expected_pools", "expected_in_pool"),
+    [
+        ("default", ["default", "default"], 3),
+        ("gpu", ["gpu"], 2),
+        ("all", ["default", "gpu", "default", "batch"], 6),
+        ("nope", [], 0),
+    ],
+)
+def test_node_pools(job_pool: str, expected_pools: list[str], expected_in_pool: int) -> None:
+    nodes = [
+        node(0, pool="default"),
+        node(1, pool="gpu"),
+        node(2, pool="default"),
+        node(3, pool="batch"),
+        node(4, pool="default", status=NODE_STATUS_DOWN),  # counted in the pool, not ready
+        node(5, pool="gpu", scheduling_eligibility=NODE_INELIGIBLE),
+    ]
+    ready, _, in_pool = ready_nodes_in_pool(nodes, job(node_pool=job_pool))
+    assert [n.node_pool for n in ready] == expected_pools
+    assert in_pool == expected_in_pool
+
+
+@pytest.mark.parametrize(
+    "kw",
+    [
+        {"status": NODE_STATUS_DOWN},
+        {"status": NODE_STATUS_INIT},
+        {"status": "disconnected"},
+        {"drain_strategy": DrainStrategy()},
+        {"scheduling_eligibility": NODE_INELIGIBLE},
+    ],
+)
+def test_unusable_nodes_are_excluded(kw: dict[str, Any]) -> None:
+    nodes = [node(0), node(1, **kw), node(2)]
+    ready, available, in_pool = ready_nodes_in_pool(nodes, job())
+    assert ids(ready) == ["node-0", "node-2"]
+    assert available == {"dc1": 2}
+    assert in_pool == 3
+
+
+def test_ready_nodes_keep_order_and_count_per_datacenter() -> None:
+    nodes = [node(i, dc=("dc1", "dc2", "dc3")[i % 3]) for i in range(9)]
+    nodes[4] = node(4, dc="dc2", status=NODE_STATUS_DOWN)
+    ready, available, in_pool = ready_nodes_in_pool(iter(nodes), job(datacenters=["dc1", "dc2"]))
+    assert ids(ready) == ["node-0", "node-1", "node-3", "node-6", "node-7"]
+    assert available == {"dc1": 3, "dc2": 2}
+    assert in_pool == 9
+
+
+# --------------------------------------------------------------------------------------------
+# What a group asks for
+# --------------------------------------------------------------------------------------------
+
+
+def test_task_group_drivers_and_constraints() -> None:
+    t1 = Task(name="a", driver="docker", constraints=[BIG, DISTINCT])
+    t2 = Task(name="b", driver="exec", constraints=[RACK_R1])
+    t3 = Task(name="c", driver="docker")
+    tg = TaskGroup(name="g", tasks=[t1, t2, t3], constraints=[LINUX, DISTINCT_RACK])
+    j = Job(id="j", constraints=[DISTINCT, NOT_WORKER_3], task_groups=[tg])
+    assert task_group_drivers(tg) == {"docker", "exec"}
+    assert task_group_constraints(tg) == [LINUX, BIG, RACK_R1]
+    assert distinct_constraints(j, tg) == [DISTINCT, DISTINCT_RACK]
+    assert task_group_drivers(TaskGroup(tasks=[Task(name="x")])) == set()
+
+
+# --------------------------------------------------------------------------------------------
+# FeasibilityChecker: verdicts and metrics
+# --------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("drivers", "attrs", "feasible"),
+    [
+        ({"docker": DriverInfo(detected=True, healthy=True)}, {}, True),
+        ({"docker": DriverInfo(detected=True, healthy=False)}, {}, False),
+        ({"docker": DriverInfo(detected=False, healthy=False)}, {}, False),
+        ({"exec": DriverInfo()}, {}, False),  # missing
+        ({}, {}, False),
+        # legacy nodes without driver info: the "driver.<name>" attribute, read as a Go bool
+        ({}, {"driver.docker": "1"}, True),
+        ({}, {"driver.docker": "true"}, True),
+        ({}, {"driver.docker": "True"}, True),
+        ({}, {"driver.docker": "0"}, False),
+        ({}, {"driver.docker": "False"}, False),
+        ({}, {"driver.docker": "yes"}, False),
+        # driver info, when present, wins over the attribute
+        ({"docker": DriverInfo(healthy=False)}, {"driver.docker": "1"}, False),
+    ],
+)
+def test_drivers(drivers: dict[str, DriverInfo], attrs: dict[str, str], feasible: bool) -> None:
+    n = node(0, drivers=drivers, attrs=attrs)
+    result = FeasibilityChecker(job()).check(group(), [n])
+    assert ids(result.nodes) == (["node-0"] if feasible else [])
+    assert result.constraint_filtered == ({} if feasible else {"missing drivers": 1})
+
+
+def test_every_task_driver_is_needed() -> None:
+    tg = group(drivers=("docker", "exec"))
+    both = node(0, drivers={"docker": DriverInfo(), "exec": DriverInfo()})
+    one = node(1, drivers={"docker": DriverInfo()})
+    result = FeasibilityChecker(job(tg)).check(tg, [both, one])
+    assert ids(result.nodes) == ["node-0"]
+
+
+def test_metrics_keys_and_counts() -> None:
+    tg = TaskGroup(
+        name="web", constraints=[BIG], tasks=[Task(name="t", driver="docker", constraints=[RACK_R1])]
+    )
+    j = job(tg, constraints=[LINUX, DISTINCT])
+    nodes = [
+        node(0, node_class="large"),  # feasible
+        node(1, node_class="large", attrs={"kernel.name": "windows"}),  # job constraint
+        node(2, node_class="small", attrs={"cpu.numcores": "4"}),  # group constraint
+        node(3, attrs={"cpu.numcores": "16"}, meta={"rack": "r2"}),  # task constraint, no class
+        node(4, node_class="small", drivers={}),  # driver
+        node(5, node_class="large", attrs={"kernel.name": "windows"}),
+        node(6, node_class="large", attrs={"cpu.numcores": "16"}),  # feasible
+    ]
+    result = FeasibilityChecker(j).check(tg, nodes)
+    assert ids(result.nodes) == ["node-0", "node-6"]
+    assert result.nodes_evaluated == 7
+    assert result.nodes_filtered == 5
+    assert result.constraint_filtered == {
+        "${attr.kernel.name} = linux": 2,
+        "${attr.cpu.numcores} >= 8": 1,
+        "${meta.rack} = r1": 1,
+        "missing drivers": 1,
+    }
+    # Nomad counts classes only for nodes that have one.
+    assert result.class_filtered == {"large": 2, "small": 2}
+    assert result.escaped is False
+    metric = result.metrics
+    assert (metric.nodes_evaluated, metric.nodes_filtered) == (7, 5)
+    assert metric.constraint_filtered == result.constraint_filtered
+    assert metric.class_filtered == result.class_filtered
+
+
+def test_check_order_job_constraints_then_drivers_then_group_constraints() -> None:
+    tg = group(constraints=[BIG])
+    j = job(tg, constraints=[LINUX])
+    fails_all = node(0, attrs={"kernel.name": "darwin", "cpu.numcores": "2"}, drivers={})
+    fails_driver_and_group = node(1, attrs={"cpu.numcores": "2"}, drivers={})
+    result = FeasibilityChecker(j).check(tg, [fails_all, fails_driver_and_group])
+    assert result.constraint_filtered == {"${attr.kernel.name} = linux": 1, "missing drivers": 1}
+
+
+def test_first_failing_constraint_is_reported() -> None:
+    tg = group(constraints=[BIG, RACK_R1])
+    n = node(0, attrs={"cpu.numcores": "2"}, meta={"rack": "r9"})
+    result = FeasibilityChecker(job(tg)).check(tg, [n])
+    assert result.constraint_filtered == {"${attr.cpu.numcores} >= 8": 1}
+
+
+def test_distinct_constraints_are_left_to_placement() -> None:
+    tg = group(constraints=[DISTINCT_RACK])
+    j = job(tg, constraints=[DISTINCT])
+    result = FeasibilityChecker(j).check(tg, [node(0), node(1)])
+    assert ids(result.nodes) == ["node-0", "node-1"]
+
+
+def test_empty_input() -> None:
+    result = FeasibilityChecker(job()).check(group(), [])
+    assert (result.nodes, result.nodes_evaluated, result.nodes_filtered) == ([], 0, 0)
+
+
+# --------------------------------------------------------------------------------------------
+# The computed-class cache
+# --------------------------------------------------------------------------------------------
+
+
+def classy_nodes(n: int, classes: int) -> list[Node]:
+    """``n`` nodes in ``classes`` computed classes; odd classes run Windows."""
+    templates = [
+        node(c, node_class=f"class-{c}", attrs={"kernel.name": "windows" if c % 2 else "linux"})
+        for c in range(classes)
+    ]
+    out = []
+    for i in range(n):
+        t = templates[i % classes]
+        # Same computed class (unique.* attributes are not part of it), own identity.
+        out.append(
+            t.model_copy(update={"id": f"node-{i}", "name": f"worker-{i}", "attributes": {**t.attributes}})
+        )
+    return out
+
+
+def test_class_cache_skips_rechecking() -> None:
+    tg = group(constraints=[BIG, RACK_R1])
+    j = job(tg, constraints=[LINUX])
+    nodes = classy_nodes(1000, 4)
+    checker = FeasibilityChecker(j)
+    before = match_calls()
+    result = checker.check(tg, nodes)
+    # job level: 1 constraint x 4 classes; group level: 2 constraints x the 2 linux classes.
+    assert match_calls() - before == 4 + 2 * 2
+    assert checker.node_checks == 4 + 2
+    assert len(result.nodes) == 500
+    assert result.constraint_filtered == {"${attr.kernel.name} = linux": 500}
+    assert result.class_filtered == {"class-1": 250, "class-3": 250}
+    assert result.class_eligibility == {
+        nodes[0].computed_class: True,
+        nodes[1].computed_class: False,
+        nodes[2].computed_class: True,
+        nodes[3].computed_class: False,
+    }
+
+    # A second pass costs nothing.
+    before = match_calls()
+    again = checker.check(tg, nodes)
+    assert match_calls() == before
+    assert ids(again.nodes) == ids(result.nodes)
+    assert again.constraint_filtered == result.constraint_filtered
+
+
+def test_cached_metrics_equal_uncached_metrics() -> None:
+    tg = group(constraints=[BIG])
+    j = job(tg, constraints=[LINUX])
+    nodes = classy_nodes(40, 4)
+    nodes[5] = node(5, node_class="class-1", attrs={"cpu.numcores": "2"})
+    cached = FeasibilityChecker(j).check(tg, nodes)
+    one_by_one = [FeasibilityChecker(j).check(tg, [n]) for n in nodes]
+    assert ids(cached.nodes) == [n.id for r in one_by_one for n in r.nodes]
+    assert cached.nodes_filtered == sum(r.nodes_filtered for r in one_by_one)
+    merged: dict[str, int] = {}
+    for r in one_by_one:
+        for k, v in r.constraint_filtered.items():
+            merged[k] = merged.get(k, 0) + v
+    assert cached.constraint_filtered == merged
+
+
+def test_groups_share_the_job_level_cache() -> None:
+    web = group("web", constraints=[BIG])
+    api = group("api", constraints=[RACK_R1])
+    j = job(web, api, constraints=[LINUX])
+    nodes = classy_nodes(100, 4)
+    checker = FeasibilityChecker(j)
+    before = match_calls()
+    checker.check(web, nodes)
+    assert match_calls() - before == 4 + 2  # job: 4 classes; web: 2 linux classes
+    before = match_calls()
+    checker.check(api, nodes)
+    assert match_calls() - before == 2  # api group only: the job level is cached
+    before = match_calls()
+    checker.check(web, nodes)
+    assert match_calls() == before
+
+
+def test_nodes_without_computed_class_are_classed_once() -> None:
+    tg = group(constraints=[BIG])
+    nodes = [node(i, with_class=False) for i in range(50)]
+    assert all(n.computed_class == "" for n in nodes)
+    checker = FeasibilityChecker(job(tg, constraints=[LINUX]))
+    before = match_calls()
+    result = checker.check(tg, nodes)
+    assert match_calls() - before == 2  # unique.* attributes differ, the class does not
+    assert len(result.nodes) == 50
+    assert list(result.class_eligibility) == [compute_class(nodes[0])]
+    assert all(n.computed_class == "" for n in nodes)  # inputs untouched
+
+
+def test_escaped_group_constraints_are_checked_per_node() -> None:
+    tg = group(constraints=[NOT_WORKER_3])
+    j = job(tg, constraints=[LINUX])
+    nodes = classy_nodes(10, 1)  # one class, worker-0 .. worker-9
+    checker = FeasibilityChecker(j)
+    before = match_calls()
+    result = checker.check(tg, nodes)
+    assert match_calls() - before == 1 + 10  # job level cached, group level per node
+    assert ids(result.nodes) == [f"node-{i}" for i in range(10) if i != 3]
+    assert result.constraint_filtered == {"${node.unique.name} != worker-3": 1}
+    assert result.escaped is True
+    # Only the job level (not escaped) says anything about the class.
+    assert result.class_eligibility == {nodes[0].computed_class: True}
+    assert checker.escaped() is True
+
+
+def test_escaped_job_constraints_are_checked_per_node_group_still_cached() -> None:
+    tg = group(constraints=[LINUX])
+    j = job(tg, constraints=[Constraint(ltarget="${attr.unique.id-4}", operand="is_not_set")])
+    nodes = [
+        n.model_copy(update={"attributes": {**n.attributes, f"unique.id-{i}": str(i)}})
+        for i, n in enumerate(classy_nodes(10, 2))
+    ]
+    checker = FeasibilityChecker(j)
+    before = match_calls()
+    result = checker.check(tg, nodes)
+    # job level: every node; group level: once per class among the nodes that got that far
+    assert match_calls() - before == 10 + 2
+    assert ids(result.nodes) == ["node-0", "node-2", "node-6", "node-8"]
+    assert result.constraint_filtered == {
+        "${attr.unique.id-4} is_not_set": 1,
+        "${attr.kernel.name} = linux": 5,
+    }
+    assert result.escaped is True
+    assert result.class_eligibility == {nodes[0].computed_class: True, nodes[1].computed_class: False}
+
+
+def test_class_eligibility_across_groups() -> None:
+    web = group("web", constraints=[BIG])
+    api = group("api", constraints=[Constraint(ltarget="${attr.cpu.numcores}", operand="<", rtarget="8")])
+    j = job(web, api, constraints=[LINUX])
+    big = node(0, node_class="big")
+    small = node(1, node_class="small", attrs={"cpu.numcores": "2"})
+    windows = node(2, node_class="win", attrs={"kernel.name": "windows"})
+    checker = FeasibilityChecker(j)
+    r_web = checker.check(web, [big, small, windows])
+    assert r_web.class_eligibility == {
+        big.computed_class: True,
+        small.computed_class: False,
+        windows.computed_class: False,
+    }
+    r_api = checker.check(api, [big, small, windows])
+    assert r_api.class_eligibility == {
+        big.computed_class: False,
+        small.computed_class: True,
+        windows.computed_class: False,
+    }
+    # Over the whole job: a class one group can use is eligible; the job's veto stands.
+    assert checker.class_eligibility() == {
+        big.computed_class: True,
+        small.computed_class: True,
+        windows.computed_class: False,
+    }
+    assert checker.escaped() is False
+
+
+def test_ten_thousand_nodes_in_twenty_classes_cost_twenty_checks() -> None:
+    tg = group(constraints=[BIG, RACK_R1])
+    j = job(tg, constraints=[LINUX])
+    nodes = classy_nodes(10_000, 20)
+    checker = FeasibilityChecker(j)
+    before = match_calls()
+    result = checker.check(tg, nodes)
+    assert match_calls() - before == 20 + 10 * 2
+    assert checker.node_checks == 20 + 10
+    assert result.nodes_evaluated == 10_000
+    assert len(result.nodes) == 5_000
+    assert len(result.class_eligibility) == 20
