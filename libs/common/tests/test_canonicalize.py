@@ -131,7 +131,12 @@ def test_default_reschedule_policy(job_type: str, expected: dict[str, Any] | Non
 
 @pytest.mark.parametrize(
     ("job_type", "attempts", "interval"),
-    [("service", 2, 30 * MINUTE), ("system", 2, 30 * MINUTE), ("batch", 3, 24 * HOUR), ("sysbatch", 3, 24 * HOUR)],
+    [
+        ("service", 2, 30 * MINUTE),
+        ("system", 2, 30 * MINUTE),
+        ("batch", 3, 24 * HOUR),
+        ("sysbatch", 3, 24 * HOUR),
+    ],
 )
 def test_default_restart_policy(job_type: str, attempts: int, interval: int) -> None:
     rp = default_restart_policy(job_type)
@@ -212,7 +217,9 @@ def test_job_defaults(doc: dict[str, Any], field: str, expected: Any) -> None:
 
 
 def test_periodic_defaults() -> None:
-    job = canon({"ID": "nightly", "Type": "batch", "Periodic": {"Spec": "@daily", "SpecType": "", "TimeZone": ""}})
+    job = canon(
+        {"ID": "nightly", "Type": "batch", "Periodic": {"Spec": "@daily", "SpecType": "", "TimeZone": ""}}
+    )
     assert job.periodic is not None
     assert (job.periodic.enabled, job.periodic.spec_type, job.periodic.time_zone) == (True, "cron", "UTC")
 
@@ -299,9 +306,21 @@ def test_group_disconnect(disconnect: dict[str, Any] | None, expected: dict[str,
 @pytest.mark.parametrize(
     ("job_type", "group_restart", "expected"),
     [
-        ("service", {"Attempts": 5}, {"attempts": 5, "interval": 30 * MINUTE, "delay": 15 * SECOND, "mode": "fail"}),
-        ("batch", {"Mode": "delay"}, {"attempts": 3, "interval": 24 * HOUR, "delay": 15 * SECOND, "mode": "delay"}),
-        ("service", {"Attempts": 0, "Delay": None}, {"attempts": 0, "interval": 30 * MINUTE, "delay": 15 * SECOND}),
+        (
+            "service",
+            {"Attempts": 5},
+            {"attempts": 5, "interval": 30 * MINUTE, "delay": 15 * SECOND, "mode": "fail"},
+        ),
+        (
+            "batch",
+            {"Mode": "delay"},
+            {"attempts": 3, "interval": 24 * HOUR, "delay": 15 * SECOND, "mode": "delay"},
+        ),
+        (
+            "service",
+            {"Attempts": 0, "Delay": None},
+            {"attempts": 0, "interval": 30 * MINUTE, "delay": 15 * SECOND},
+        ),
         ("system", {"Interval": HOUR, "Delay": MINUTE}, {"attempts": 2, "interval": HOUR, "delay": MINUTE}),
     ],
 )
@@ -315,9 +334,19 @@ def test_restart_policy_merge(job_type: str, group_restart: dict[str, Any], expe
     ("job_type", "job_level", "group_level", "expected"),
     [
         # Group only: its fields on top of the type default.
-        ("service", None, {"Delay": MINUTE}, {"delay": MINUTE, "delay_function": "exponential", "unlimited": True}),
+        (
+            "service",
+            None,
+            {"Delay": MINUTE},
+            {"delay": MINUTE, "delay_function": "exponential", "unlimited": True},
+        ),
         # Job only: inherited by the group.
-        ("service", {"DelayFunction": "fibonacci"}, None, {"delay": 30 * SECOND, "delay_function": "fibonacci"}),
+        (
+            "service",
+            {"DelayFunction": "fibonacci"},
+            None,
+            {"delay": 30 * SECOND, "delay_function": "fibonacci"},
+        ),
         # Both: the group wins where it speaks, the job elsewhere, the default for the rest.
         (
             "service",
@@ -391,7 +420,12 @@ def test_service_group_attempts_without_unlimited_false_stays_unlimited() -> Non
     ("job_type", "job_update", "group_update", "expected"),
     [
         # Job-level block pushed into the group, defaults for the rest.
-        ("service", {"MaxParallel": 3}, None, {"max_parallel": 3, "canary": 0, "min_healthy_time": 10 * SECOND}),
+        (
+            "service",
+            {"MaxParallel": 3},
+            None,
+            {"max_parallel": 3, "canary": 0, "min_healthy_time": 10 * SECOND},
+        ),
         # Group block on top of the job block.
         (
             "service",
@@ -486,7 +520,9 @@ def test_overlay_only_uses_set_fields() -> None:
 # Tasks and placement blocks
 
 
-@pytest.mark.parametrize(("kill_timeout", "expected"), [(None, 5 * SECOND), (0, 5 * SECOND), (30 * SECOND, 30 * SECOND)])
+@pytest.mark.parametrize(
+    ("kill_timeout", "expected"), [(None, 5 * SECOND), (0, 5 * SECOND), (30 * SECOND, 30 * SECOND)]
+)
 def test_task_kill_timeout(kill_timeout: int | None, expected: int) -> None:
     doc = job_doc()
     doc["TaskGroups"][0]["Tasks"][0]["KillTimeout"] = kill_timeout
@@ -592,9 +628,7 @@ RICH_JOB: dict[str, Any] = {
     ],
 }
 
-IDEMPOTENCE_CASES = [
-    pytest.param(job_doc(t), id=f"minimal-{t}") for t in TYPES
-] + [
+IDEMPOTENCE_CASES = [pytest.param(job_doc(t), id=f"minimal-{t}") for t in TYPES] + [
     pytest.param(RICH_JOB, id="rich"),
     pytest.param(json.loads(NOMAD_OUTPUT_JSON)["Job"], id="nomad-output"),
     pytest.param({"ID": "empty"}, id="no-groups"),

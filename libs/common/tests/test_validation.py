@@ -29,8 +29,11 @@ def put(doc: dict[str, Any], path: str, value: Any) -> None:
     keys: list[Any] = [int(k) if k.isdigit() else k for k in path.split(".")]
     node: Any = doc
     for key in keys[:-1]:
-        node = node[key]
-    node[keys[-1]] = value
+        node = node.setdefault(key, {}) if isinstance(node, dict) else node[key]
+    if isinstance(node, list) and keys[-1] == len(node):
+        node.append(value)
+    else:
+        node[keys[-1]] = value
 
 
 def problems_of(changes: dict[str, Any], job_type: str = "service") -> list[str]:
@@ -63,7 +66,17 @@ def test_minimal_jobs_are_valid(job_type: str) -> None:
         # Seed 000: disabling with attempts 0 / unlimited false; the other fields do not matter then.
         ("service", {f"{TG}.ReschedulePolicy": {"Attempts": 0, "Unlimited": False, "Delay": 0}}),
         ("batch", {f"{TG}.ReschedulePolicy": {"Attempts": 0, "Unlimited": False}}),
-        ("batch", {f"{TG}.ReschedulePolicy": {"Attempts": 0, "Unlimited": True, "DelayFunction": "fibonacci"}}),
+        (
+            "batch",
+            {
+                f"{TG}.ReschedulePolicy": {
+                    "Attempts": 0,
+                    "Unlimited": True,
+                    "DelayFunction": "fibonacci",
+                    "MaxDelay": MINUTE,
+                }
+            },
+        ),
         ("service", {f"{TG}.ReschedulePolicy": {"Attempts": 3, "Interval": HOUR, "Unlimited": False}}),
         ("system", {f"{TG}.Count": 0}),
         ("system", {f"{TG}.Count": 1}),
@@ -71,10 +84,26 @@ def test_minimal_jobs_are_valid(job_type: str) -> None:
         ("service", {f"{TG}.Count": 0}),
         ("service", {f"{TG}.Constraints": [{"Operand": "distinct_hosts"}]}),
         ("service", {f"{TG}.Constraints": [{"LTarget": "${meta.rack}", "Operand": "distinct_property"}]}),
-        ("service", {f"{TG}.Constraints": [{"LTarget": "${attr.os}", "Operand": "regexp", "RTarget": "^linux$"}]}),
-        ("service", {f"{TG}.Constraints": [{"LTarget": "${attr.v}", "Operand": "version", "RTarget": ">= 1.2, < 2"}]}),
-        ("service", {f"{TG}.Constraints": [{"LTarget": "${attr.v}", "Operand": "version", "RTarget": "~> 1.2.3"}]}),
-        ("service", {f"{TG}.Constraints": [{"LTarget": "${attr.v}", "Operand": "semver", "RTarget": ">= 1.2.3-beta"}]}),
+        (
+            "service",
+            {f"{TG}.Constraints": [{"LTarget": "${attr.os}", "Operand": "regexp", "RTarget": "^linux$"}]},
+        ),
+        (
+            "service",
+            {f"{TG}.Constraints": [{"LTarget": "${attr.v}", "Operand": "version", "RTarget": ">= 1.2, < 2"}]},
+        ),
+        (
+            "service",
+            {f"{TG}.Constraints": [{"LTarget": "${attr.v}", "Operand": "version", "RTarget": "~> 1.2.3"}]},
+        ),
+        (
+            "service",
+            {
+                f"{TG}.Constraints": [
+                    {"LTarget": "${attr.v}", "Operand": "semver", "RTarget": ">= 1.2.3-beta"}
+                ]
+            },
+        ),
         ("service", {f"{TG}.Constraints": [{"LTarget": "${attr.driver.docker}", "Operand": "is_set"}]}),
         ("service", {f"{TG}.Affinities": [{"LTarget": "${node.class}", "RTarget": "big", "Weight": -100}]}),
         ("sysbatch", {f"{TG}.Affinities": [{"LTarget": "${node.class}", "RTarget": "big", "Weight": 10}]}),
@@ -135,7 +164,12 @@ CASES: list[Any] = [
     ({"Periodic": {"Spec": "@daily"}}, "service", "Job", "only allowed for batch and sysbatch"),
     ({"Periodic": {"Spec": "every day"}}, "batch", "Job", "not a valid cron expression"),
     ({"Periodic": {"Spec": "@daily", "SpecType": "rrule"}}, "batch", "Job", "spec type 'rrule' is unknown"),
-    ({"Periodic": {"Spec": "@daily", "TimeZone": "Mars/Olympus"}}, "batch", "Job", "time zone 'Mars/Olympus'"),
+    (
+        {"Periodic": {"Spec": "@daily", "TimeZone": "Mars/Olympus"}},
+        "batch",
+        "Job",
+        "time zone 'Mars/Olympus'",
+    ),
     # Groups
     (
         {"TaskGroups.1": {"Name": "web", "Tasks": [{"Name": "t", "Driver": "exec"}]}},
@@ -148,7 +182,12 @@ CASES: list[Any] = [
     ({f"{TG}.Count": -1}, "system", G, "count -1 is negative"),
     ({f"{TG}.Count": 3}, "system", G, "count 3 is above 1"),
     ({f"{TG}.Tasks": []}, "service", G, "has no tasks"),
-    ({f"{TG}.EphemeralDisk": {"SizeMB": 5}}, "service", G, "ephemeral disk 5 MB is below the minimum of 10 MB"),
+    (
+        {f"{TG}.EphemeralDisk": {"SizeMB": 5}},
+        "service",
+        G,
+        "ephemeral disk 5 MB is below the minimum of 10 MB",
+    ),
     # Tasks
     (
         {f"{TG}.Tasks.1": {"Name": "server", "Driver": "exec"}},
@@ -180,14 +219,44 @@ CASES: list[Any] = [
     ({f"{RES}.DiskMB": 100}, "service", T, "ephemeral_disk"),
     ({f"{RES}": {"Cores": 2, "CPU": 500}}, "service", T, "cpu or for cores, not both"),
     ({f"{RES}.Cores": -1}, "service", T, "cores -1 is negative"),
-    ({f"{RES}": {"MemoryMB": 512, "MemoryMaxMB": 256}}, "service", T, "memory_max 256 MB is below memory 512 MB"),
+    (
+        {f"{RES}": {"MemoryMB": 512, "MemoryMaxMB": 256}},
+        "service",
+        T,
+        "memory_max 256 MB is below memory 512 MB",
+    ),
     # Constraints
-    ({"Constraints": [{"LTarget": "${attr.x}", "RTarget": "1", "Operand": "~="}]}, "service", "Job", "unknown op"),
-    ({f"{TG}.Constraints": [{"LTarget": "", "RTarget": "linux"}]}, "service", G, "attribute (LTarget) is empty"),
+    (
+        {"Constraints": [{"LTarget": "${attr.x}", "RTarget": "1", "Operand": "~="}]},
+        "service",
+        "Job",
+        "unknown op",
+    ),
+    (
+        {f"{TG}.Constraints": [{"LTarget": "", "RTarget": "linux"}]},
+        "service",
+        G,
+        "attribute (LTarget) is empty",
+    ),
     ({f"{TG}.Constraints": [{"LTarget": "${attr.os}", "RTarget": ""}]}, "service", G, "needs a value"),
-    ({f"{TG}.Constraints": [{"LTarget": "${x.y}", "RTarget": "1"}]}, "service", G, "not one Nomad can resolve"),
-    ({f"{TG}.Constraints": [{"LTarget": "$attr.os", "RTarget": "1"}]}, "service", G, "lacks its opening brace"),
-    ({f"{TG}.Constraints": [{"LTarget": "${attr.os", "RTarget": "1"}]}, "service", G, "lacks its closing brace"),
+    (
+        {f"{TG}.Constraints": [{"LTarget": "${x.y}", "RTarget": "1"}]},
+        "service",
+        G,
+        "not one Nomad can resolve",
+    ),
+    (
+        {f"{TG}.Constraints": [{"LTarget": "$attr.os", "RTarget": "1"}]},
+        "service",
+        G,
+        "lacks its opening brace",
+    ),
+    (
+        {f"{TG}.Constraints": [{"LTarget": "${attr.os", "RTarget": "1"}]},
+        "service",
+        G,
+        "lacks its closing brace",
+    ),
     (
         {f"{TG}.Constraints": [{"LTarget": "${attr.os}", "Operand": "regexp", "RTarget": "(["}]},
         "service",
@@ -243,7 +312,11 @@ CASES: list[Any] = [
         "count of at least 1",
     ),
     (
-        {f"{TG}.Constraints": [{"LTarget": "${meta.rack}", "Operand": "distinct_property", "RTarget": "two"}]},
+        {
+            f"{TG}.Constraints": [
+                {"LTarget": "${meta.rack}", "Operand": "distinct_property", "RTarget": "two"}
+            ]
+        },
         "service",
         G,
         "not a whole number",
@@ -283,8 +356,18 @@ CASES: list[Any] = [
     ({"Affinities": [{"LTarget": "", "RTarget": "big"}]}, "service", "Job", "attribute (LTarget) is empty"),
     # Spreads
     ({f"{TG}.Spreads": [{"Attribute": ""}]}, "service", G, "attribute is empty"),
-    ({f"{TG}.Spreads": [{"Attribute": "${node.datacenter}", "Weight": 0}]}, "service", G, "weight 0 must be above 0"),
-    ({f"{TG}.Spreads": [{"Attribute": "${node.datacenter}", "Weight": 101}]}, "service", G, "weight 101 must be"),
+    (
+        {f"{TG}.Spreads": [{"Attribute": "${node.datacenter}", "Weight": 0}]},
+        "service",
+        G,
+        "weight 0 must be above 0",
+    ),
+    (
+        {f"{TG}.Spreads": [{"Attribute": "${node.datacenter}", "Weight": 101}]},
+        "service",
+        G,
+        "weight 101 must be",
+    ),
     ({"Spreads": [{"Attribute": "${node.datacenter}", "Weight": -5}]}, "service", "Job", "weight -5 must be"),
     (
         {f"{TG}.Spreads": [{"Attribute": "${meta.rack}", "SpreadTarget": [{"Value": "r1", "Percent": 101}]}]},
@@ -325,9 +408,24 @@ CASES: list[Any] = [
         "target 'r1' is listed more than once",
     ),
     # System jobs: no affinities or spreads anywhere, no reschedule policy (system and sysbatch).
-    ({"Affinities": [{"LTarget": "${node.class}", "RTarget": "x"}]}, "system", "Job", "may not have affinities"),
-    ({f"{TG}.Affinities": [{"LTarget": "${node.class}", "RTarget": "x"}]}, "system", G, "may not have affinities"),
-    ({f"{TASK}.Affinities": [{"LTarget": "${node.class}", "RTarget": "x"}]}, "system", T, "may not have affinities"),
+    (
+        {"Affinities": [{"LTarget": "${node.class}", "RTarget": "x"}]},
+        "system",
+        "Job",
+        "may not have affinities",
+    ),
+    (
+        {f"{TG}.Affinities": [{"LTarget": "${node.class}", "RTarget": "x"}]},
+        "system",
+        G,
+        "may not have affinities",
+    ),
+    (
+        {f"{TASK}.Affinities": [{"LTarget": "${node.class}", "RTarget": "x"}]},
+        "system",
+        T,
+        "may not have affinities",
+    ),
     ({"Spreads": [{"Attribute": "${node.datacenter}"}]}, "system", "Job", "may not have spreads"),
     ({f"{TG}.Spreads": [{"Attribute": "${node.datacenter}"}]}, "system", G, "may not have spreads"),
     ({f"{TG}.ReschedulePolicy": {"Attempts": 1}}, "system", G, "system jobs run on every node"),
@@ -345,7 +443,12 @@ CASES: list[Any] = [
         G,
         "reschedule interval 10s is below the minimum of 15s",
     ),
-    ({f"{TG}.ReschedulePolicy": {"DelayFunction": "linear"}}, "service", G, "delay function 'linear' is unknown"),
+    (
+        {f"{TG}.ReschedulePolicy": {"DelayFunction": "linear"}},
+        "service",
+        G,
+        "delay function 'linear' is unknown",
+    ),
     (
         {f"{TG}.ReschedulePolicy": {"Delay": 10 * MINUTE, "MaxDelay": MINUTE}},
         "service",
@@ -459,7 +562,12 @@ CASES: list[Any] = [
         "lost_after or stop_on_client_after, not both",
     ),
     ({f"{TG}.Disconnect": {"StopOnClientAfter": MINUTE}}, "system", G, "only for service and batch jobs"),
-    ({f"{TG}.Disconnect": {"StopOnClientAfter": -SECOND}}, "service", G, "stop_on_client_after -1s is negative"),
+    (
+        {f"{TG}.Disconnect": {"StopOnClientAfter": -SECOND}},
+        "service",
+        G,
+        "stop_on_client_after -1s is negative",
+    ),
 ]
 
 
@@ -536,7 +644,8 @@ def test_every_problem_at_once() -> None:
 def test_problems_from_several_groups_and_tasks_are_all_reported() -> None:
     doc = job_doc()
     doc["TaskGroups"] = [
-        {"Name": name, "Tasks": [{"Name": "a", "Driver": ""}, {"Name": "b", "Driver": ""}]} for name in ("x", "y")
+        {"Name": name, "Tasks": [{"Name": "a", "Driver": ""}, {"Name": "b", "Driver": ""}]}
+        for name in ("x", "y")
     ]
     problems = validate_job(canonicalize(Job.model_validate(doc)))
     assert sorted(p for p in problems if "no driver" in p) == [
@@ -544,8 +653,16 @@ def test_problems_from_several_groups_and_tasks_are_all_reported() -> None:
     ]
 
 
+def test_unknown_type_is_reported_once() -> None:
+    assert problems_of({"Type": "cron"}) == [
+        "Job: unknown job type 'cron' (expected one of service, batch, system, sysbatch)"
+    ]
+
+
 def test_disabled_reschedule_skips_other_checks() -> None:
-    assert reschedule_problems(ReschedulePolicy(attempts=0, unlimited=False, delay=0, delay_function="")) == []
+    assert (
+        reschedule_problems(ReschedulePolicy(attempts=0, unlimited=False, delay=0, delay_function="")) == []
+    )
 
 
 def test_reschedule_fit_check_handles_huge_attempts_quickly() -> None:

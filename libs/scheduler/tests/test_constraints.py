@@ -5,6 +5,7 @@ from __future__ import annotations
 import itertools
 
 import pytest
+
 from drover.common import Affinity, Constraint, Node
 from drover.scheduler import constraints as cmod
 from drover.scheduler.constraints import check_operand, is_escaped, match_calls, matches, resolve_target

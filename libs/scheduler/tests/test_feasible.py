@@ -5,12 +5,14 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+
 from drover.common import Constraint, DrainStrategy, DriverInfo, Job, Node, Task, TaskGroup, compute_class
 from drover.common.node import NODE_INELIGIBLE, NODE_STATUS_DOWN, NODE_STATUS_INIT
 from drover.scheduler.constraints import match_calls
 from drover.scheduler.feasible import (
     FeasibilityChecker,
     distinct_constraints,
+    node_in_job_pool,
     ready_nodes_in_pool,
     task_group_constraints,
     task_group_drivers,
@@ -142,6 +144,23 @@ def test_ready_nodes_keep_order_and_count_per_datacenter() -> None:
     assert ids(ready) == ["node-0", "node-1", "node-3", "node-6", "node-7"]
     assert available == {"dc1": 3, "dc2": 2}
     assert in_pool == 9
+
+
+@pytest.mark.parametrize(
+    ("node_kw", "job_kw", "expected"),
+    [
+        ({}, {}, True),
+        ({"dc": "dc2"}, {"datacenters": ["dc1"]}, False),
+        ({"dc": "dc2"}, {"datacenters": ["dc?"]}, True),
+        ({"pool": "gpu"}, {}, False),
+        ({"pool": "gpu"}, {"node_pool": "gpu"}, True),
+        ({"pool": "gpu"}, {"node_pool": "all"}, True),
+        ({"status": NODE_STATUS_DOWN}, {}, True),  # status is not its business
+        ({"drain_strategy": DrainStrategy()}, {}, True),
+    ],
+)
+def test_node_in_job_pool(node_kw: dict[str, Any], job_kw: dict[str, Any], expected: bool) -> None:
+    assert node_in_job_pool(node(0, **node_kw), job(**job_kw)) is expected
 
 
 # --------------------------------------------------------------------------------------------

@@ -1,10 +1,10 @@
 """Drover's domain model: Nomad's objects with Nomad's JSON form."""
 
 from drover.common.alloc import (
-    AllocDeploymentStatus,
     Allocation,
-    AllocState,
+    AllocDeploymentStatus,
     AllocMetric,
+    AllocState,
     DesiredTransition,
     NodeScoreMeta,
     RescheduleEvent,
@@ -45,11 +45,11 @@ from drover.common.node import (
 )
 
 __all__ = [
+    "Affinity",
     "AllocDeploymentStatus",
     "AllocMetric",
-    "Allocation",
     "AllocState",
-    "Affinity",
+    "Allocation",
     "Constraint",
     "Deployment",
     "DeploymentState",

@@ -29,8 +29,11 @@ CONSTRAINT_OPERANDS = (
     "version", "semver", "is_set", "is_not_set",
     CONSTRAINT_DISTINCT_HOSTS, CONSTRAINT_DISTINCT_PROPERTY,
 )  # fmt: skip
-# distinct_* only make sense as hard constraints, so affinities do not accept them.
-AFFINITY_OPERANDS = tuple(o for o in CONSTRAINT_OPERANDS if not o.startswith("distinct_"))
+# distinct_* only make sense as hard constraints and is_set/is_not_set carry no preference, so
+# affinities do not accept them (as in Nomad).
+AFFINITY_OPERANDS = tuple(
+    o for o in CONSTRAINT_OPERANDS if not o.startswith("distinct_") and o not in ("is_set", "is_not_set")
+)
 
 
 class Resources(NomadModel):

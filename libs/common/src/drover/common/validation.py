@@ -276,10 +276,11 @@ def _group_problems(tg: TaskGroup, job: Job, where: str) -> list[str]:
     if job.type in (JOB_TYPE_SYSTEM, JOB_TYPE_SYSBATCH):
         if tg.reschedule_policy is not None:
             out.append(f"{where}: {job.type} jobs run on every node and may not have a reschedule policy")
-    elif tg.reschedule_policy is None:
-        out.append(f"{where}: has no reschedule policy (was the job canonicalized?)")
-    else:
+    elif tg.reschedule_policy is not None:
         add(reschedule_problems(tg.reschedule_policy))
+    elif job.type in (JOB_TYPE_SERVICE, JOB_TYPE_BATCH):
+        # Only these types have a default; an unknown type is reported once, at the job.
+        out.append(f"{where}: has no reschedule policy (was the job canonicalized?)")
 
     if tg.ephemeral_disk is None:
         out.append(f"{where}: has no ephemeral disk (was the job canonicalized?)")

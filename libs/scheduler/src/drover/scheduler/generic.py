@@ -12,13 +12,14 @@ from collections.abc import Callable
 import numpy as np
 
 from drover.common import (
-    AllocDeploymentStatus,
     Allocation,
+    AllocDeploymentStatus,
     AllocMetric,
     Deployment,
     Evaluation,
     Job,
     Node,
+    Resources,
     TaskGroup,
 )
 from drover.common.alloc import ALLOC_CLIENT_PENDING, ALLOC_DESIRED_RUN, ALLOC_DESIRED_STOP
@@ -33,7 +34,7 @@ from drover.scheduler.feasible import FeasibilityChecker, node_in_job_pool, read
 from drover.scheduler.plan import Plan, SchedulerResult
 from drover.scheduler.reconcile import ALLOC_IN_PLACE, PlaceRequest, Reconciler, new_uuid_fn
 from drover.scheduler.reschedule import new_reschedule_tracker
-from drover.scheduler.stack import GroupStack, NodeTable, SelectOptions, Selection, score_meta
+from drover.scheduler.stack import GroupStack, NodeTable, Selection, SelectOptions, score_meta
 from drover.scheduler.state import StateSnapshot
 from drover.scheduler.update import tasks_updated
 
@@ -55,9 +56,11 @@ def tainted_nodes(state: StateSnapshot, allocs: list[Allocation]) -> dict[str, N
         node = state.node(a.node_id)
         if node is None:
             out[a.node_id] = None
-        elif node.status in (NODE_STATUS_DOWN, NODE_STATUS_DISCONNECTED) or node.draining():
-            out[a.node_id] = node
-        elif a.needs_to_reconnect():
+        elif (
+            node.status in (NODE_STATUS_DOWN, NODE_STATUS_DISCONNECTED)
+            or node.draining()
+            or a.needs_to_reconnect()
+        ):
             out[a.node_id] = node
     return out
 
@@ -83,6 +86,7 @@ class GenericScheduler:
         self._order: np.ndarray | None = None
         self._stacks: dict[str, GroupStack] = {}
         self._checker: FeasibilityChecker | None = None
+        self._ask: dict[str, Resources] = {}
         self.nodes_available: dict[str, int] = {}
         self.nodes_in_pool = 0
 
@@ -112,9 +116,15 @@ class GenericScheduler:
             table = self._ensure_table()
             assert self._order is not None and self._checker is not None
             stopping = {a.id for allocs in self.plan.node_update.values() for a in allocs}
-            live = [a for a in self.state.allocs_by_job(self.job.namespace, self.job.id) if a.id not in stopping]
-            live += [a for allocs in self.plan.node_allocation.values() for a in allocs if a.job_id == self.job.id]
-            st = GroupStack(table, self._order, self.job, tg, self._checker, _dedupe(live), self.batch, self.full_scan)
+            live = [
+                a for a in self.state.allocs_by_job(self.job.namespace, self.job.id) if a.id not in stopping
+            ]
+            live += [
+                a for allocs in self.plan.node_allocation.values() for a in allocs if a.job_id == self.job.id
+            ]
+            st = GroupStack(
+                table, self._order, self.job, tg, self._checker, _dedupe(live), self.batch, self.full_scan
+            )
             self._stacks[tg.name] = st
         return st
 
@@ -143,7 +153,9 @@ class GenericScheduler:
             st.stopped(alloc, sign=1)
 
     # --- in-place update check, handed to the reconciler ---
-    def _update_fn(self, existing: Allocation, job: Job, tg: TaskGroup) -> tuple[bool, bool, Allocation | None]:
+    def _update_fn(
+        self, existing: Allocation, job: Job, tg: TaskGroup
+    ) -> tuple[bool, bool, Allocation | None]:
         if existing.job_version == job.version:
             return True, False, None
         old_job = self.state.job_version(job.namespace, job.id, existing.job_version)
@@ -265,6 +277,12 @@ class GenericScheduler:
             else:
                 st.job_count[sel.row] += 1
 
+    def _resources(self, tg: TaskGroup) -> Resources:
+        r = self._ask.get(tg.name)
+        if r is None:
+            r = self._ask[tg.name] = tg.combined_resources()
+        return r
+
     def _new_alloc(self, req: PlaceRequest, sel: Selection) -> Allocation:
         assert self.job is not None
         tg = req.task_group
@@ -284,7 +302,7 @@ class GenericScheduler:
             "job_id": self.job.id,
             "job_version": self.job.version,
             "task_group": tg.name,
-            "resources": tg.combined_resources(),
+            "resources": self._resources(tg),
             "desired_status": ALLOC_DESIRED_RUN,
             "client_status": ALLOC_CLIENT_PENDING,
             "metrics": metric,
@@ -292,7 +310,12 @@ class GenericScheduler:
             "modify_time": self.now,
         }
         dep = self.deployment
-        if dep is not None and dep.active() and tg.name in dep.task_groups and not (req.downgrade_non_canary and not req.canary):
+        if (
+            dep is not None
+            and dep.active()
+            and tg.name in dep.task_groups
+            and not (req.downgrade_non_canary and not req.canary)
+        ):
             fields["deployment_id"] = dep.id
             if req.canary:
                 fields["deployment_status"] = AllocDeploymentStatus(canary=True)
@@ -308,9 +331,7 @@ class GenericScheduler:
                     else default_reschedule_policy(old_job.type)
                 )
                 fields["reschedule_tracker"] = new_reschedule_tracker(prev, policy, self.now)
-        # Built without re-validation: every field above is already of its model type, and this
-        # runs once per placement (1,000s per eval).
-        alloc = Allocation.model_construct(**fields)  # type: ignore[arg-type]
+        alloc = Allocation(**fields)  # type: ignore[arg-type]
         if req.canary and dep is not None and tg.name in dep.task_groups:
             dep.task_groups[tg.name].placed_canaries.append(alloc.id)
             if self.plan.deployment is None:

@@ -50,7 +50,9 @@ class AllocNameIndex:
             i += 1
         return out
 
-    def next_canaries(self, n: int, canaries: Iterable[Allocation], destructive: Iterable[Allocation]) -> list[str]:
+    def next_canaries(
+        self, n: int, canaries: Iterable[Allocation], destructive: Iterable[Allocation]
+    ) -> list[str]:
         """Canary names: first the names of allocs being destructively updated that no canary
         uses yet (lowest index first), then free indexes, then beyond count."""
         have = {c.name for c in canaries}

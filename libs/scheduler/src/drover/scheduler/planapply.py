@@ -89,7 +89,11 @@ def apply_plan_result(state: InMemoryState, result: PlanResult, index: int, now:
         if dep is not None:
             state.upsert_deployment(
                 dep.model_copy(
-                    update={"status": upd.status, "status_description": upd.status_description, "modify_index": index}
+                    update={
+                        "status": upd.status,
+                        "status_description": upd.status_description,
+                        "modify_index": index,
+                    }
                 )
             )
     for allocs in result.node_update.values():
@@ -104,7 +108,9 @@ def apply_plan_result(state: InMemoryState, result: PlanResult, index: int, now:
             if a.previous_allocation:
                 prev = state.alloc(a.previous_allocation)
                 if prev is not None and prev.next_allocation != a.id:
-                    state.upsert_alloc(prev.model_copy(update={"next_allocation": a.id, "modify_index": index}))
+                    state.upsert_alloc(
+                        prev.model_copy(update={"next_allocation": a.id, "modify_index": index})
+                    )
             if a.deployment_id and state.alloc(a.id) is not None:
                 dep = state.deployment(a.deployment_id)
                 if dep is not None and a.create_index == index and a.task_group in dep.task_groups:

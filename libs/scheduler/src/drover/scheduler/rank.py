@@ -18,20 +18,25 @@ BoolArray = npt.NDArray[np.bool_]
 
 # The best binpack fit score before normalization (Nomad's binPackingMaxFitScore).
 BINPACK_MAX_FIT_SCORE = 18.0
+_LN10 = float(np.log(10.0))
 
 
 def binpack_scores(
-    used_cpu: FloatArray, used_mem: FloatArray, cap_cpu: FloatArray, cap_mem: FloatArray, ask_cpu: float, ask_mem: float
+    used_cpu: FloatArray,
+    used_mem: FloatArray,
+    inv_cpu: FloatArray,
+    inv_mem: FloatArray,
+    ask_cpu: float,
+    ask_mem: float,
 ) -> FloatArray:
     """Binpack fit of placing the ask on each node: 20 - (10^free_cpu + 10^free_mem), clamped to
-    [0, 18], over 18. Fuller nodes score higher."""
-    with np.errstate(divide="ignore", invalid="ignore"):
-        free_cpu = 1.0 - (used_cpu + ask_cpu) / cap_cpu
-        free_mem = 1.0 - (used_mem + ask_mem) / cap_mem
-    free_cpu = np.nan_to_num(free_cpu, nan=0.0, posinf=0.0, neginf=0.0)
-    free_mem = np.nan_to_num(free_mem, nan=0.0, posinf=0.0, neginf=0.0)
-    total = np.power(10.0, free_cpu) + np.power(10.0, free_mem)
-    return np.clip(20.0 - total, 0.0, BINPACK_MAX_FIT_SCORE) / BINPACK_MAX_FIT_SCORE
+    [0, 18], over 18, where free = 1 - used/capacity after placing. Fuller nodes score higher.
+    Capacities come inverted (0 for a node without any)."""
+    free_cpu = 1.0 - (used_cpu + ask_cpu) * inv_cpu
+    free_mem = 1.0 - (used_mem + ask_mem) * inv_mem
+    total = np.exp(free_cpu * _LN10) + np.exp(free_mem * _LN10)
+    out: FloatArray = np.clip(20.0 - total, 0.0, BINPACK_MAX_FIT_SCORE) / BINPACK_MAX_FIT_SCORE
+    return out
 
 
 def anti_affinity_scores(collisions: IntArray, desired_count: int) -> FloatArray:
@@ -54,13 +59,7 @@ class ScoreBreakdown:
         """Mean over the stages that produced a score (Nomad appends only non-zero ones for
         anti-affinity, penalty, affinity and spread; binpack always)."""
         total = self.binpack + self.anti_affinity + self.penalty + self.affinity + self.spread
-        n = (
-            1.0
-            + (self.anti_affinity != 0)
-            + (self.penalty != 0)
-            + (self.affinity != 0)
-            + (self.spread != 0)
-        )
+        n = 1.0 + (self.anti_affinity != 0) + (self.penalty != 0) + (self.affinity != 0) + (self.spread != 0)
         out: FloatArray = total / n
         return out
 

@@ -13,8 +13,8 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
 from drover.common import (
-    AllocState,
     Allocation,
+    AllocState,
     Deployment,
     DeploymentState,
     Evaluation,
@@ -59,7 +59,6 @@ from drover.scheduler.reschedule import (
     next_reschedule_time,
     next_reschedule_time_from,
 )
-from drover.scheduler.update import tasks_updated
 
 # Descriptions the scheduler writes on allocs it stops (Nomad's wording).
 ALLOC_NOT_NEEDED = "alloc not needed due to job update"
@@ -284,7 +283,9 @@ class Reconciler:
         elif d.status in (DEPLOYMENT_SUCCESSFUL, DEPLOYMENT_CANCELLED):
             self.old_deployment, self.deployment = d, None
 
-    def _cancel_unneeded_canaries(self, group: AllocSet, desired: DesiredUpdates) -> tuple[AllocSet, AllocSet]:
+    def _cancel_unneeded_canaries(
+        self, group: AllocSet, desired: DesiredUpdates
+    ) -> tuple[AllocSet, AllocSet]:
         """Stop canaries of an older or failed deployment; return (current canaries, rest)."""
         stop_ids: list[str] = []
         for dep in (self.old_deployment, self.deployment if self.deployment_failed else None):
@@ -325,11 +326,20 @@ class Reconciler:
         for a in allocs.values():
             supports = self._supports_disconnect(a)
             reconnect = expired = False
-            if supports and a.client_status in (ALLOC_CLIENT_UNKNOWN, ALLOC_CLIENT_RUNNING, ALLOC_CLIENT_FAILED):
+            if supports and a.client_status in (
+                ALLOC_CLIENT_UNKNOWN,
+                ALLOC_CLIENT_RUNNING,
+                ALLOC_CLIENT_FAILED,
+            ):
                 reconnect = a.needs_to_reconnect()
                 if reconnect:
                     expired = self._expired(a)
-            if supports and reconnect and a.desired_status == ALLOC_DESIRED_RUN and a.client_status == ALLOC_CLIENT_FAILED:
+            if (
+                supports
+                and reconnect
+                and a.desired_status == ALLOC_DESIRED_RUN
+                and a.client_status == ALLOC_CLIENT_FAILED
+            ):
                 reconnecting[a.id] = a
                 continue
             node_tainted = a.node_id in self.tainted
@@ -361,7 +371,12 @@ class Reconciler:
             if supports and a.client_status == ALLOC_CLIENT_UNKNOWN and a.desired_status == ALLOC_DESIRED_RUN:
                 untainted[a.id] = a
                 continue
-            if supports and reconnect and a.client_status == ALLOC_CLIENT_FAILED and a.desired_status == ALLOC_DESIRED_STOP:
+            if (
+                supports
+                and reconnect
+                and a.client_status == ALLOC_CLIENT_FAILED
+                and a.desired_status == ALLOC_DESIRED_STOP
+            ):
                 ignore[a.id] = a
                 continue
             if not node_tainted or (node is not None and node.status == NODE_STATUS_READY):
@@ -420,7 +435,12 @@ class Reconciler:
     def _update_by_rescheduleable(self, a: Allocation, disconnecting: bool) -> tuple[bool, bool, int]:
         d = self.deployment
         # Not during an active deployment the alloc belongs to, unless marked for it (seed 000).
-        if d is not None and a.deployment_id == d.id and d.active() and not a.desired_transition.should_reschedule():
+        if (
+            d is not None
+            and a.deployment_id == d.id
+            and d.active()
+            and not a.desired_transition.should_reschedule()
+        ):
             return False, False, 0
         now_ok = a.desired_transition.should_force_reschedule()
         policy = self._policy_of(a)
@@ -482,11 +502,16 @@ class Reconciler:
             expiry = self.now + self._lost_after(a)
             ev = by_time.get(expiry)
             if ev is None:
-                ev = self._new_eval(tg_name, TRIGGER_MAX_DISCONNECT_TIMEOUT, expiry, DISCONNECT_TIMEOUT_FOLLOWUP_DESC)
+                ev = self._new_eval(
+                    tg_name, TRIGGER_MAX_DISCONNECT_TIMEOUT, expiry, DISCONNECT_TIMEOUT_FOLLOWUP_DESC
+                )
                 by_time[expiry] = ev
                 self.result.followup_evals.append(ev)
             out[a.id] = ev.id
-            states = [*a.alloc_states, AllocState(field=ALLOC_STATE_FIELD_CLIENT_STATUS, value=ALLOC_CLIENT_UNKNOWN, time=self.now)]
+            states = [
+                *a.alloc_states,
+                AllocState(field=ALLOC_STATE_FIELD_CLIENT_STATUS, value=ALLOC_CLIENT_UNKNOWN, time=self.now),
+            ]
             self.result.disconnect_updates[a.id] = a.model_copy(
                 update={
                     "client_status": ALLOC_CLIENT_UNKNOWN,
@@ -521,7 +546,12 @@ class Reconciler:
                 # choice and is still running, so it wins; the replacement goes.
             if keep_original:
                 keep[orig.id] = orig
-                states = [*orig.alloc_states, AllocState(field=ALLOC_STATE_FIELD_CLIENT_STATUS, value=ALLOC_CLIENT_RUNNING, time=self.now)]
+                states = [
+                    *orig.alloc_states,
+                    AllocState(
+                        field=ALLOC_STATE_FIELD_CLIENT_STATUS, value=ALLOC_CLIENT_RUNNING, time=self.now
+                    ),
+                ]
                 self.result.reconnect_updates[orig.id] = orig.model_copy(update={"alloc_states": states})
                 self._desired(orig.task_group).reconnect += 1
                 if repl is not None:
@@ -552,7 +582,9 @@ class Reconciler:
                 dstate.progress_deadline = tg.update.progress_deadline
 
         canaries, group = self._cancel_unneeded_canaries(group, desired)
-        untainted, migrate, lost, disconnecting, reconnecting, ignore, expiring = self._filter_by_tainted(group)
+        untainted, migrate, lost, disconnecting, reconnecting, ignore, expiring = self._filter_by_tainted(
+            group
+        )
         desired.ignore += len(ignore)
 
         untainted, reschedule_now, reschedule_later = self._filter_by_rescheduleable(untainted, False)
@@ -578,10 +610,14 @@ class Reconciler:
         self._reschedule_later_evals(reschedule_later, tg.name)
         desired.reschedule_later += len(reschedule_later)
 
-        name_index = AllocNameIndex(self.job_id, tg.name, tg.count, _union(untainted, migrate, reschedule_now, lost).values())
+        name_index = AllocNameIndex(
+            self.job_id, tg.name, tg.count, _union(untainted, migrate, reschedule_now, lost).values()
+        )
 
         is_canarying = dstate.desired_canaries != 0 and not dstate.promoted
-        stop = self._compute_stop(tg, name_index, untainted, migrate, lost, canaries, is_canarying, timeout_evals)
+        stop = self._compute_stop(
+            tg, name_index, untainted, migrate, lost, canaries, is_canarying, timeout_evals
+        )
         desired.stop += len(stop)
         untainted = _diff(untainted, stop)
 
@@ -612,7 +648,9 @@ class Reconciler:
         is_canarying = dstate.desired_canaries != 0 and not dstate.promoted
         under = self._under_provisioned_by(tg, untainted, destructive, migrate, is_canarying)
 
-        place = self._compute_placements(tg, name_index, untainted, migrate, reschedule_now, lost, is_canarying)
+        place = self._compute_placements(
+            tg, name_index, untainted, migrate, reschedule_now, lost, is_canarying
+        )
         if not existing_deployment:
             dstate.desired_total += len(place)
 
@@ -675,7 +713,12 @@ class Reconciler:
         stop: AllocSet = dict(lost)
         for a in lost.values():
             self.result.stop.append(
-                StopRequest(alloc=a, description=ALLOC_LOST, client_status=ALLOC_CLIENT_LOST, followup_eval_id=followups.get(a.id, ""))
+                StopRequest(
+                    alloc=a,
+                    description=ALLOC_LOST,
+                    client_status=ALLOC_CLIENT_LOST,
+                    followup_eval_id=followups.get(a.id, ""),
+                )
             )
         if is_canarying:
             untainted = _diff(untainted, canaries)
@@ -837,7 +880,10 @@ class Reconciler:
         for p in place:
             prev = p.previous
             part_of_failed = (
-                self.deployment_failed and prev is not None and self.deployment is not None and prev.deployment_id == self.deployment.id
+                self.deployment_failed
+                and prev is not None
+                and self.deployment is not None
+                and prev.deployment_id == self.deployment.id
             )
             if not part_of_failed and p.reschedule and prev is not None:
                 self.result.place.append(p)

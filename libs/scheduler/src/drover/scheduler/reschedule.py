@@ -70,7 +70,9 @@ def next_reschedule_time(alloc: Allocation, policy: ReschedulePolicy | None) -> 
     return next_reschedule_time_from(alloc, policy, fail_time)
 
 
-def next_reschedule_time_from(alloc: Allocation, policy: ReschedulePolicy, fail_time: int) -> tuple[int, bool]:
+def next_reschedule_time_from(
+    alloc: Allocation, policy: ReschedulePolicy, fail_time: int
+) -> tuple[int, bool]:
     """As `next_reschedule_time`, counting from an explicit failure (or disconnect) time."""
     delay = next_delay(alloc, policy)
     events = _events(alloc)
@@ -88,7 +90,11 @@ def new_reschedule_tracker(prev: Allocation, policy: ReschedulePolicy | None, no
     old = _events(prev)
     if old and policy is not None:
         if policy.attempts > 0 and not policy.unlimited:
-            kept = [ev.model_copy() for ev in old if policy.interval > 0 and now - ev.reschedule_time <= policy.interval]
+            kept = [
+                ev.model_copy()
+                for ev in old
+                if policy.interval > 0 and now - ev.reschedule_time <= policy.interval
+            ]
         else:
             kept = [ev.model_copy() for ev in old[-MAX_PAST_RESCHEDULE_EVENTS:]]
     kept.append(

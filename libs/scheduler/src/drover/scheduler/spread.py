@@ -35,8 +35,8 @@ class SpreadState:
         if v >= 0:
             self.counts[v] += n
 
-    def scores(self, rows: IntArray, sum_weights: int) -> FloatArray:
-        vals = self.value_ids[rows]
+    def scores(self, vals: IntArray, sum_weights: int) -> FloatArray:
+        """Spread boost of placing one more alloc on nodes whose value ids are `vals`."""
         missing = vals < 0
         safe = np.where(missing, 0, vals)
         if self.targeted:
@@ -45,8 +45,10 @@ class SpreadState:
             weight = self.weight / sum_weights if sum_weights else 0.0
             with np.errstate(divide="ignore", invalid="ignore"):
                 boost = np.where(desired > 0, (desired - used) / desired * weight, -1.0)
-            return np.where(missing, -1.0, boost)
-        return np.where(missing, -1.0, self._even(safe))
+            out: FloatArray = np.where(missing, -1.0, boost)
+            return out
+        even: FloatArray = np.where(missing, -1.0, self._even(safe))
+        return even
 
     def _even(self, vals: IntArray) -> FloatArray:
         """Even spread: boost values below the least-used value, penalize the rest."""
@@ -62,7 +64,9 @@ class SpreadState:
         return np.where(cur != lo, (lo - cur) / lo, at_min)
 
 
-def build_spread(spread: Spread, count: int, node_values: list[str | None], initial: dict[str, int]) -> SpreadState:
+def build_spread(
+    spread: Spread, count: int, node_values: list[str | None], initial: dict[str, int]
+) -> SpreadState:
     """Index node values for one spread block; `initial` counts existing allocs per raw value."""
     targets = {t.value: t.percent for t in spread.spread_target}
     targeted = bool(targets)

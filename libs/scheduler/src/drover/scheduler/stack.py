@@ -23,6 +23,7 @@ from drover.common.job import CONSTRAINT_DISTINCT_HOSTS
 from drover.scheduler.constraints import matches, resolve_target
 from drover.scheduler.feasible import FeasibilityChecker, distinct_constraints
 from drover.scheduler.rank import (
+    MAX_SKIP,
     BoolArray,
     FloatArray,
     IntArray,
@@ -49,6 +50,14 @@ class NodeTable:
         used = np.array([state.node_usage(n.id) for n in self.nodes], dtype=np.float64).reshape(-1, 3)
         self.cap_cpu, self.cap_mem, self.cap_disk = caps[:, 0].copy(), caps[:, 1].copy(), caps[:, 2].copy()
         self.used_cpu, self.used_mem, self.used_disk = used[:, 0].copy(), used[:, 1].copy(), used[:, 2].copy()
+        # 1/capacity, 0 where a node has none: binpack multiplies instead of dividing and
+        # never sees a division by zero.
+        with np.errstate(divide="ignore"):
+            self.inv_cpu = np.where(self.cap_cpu > 0, 1.0 / self.cap_cpu, 0.0)
+            self.inv_mem = np.where(self.cap_mem > 0, 1.0 / self.cap_mem, 0.0)
+        # Rows whose usage changed, in order: group stacks replay this log to refresh their
+        # cached fit masks row by row instead of recomputing them for every placement.
+        self.changes: list[int] = []
         self._attr_cache: dict[str, list[str | None]] = {}
 
     def __len__(self) -> int:
@@ -62,6 +71,7 @@ class NodeTable:
         self.used_cpu[i] += sign * r.cpu
         self.used_mem[i] += sign * r.memory_mb
         self.used_disk[i] += sign * r.disk_mb
+        self.changes.append(i)
 
     def values(self, attribute: str) -> list[str | None]:
         """Each node's resolved value of `attribute` (None when missing), cached per eval."""
@@ -192,7 +202,23 @@ class GroupStack:
                     initial[v] = initial.get(v, 0) + 1
             self.spreads.append(build_spread(sp, tg.count, table.values(sp.attribute), initial))
 
+        # Nodes sharing the same values of every spread attribute score the same spread boost:
+        # score each combination once per placement and gather.
+        self._combo_vals: IntArray = np.zeros((0, 0), dtype=np.int64)
+        self._combo_of_row: IntArray = np.zeros(n, dtype=np.int64)
+        if self.spreads:
+            stacked = np.stack([sp.value_ids for sp in self.spreads], axis=1)
+            combos, inverse = np.unique(stacked, axis=0, return_inverse=True)
+            self._combo_vals = combos
+            self._combo_of_row = inverse.reshape(-1).astype(np.int64)
+
         self.limit = self._limit(int(self.feasible.sum()))
+        # Per-row caches refreshed from the table's change log: fit mask, binpack score and
+        # anti-affinity score of placing one more alloc of this group on the row.
+        self._fits: BoolArray = np.zeros(n, dtype=bool)
+        self._binpack: FloatArray = np.zeros(n)
+        self._anti: FloatArray = np.zeros(n)
+        self._seen = -1
 
     def _limit(self, feasible_nodes: int) -> int:
         limit = 2
@@ -204,6 +230,7 @@ class GroupStack:
 
     # --- plan bookkeeping ---
     def placed(self, row: int, alloc: Allocation) -> None:
+        self.table.changes.append(row)
         self.tg_count[row] += 1
         self.job_count[row] += 1
         for sp in self.spreads:
@@ -216,6 +243,7 @@ class GroupStack:
         i = self.table.row.get(alloc.node_id)
         if i is None:
             return
+        self.table.changes.append(i)
         self.job_count[i] += sign
         if alloc.task_group == self.tg.name:
             self.tg_count[i] += sign
@@ -226,37 +254,69 @@ class GroupStack:
 
     # --- selection ---
     def fits(self) -> BoolArray:
+        """Nodes that are feasible, have room for the ask and satisfy distinct_* now."""
+        self._refresh()
+        return self._fits
+
+    def _refresh(self) -> None:
+        """Bring the per-row caches up to date: all rows the first time (or when
+        distinct_property makes one placement change many rows), then only changed rows."""
+        log = self.table.changes
+        if self._seen < 0 or self.distinct_props:
+            rows: IntArray | None = None
+        elif len(log) > self._seen:
+            rows = np.fromiter(set(log[self._seen :]), dtype=np.int64)
+        else:
+            return
+        self._seen = len(log)
         t = self.table
-        ok = (
-            self.feasible
-            & (t.used_cpu + self.ask_cpu <= t.cap_cpu)
-            & (t.used_mem + self.ask_mem <= t.cap_mem)
-            & (t.used_disk + self.ask_disk <= t.cap_disk)
+        sel: IntArray | slice = slice(None) if rows is None else rows
+        self._fits[sel] = self._compute_fits(rows)
+        self._binpack[sel] = binpack_scores(
+            t.used_cpu[sel], t.used_mem[sel], t.inv_cpu[sel], t.inv_mem[sel], self.ask_cpu, self.ask_mem
+        )
+        self._anti[sel] = anti_affinity_scores(self.tg_count[sel], self.tg.count)
+
+    def _compute_fits(self, rows: IntArray | None) -> BoolArray:
+        t = self.table
+        sel = slice(None) if rows is None else rows
+        ok: BoolArray = (
+            self.feasible[sel]
+            & (t.used_cpu[sel] + self.ask_cpu <= t.cap_cpu[sel])
+            & (t.used_mem[sel] + self.ask_mem <= t.cap_mem[sel])
+            & (t.used_disk[sel] + self.ask_disk <= t.cap_disk[sel])
         )
         if self.distinct_hosts_job:
-            ok &= self.job_count == 0
+            ok &= self.job_count[sel] == 0
         if self.distinct_hosts_group:
-            ok &= self.tg_count == 0
+            ok &= self.tg_count[sel] == 0
         for st, allowed in self.distinct_props:
-            vals = st.value_ids
+            vals = st.value_ids[sel]
             used = np.where(vals >= 0, st.counts[np.where(vals >= 0, vals, 0)], 0)
             ok &= (vals >= 0) & (used < allowed)
         return ok
 
     def score(self, rows: IntArray, penalty_rows: set[int]) -> ScoreBreakdown:
-        t = self.table
-        binpack = binpack_scores(
-            t.used_cpu[rows], t.used_mem[rows], t.cap_cpu[rows], t.cap_mem[rows], self.ask_cpu, self.ask_mem
-        )
-        aa = anti_affinity_scores(self.tg_count[rows], self.tg.count)
-        pen = np.zeros(len(rows))
+        self._refresh()
+        m = len(rows)
+        pen = np.zeros(m)
         if penalty_rows:
             pen = np.where(np.isin(rows, np.fromiter(penalty_rows, dtype=np.int64)), -1.0, 0.0)
-        aff = self.affinity[rows] if self.has_affinity else np.zeros(len(rows))
-        spread = np.zeros(len(rows))
-        for sp in self.spreads:
-            spread = spread + sp.scores(rows, self.sum_spread_weights)
-        return ScoreBreakdown(binpack=binpack, anti_affinity=aa, penalty=pen, affinity=aff, spread=spread)
+        aff = self.affinity[rows] if self.has_affinity else np.zeros(m)
+        if self.spreads:
+            combo_scores = np.zeros(len(self._combo_vals))
+            for k, sp in enumerate(self.spreads):
+                combo_scores += sp.scores(self._combo_vals[:, k], self.sum_spread_weights)
+            spread = combo_scores[self._combo_of_row[rows]]
+        else:
+            spread = np.zeros(m)
+        return ScoreBreakdown(
+            binpack=self._binpack[rows],
+            anti_affinity=self._anti[rows],
+            penalty=pen,
+            affinity=aff,
+            spread=spread,
+        )
 
     def select(self, options: SelectOptions | None = None) -> Selection | None:
         options = options or SelectOptions()
@@ -270,19 +330,30 @@ class GroupStack:
         n = len(self.order)
         if n == 0:
             return None
-        rotated = np.concatenate([self.order[self.offset :], self.order[: self.offset]])
-        positions = np.flatnonzero(fits[rotated])
-        if positions.size == 0:
-            self.offset = 0
-            return None
         if self.full_scan:
-            rows = rotated[positions]
+            rotated = np.concatenate([self.order[self.offset :], self.order[: self.offset]])
+            rows = rotated[fits[rotated]]
+            if rows.size == 0:
+                return None
             return self._choose(rows, np.arange(len(rows)), options, n)
-        window = positions[: self.limit + 3]
-        rows = rotated[window]
-        exhausted = positions.size <= self.limit + 3
-        sel = self._choose(rows, None, options, 0, exhausted=exhausted, window=window)
-        return sel
+        # Walk the random order from where the last selection stopped, in growing chunks, until
+        # the window (limit plus the nodes the limit iterator may skip) is filled.
+        want = self.limit + MAX_SKIP
+        chunk = max(64, 2 * want)
+        while True:
+            span = min(chunk, n)
+            idx = (self.offset + np.arange(span)) % n if self.offset + span > n else None
+            seq = self.order[idx] if idx is not None else self.order[self.offset : self.offset + span]
+            positions = np.flatnonzero(fits[seq])
+            if positions.size >= want or span == n:
+                break
+            chunk *= 4
+        if positions.size == 0:
+            return None
+        window = positions[:want]
+        rows = seq[window]
+        exhausted = span == n and positions.size <= want
+        return self._choose(rows, None, options, 0, exhausted=exhausted, window=window)
 
     def _choose(
         self,

@@ -13,7 +13,13 @@ from collections.abc import Callable
 import numpy as np
 
 from drover.common import Allocation, AllocMetric, Evaluation, Job, Node, TaskGroup
-from drover.common.alloc import ALLOC_CLIENT_LOST, ALLOC_CLIENT_PENDING, ALLOC_DESIRED_EVICT, ALLOC_DESIRED_RUN, ALLOC_DESIRED_STOP
+from drover.common.alloc import (
+    ALLOC_CLIENT_LOST,
+    ALLOC_CLIENT_PENDING,
+    ALLOC_DESIRED_EVICT,
+    ALLOC_DESIRED_RUN,
+    ALLOC_DESIRED_STOP,
+)
 from drover.common.evaluation import (
     EVAL_STATUS_BLOCKED,
     EVAL_STATUS_COMPLETE,
@@ -104,7 +110,9 @@ class SystemScheduler:
                 self._stop(a, ALLOC_NOT_NEEDED)
             elif node is None or node.terminal_status():
                 self._stop(a, ALLOC_LOST, ALLOC_CLIENT_LOST)
-            elif node.draining() and not (node.drain_strategy is not None and node.drain_strategy.drain_spec.ignore_system_jobs):
+            elif node.draining() and not (
+                node.drain_strategy is not None and node.drain_strategy.drain_spec.ignore_system_jobs
+            ):
                 self._stop(a, NODE_DRAINING)
             else:
                 by_node_tg[(a.node_id, a.task_group)] = a
@@ -135,7 +143,9 @@ class SystemScheduler:
                         continue
                     old_job = self.state.job_version(job.namespace, job.id, existing.job_version)
                     if old_job is not None and not tasks_updated(job, old_job, tg.name):
-                        self.plan.append_alloc(existing.model_copy(update={"job_version": job.version, "eval_id": ev.id}))
+                        self.plan.append_alloc(
+                            existing.model_copy(update={"job_version": job.version, "eval_id": ev.id})
+                        )
                         desired.in_place_update += 1
                         continue
                     if limit is not None and updated >= limit:
@@ -191,13 +201,17 @@ class SystemScheduler:
         row = table.row[node.id]
         ask = tg.combined_resources()
         if not _fits(table, row, ask.cpu, ask.memory_mb, ask.disk_mb):
-            victims = self._preempt(table, row, job, node, ask.cpu, ask.memory_mb, ask.disk_mb) if self.preemption else None
+            victims = (
+                self._preempt(table, row, job, node, ask.cpu, ask.memory_mb, ask.disk_mb)
+                if self.preemption
+                else None
+            )
             if victims is None:
                 self._record_failure(table, tg, row, ask.cpu, ask.memory_mb, ask.disk_mb, by_dc, in_pool)
                 return
             for v in victims:
                 table.add_usage(v.node_id, v, -1)
-        alloc = Allocation.model_construct(
+        alloc = Allocation(
             id=self.new_id(),
             namespace=job.namespace,
             eval_id=self.eval.id,
@@ -264,7 +278,15 @@ class SystemScheduler:
         return chosen
 
     def _record_failure(
-        self, table: NodeTable, tg: TaskGroup, row: int, cpu: int, mem: int, disk: int, by_dc: dict[str, int], in_pool: int
+        self,
+        table: NodeTable,
+        tg: TaskGroup,
+        row: int,
+        cpu: int,
+        mem: int,
+        disk: int,
+        by_dc: dict[str, int],
+        in_pool: int,
     ) -> None:
         self.queued[tg.name] = self.queued.get(tg.name, 0) + 1
         m = self.failed.get(tg.name)

@@ -1,0 +1,182 @@
+"""Scheduler benchmark: Nomad's own matrix (scheduler/benchmarks), run on the pure core.
+
+For each cluster size, rack count and job size, with and without spread, one service eval is
+scheduled against a fresh cluster; we report ms per eval, microseconds per placement and, for
+spread jobs, the spread error (largest deviation of any attribute value from its ideal count).
+The headline spread case is also run with no limit (every feasible node scored, as Nomad did
+before the seed 002 fix) to compare time and spread quality.
+
+    python -m bench.scheduler --out bench/out/scheduler.json [--quick]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import platform
+import statistics
+import time
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+from drover.common import (
+    DriverInfo,
+    Evaluation,
+    Job,
+    Node,
+    NodeCpuResources,
+    NodeDiskResources,
+    NodeMemoryResources,
+    NodeResources,
+    Resources,
+    Spread,
+    Task,
+    TaskGroup,
+)
+from drover.common.canonicalize import canonicalize
+from drover.scheduler import InMemoryState, schedule
+
+NOW = 1_700_000_000_000_000_000
+
+
+def build_cluster(nodes: int, racks: int) -> InMemoryState:
+    """Nomad's benchmark cluster: two datacenters, `racks` racks in meta, 32 GB nodes."""
+    state = InMemoryState()
+    for i in range(nodes):
+        state.upsert_node(
+            Node(
+                id=f"node-{i:05d}",
+                name=f"node-{i:05d}",
+                datacenter=("dc-1", "dc-2")[i % 2],
+                meta={"rack": f"r{i % racks}"},
+                attributes={"kernel.name": "linux", "cpu.arch": "amd64", "unique.hostname": f"host-{i}"},
+                drivers={"mock": DriverInfo(), "docker": DriverInfo()},
+                node_resources=NodeResources(
+                    cpu=NodeCpuResources(cpu_shares=14_000, total_cpu_cores=4),
+                    memory=NodeMemoryResources(memory_mb=32_000),
+                    disk=NodeDiskResources(disk_mb=100 * 1024),
+                ),
+            )
+        )
+    state.bump(nodes)
+    return state
+
+
+def build_job(count: int, spreads: list[str]) -> Job:
+    return canonicalize(
+        Job(
+            id="bench",
+            type="service",
+            datacenters=["dc-1", "dc-2"],
+            spreads=[Spread(attribute=a) for a in spreads],
+            task_groups=[
+                TaskGroup(
+                    name="web",
+                    count=count,
+                    tasks=[Task(name="web", driver="docker", resources=Resources(cpu=6000, memory_mb=6000))],
+                )
+            ],
+        )
+    )
+
+
+def spread_error(state: InMemoryState, placed: list[Any], attribute: str, racks: int) -> float:
+    """Largest |allocs on a value - ideal| over the attribute's values."""
+    counts: Counter[str] = Counter()
+    for a in placed:
+        node = state.node(a.node_id)
+        assert node is not None
+        counts[node.datacenter if attribute == "${node.datacenter}" else node.meta["rack"]] += 1
+    values = 2 if attribute == "${node.datacenter}" else racks
+    ideal = len(placed) / values
+    all_values = list(counts.values()) + [0] * (values - len(counts))
+    return max(abs(c - ideal) for c in all_values)
+
+
+def run_case(
+    nodes: int, racks: int, count: int, spreads: list[str], repeats: int, full_scan: bool = False
+) -> dict[str, Any]:
+    state = build_cluster(nodes, racks)
+    job = build_job(count, spreads)
+    state.upsert_job(job)
+    times: list[float] = []
+    result = None
+    for r in range(repeats):
+        ev = Evaluation(
+            id=f"eval-{r}", job_id=job.id, type="service", triggered_by="job-register", priority=50
+        )
+        t0 = time.perf_counter()
+        result = schedule(state, ev, NOW, full_scan=full_scan)
+        times.append(time.perf_counter() - t0)
+    assert result is not None
+    placed = result.plan.placements()
+    ms = statistics.median(times) * 1000
+    out: dict[str, Any] = {
+        "nodes": nodes,
+        "racks": racks,
+        "allocs": count,
+        "spread": spreads,
+        "full_scan": full_scan,
+        "placed": len(placed),
+        "ms_per_eval": round(ms, 2),
+        "us_per_placement": round(ms * 1000 / max(len(placed), 1), 1),
+        "repeats": repeats,
+    }
+    if spreads:
+        out["spread_error"] = {a: spread_error(state, placed, a, racks) for a in spreads}
+    return out
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--out", default="bench/out/scheduler.json")
+    ap.add_argument("--quick", action="store_true", help="only the headline cases")
+    args = ap.parse_args()
+
+    cases: list[dict[str, Any]] = []
+    matrix_nodes = [500, 1000, 5000, 10000]
+    matrix_racks = [25, 50, 75]
+    matrix_allocs = [50, 300, 600, 900, 1200]
+    if args.quick:
+        matrix_nodes, matrix_racks, matrix_allocs = [10000], [50], [1200]
+    for nodes in matrix_nodes:
+        for racks in matrix_racks:
+            for count in matrix_allocs:
+                for spreads in ([], ["${meta.rack}"]):
+                    c = run_case(nodes, racks, count, spreads, repeats=3 if nodes <= 1000 else 1)
+                    cases.append(c)
+                    print(json.dumps(c), flush=True)
+
+    headline = {
+        "spread_10000_nodes_1200_allocs_dc_and_rack": run_case(
+            10000, 50, 1200, ["${node.datacenter}", "${meta.rack}"], repeats=3
+        ),
+        "spread_10000_nodes_1200_allocs_dc_and_rack_no_limit": run_case(
+            10000, 50, 1200, ["${node.datacenter}", "${meta.rack}"], repeats=1, full_scan=True
+        ),
+        "no_spread_5000_nodes_1000_allocs": run_case(5000, 50, 1000, [], repeats=3),
+    }
+    for k, v in headline.items():
+        print(k, json.dumps(v), flush=True)
+    report = {
+        "benchmark": "scheduler",
+        "machine": {
+            "python": platform.python_version(),
+            "processor": platform.processor(),
+            "cores": __import__("os").cpu_count(),
+        },
+        "targets": {
+            "spread_10000_nodes_1200_allocs_dc_and_rack": "ms_per_eval < 1000 and spread_error <= 1",
+            "no_spread_5000_nodes_1000_allocs": "ms_per_eval < 300",
+        },
+        "headline": headline,
+        "matrix": cases,
+    }
+    Path(args.out).parent.mkdir(parents=True, exist_ok=True)
+    Path(args.out).write_text(json.dumps(report, indent=2))
+    print(f"wrote {args.out}")
+
+
+if __name__ == "__main__":
+    main()
