@@ -331,7 +331,7 @@ class GenericScheduler:
                     else default_reschedule_policy(old_job.type)
                 )
                 fields["reschedule_tracker"] = new_reschedule_tracker(prev, policy, self.now)
-        alloc = Allocation(**fields)  # type: ignore[arg-type]
+        alloc = Allocation(**fields)
         if req.canary and dep is not None and tg.name in dep.task_groups:
             dep.task_groups[tg.name].placed_canaries.append(alloc.id)
             if self.plan.deployment is None:

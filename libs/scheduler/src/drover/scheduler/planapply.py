@@ -85,10 +85,10 @@ def apply_plan_result(state: InMemoryState, result: PlanResult, index: int, now:
         dep.modify_index = index
         state.upsert_deployment(dep)
     for upd in result.deployment_updates:
-        dep = state.deployment(upd.deployment_id)
-        if dep is not None:
+        target = state.deployment(upd.deployment_id)
+        if target is not None:
             state.upsert_deployment(
-                dep.model_copy(
+                target.model_copy(
                     update={
                         "status": upd.status,
                         "status_description": upd.status_description,
@@ -111,12 +111,18 @@ def apply_plan_result(state: InMemoryState, result: PlanResult, index: int, now:
                     state.upsert_alloc(
                         prev.model_copy(update={"next_allocation": a.id, "modify_index": index})
                     )
-            if a.deployment_id and state.alloc(a.id) is not None:
-                dep = state.deployment(a.deployment_id)
-                if dep is not None and a.create_index == index and a.task_group in dep.task_groups:
-                    dep = dep.model_copy(deep=True)
-                    dep.task_groups[a.task_group].placed_allocs += 1
-                    state.upsert_deployment(dep)
+            current = state.deployment(a.deployment_id) if a.deployment_id else None
+            stored = state.alloc(a.id)
+            # A new alloc of a deployment counts as placed for it.
+            if (
+                current is not None
+                and stored is not None
+                and stored.create_index == index
+                and a.task_group in current.task_groups
+            ):
+                bumped = current.model_copy(deep=True)
+                bumped.task_groups[a.task_group].placed_allocs += 1
+                state.upsert_deployment(bumped)
 
 
 def _upsert(state: InMemoryState, a: Allocation, index: int, now: int) -> None:

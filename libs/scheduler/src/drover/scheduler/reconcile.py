@@ -445,12 +445,13 @@ class Reconciler:
         now_ok = a.desired_transition.should_force_reschedule()
         policy = self._policy_of(a)
         if disconnecting:
+            # With a disconnect block, a disconnected alloc is replaced at once when
+            # disconnect.replace is set (Nomad's RescheduleTimeOnDisconnect), whatever the
+            # reschedule policy says.
             tg = self._tg_of(a)
-            if tg is None or tg.disconnect is None or not tg.disconnect.replace:
+            if tg is None or tg.disconnect is None:
                 return now_ok, False, 0
-            if policy is None or not policy.enabled():
-                return now_ok, False, 0
-            when, eligible = next_reschedule_time_from(a, policy, self.now)
+            when, eligible = self.now, tg.disconnect.replace
         elif a.client_status == ALLOC_CLIENT_UNKNOWN and a.followup_eval_id == self.eval_id:
             when, eligible = next_reschedule_time_from(a, policy, a.last_unknown()) if policy else (0, False)
         else:

@@ -57,10 +57,9 @@ class SpreadState:
             return np.zeros(len(vals))
         lo, hi = float(present.min()), float(present.max())
         cur = self.counts[vals]
-        if lo == hi:
-            at_min = -1.0
-        else:
-            at_min = (hi - lo) / lo
+        # At the minimum: the largest penalty when the spread is already even, else a boost
+        # proportional to how far the maximum has run ahead.
+        at_min = -1.0 if lo == hi else (hi - lo) / lo
         return np.where(cur != lo, (lo - cur) / lo, at_min)
 
 

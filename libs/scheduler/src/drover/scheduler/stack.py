@@ -18,9 +18,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from drover.common import Allocation, AllocMetric, Job, Node, NodeScoreMeta, TaskGroup
+from drover.common import Allocation, AllocMetric, Job, Node, NodeScoreMeta, Spread, TaskGroup
 from drover.common.job import CONSTRAINT_DISTINCT_HOSTS
-from drover.scheduler.constraints import matches, resolve_target
+from drover.scheduler.constraints import is_escaped, matches, resolve_target
 from drover.scheduler.feasible import FeasibilityChecker, distinct_constraints
 from drover.scheduler.rank import (
     MAX_SKIP,
@@ -166,11 +166,8 @@ class GroupStack:
                     v, ok = resolve_target(c.ltarget, nd)
                     if ok:
                         initial[v] = initial.get(v, 0) + 1
-                from drover.common import Spread
-
                 st = build_spread(Spread(attribute=c.ltarget), 0, table.values(c.ltarget), initial)
                 self.distinct_props.append((st, allowed))
-        self._distinct_job_level = [c in job.constraints for c in distinct_constraints(job, tg)]
 
         # Node affinity: static per node.
         affinities = list(job.affinities) + list(tg.affinities) + [a for t in tg.tasks for a in t.affinities]
@@ -179,9 +176,10 @@ class GroupStack:
         if affinities:
             total_w = sum(abs(a.weight) for a in affinities) or 1
             cache: dict[str, float] = {}
+            escaped = is_escaped(affinities)
             for i, nd in enumerate(table.nodes):
                 key = nd.computed_class
-                if key in cache and not _affinity_escaped(affinities):
+                if key in cache and not escaped:
                     self.affinity[i] = cache[key]
                     continue
                 s = sum(a.weight for a in affinities if matches(a, nd)) / total_w
@@ -420,12 +418,6 @@ class GroupStack:
             class_exhausted=class_exhausted,
             dimension_exhausted=dims,
         )
-
-
-def _affinity_escaped(affinities: Sequence[object]) -> bool:
-    from drover.scheduler.constraints import is_escaped
-
-    return is_escaped(affinities)  # type: ignore[arg-type]
 
 
 def score_meta(sel: Selection) -> NodeScoreMeta:

@@ -10,8 +10,6 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-import numpy as np
-
 from drover.common import Allocation, AllocMetric, Evaluation, Job, Node, TaskGroup
 from drover.common.alloc import (
     ALLOC_CLIENT_LOST,
@@ -156,12 +154,12 @@ class SystemScheduler:
                     self._stop(existing, ALLOC_UPDATING)
                     desired.stop -= 1  # a destructive update is counted as such, not as a stop
                     table.add_usage(node.id, existing, -1)
-                    self._place(table, job, tg, node, by_dc, in_pool, feas, counted=False)
+                    self._place(table, job, tg, node, by_dc, in_pool, counted=False)
                     continue
                 if key in done_sysbatch:
                     desired.ignore += 1
                     continue
-                self._place(table, job, tg, node, by_dc, in_pool, feas, counted=True)
+                self._place(table, job, tg, node, by_dc, in_pool, counted=True)
 
         if limit is not None and updated >= limit and self._more_updates(job, by_node_tg):
             assert job.update is not None
@@ -195,7 +193,6 @@ class SystemScheduler:
         node: Node,
         by_dc: dict[str, int],
         in_pool: int,
-        feas: object,
         counted: bool,
     ) -> None:
         row = table.row[node.id]
@@ -227,8 +224,6 @@ class SystemScheduler:
             create_time=self.now,
             modify_time=self.now,
         )
-        if not _fits(table, row, ask.cpu, ask.memory_mb, ask.disk_mb):
-            return
         pending = self.plan.node_preemptions.get(node.id, [])
         if pending:
             ids = [p.id for p in pending if not p.preempted_by_allocation]
@@ -273,7 +268,6 @@ class SystemScheduler:
             return None
         for a in chosen:
             self.plan.append_preemption(a.model_copy(update={"desired_status": ALLOC_DESIRED_EVICT}))
-            self._desired(job.task_groups[0].name if job.task_groups else "").preemptions += 0
             self._preempted_jobs.add((a.namespace, a.job_id))
         return chosen
 
@@ -373,6 +367,3 @@ def _rolling_limit(job: Job) -> int | None:
         if tg.update is not None and tg.update.rolling():
             return tg.update.max_parallel
     return None
-
-
-_ = np  # NumPy arrays flow through NodeTable

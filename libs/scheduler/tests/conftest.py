@@ -1,0 +1,102 @@
+"""Builders shared by the scheduler tests."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+
+from drover.common import (
+    DriverInfo,
+    Evaluation,
+    Job,
+    Node,
+    NodeCpuResources,
+    NodeDiskResources,
+    NodeMemoryResources,
+    NodeResources,
+    Resources,
+    Task,
+    TaskGroup,
+)
+from drover.common.canonicalize import canonicalize
+from drover.scheduler.harness import Harness
+
+
+def make_node(
+    node_id: str,
+    *,
+    dc: str = "dc1",
+    cpu: int = 4000,
+    mem: int = 8192,
+    disk: int = 100_000,
+    meta: dict[str, str] | None = None,
+    node_class: str = "",
+    **kw: Any,
+) -> Node:
+    return Node(
+        id=node_id,
+        name=node_id,
+        datacenter=dc,
+        node_class=node_class,
+        meta=meta or {},
+        attributes={"kernel.name": "linux", "unique.hostname": node_id},
+        drivers={"mock": DriverInfo()},
+        node_resources=NodeResources(
+            cpu=NodeCpuResources(cpu_shares=cpu),
+            memory=NodeMemoryResources(memory_mb=mem),
+            disk=NodeDiskResources(disk_mb=disk),
+        ),
+        **kw,
+    )
+
+
+def make_job(
+    job_id: str = "web",
+    *,
+    count: int = 10,
+    job_type: str = "service",
+    cpu: int = 500,
+    mem: int = 256,
+    group: str = "g",
+    datacenters: list[str] | None = None,
+    **tg_kw: Any,
+) -> Job:
+    job = Job(
+        id=job_id,
+        type=job_type,
+        datacenters=datacenters or ["dc1", "dc2", "dc3"],
+        task_groups=[
+            TaskGroup(
+                name=group,
+                count=count,
+                tasks=[Task(name="t", driver="mock", resources=Resources(cpu=cpu, memory_mb=mem))],
+                **tg_kw,
+            )
+        ],
+    )
+    return canonicalize(job)
+
+
+_counter = iter(range(1, 1_000_000))
+
+
+def make_eval(job: Job, trigger: str = "job-register", **kw: Any) -> Evaluation:
+    return Evaluation(
+        id=f"eval-{next(_counter):06d}",
+        job_id=job.id,
+        namespace=job.namespace,
+        type=job.type,
+        priority=job.priority,
+        triggered_by=trigger,
+        **kw,
+    )
+
+
+@pytest.fixture
+def harness() -> Harness:
+    return Harness()
+
+
+Register = Callable[..., Any]
