@@ -23,11 +23,11 @@ uv.lock: $(UV) pyproject.toml libs/*/pyproject.toml
 install: .venv/.synced
 
 test: install
-	$(RUN) pytest -n 2 libs tests
+	$(RUN) pytest -n 2
 
 lint: install
-	$(RUN) ruff check libs tests bench
-	$(RUN) ruff format --check libs tests bench
+	$(RUN) ruff check libs bench
+	$(RUN) ruff format --check libs bench
 	$(RUN) mypy libs/common/src libs/scheduler/src
 
 bench: install

@@ -238,7 +238,7 @@ class GenericScheduler:
                 (PlaceRequest(name=d.name, task_group=d.task_group, previous=d.stop), d.stop, d.description)
                 for d in results.destructive
             ]
-            places = [(p, None, "") for p in results.place]
+            places = [(p, p.previous if p.stop_previous else None, p.stop_previous) for p in results.place]
             for req, stop_prev, desc in destructive + places:
                 self._place(req, stop_prev, desc)
 
@@ -348,7 +348,15 @@ class GenericScheduler:
             }
         )
         blocked: Evaluation | None = None
-        if self.failed and self.eval.status != EVAL_STATUS_BLOCKED:
+        escaped = any(st.feasible_set.escaped for st in self._stacks.values())
+        if self.failed and self.eval.status == EVAL_STATUS_BLOCKED:
+            ev.status = EVAL_STATUS_BLOCKED
+            ev.class_eligibility = self._class_eligibility()
+            ev.escaped_computed_class = escaped
+            for f in followups:
+                f.create_time = f.modify_time = self.now
+            return SchedulerResult(plan=self.plan, eval=ev, create_evals=list(followups), reblock=True)
+        if self.failed:
             class_elig = self._class_eligibility()
             blocked = Evaluation(
                 id=self.new_id(),
@@ -362,7 +370,7 @@ class GenericScheduler:
                 status_description=BLOCKED_EVAL_FAILED_PLACEMENTS,
                 previous_eval=self.eval.id,
                 class_eligibility=class_elig,
-                escaped_computed_class=any(st.feasible_set.escaped for st in self._stacks.values()),
+                escaped_computed_class=escaped,
                 create_time=self.now,
                 modify_time=self.now,
             )

@@ -111,3 +111,6 @@ class SchedulerResult:
     eval: Evaluation
     create_evals: list[Evaluation] = field(default_factory=list)
     blocked_eval: Evaluation | None = None
+    # A blocked eval that still could not place everything goes back to the blocked set
+    # (`eval` then keeps status blocked, with fresh class eligibility) instead of completing.
+    reblock: bool = False

@@ -84,6 +84,8 @@ class PlaceRequest:
     canary: bool = False
     lost: bool = False
     downgrade_non_canary: bool = False
+    # Non-empty: stop `previous` with this description when (and only if) this alloc is placed.
+    stop_previous: str = ""
 
 
 @dataclass
@@ -486,7 +488,7 @@ class Reconciler:
         ev = self._new_eval(tg_name, TRIGGER_RETRY_FAILED_ALLOC, batch_start, RESCHEDULING_FOLLOWUP_DESC)
         self.result.followup_evals.append(ev)
         for alloc, when in later:
-            if when - batch_start > BATCHED_FAILED_ALLOC_WINDOW:
+            if when - batch_start >= BATCHED_FAILED_ALLOC_WINDOW:
                 batch_start = when
                 ev = self._new_eval(tg_name, TRIGGER_RETRY_FAILED_ALLOC, when, RESCHEDULING_FOLLOWUP_DESC)
                 self.result.followup_evals.append(ev)
@@ -581,6 +583,13 @@ class Reconciler:
                 dstate.auto_revert = tg.update.auto_revert
                 dstate.auto_promote = tg.update.auto_promote
                 dstate.progress_deadline = tg.update.progress_deadline
+
+        if self.batch:
+            # Finished allocs of an older version of a batch job are history: the new version
+            # runs again in full (Nomad's filterOldTerminalAllocs).
+            old = {k: a for k, a in group.items() if a.terminal_status() and a.job_version < self.job.version}
+            desired.ignore += len(old)
+            group = _diff(group, old)
 
         canaries, group = self._cancel_unneeded_canaries(group, desired)
         untainted, migrate, lost, disconnecting, reconnecting, ignore, expiring = self._filter_by_tainted(
@@ -866,7 +875,11 @@ class Reconciler:
             desired.place += len(place)
             desired.reschedule_now += sum(1 for p in place if p.reschedule)
             self.result.place.extend(place)
-            self._mark_stop(_name_order(failed), "", ALLOC_RESCHEDULED)
+            # The failed alloc is stopped together with its replacement's placement, so a
+            # replacement that finds no node leaves it (and its reschedule history) in place.
+            for p in place:
+                if p.previous is not None and p.previous.id in failed:
+                    p.stop_previous = ALLOC_RESCHEDULED
             desired.stop += len(failed)
             return under - min(len(place), under)
         # Not place-ready (paused/failed deployment, canarying): lost allocs and failures are
@@ -892,7 +905,7 @@ class Reconciler:
                 desired.reschedule_now += 1
                 if prev.id in self.result.disconnect_updates:
                     continue
-                self.result.stop.append(StopRequest(alloc=prev, description=ALLOC_RESCHEDULED))
+                p.stop_previous = ALLOC_RESCHEDULED
                 desired.stop += 1
         return under
 

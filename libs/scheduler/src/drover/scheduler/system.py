@@ -333,7 +333,10 @@ class SystemScheduler:
                 )
             )
         blocked = None
-        if self.failed and self.eval.status != EVAL_STATUS_BLOCKED:
+        if self.failed and self.eval.status == EVAL_STATUS_BLOCKED:
+            ev.status = EVAL_STATUS_BLOCKED
+            return SchedulerResult(plan=self.plan, eval=ev, create_evals=creates, reblock=True)
+        if self.failed:
             blocked = Evaluation(
                 id=self.new_id(),
                 namespace=self.eval.namespace,
