@@ -106,7 +106,7 @@ class GenericScheduler:
 
     def _discount(self, a: Allocation) -> None:
         orig = self.state.alloc(a.id)
-        if orig is not None and not orig.terminal_status() and self._table is not None:
+        if orig is not None and self._table is not None and self._counted(a):
             self._table.add_usage(a.node_id, orig, -1)
 
     def _stack(self, tg: TaskGroup) -> GroupStack:
@@ -136,10 +136,16 @@ class GenericScheduler:
             update["followup_eval_id"] = followup
         stopped = alloc.model_copy(update=update)
         self.plan.append_stop(stopped)
-        if self._table is not None:
+        if self._table is not None and self._counted(alloc):
             self._discount(alloc)
             for st in self._stacks.values():
                 st.stopped(alloc)
+
+    def _counted(self, alloc: Allocation) -> bool:
+        """Whether the alloc uses resources and counts for placement (a live alloc in state);
+        stopping a failed alloc frees nothing."""
+        orig = self.state.alloc(alloc.id)
+        return orig is not None and not orig.terminal_status()
 
     def _pop_stop(self, alloc: Allocation) -> None:
         lst = self.plan.node_update.get(alloc.node_id, [])
@@ -147,10 +153,10 @@ class GenericScheduler:
         if not self.plan.node_update[alloc.node_id]:
             del self.plan.node_update[alloc.node_id]
         orig = self.state.alloc(alloc.id)
-        if orig is not None and not orig.terminal_status() and self._table is not None:
+        if orig is not None and self._table is not None and self._counted(alloc):
             self._table.add_usage(alloc.node_id, orig, 1)
-        for st in self._stacks.values():
-            st.stopped(alloc, sign=1)
+            for st in self._stacks.values():
+                st.stopped(alloc, sign=1)
 
     # --- in-place update check, handed to the reconciler ---
     def _update_fn(

@@ -68,7 +68,14 @@ def evaluate_plan(state: StateSnapshot, plan: Plan) -> PlanResult:
         if node_id in plan.node_update:
             result.node_update[node_id] = plan.node_update[node_id]
         if node_id in plan.node_preemptions:
-            result.node_preemptions[node_id] = plan.node_preemptions[node_id]
+            # Only allocs still running can be preempted; one that finished meanwhile is left be.
+            live = []
+            for a in plan.node_preemptions[node_id]:
+                cur = state.alloc(a.id)
+                if cur is not None and not cur.terminal_status():
+                    live.append(a)
+            if live:
+                result.node_preemptions[node_id] = live
     if result.rejected_nodes:
         result.refresh_index = state.index
     return result
@@ -128,13 +135,14 @@ def apply_plan_result(state: InMemoryState, result: PlanResult, index: int, now:
 def _upsert(state: InMemoryState, a: Allocation, index: int, now: int) -> None:
     old = state.alloc(a.id)
     update: dict[str, object] = {"modify_index": index, "modify_time": now}
+    update["alloc_modify_index"] = index
     if old is None:
         update["create_index"] = index
-        update["alloc_modify_index"] = index
     else:
         update["create_index"] = old.create_index
         update["task_states"] = old.task_states
-        # The client owns the client status; the server only sets lost and unknown.
+        # The client owns its status and description; the server only sets lost and unknown.
         if a.client_status not in (ALLOC_CLIENT_LOST, ALLOC_CLIENT_UNKNOWN):
             update["client_status"] = old.client_status
+            update["client_description"] = old.client_description
     state.upsert_alloc(a.model_copy(update=update))

@@ -572,6 +572,13 @@ class Reconciler:
     def _compute_group(self, tg: TaskGroup, group: AllocSet) -> bool:
         assert self.job is not None
         desired = self._desired(tg.name)
+        if tg.count == 0:
+            # Scaled to zero: everything the server still wants running stops, failed allocs
+            # included, and nothing is rescheduled.
+            live = [a for a in _name_order(group) if not a.server_terminal()]
+            self._mark_stop(live, "", ALLOC_NOT_NEEDED)
+            desired.stop += len(live)
+            return True
         dstate: DeploymentState | None = None
         existing_deployment = False
         if self.deployment is not None and tg.name in self.deployment.task_groups:
@@ -661,6 +668,16 @@ class Reconciler:
         place = self._compute_placements(
             tg, name_index, untainted, migrate, reschedule_now, lost, is_canarying
         )
+        if len(place) > tg.count:
+            # Reschedules alone can exceed a count just lowered: place no more than the count
+            # and let the surplus failed allocs go.
+            surplus = place[tg.count :]
+            place = place[: tg.count]
+            for p in surplus:
+                if p.previous is not None and not p.previous.server_terminal():
+                    self.result.stop.append(StopRequest(alloc=p.previous, description=ALLOC_NOT_NEEDED))
+                    desired.stop += 1
+                    reschedule_now.pop(p.previous.id, None)
         if not existing_deployment:
             dstate.desired_total += len(place)
 

@@ -154,7 +154,7 @@ class SystemScheduler:
                     self._stop(existing, ALLOC_UPDATING)
                     desired.stop -= 1  # a destructive update is counted as such, not as a stop
                     table.add_usage(node.id, existing, -1)
-                    self._place(table, job, tg, node, by_dc, in_pool, counted=False)
+                    self._place(table, job, tg, node, by_dc, in_pool, counted=False, previous=existing)
                     continue
                 if key in done_sysbatch:
                     desired.ignore += 1
@@ -194,6 +194,7 @@ class SystemScheduler:
         by_dc: dict[str, int],
         in_pool: int,
         counted: bool,
+        previous: Allocation | None = None,
     ) -> None:
         row = table.row[node.id]
         ask = tg.combined_resources()
@@ -205,6 +206,9 @@ class SystemScheduler:
             )
             if victims is None:
                 self._record_failure(table, tg, row, ask.cpu, ask.memory_mb, ask.disk_mb, by_dc, in_pool)
+                if counted:
+                    # Asked for but not placed: Place counts it, QueuedAllocations holds it.
+                    self._desired(tg.name).place += 1
                 return
             for v in victims:
                 table.add_usage(v.node_id, v, -1)
@@ -223,6 +227,7 @@ class SystemScheduler:
             client_status=ALLOC_CLIENT_PENDING,
             create_time=self.now,
             modify_time=self.now,
+            previous_allocation=previous.id if previous is not None else "",
         )
         pending = self.plan.node_preemptions.get(node.id, [])
         if pending:
