@@ -86,6 +86,9 @@ class Plan:
 class PlanResult:
     """What the applier committed: possibly only part of the plan (rejected nodes dropped)."""
 
+    eval_id: str = ""
+    job_id: str = ""
+    namespace: str = "default"
     node_allocation: dict[str, list[Allocation]] = field(default_factory=dict)
     node_update: dict[str, list[Allocation]] = field(default_factory=dict)
     node_preemptions: dict[str, list[Allocation]] = field(default_factory=dict)

@@ -1,0 +1,207 @@
+"""The event catalogue: every change to the cluster is one of these, appended to the log.
+
+Each event names its stream (the aggregate it belongs to, for optimistic concurrency) and carries
+what the reducer needs to change the state. The log position an event gets is the cluster index
+(Nomad's raft index): the reducer stamps CreateIndex / ModifyIndex from it.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, ClassVar, Literal
+
+from pydantic import Field, TypeAdapter
+
+from drover.common.alloc import Allocation, AllocDeploymentStatus, TaskState
+from drover.common.base import NomadModel
+from drover.common.deployment import Deployment
+from drover.common.evaluation import Evaluation
+from drover.common.job import Job
+from drover.common.node import DrainStrategy, Node
+
+
+class Event(NomadModel):
+    """Base of every event. `type` is the discriminator stored in the log."""
+
+    type: str
+    category: ClassVar[str] = ""
+
+    def stream(self) -> str:
+        raise NotImplementedError
+
+
+def job_stream(namespace: str, job_id: str) -> str:
+    return f"job:{namespace}/{job_id}"
+
+
+def node_stream(node_id: str) -> str:
+    return f"node:{node_id}"
+
+
+# --- nodes ---
+class NodeRegistered(Event):
+    type: Literal["NodeRegistered"] = "NodeRegistered"
+    category: ClassVar[str] = "Node"
+    node: Node
+
+    def stream(self) -> str:
+        return node_stream(self.node.id)
+
+
+class NodeStatusUpdated(Event):
+    type: Literal["NodeStatusUpdated"] = "NodeStatusUpdated"
+    category: ClassVar[str] = "Node"
+    node_id: str
+    status: str
+    status_description: str = ""
+    at: int = 0
+
+    def stream(self) -> str:
+        return node_stream(self.node_id)
+
+
+class NodeEligibilityUpdated(Event):
+    type: Literal["NodeEligibilityUpdated"] = "NodeEligibilityUpdated"
+    category: ClassVar[str] = "Node"
+    node_id: str
+    eligibility: str
+
+    def stream(self) -> str:
+        return node_stream(self.node_id)
+
+
+class NodeDrainUpdated(Event):
+    type: Literal["NodeDrainUpdated"] = "NodeDrainUpdated"
+    category: ClassVar[str] = "Node"
+    node_id: str
+    drain_strategy: DrainStrategy | None = None
+    eligibility: str = ""
+
+    def stream(self) -> str:
+        return node_stream(self.node_id)
+
+
+class NodeDeregistered(Event):
+    type: Literal["NodeDeregistered"] = "NodeDeregistered"
+    category: ClassVar[str] = "Node"
+    node_id: str
+
+    def stream(self) -> str:
+        return node_stream(self.node_id)
+
+
+# --- jobs ---
+class JobRegistered(Event):
+    """A new version of a job (or the same version re-registered with no spec change)."""
+
+    type: Literal["JobRegistered"] = "JobRegistered"
+    category: ClassVar[str] = "Job"
+    job: Job
+
+    def stream(self) -> str:
+        return job_stream(self.job.namespace, self.job.id)
+
+
+class JobDeregistered(Event):
+    type: Literal["JobDeregistered"] = "JobDeregistered"
+    category: ClassVar[str] = "Job"
+    namespace: str
+    job_id: str
+    purge: bool = False
+
+    def stream(self) -> str:
+        return job_stream(self.namespace, self.job_id)
+
+
+# --- evaluations ---
+class EvalsUpserted(Event):
+    """Evals created or updated (status, blocked, follow-ups), in one batch."""
+
+    type: Literal["EvalsUpserted"] = "EvalsUpserted"
+    category: ClassVar[str] = "Evaluation"
+    evals: list[Evaluation]
+    stream_name: str = "evals"
+
+    def stream(self) -> str:
+        return self.stream_name
+
+
+# --- plans and allocations ---
+class PlanApplied(Event):
+    """What the plan applier committed for one eval (possibly one chunk of a large plan):
+    allocs placed or updated, stopped, preempted; deployment changes."""
+
+    type: Literal["PlanApplied"] = "PlanApplied"
+    category: ClassVar[str] = "Allocation"
+    eval_id: str
+    job_id: str = ""
+    namespace: str = "default"
+    allocs: list[Allocation] = Field(default_factory=list)
+    stopped: list[Allocation] = Field(default_factory=list)
+    preempted: list[Allocation] = Field(default_factory=list)
+    deployment: Deployment | None = None
+    deployment_updates: list[dict[str, str]] = Field(default_factory=list)
+    at: int = 0
+
+    def stream(self) -> str:
+        return f"plan:{self.eval_id}"
+
+
+class AllocClientUpdate(NomadModel):
+    id: str
+    client_status: str
+    client_description: str = ""
+    task_states: dict[str, TaskState] | None = None
+    deployment_status: AllocDeploymentStatus | None = None
+    at: int = 0
+
+
+class AllocsClientUpdated(Event):
+    """Clients reported alloc status (running, complete, failed, ...), batched."""
+
+    type: Literal["AllocsClientUpdated"] = "AllocsClientUpdated"
+    category: ClassVar[str] = "Allocation"
+    node_id: str = ""
+    updates: list[AllocClientUpdate]
+
+    def stream(self) -> str:
+        return f"client:{self.node_id}" if self.node_id else "client"
+
+
+class DeploymentUpserted(Event):
+    type: Literal["DeploymentUpserted"] = "DeploymentUpserted"
+    category: ClassVar[str] = "Deployment"
+    deployment: Deployment
+
+    def stream(self) -> str:
+        return f"deployment:{self.deployment.id}"
+
+
+AnyEvent = Annotated[
+    NodeRegistered
+    | NodeStatusUpdated
+    | NodeEligibilityUpdated
+    | NodeDrainUpdated
+    | NodeDeregistered
+    | JobRegistered
+    | JobDeregistered
+    | EvalsUpserted
+    | PlanApplied
+    | AllocsClientUpdated
+    | DeploymentUpserted,
+    Field(discriminator="type"),
+]
+
+_ADAPTER: TypeAdapter[Any] = TypeAdapter(AnyEvent)
+
+
+def decode_event(data: dict[str, Any] | bytes | str) -> Event:
+    """Parse a stored event (its JSON form, with the `Type` discriminator)."""
+    if isinstance(data, (bytes, str)):
+        ev: Event = _ADAPTER.validate_json(data)
+    else:
+        ev = _ADAPTER.validate_python(data)
+    return ev
+
+
+def encode_event(ev: Event) -> dict[str, Any]:
+    return ev.model_dump(by_alias=True, mode="json")

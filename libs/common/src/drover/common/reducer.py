@@ -1,0 +1,260 @@
+"""The one reducer: how each event changes the cluster state.
+
+Both the Postgres projections (written in the appending transaction) and every service's
+in-memory replica apply events through `apply`, so they cannot disagree.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, Protocol, TypeVar
+
+from drover.common.alloc import ALLOC_CLIENT_LOST, ALLOC_CLIENT_UNKNOWN, Allocation
+from drover.common.deployment import Deployment
+from drover.common.evaluation import Evaluation
+from drover.common.events import (
+    AllocsClientUpdated,
+    DeploymentUpserted,
+    EvalsUpserted,
+    Event,
+    JobDeregistered,
+    JobRegistered,
+    NodeDeregistered,
+    NodeDrainUpdated,
+    NodeEligibilityUpdated,
+    NodeRegistered,
+    NodeStatusUpdated,
+    PlanApplied,
+)
+from drover.common.job import JOB_STATUS_DEAD, JOB_STATUS_PENDING, Job
+from drover.common.node import Node, compute_class
+
+
+class StateWriter(Protocol):
+    """What the reducer reads and writes (InMemoryState and the SQL projections)."""
+
+    def bump(self, index: int | None = None) -> int: ...
+    def node(self, node_id: str) -> Node | None: ...
+    def job(self, namespace: str, job_id: str) -> Job | None: ...
+    def alloc(self, alloc_id: str) -> Allocation | None: ...
+    def deployment(self, deployment_id: str) -> Deployment | None: ...
+    def eval(self, eval_id: str) -> Evaluation | None: ...
+    def upsert_node(self, node: Node) -> None: ...
+    def delete_node(self, node_id: str) -> None: ...
+    def upsert_job(self, job: Job) -> None: ...
+    def delete_job(self, namespace: str, job_id: str) -> None: ...
+    def upsert_eval(self, ev: Evaluation) -> None: ...
+    def upsert_alloc(self, alloc: Allocation) -> None: ...
+    def upsert_deployment(self, dep: Deployment) -> None: ...
+
+
+M = TypeVar("M", Evaluation, Deployment)
+
+
+def _indexed(obj: M, old: M | None, index: int) -> M:
+    """`obj` stamped with the index it was written at (CreateIndex kept from `old`)."""
+    return obj.model_copy(update={"create_index": old.create_index if old else index, "modify_index": index})
+
+
+def apply(state: StateWriter, position: int, event: Event) -> None:
+    """Apply one event recorded at `position` (the cluster index)."""
+    state.bump(position)
+    handler = _HANDLERS.get(type(event))
+    if handler is None:
+        raise ValueError(f"no reducer for event {event.type}")
+    handler(state, position, event)
+
+
+def _node_registered(state: StateWriter, index: int, ev: NodeRegistered) -> None:
+    node = ev.node
+    old = state.node(node.id)
+    node = node.model_copy(
+        update={
+            "computed_class": compute_class(node),
+            "create_index": old.create_index if old else index,
+            "modify_index": index,
+        }
+    )
+    state.upsert_node(node)
+
+
+def _node_update(state: StateWriter, index: int, node_id: str, **update: object) -> None:
+    old = state.node(node_id)
+    if old is None:
+        return
+    state.upsert_node(old.model_copy(update={**update, "modify_index": index}))
+
+
+def _node_status(state: StateWriter, index: int, ev: NodeStatusUpdated) -> None:
+    _node_update(
+        state,
+        index,
+        ev.node_id,
+        status=ev.status,
+        status_description=ev.status_description,
+        status_updated_at=ev.at,
+    )
+
+
+def _node_eligibility(state: StateWriter, index: int, ev: NodeEligibilityUpdated) -> None:
+    _node_update(state, index, ev.node_id, scheduling_eligibility=ev.eligibility)
+
+
+def _node_drain(state: StateWriter, index: int, ev: NodeDrainUpdated) -> None:
+    update: dict[str, object] = {"drain_strategy": ev.drain_strategy}
+    if ev.eligibility:
+        update["scheduling_eligibility"] = ev.eligibility
+    _node_update(state, index, ev.node_id, **update)
+
+
+def _node_deregistered(state: StateWriter, index: int, ev: NodeDeregistered) -> None:
+    state.delete_node(ev.node_id)
+
+
+def _job_registered(state: StateWriter, index: int, ev: JobRegistered) -> None:
+    job = ev.job
+    old = state.job(job.namespace, job.id)
+    job = job.model_copy(
+        update={
+            "create_index": old.create_index if old else index,
+            "modify_index": index,
+            "job_modify_index": index,
+            "status": old.status
+            if (old and not job.stop)
+            else (JOB_STATUS_DEAD if job.stop else JOB_STATUS_PENDING),
+        }
+    )
+    state.upsert_job(job)
+
+
+def _job_deregistered(state: StateWriter, index: int, ev: JobDeregistered) -> None:
+    if ev.purge:
+        state.delete_job(ev.namespace, ev.job_id)
+        return
+    old = state.job(ev.namespace, ev.job_id)
+    if old is not None:
+        state.upsert_job(
+            old.model_copy(
+                update={
+                    "stop": True,
+                    "status": JOB_STATUS_DEAD,
+                    "modify_index": index,
+                    "job_modify_index": index,
+                }
+            )
+        )
+
+
+def _evals(state: StateWriter, index: int, ev: EvalsUpserted) -> None:
+    for e in ev.evals:
+        old = state.eval(e.id)
+        state.upsert_eval(
+            e.model_copy(update={"create_index": old.create_index if old else index, "modify_index": index})
+        )
+
+
+def _upsert_alloc(state: StateWriter, index: int, a: Allocation, at: int) -> Allocation:
+    old = state.alloc(a.id)
+    update: dict[str, object] = {"modify_index": index, "alloc_modify_index": index}
+    if at:
+        update["modify_time"] = at
+    if old is None:
+        update["create_index"] = index
+    else:
+        update["create_index"] = old.create_index
+        update["task_states"] = old.task_states
+        # The client owns its status and description; the server only sets lost and unknown.
+        if a.client_status not in (ALLOC_CLIENT_LOST, ALLOC_CLIENT_UNKNOWN):
+            update["client_status"] = old.client_status
+            update["client_description"] = old.client_description
+        if old.deployment_status is not None and a.deployment_status is not None:
+            update["deployment_status"] = old.deployment_status.model_copy(
+                update={"canary": a.deployment_status.canary}
+            )
+        elif old.deployment_status is not None:
+            update["deployment_status"] = old.deployment_status
+    new = a.model_copy(update=update)
+    state.upsert_alloc(new)
+    return new
+
+
+def _plan_applied(state: StateWriter, index: int, ev: PlanApplied) -> None:
+    if ev.deployment is not None:
+        state.upsert_deployment(_indexed(ev.deployment, state.deployment(ev.deployment.id), index))
+    for upd in ev.deployment_updates:
+        target = state.deployment(upd.get("DeploymentID", ""))
+        if target is not None:
+            state.upsert_deployment(
+                target.model_copy(
+                    update={
+                        "status": upd.get("Status", target.status),
+                        "status_description": upd.get("StatusDescription", target.status_description),
+                        "modify_index": index,
+                    }
+                )
+            )
+    for a in ev.stopped:
+        _upsert_alloc(state, index, a, ev.at)
+    for a in ev.preempted:
+        _upsert_alloc(state, index, a, ev.at)
+    placed_by_dep: dict[tuple[str, str], int] = {}
+    for a in ev.allocs:
+        is_new = state.alloc(a.id) is None
+        _upsert_alloc(state, index, a, ev.at)
+        if a.previous_allocation:
+            prev = state.alloc(a.previous_allocation)
+            if prev is not None and prev.next_allocation != a.id:
+                state.upsert_alloc(prev.model_copy(update={"next_allocation": a.id, "modify_index": index}))
+        if is_new and a.deployment_id:
+            key = (a.deployment_id, a.task_group)
+            placed_by_dep[key] = placed_by_dep.get(key, 0) + 1
+    for (dep_id, tg), n in placed_by_dep.items():
+        current = state.deployment(dep_id)
+        if current is not None and tg in current.task_groups:
+            bumped = current.model_copy(deep=True)
+            bumped.task_groups[tg].placed_allocs += n
+            bumped.modify_index = index
+            state.upsert_deployment(bumped)
+
+
+def _client_updated(state: StateWriter, index: int, ev: AllocsClientUpdated) -> None:
+    for u in ev.updates:
+        old = state.alloc(u.id)
+        if old is None:
+            continue
+        update: dict[str, object] = {
+            "client_status": u.client_status,
+            "client_description": u.client_description,
+            "modify_index": index,
+        }
+        if u.at:
+            update["modify_time"] = u.at
+        if u.task_states is not None:
+            update["task_states"] = u.task_states
+        if u.deployment_status is not None:
+            update["deployment_status"] = u.deployment_status
+        state.upsert_alloc(old.model_copy(update=update))
+
+
+def _deployment(state: StateWriter, index: int, ev: DeploymentUpserted) -> None:
+    old = state.deployment(ev.deployment.id)
+    state.upsert_deployment(
+        ev.deployment.model_copy(
+            update={"create_index": old.create_index if old else index, "modify_index": index}
+        )
+    )
+
+
+_HANDLERS: dict[type[Event], Callable[[StateWriter, int, Any], None]] = {
+    NodeRegistered: _node_registered,
+    NodeStatusUpdated: _node_status,
+    NodeEligibilityUpdated: _node_eligibility,
+    NodeDrainUpdated: _node_drain,
+    NodeDeregistered: _node_deregistered,
+    JobRegistered: _job_registered,
+    JobDeregistered: _job_deregistered,
+    EvalsUpserted: _evals,
+    PlanApplied: _plan_applied,
+    AllocsClientUpdated: _client_updated,
+    DeploymentUpserted: _deployment,
+}

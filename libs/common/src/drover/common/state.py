@@ -1,0 +1,169 @@
+"""The cluster state: the read-only snapshot protocol the scheduler works from, and the
+in-memory store every replica keeps (fed by the event reducer).
+
+The scheduler never mutates what it reads; services keep an `InMemoryState` replica fed by the
+event stream and hand it (or a copy) to the scheduler.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Protocol
+
+from drover.common import Allocation, Deployment, Evaluation, Job, Node
+from drover.common.node import compute_class
+
+JobKey = tuple[str, str]
+
+
+class StateSnapshot(Protocol):
+    """What the scheduling core needs to read."""
+
+    @property
+    def index(self) -> int: ...
+
+    def node(self, node_id: str) -> Node | None: ...
+
+    def all_nodes(self) -> Iterable[Node]: ...
+
+    def job(self, namespace: str, job_id: str) -> Job | None: ...
+
+    def job_version(self, namespace: str, job_id: str, version: int) -> Job | None: ...
+
+    def allocs_by_job(self, namespace: str, job_id: str) -> list[Allocation]: ...
+
+    def allocs_by_node(self, node_id: str) -> list[Allocation]: ...
+
+    def alloc(self, alloc_id: str) -> Allocation | None: ...
+
+    def node_usage(self, node_id: str) -> tuple[int, int, int]: ...
+
+    def latest_deployment(self, namespace: str, job_id: str) -> Deployment | None: ...
+
+    def deployment(self, deployment_id: str) -> Deployment | None: ...
+
+
+def _usage(a: Allocation) -> tuple[int, int, int]:
+    r = a.resources
+    return r.cpu, r.memory_mb, r.disk_mb
+
+
+class InMemoryState:
+    """A mutable cluster state with the indexes the scheduler needs (allocs by job and node,
+    per-node resource usage of non-terminal allocs kept incrementally)."""
+
+    def __init__(self) -> None:
+        self._index = 0
+        self.nodes: dict[str, Node] = {}
+        self.jobs: dict[JobKey, Job] = {}
+        self.job_versions: dict[JobKey, dict[int, Job]] = {}
+        self.allocs: dict[str, Allocation] = {}
+        self.evals: dict[str, Evaluation] = {}
+        self.deployments: dict[str, Deployment] = {}
+        self._by_job: dict[JobKey, dict[str, Allocation]] = {}
+        self._by_node: dict[str, dict[str, Allocation]] = {}
+        self._usage: dict[str, list[int]] = {}
+        self._latest_deployment: dict[JobKey, str] = {}
+
+    # --- reads (StateSnapshot) ---
+    @property
+    def index(self) -> int:
+        return self._index
+
+    def node(self, node_id: str) -> Node | None:
+        return self.nodes.get(node_id)
+
+    def all_nodes(self) -> Iterable[Node]:
+        return self.nodes.values()
+
+    def job(self, namespace: str, job_id: str) -> Job | None:
+        return self.jobs.get((namespace, job_id))
+
+    def job_version(self, namespace: str, job_id: str, version: int) -> Job | None:
+        return self.job_versions.get((namespace, job_id), {}).get(version)
+
+    def allocs_by_job(self, namespace: str, job_id: str) -> list[Allocation]:
+        return list(self._by_job.get((namespace, job_id), {}).values())
+
+    def allocs_by_node(self, node_id: str) -> list[Allocation]:
+        return list(self._by_node.get(node_id, {}).values())
+
+    def alloc(self, alloc_id: str) -> Allocation | None:
+        return self.allocs.get(alloc_id)
+
+    def eval(self, eval_id: str) -> Evaluation | None:
+        return self.evals.get(eval_id)
+
+    def node_usage(self, node_id: str) -> tuple[int, int, int]:
+        u = self._usage.get(node_id)
+        return (u[0], u[1], u[2]) if u else (0, 0, 0)
+
+    def latest_deployment(self, namespace: str, job_id: str) -> Deployment | None:
+        dep_id = self._latest_deployment.get((namespace, job_id))
+        return self.deployments.get(dep_id) if dep_id else None
+
+    def deployment(self, deployment_id: str) -> Deployment | None:
+        return self.deployments.get(deployment_id)
+
+    # --- writes ---
+    def bump(self, index: int | None = None) -> int:
+        self._index = index if index is not None else self._index + 1
+        return self._index
+
+    def upsert_node(self, node: Node) -> None:
+        if not node.computed_class:
+            node = node.model_copy(update={"computed_class": compute_class(node)})
+        self.nodes[node.id] = node
+
+    def delete_node(self, node_id: str) -> None:
+        self.nodes.pop(node_id, None)
+
+    def upsert_job(self, job: Job) -> None:
+        key = (job.namespace, job.id)
+        self.jobs[key] = job
+        self.job_versions.setdefault(key, {})[job.version] = job
+
+    def delete_job(self, namespace: str, job_id: str) -> None:
+        self.jobs.pop((namespace, job_id), None)
+
+    def upsert_eval(self, ev: Evaluation) -> None:
+        self.evals[ev.id] = ev
+
+    def upsert_deployment(self, dep: Deployment) -> None:
+        self.deployments[dep.id] = dep
+        key = (dep.namespace, dep.job_id)
+        cur = self.deployments.get(self._latest_deployment.get(key, ""))
+        if cur is None or cur.id == dep.id or dep.create_index >= cur.create_index:
+            self._latest_deployment[key] = dep.id
+
+    def upsert_alloc(self, alloc: Allocation) -> None:
+        old = self.allocs.get(alloc.id)
+        if old is not None:
+            if not old.terminal_status():
+                self._add_usage(old.node_id, _usage(old), -1)
+            if old.node_id != alloc.node_id:
+                self._by_node.get(old.node_id, {}).pop(old.id, None)
+        self.allocs[alloc.id] = alloc
+        self._by_job.setdefault((alloc.namespace, alloc.job_id), {})[alloc.id] = alloc
+        self._by_node.setdefault(alloc.node_id, {})[alloc.id] = alloc
+        if not alloc.terminal_status():
+            self._add_usage(alloc.node_id, _usage(alloc), 1)
+
+    def upsert_allocs(self, allocs: Iterable[Allocation]) -> None:
+        for a in allocs:
+            self.upsert_alloc(a)
+
+    def delete_alloc(self, alloc_id: str) -> None:
+        old = self.allocs.pop(alloc_id, None)
+        if old is None:
+            return
+        if not old.terminal_status():
+            self._add_usage(old.node_id, _usage(old), -1)
+        self._by_job.get((old.namespace, old.job_id), {}).pop(alloc_id, None)
+        self._by_node.get(old.node_id, {}).pop(alloc_id, None)
+
+    def _add_usage(self, node_id: str, u: tuple[int, int, int], sign: int) -> None:
+        cur = self._usage.setdefault(node_id, [0, 0, 0])
+        cur[0] += sign * u[0]
+        cur[1] += sign * u[1]
+        cur[2] += sign * u[2]
