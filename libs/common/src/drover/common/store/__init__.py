@@ -1,0 +1,12 @@
+"""The event store: the append-only log in PostgreSQL, its projections, and migrations."""
+
+from drover.common.store.eventstore import (
+    ConcurrencyError,
+    EventStore,
+    FencedError,
+    NewEvent,
+    RecordedEvent,
+)
+from drover.common.store.migrate import migrate
+
+__all__ = ["ConcurrencyError", "EventStore", "FencedError", "NewEvent", "RecordedEvent", "migrate"]

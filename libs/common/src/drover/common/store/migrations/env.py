@@ -1,0 +1,24 @@
+"""Alembic environment: online migrations against the URL the caller configured."""
+
+from __future__ import annotations
+
+from alembic import context
+from sqlalchemy import create_engine, pool
+
+config = context.config
+
+
+def run() -> None:
+    url = config.get_main_option("sqlalchemy.url")
+    assert url is not None
+    engine = create_engine(url, poolclass=pool.NullPool)
+    with engine.connect() as conn:
+        context.configure(connection=conn, target_metadata=None)
+        with context.begin_transaction():
+            # Two processes migrating at once (make up starts several) take turns.
+            conn.exec_driver_sql("SELECT pg_advisory_xact_lock(7070707)")
+            context.run_migrations()
+    engine.dispose()
+
+
+run()

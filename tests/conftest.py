@@ -1,0 +1,71 @@
+"""Integration test harness: real PostgreSQL and NATS JetStream servers, started here on free
+ports in temp dirs (or taken from DROVER_DATABASE_URL / DROVER_NATS_URL). A test that cannot get
+a server fails; nothing is skipped."""
+
+from __future__ import annotations
+
+import os
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import psycopg
+import pytest
+
+from drover.common.embedded import EmbeddedNats, EmbeddedPostgres
+from drover.common.store import EventStore, migrate
+
+
+@pytest.fixture(scope="session")
+def postgres(tmp_path_factory: pytest.TempPathFactory) -> Iterator[EmbeddedPostgres | str]:
+    external = os.environ.get("DROVER_DATABASE_URL")
+    if external:
+        yield external
+        return
+    server = EmbeddedPostgres(tmp_path_factory.mktemp("pg"), durable=False)
+    server.start()
+    yield server
+    server.stop()
+
+
+@pytest.fixture(scope="session")
+def nats_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[EmbeddedNats | str]:
+    external = os.environ.get("DROVER_NATS_URL")
+    if external:
+        yield external
+        return
+    server = EmbeddedNats(tmp_path_factory.mktemp("nats"))
+    server.start()
+    yield server
+    server.stop()
+
+
+def _base_url(pg: EmbeddedPostgres | str) -> str:
+    return pg if isinstance(pg, str) else pg.url
+
+
+@pytest.fixture
+def database_url(postgres: EmbeddedPostgres | str) -> Iterator[str]:
+    """A fresh, migrated database for one test."""
+    base = _base_url(postgres)
+    name = "t_" + uuid.uuid4().hex[:12]
+    conninfo = base.replace("postgresql+psycopg://", "postgresql://")
+    with psycopg.connect(conninfo, autocommit=True) as conn:
+        conn.execute(f'CREATE DATABASE "{name}"')
+    url = base.rsplit("/", 1)[0] + "/" + name
+    migrate(url)
+    yield url
+    with psycopg.connect(conninfo, autocommit=True) as conn:
+        conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+@pytest.fixture
+def store(database_url: str) -> Iterator[EventStore]:
+    s = EventStore(database_url)
+    yield s
+    s.close()
+
+
+@pytest.fixture
+def repo_root() -> Path:
+    return Path(__file__).resolve().parent.parent
