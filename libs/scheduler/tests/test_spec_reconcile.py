@@ -203,3 +203,24 @@ def test_does_not_fit_creates_blocked_eval_with_metrics(harness: Harness) -> Non
     assert metric.coalesced_failures == 2
     assert res.blocked_eval is not None and res.blocked_eval.status == "blocked"
     assert res.blocked_eval.triggered_by == "queued-allocs"
+
+
+def test_blocked_eval_is_reblocked_until_capacity_appears(harness: Harness) -> None:
+    cluster(harness, n=2)
+    register(harness, count=4, cpu=3000)
+    blocked = harness.results[-1].blocked_eval
+    assert blocked is not None
+    # Processed again with no new capacity: it goes back to the blocked set, no new blocked eval.
+    res = harness.process(blocked)
+    assert res.reblock and res.eval.status == "blocked" and res.blocked_eval is None
+    assert res.eval.class_eligibility  # which node classes it found ineligible or full
+    # A node joins: the blocked eval places what it can, and stays blocked for the rest.
+    harness.state.upsert_node(make_node("n-new"))
+    res = harness.process(blocked)
+    assert len(res.plan.placements()) == 1
+    assert res.reblock and res.blocked_eval is None
+    # Another: everything is placed and the blocked eval completes.
+    harness.state.upsert_node(make_node("n-newer"))
+    res = harness.process(blocked)
+    assert len(res.plan.placements()) == 1
+    assert not res.reblock and res.eval.status == "complete" and res.blocked_eval is None

@@ -47,6 +47,47 @@ def eval_seed(ev: Evaluation, index: int) -> int:
     return int.from_bytes(h, "big")
 
 
+def finish_failed(
+    ev: Evaluation,
+    plan: Plan,
+    creates: list[Evaluation],
+    *,
+    failed: bool,
+    class_eligibility: dict[str, bool],
+    escaped: bool,
+    new_id: Callable[[], str],
+    now: int,
+) -> SchedulerResult:
+    """The result of a pass, given whether some placements failed: a blocked eval is created
+    (one per job, TriggeredBy queued-allocs) - or, when the eval being processed is itself the
+    blocked one, it is re-blocked with fresh class eligibility instead."""
+    if failed and ev.status == EVAL_STATUS_BLOCKED:
+        ev.class_eligibility = class_eligibility
+        ev.escaped_computed_class = escaped
+        return SchedulerResult(plan=plan, eval=ev, create_evals=creates, reblock=True)
+    ev.status = EVAL_STATUS_COMPLETE
+    blocked: Evaluation | None = None
+    if failed:
+        blocked = Evaluation(
+            id=new_id(),
+            namespace=ev.namespace,
+            priority=ev.priority,
+            type=ev.type,
+            triggered_by=TRIGGER_QUEUED_ALLOCS,
+            job_id=ev.job_id,
+            job_modify_index=ev.job_modify_index,
+            status=EVAL_STATUS_BLOCKED,
+            status_description=BLOCKED_EVAL_FAILED_PLACEMENTS,
+            previous_eval=ev.id,
+            class_eligibility=class_eligibility,
+            escaped_computed_class=escaped,
+            create_time=now,
+            modify_time=now,
+        )
+        ev.blocked_eval = blocked.id
+    return SchedulerResult(plan=plan, eval=ev, create_evals=creates, blocked_eval=blocked)
+
+
 def tainted_nodes(state: StateSnapshot, allocs: list[Allocation]) -> dict[str, Node | None]:
     """Nodes of the job's allocs that are gone, down, disconnected or draining."""
     out: dict[str, Node | None] = {}
@@ -347,43 +388,23 @@ class GenericScheduler:
     def _finish(self, followups: list[Evaluation]) -> SchedulerResult:
         ev = self.eval.model_copy(
             update={
-                "status": EVAL_STATUS_COMPLETE,
                 "failed_tg_allocs": self.failed,
                 "queued_allocations": {tg: self.queued.get(tg, 0) for tg in (self._tg_names())},
                 "snapshot_index": self.state.index,
             }
         )
-        blocked: Evaluation | None = None
-        escaped = any(st.feasible_set.escaped for st in self._stacks.values())
-        if self.failed and self.eval.status == EVAL_STATUS_BLOCKED:
-            ev.status = EVAL_STATUS_BLOCKED
-            ev.class_eligibility = self._class_eligibility()
-            ev.escaped_computed_class = escaped
-            for f in followups:
-                f.create_time = f.modify_time = self.now
-            return SchedulerResult(plan=self.plan, eval=ev, create_evals=list(followups), reblock=True)
-        if self.failed:
-            class_elig = self._class_eligibility()
-            blocked = Evaluation(
-                id=self.new_id(),
-                namespace=self.eval.namespace,
-                priority=self.eval.priority,
-                type=self.eval.type,
-                triggered_by=TRIGGER_QUEUED_ALLOCS,
-                job_id=self.eval.job_id,
-                job_modify_index=self.eval.job_modify_index,
-                status=EVAL_STATUS_BLOCKED,
-                status_description=BLOCKED_EVAL_FAILED_PLACEMENTS,
-                previous_eval=self.eval.id,
-                class_eligibility=class_elig,
-                escaped_computed_class=escaped,
-                create_time=self.now,
-                modify_time=self.now,
-            )
-            ev.blocked_eval = blocked.id
         for f in followups:
             f.create_time = f.modify_time = self.now
-        return SchedulerResult(plan=self.plan, eval=ev, create_evals=list(followups), blocked_eval=blocked)
+        return finish_failed(
+            ev,
+            self.plan,
+            list(followups),
+            failed=bool(self.failed),
+            class_eligibility=self._class_eligibility(),
+            escaped=any(st.feasible_set.escaped for st in self._stacks.values()),
+            new_id=self.new_id,
+            now=self.now,
+        )
 
     def _class_eligibility(self) -> dict[str, bool]:
         out: dict[str, bool] = {}

@@ -19,15 +19,12 @@ from drover.common.alloc import (
     ALLOC_DESIRED_STOP,
 )
 from drover.common.evaluation import (
-    EVAL_STATUS_BLOCKED,
-    EVAL_STATUS_COMPLETE,
     EVAL_STATUS_PENDING,
     TRIGGER_PREEMPTION,
-    TRIGGER_QUEUED_ALLOCS,
     TRIGGER_ROLLING_UPDATE,
 )
 from drover.scheduler.feasible import FeasibilityChecker, ready_nodes_in_pool
-from drover.scheduler.generic import BLOCKED_EVAL_FAILED_PLACEMENTS, eval_seed
+from drover.scheduler.generic import eval_seed, finish_failed
 from drover.scheduler.names import alloc_name
 from drover.scheduler.plan import DesiredUpdates, Plan, SchedulerResult
 from drover.scheduler.reconcile import ALLOC_LOST, ALLOC_NOT_NEEDED, ALLOC_UPDATING, new_uuid_fn
@@ -315,7 +312,6 @@ class SystemScheduler:
             self._desired(self.job.task_groups[0].name).preemptions += n_pre
         ev = self.eval.model_copy(
             update={
-                "status": EVAL_STATUS_COMPLETE,
                 "failed_tg_allocs": self.failed,
                 "queued_allocations": dict(self.queued),
                 "snapshot_index": self.state.index,
@@ -337,26 +333,16 @@ class SystemScheduler:
                     modify_time=self.now,
                 )
             )
-        blocked = None
-        if self.failed and self.eval.status == EVAL_STATUS_BLOCKED:
-            ev.status = EVAL_STATUS_BLOCKED
-            return SchedulerResult(plan=self.plan, eval=ev, create_evals=creates, reblock=True)
-        if self.failed:
-            blocked = Evaluation(
-                id=self.new_id(),
-                namespace=self.eval.namespace,
-                priority=self.eval.priority,
-                type=self.eval.type,
-                triggered_by=TRIGGER_QUEUED_ALLOCS,
-                job_id=self.eval.job_id,
-                status=EVAL_STATUS_BLOCKED,
-                status_description=BLOCKED_EVAL_FAILED_PLACEMENTS,
-                previous_eval=self.eval.id,
-                create_time=self.now,
-                modify_time=self.now,
-            )
-            ev.blocked_eval = blocked.id
-        return SchedulerResult(plan=self.plan, eval=ev, create_evals=creates, blocked_eval=blocked)
+        return finish_failed(
+            ev,
+            self.plan,
+            creates,
+            failed=bool(self.failed),
+            class_eligibility={},
+            escaped=False,
+            new_id=self.new_id,
+            now=self.now,
+        )
 
 
 def _fits(table: NodeTable, row: int, cpu: int, mem: int, disk: int) -> bool:

@@ -21,8 +21,7 @@ from sqlalchemy import Connection, Engine, create_engine, text
 from drover.common.events import Event, PlanApplied, decode_event, encode_event
 from drover.common.reducer import apply
 from drover.common.state import InMemoryState
-from drover.common.store.projections import SqlState
-from drover.common.store.schema import PROJECTION_TABLES
+from drover.common.store.projections import PROJECTION_TABLES, SqlState
 
 
 class ConcurrencyError(Exception):

@@ -17,6 +17,7 @@ from drover.common.job import Job
 from drover.common.node import Node
 
 T = TypeVar("T", bound=BaseModel)
+PROJECTION_TABLES = ("nodes", "jobs", "job_versions", "allocs", "evals", "deployments")
 _DELETED = object()
 
 
@@ -138,110 +139,99 @@ class SqlState:
 
     def flush(self) -> None:
         """Write every buffered change: one statement per table and kind."""
-        c = self.conn
-        up, gone = self._split(self._nodes, "nodes")
-        if up:
-            c.execute(
-                text(
-                    "INSERT INTO nodes (id, doc, modify_index) VALUES (:id, CAST(:doc AS jsonb), :mi) "
-                    "ON CONFLICT (id) DO UPDATE SET doc = EXCLUDED.doc, modify_index = EXCLUDED.modify_index"
-                ),
-                [{"id": n.id, "doc": _doc(n), "mi": n.modify_index} for n in up],
-            )
-        if gone:
-            c.execute(text("DELETE FROM nodes WHERE id = ANY(:ids)"), {"ids": gone})
+        nodes, gone_nodes = self._split(self._nodes, "nodes")
+        self._upsert(
+            "nodes", ("id",), [{"id": n.id, "doc": _doc(n), "modify_index": n.modify_index} for n in nodes]
+        )
+        if gone_nodes:
+            self.conn.execute(text("DELETE FROM nodes WHERE id = ANY(:ids)"), {"ids": gone_nodes})
 
-        up_jobs, gone_jobs = self._split(self._jobs, "jobs")
-        if up_jobs:
-            c.execute(
-                text(
-                    "INSERT INTO jobs (namespace, id, doc, modify_index) VALUES (:ns, :id, CAST(:doc AS jsonb), :mi) "
-                    "ON CONFLICT (namespace, id) DO UPDATE SET doc = EXCLUDED.doc, modify_index = EXCLUDED.modify_index"
-                ),
-                [{"ns": j.namespace, "id": j.id, "doc": _doc(j), "mi": j.modify_index} for j in up_jobs],
-            )
+        jobs, gone_jobs = self._split(self._jobs, "jobs")
+        self._upsert(
+            "jobs",
+            ("namespace", "id"),
+            [
+                {"namespace": j.namespace, "id": j.id, "doc": _doc(j), "modify_index": j.modify_index}
+                for j in jobs
+            ],
+        )
         for ns, job_id in gone_jobs:
-            c.execute(text("DELETE FROM jobs WHERE namespace = :ns AND id = :id"), {"ns": ns, "id": job_id})
-            c.execute(
-                text("DELETE FROM job_versions WHERE namespace = :ns AND id = :id"), {"ns": ns, "id": job_id}
-            )
-        if self._job_versions:
-            c.execute(
-                text(
-                    "INSERT INTO job_versions (namespace, id, version, doc) VALUES (:ns, :id, :v, CAST(:doc AS jsonb)) "
-                    "ON CONFLICT (namespace, id, version) DO UPDATE SET doc = EXCLUDED.doc"
-                ),
-                [
-                    {"ns": j.namespace, "id": j.id, "v": j.version, "doc": _doc(j)}
-                    for (ns, jid, _), j in self._job_versions.items()
-                    if self._jobs.get((ns, jid)) is not _DELETED
-                ],
-            )
-            self._job_versions.clear()
+            for table in ("jobs", "job_versions"):
+                self.conn.execute(
+                    text(f"DELETE FROM {table} WHERE namespace = :ns AND id = :id"),
+                    {"ns": ns, "id": job_id},
+                )
+        versions = [
+            {"namespace": j.namespace, "id": j.id, "version": j.version, "doc": _doc(j)}
+            for (ns, jid, _), j in self._job_versions.items()
+            if self._jobs.get((ns, jid)) is not _DELETED
+        ]
+        self._job_versions.clear()
+        self._upsert("job_versions", ("namespace", "id", "version"), versions)
 
-        up_allocs, _ = self._split(self._allocs, "allocs")
-        if up_allocs:
-            c.execute(
-                text(
-                    "INSERT INTO allocs (id, namespace, job_id, node_id, eval_id, doc, modify_index) "
-                    "VALUES (:id, :ns, :job, :node, :ev, CAST(:doc AS jsonb), :mi) "
-                    "ON CONFLICT (id) DO UPDATE SET doc = EXCLUDED.doc, modify_index = EXCLUDED.modify_index, "
-                    "node_id = EXCLUDED.node_id, eval_id = EXCLUDED.eval_id"
-                ),
-                [
-                    {
-                        "id": a.id,
-                        "ns": a.namespace,
-                        "job": a.job_id,
-                        "node": a.node_id,
-                        "ev": a.eval_id,
-                        "doc": _doc(a),
-                        "mi": a.modify_index,
-                    }
-                    for a in up_allocs
-                ],
-            )
-        up_evals, _ = self._split(self._evals, "evals")
-        if up_evals:
-            c.execute(
-                text(
-                    "INSERT INTO evals (id, namespace, job_id, status, doc, modify_index) "
-                    "VALUES (:id, :ns, :job, :st, CAST(:doc AS jsonb), :mi) "
-                    "ON CONFLICT (id) DO UPDATE SET doc = EXCLUDED.doc, status = EXCLUDED.status, "
-                    "modify_index = EXCLUDED.modify_index"
-                ),
-                [
-                    {
-                        "id": e.id,
-                        "ns": e.namespace,
-                        "job": e.job_id,
-                        "st": e.status,
-                        "doc": _doc(e),
-                        "mi": e.modify_index,
-                    }
-                    for e in up_evals
-                ],
-            )
-        up_deps, _ = self._split(self._deployments, "deployments")
-        if up_deps:
-            c.execute(
-                text(
-                    "INSERT INTO deployments (id, namespace, job_id, create_index, doc, modify_index) "
-                    "VALUES (:id, :ns, :job, :ci, CAST(:doc AS jsonb), :mi) "
-                    "ON CONFLICT (id) DO UPDATE SET doc = EXCLUDED.doc, modify_index = EXCLUDED.modify_index"
-                ),
-                [
-                    {
-                        "id": d.id,
-                        "ns": d.namespace,
-                        "job": d.job_id,
-                        "ci": d.create_index,
-                        "doc": _doc(d),
-                        "mi": d.modify_index,
-                    }
-                    for d in up_deps
-                ],
-            )
+        allocs, _ = self._split(self._allocs, "allocs")
+        self._upsert(
+            "allocs",
+            ("id",),
+            [
+                {
+                    "id": a.id,
+                    "namespace": a.namespace,
+                    "job_id": a.job_id,
+                    "node_id": a.node_id,
+                    "eval_id": a.eval_id,
+                    "doc": _doc(a),
+                    "modify_index": a.modify_index,
+                }
+                for a in allocs
+            ],
+        )
+        evals, _ = self._split(self._evals, "evals")
+        self._upsert(
+            "evals",
+            ("id",),
+            [
+                {
+                    "id": e.id,
+                    "namespace": e.namespace,
+                    "job_id": e.job_id,
+                    "status": e.status,
+                    "doc": _doc(e),
+                    "modify_index": e.modify_index,
+                }
+                for e in evals
+            ],
+        )
+        deps, _ = self._split(self._deployments, "deployments")
+        self._upsert(
+            "deployments",
+            ("id",),
+            [
+                {
+                    "id": d.id,
+                    "namespace": d.namespace,
+                    "job_id": d.job_id,
+                    "create_index": d.create_index,
+                    "doc": _doc(d),
+                    "modify_index": d.modify_index,
+                }
+                for d in deps
+            ],
+        )
+
+    def _upsert(self, table: str, key: tuple[str, ...], rows: list[dict[str, Any]]) -> None:
+        """INSERT ... ON CONFLICT (key) DO UPDATE for many rows in one executemany; `doc` is JSON
+        text cast to jsonb."""
+        if not rows:
+            return
+        cols = list(rows[0])
+        values = ", ".join("CAST(:doc AS jsonb)" if c == "doc" else f":{c}" for c in cols)
+        updates = ", ".join(f"{c} = EXCLUDED.{c}" for c in cols if c not in key)
+        sql = (
+            f"INSERT INTO {table} ({', '.join(cols)}) VALUES ({values}) "
+            f"ON CONFLICT ({', '.join(key)}) DO UPDATE SET {updates}"
+        )
+        self.conn.execute(text(sql), rows)
 
     def _split(self, cache: dict[Any, Any], table: str) -> tuple[list[Any], list[Any]]:
         up: list[Any] = []
