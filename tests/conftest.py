@@ -69,3 +69,22 @@ def store(database_url: str) -> Iterator[EventStore]:
 @pytest.fixture
 def repo_root() -> Path:
     return Path(__file__).resolve().parent.parent
+
+
+@pytest.fixture
+def nats_url(nats_server: EmbeddedNats | str) -> str:
+    return nats_server if isinstance(nats_server, str) else nats_server.url
+
+
+@pytest.fixture
+async def js_fresh(nats_url: str):  # type: ignore[no-untyped-def]
+    """A JetStream context with Drover's streams, emptied for this test."""
+    from drover.common.bus import EVALS_STREAM, EVENTS_STREAM, connect, ensure_streams
+
+    nc = await connect(nats_url, "test")
+    js = nc.jetstream()
+    await ensure_streams(js)
+    for name in (EVENTS_STREAM, EVALS_STREAM):
+        await js.purge_stream(name)
+    yield js
+    await nc.close()

@@ -6,7 +6,16 @@ from drover.common.store.eventstore import (
     FencedError,
     NewEvent,
     RecordedEvent,
+    libpq_url,
 )
 from drover.common.store.migrate import migrate
 
-__all__ = ["ConcurrencyError", "EventStore", "FencedError", "NewEvent", "RecordedEvent", "migrate"]
+__all__ = [
+    "ConcurrencyError",
+    "EventStore",
+    "FencedError",
+    "NewEvent",
+    "RecordedEvent",
+    "libpq_url",
+    "migrate",
+]

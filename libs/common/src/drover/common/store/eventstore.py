@@ -23,6 +23,9 @@ from drover.common.reducer import apply
 from drover.common.state import InMemoryState
 from drover.common.store.projections import PROJECTION_TABLES, SqlState
 
+# The append transaction notifies this channel (delivered at commit) so tailers wake at once.
+NOTIFY_CHANNEL = "drover_events"
+
 
 class ConcurrencyError(Exception):
     """A stream was not at the version the caller expected; re-read and retry."""
@@ -30,6 +33,11 @@ class ConcurrencyError(Exception):
 
 class FencedError(Exception):
     """The caller's lease epoch is no longer current: it is not the leader any more."""
+
+
+def libpq_url(url: str) -> str:
+    """A SQLAlchemy URL (postgresql+psycopg://...) as plain libpq conninfo."""
+    return url.replace("postgresql+psycopg://", "postgresql://", 1)
 
 
 @dataclass
@@ -134,6 +142,7 @@ class EventStore:
         for r in recorded:
             apply(state, r.position, r.event)
         state.flush()
+        conn.execute(text("SELECT pg_notify(:c, :p)"), {"c": NOTIFY_CHANNEL, "p": str(position)})
         return recorded
 
     # --- leases ---
@@ -154,6 +163,10 @@ class EventStore:
             return int(row[0])
 
     # --- reading ---
+    def log_id(self) -> str:
+        with self.engine.connect() as conn:
+            return str(conn.exec_driver_sql("SELECT log_id FROM log_meta").scalar_one())
+
     def last_position(self) -> int:
         with self.engine.connect() as conn:
             return int(conn.exec_driver_sql("SELECT coalesce(max(position), 0) FROM events").scalar_one())
@@ -170,6 +183,17 @@ class EventStore:
                 {"a": after, "l": limit},
             ).all()
         return [RecordedEvent(int(r[0]), r[1], int(r[2]), decode_event(r[3]), r[4], r[5]) for r in rows]
+
+    def read_raw(self, after: int = 0, limit: int = 1000) -> list[tuple[int, str, str]]:
+        """(position, type, JSON) after `after`, undecoded (the relay only forwards them)."""
+        with self.engine.connect() as conn:
+            rows = conn.execute(
+                text(
+                    "SELECT position, type, data::text FROM events WHERE position > :a ORDER BY position LIMIT :l"
+                ),
+                {"a": after, "l": limit},
+            ).all()
+        return [(int(r[0]), str(r[1]), str(r[2])) for r in rows]
 
     def iter_all(self, batch: int = 2000) -> Iterator[RecordedEvent]:
         after = 0

@@ -81,6 +81,10 @@ def upgrade() -> None:
         sa.Column("modify_index", sa.BigInteger, nullable=False),
     )
     op.create_index("deployments_job", "deployments", ["namespace", "job_id", "create_index"])
+    # The log's identity: relayed messages are deduplicated by "<log id>:<position>", so a new
+    # log (a wiped database) never collides with an old one inside NATS's duplicate window.
+    op.create_table("log_meta", sa.Column("log_id", sa.Text, primary_key=True))
+    op.execute("INSERT INTO log_meta (log_id) VALUES (gen_random_uuid()::text)")
     op.create_table(
         "leases",
         sa.Column("name", sa.Text, primary_key=True),
@@ -90,5 +94,15 @@ def upgrade() -> None:
 
 
 def downgrade() -> None:
-    for table in ("leases", "deployments", "evals", "allocs", "job_versions", "jobs", "nodes", "events"):
+    for table in (
+        "leases",
+        "log_meta",
+        "deployments",
+        "evals",
+        "allocs",
+        "job_versions",
+        "jobs",
+        "nodes",
+        "events",
+    ):
         op.drop_table(table)

@@ -1,0 +1,84 @@
+"""NATS JetStream wiring: connection, the streams, subjects and headers every service uses.
+
+- EVENTS: every committed event, published by the relay in log order. Subject
+  `drover.events.<Type>`; header `Drover-Position` is the log position and `Nats-Msg-Id` the
+  same, so a re-publish is dropped by the server's duplicate window.
+- EVALS: ready evals, a work queue the broker fills and workers pull from (one delivery each,
+  acked when the eval's outcome is committed; unacked work is redelivered after the ack wait).
+- Plans go to the plan applier by request/reply on `drover.plan.submit`.
+"""
+
+from __future__ import annotations
+
+import zlib
+from typing import Any
+
+import nats
+from nats.aio.client import Client
+from nats.js import JetStreamContext
+from nats.js.api import RetentionPolicy, StorageType, StreamConfig
+from nats.js.errors import BadRequestError
+
+EVENTS_STREAM = "EVENTS"
+EVENTS_SUBJECT_PREFIX = "drover.events."
+EVALS_STREAM = "EVALS"
+EVALS_SUBJECT = "drover.evals.ready"
+PLAN_SUBJECT = "drover.plan.submit"
+POSITION_HEADER = "Drover-Position"
+LOG_HEADER = "Drover-Log"
+MSG_ID_HEADER = "Nats-Msg-Id"
+
+# A nack timeout of 60 s (Nomad's eval broker); the broker's delivery limit is 3.
+EVAL_ACK_WAIT = 60.0
+EVAL_DELIVERY_LIMIT = 3
+
+
+async def connect(url: str, name: str) -> Client:
+    """Connect and keep reconnecting forever: a NATS restart must not kill a service."""
+    return await nats.connect(
+        url,
+        name=name,
+        max_reconnect_attempts=-1,
+        reconnect_time_wait=0.2,
+        connect_timeout=5,
+        allow_reconnect=True,
+    )
+
+
+async def ensure_streams(js: JetStreamContext) -> None:
+    configs = [
+        StreamConfig(
+            name=EVENTS_STREAM,
+            subjects=[EVENTS_SUBJECT_PREFIX + ">"],
+            storage=StorageType.FILE,
+            duplicate_window=120.0,
+            max_age=24 * 3600.0,
+        ),
+        StreamConfig(
+            name=EVALS_STREAM,
+            subjects=[EVALS_SUBJECT],
+            storage=StorageType.FILE,
+            retention=RetentionPolicy.WORK_QUEUE,
+            duplicate_window=120.0,
+        ),
+    ]
+    for cfg in configs:
+        try:
+            await js.add_stream(cfg)
+        except BadRequestError:
+            await js.update_stream(cfg)
+
+
+def pack(data: bytes) -> bytes:
+    """Compress a large message body (plans carry hundreds of allocs; NATS caps payloads)."""
+    return zlib.compress(data, 3)
+
+
+def unpack(data: bytes) -> bytes:
+    return zlib.decompress(data)
+
+
+def position_of(headers: dict[str, Any] | None) -> int:
+    if not headers or POSITION_HEADER not in headers:
+        return 0
+    return int(headers[POSITION_HEADER])

@@ -1,0 +1,18 @@
+"""Settings from the environment (DROVER_*), shared by every service."""
+
+from __future__ import annotations
+
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+
+class Settings(BaseSettings):
+    model_config = SettingsConfigDict(env_prefix="DROVER_", extra="ignore")
+
+    database_url: str = ""
+    nats_url: str = ""
+    data_dir: str = "data"
+    api_host: str = "127.0.0.1"
+    api_port: int = 4646
+    # Largest request body the API accepts (bytes); larger gets 413.
+    max_body_bytes: int = 8 * 1024 * 1024
+    workers: int = 2
