@@ -12,11 +12,11 @@ $(UV):
 	$(PYTHON) -m venv $(TOOLS)
 	$(TOOLS)/bin/pip install --quiet --disable-pip-version-check uv
 
-.venv/.synced: $(UV) pyproject.toml uv.lock libs/*/pyproject.toml
+.venv/.synced: $(UV) pyproject.toml uv.lock libs/*/pyproject.toml services/*/pyproject.toml
 	$(UV) sync --frozen --all-packages
 	@touch $@
 
-uv.lock: $(UV) pyproject.toml libs/*/pyproject.toml
+uv.lock: $(UV) pyproject.toml libs/*/pyproject.toml services/*/pyproject.toml
 	$(UV) lock
 	@touch $@
 

@@ -1,0 +1,155 @@
+"""A service's in-memory replica of the cluster: bootstrapped from the projections at a known
+log position, then fed by the EVENTS stream through the one reducer.
+
+Gaps are impossible to miss: every message carries its log position; a message further ahead
+than the next position makes the replica read the missing range from the log itself first, and
+one at or below the replica's position is a duplicate and is skipped.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import Callable
+
+from nats.aio.msg import Msg
+from nats.js import JetStreamContext
+from nats.js.api import DeliverPolicy
+from sqlalchemy import text
+
+from drover.common.alloc import Allocation
+from drover.common.bus import EVENTS_SUBJECT_PREFIX, position_of
+from drover.common.deployment import Deployment
+from drover.common.evaluation import Evaluation
+from drover.common.events import Event, decode_event
+from drover.common.job import Job
+from drover.common.node import Node
+from drover.common.reducer import apply
+from drover.common.state import InMemoryState
+from drover.common.store import EventStore
+
+log = logging.getLogger("drover.replica")
+
+Listener = Callable[[int, Event], None]
+
+
+def load_snapshot(store: EventStore) -> InMemoryState:
+    """The projections as one consistent snapshot, at the log position they reflect."""
+    state = InMemoryState()
+    with store.engine.connect() as conn:
+        conn.exec_driver_sql("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
+        position = int(conn.exec_driver_sql("SELECT coalesce(max(position), 0) FROM events").scalar_one())
+        for (doc,) in conn.execute(text("SELECT doc::text FROM nodes")):
+            state.upsert_node(Node.model_validate_json(doc))
+        for (doc,) in conn.execute(text("SELECT doc::text FROM job_versions ORDER BY version")):
+            state.upsert_job(Job.model_validate_json(doc))
+        for (doc,) in conn.execute(text("SELECT doc::text FROM jobs")):
+            state.upsert_job(Job.model_validate_json(doc))
+        for (doc,) in conn.execute(text("SELECT doc::text FROM deployments ORDER BY create_index")):
+            state.upsert_deployment(Deployment.model_validate_json(doc))
+        for (doc,) in conn.execute(text("SELECT doc::text FROM evals")):
+            state.upsert_eval(Evaluation.model_validate_json(doc))
+        for (doc,) in conn.execute(text("SELECT doc::text FROM allocs")):
+            state.upsert_alloc(Allocation.model_validate_json(doc))
+    state.bump(position)
+    return state
+
+
+class Replica:
+    def __init__(self, store: EventStore, js: JetStreamContext) -> None:
+        self.store = store
+        self.js = js
+        self.state = InMemoryState()
+        self.listeners: list[Listener] = []
+        self._advanced = asyncio.Condition()
+        self._buffer: list[Msg] = []
+        self._ready = False
+        self._lock = asyncio.Lock()
+
+    @property
+    def position(self) -> int:
+        return self.state.index
+
+    async def start(self) -> None:
+        # Subscribe before taking the snapshot: whatever commits in between arrives on the
+        # subscription (or is fetched as a gap), never lost.
+        await self.js.subscribe(
+            EVENTS_SUBJECT_PREFIX + ">",
+            cb=self._on_msg,
+            ordered_consumer=True,
+            deliver_policy=DeliverPolicy.NEW,
+        )
+        self.state = await asyncio.to_thread(load_snapshot, self.store)
+        self._ready = True
+        buffered, self._buffer = self._buffer, []
+        for msg in buffered:
+            await self._on_msg(msg)
+        await self.catch_up()
+
+    async def _on_msg(self, msg: Msg) -> None:
+        if not self._ready:
+            self._buffer.append(msg)
+            return
+        pos = position_of(msg.headers)
+        if pos <= self.position:
+            return
+        async with self._lock:
+            if pos > self.position + 1:
+                await self._fetch_until(pos - 1)
+            if pos == self.position + 1:
+                self._apply(pos, decode_event(msg.data))
+        await self._notify()
+
+    def _apply(self, pos: int, ev: Event) -> None:
+        apply(self.state, pos, ev)
+        for fn in self.listeners:
+            try:
+                fn(pos, ev)
+            except Exception:
+                log.exception("replica listener failed on %s at %d", ev.type, pos)
+
+    async def _fetch_until(self, target: int | None) -> None:
+        while target is None or self.position < target:
+            rows = await asyncio.to_thread(self.store.read, self.position, 1000)
+            if not rows:
+                return
+            for r in rows:
+                if r.position == self.position + 1 and (target is None or r.position <= target):
+                    self._apply(r.position, r.event)
+            if target is None and len(rows) < 1000:
+                return
+
+    async def apply_recorded(self, recorded: list[tuple[int, Event]]) -> None:
+        """Apply events this process just appended itself (the plan applier must see its own
+        commits before the next plan), filling any gap before them from the log."""
+        async with self._lock:
+            for pos, ev in recorded:
+                if pos <= self.position:
+                    continue
+                if pos > self.position + 1:
+                    await self._fetch_until(pos - 1)
+                if pos == self.position + 1:
+                    self._apply(pos, ev)
+        await self._notify()
+
+    async def _notify(self) -> None:
+        async with self._advanced:
+            self._advanced.notify_all()
+
+    async def catch_up(self) -> None:
+        """Read whatever the log has beyond the replica's position, straight from Postgres."""
+        async with self._lock:
+            await self._fetch_until(None)
+        await self._notify()
+
+    async def wait_for(self, index: int, timeout: float = 5.0) -> bool:
+        """Wait until the replica has applied `index`; past `timeout`, read the log directly."""
+        if self.position >= index:
+            return True
+        with contextlib.suppress(TimeoutError):
+            async with self._advanced:
+                await asyncio.wait_for(self._advanced.wait_for(lambda: self.position >= index), timeout)
+        if self.position < index:
+            await self.catch_up()
+        return self.position >= index

@@ -1,0 +1,166 @@
+"""The eval broker's queueing rules, as a pure state machine (time is passed in).
+
+- At most one eval per job is in flight; others for the job wait as pending. When the in-flight
+  one finishes, the best pending eval (highest priority, then newest) goes next and the rest are
+  canceled ("canceled after more recent eval was processed").
+- Across jobs, higher priority first, then older (lower CreateIndex) first.
+- Evals with WaitUntil in the future are held until then.
+- Blocked evals: one per job (a newer one cancels the older). They are released when capacity
+  may have appeared - a node of a class they did not find ineligible becomes usable, or an alloc
+  stops - including an unblock that happened after their snapshot but before they arrived.
+  Blocked evals created for plan conflicts (max-plan-attempts) are also released every minute.
+
+The broker service feeds it every eval it sees in the log and every capacity signal, and
+publishes what `due()` returns.
+"""
+
+from __future__ import annotations
+
+import heapq
+from dataclasses import dataclass, field
+
+from drover.common.durations import MINUTE
+from drover.common.evaluation import (
+    EVAL_STATUS_BLOCKED,
+    EVAL_STATUS_CANCELED,
+    EVAL_STATUS_PENDING,
+    TRIGGER_MAX_PLANS,
+    Evaluation,
+)
+
+CANCELED_NEWER_EVAL = "canceled after more recent eval was processed"
+CANCELED_NEWER_BLOCKED = "canceled: a newer blocked eval replaced it"
+MAX_PLAN_RELEASE = 1 * MINUTE
+
+JobKey = tuple[str, str]
+
+
+@dataclass
+class BrokerOutcome:
+    dispatch: list[Evaluation] = field(default_factory=list)
+    cancel: list[Evaluation] = field(default_factory=list)
+
+
+def _key(ev: Evaluation) -> JobKey:
+    return (ev.namespace, ev.job_id)
+
+
+class EvalBroker:
+    def __init__(self) -> None:
+        self.inflight: dict[JobKey, str] = {}
+        self.pending: dict[JobKey, dict[str, Evaluation]] = {}
+        self.delayed: list[tuple[int, str]] = []
+        self.delayed_evals: dict[str, Evaluation] = {}
+        self.blocked: dict[JobKey, Evaluation] = {}
+        self.unblocked: dict[str, Evaluation] = {}
+        self.last_unblock: dict[str, int] = {}
+        self.last_unblock_any = 0
+        self._cancel: list[Evaluation] = []
+
+    # --- what the log says ---
+    def upsert(self, ev: Evaluation, now: int) -> None:
+        key = _key(ev)
+        if self.inflight.get(key) == ev.id and ev.status != EVAL_STATUS_PENDING:
+            # The in-flight eval finished (or was re-blocked): the job's slot is free.
+            del self.inflight[key]
+        for bucket in self.pending.values():
+            bucket.pop(ev.id, None)
+        self.delayed_evals.pop(ev.id, None)
+        if ev.status != EVAL_STATUS_BLOCKED:
+            self.unblocked.pop(ev.id, None)
+        if (
+            self.blocked.get(key) is not None
+            and self.blocked[key].id == ev.id
+            and ev.status != EVAL_STATUS_BLOCKED
+        ):
+            del self.blocked[key]
+        if ev.status == EVAL_STATUS_PENDING:
+            if self.inflight.get(key) == ev.id:
+                return
+            if ev.wait_until > now:
+                self.delayed_evals[ev.id] = ev
+                heapq.heappush(self.delayed, (ev.wait_until, ev.id))
+            else:
+                self.pending.setdefault(key, {})[ev.id] = ev
+        elif ev.status == EVAL_STATUS_BLOCKED:
+            self._block(ev)
+
+    def _block(self, ev: Evaluation) -> None:
+        key = _key(ev)
+        old = self.blocked.get(key)
+        if old is not None and old.id != ev.id:
+            newer, older = (ev, old) if ev.create_index >= old.create_index else (old, ev)
+            self._cancel.append(
+                older.model_copy(
+                    update={"status": EVAL_STATUS_CANCELED, "status_description": CANCELED_NEWER_BLOCKED}
+                )
+            )
+            self.unblocked.pop(older.id, None)
+            ev = newer
+        self.blocked[key] = ev
+        # An unblock after the eval's snapshot, but before it got here, must not be missed.
+        if self._missed_unblock(ev):
+            self.unblocked[ev.id] = ev
+
+    def _eligible(self, ev: Evaluation, node_class: str) -> bool:
+        return ev.escaped_computed_class or ev.class_eligibility.get(node_class, True)
+
+    def _missed_unblock(self, ev: Evaluation) -> bool:
+        since = ev.snapshot_index or ev.create_index
+        if ev.escaped_computed_class or not ev.class_eligibility:
+            return self.last_unblock_any > since
+        return any(idx > since and self._eligible(ev, cls) for cls, idx in self.last_unblock.items())
+
+    def unblock(self, node_class: str, index: int) -> None:
+        """Capacity may have appeared on nodes of `node_class` at log `index`."""
+        self.last_unblock[node_class] = max(self.last_unblock.get(node_class, 0), index)
+        self.last_unblock_any = max(self.last_unblock_any, index)
+        for ev in self.blocked.values():
+            if self._eligible(ev, node_class):
+                self.unblocked[ev.id] = ev
+
+    # --- what to do now ---
+    def due(self, now: int) -> BrokerOutcome:
+        while self.delayed and self.delayed[0][0] <= now:
+            _, eid = heapq.heappop(self.delayed)
+            ev = self.delayed_evals.pop(eid, None)
+            if ev is not None:
+                self.pending.setdefault(_key(ev), {})[ev.id] = ev
+        for ev in self.blocked.values():
+            if ev.triggered_by == TRIGGER_MAX_PLANS and ev.modify_time + MAX_PLAN_RELEASE <= now:
+                self.unblocked[ev.id] = ev
+        out = BrokerOutcome(cancel=self._cancel)
+        self._cancel = []
+        ready: list[Evaluation] = []
+        for key in sorted(set(self.pending) | {_key(e) for e in self.unblocked.values()}):
+            if key in self.inflight:
+                continue
+            candidates = list(self.pending.get(key, {}).values())
+            blocked = [e for e in self.unblocked.values() if _key(e) == key]
+            if candidates:
+                # The best pending eval runs; the others would only redo its work.
+                best = max(candidates, key=lambda e: (e.priority, e.create_index))
+                for e in candidates:
+                    if e.id != best.id:
+                        out.cancel.append(
+                            e.model_copy(
+                                update={
+                                    "status": EVAL_STATUS_CANCELED,
+                                    "status_description": CANCELED_NEWER_EVAL,
+                                }
+                            )
+                        )
+                self.pending.pop(key, None)
+                ready.append(best)
+            elif blocked:
+                ready.append(blocked[0])
+                self.unblocked.pop(blocked[0].id, None)
+        ready.sort(key=lambda e: (-e.priority, e.create_index))
+        for ev in ready:
+            self.inflight[_key(ev)] = ev.id
+        out.dispatch = ready
+        return out
+
+    def next_wakeup(self) -> int | None:
+        """When the next delayed eval comes due (Unix ns), if any."""
+        return self.delayed[0][0] if self.delayed else None

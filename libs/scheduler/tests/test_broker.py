@@ -1,0 +1,111 @@
+"""The eval broker's rules (spec page: "Eval broker"), table by table."""
+
+from __future__ import annotations
+
+from drover.common import Evaluation
+from drover.scheduler.broker import CANCELED_NEWER_EVAL, EvalBroker
+
+NOW = 1_000_000_000_000
+
+
+def ev(
+    eid: str, job: str = "a", prio: int = 50, idx: int = 1, status: str = "pending", **kw: object
+) -> Evaluation:
+    return Evaluation(
+        id=eid, job_id=job, priority=prio, create_index=idx, modify_index=idx, status=status, **kw
+    )  # type: ignore[arg-type]
+
+
+def test_priority_then_age_across_jobs() -> None:
+    b = EvalBroker()
+    for e in (
+        ev("low", "j1", 30, 1),
+        ev("old", "j2", 50, 2),
+        ev("new", "j3", 50, 3),
+        ev("high", "j4", 90, 4),
+    ):
+        b.upsert(e, NOW)
+    assert [e.id for e in b.due(NOW).dispatch] == ["high", "old", "new", "low"]
+
+
+def test_one_eval_per_job_in_flight_then_best_pending_and_rest_canceled() -> None:
+    b = EvalBroker()
+    b.upsert(ev("first", idx=1), NOW)
+    assert [e.id for e in b.due(NOW).dispatch] == ["first"]
+    for e in (ev("p1", idx=2), ev("p2", idx=3), ev("p3", prio=70, idx=4)):
+        b.upsert(e, NOW)
+    assert b.due(NOW).dispatch == []  # the job is busy
+    b.upsert(ev("first", idx=1, status="complete"), NOW)
+    out = b.due(NOW)
+    assert [e.id for e in out.dispatch] == ["p3"]  # highest priority wins
+    assert sorted(e.id for e in out.cancel) == ["p1", "p2"]
+    assert {e.status_description for e in out.cancel} == {CANCELED_NEWER_EVAL}
+
+
+def test_same_priority_newest_pending_wins() -> None:
+    b = EvalBroker()
+    b.upsert(ev("x", idx=1), NOW)
+    b.due(NOW)
+    b.upsert(ev("y", idx=2), NOW)
+    b.upsert(ev("z", idx=3), NOW)
+    b.upsert(ev("x", idx=1, status="complete"), NOW)
+    assert [e.id for e in b.due(NOW).dispatch] == ["z"]
+
+
+def test_delayed_until_wait_until() -> None:
+    b = EvalBroker()
+    b.upsert(ev("later", wait_until=NOW + 5_000_000_000), NOW)
+    assert b.due(NOW).dispatch == []
+    assert b.next_wakeup() == NOW + 5_000_000_000
+    assert [e.id for e in b.due(NOW + 5_000_000_000).dispatch] == ["later"]
+
+
+def test_blocked_released_by_eligible_class_only() -> None:
+    b = EvalBroker()
+    b.upsert(
+        ev("blk", status="blocked", class_eligibility={"small": False, "big": True}, snapshot_index=10), NOW
+    )
+    assert b.due(NOW).dispatch == []
+    b.unblock("small", 11)
+    assert b.due(NOW).dispatch == []  # that class cannot run it
+    b.unblock("big", 12)
+    assert [e.id for e in b.due(NOW).dispatch] == ["blk"]
+
+
+def test_unblock_before_the_blocked_eval_arrived_is_not_missed() -> None:
+    b = EvalBroker()
+    b.unblock("any", 15)
+    b.upsert(ev("blk", status="blocked", snapshot_index=12, class_eligibility={"any": True}), NOW)
+    assert [e.id for e in b.due(NOW).dispatch] == ["blk"]
+    b2 = EvalBroker()
+    b2.unblock("any", 15)
+    b2.upsert(ev("blk", status="blocked", snapshot_index=20, class_eligibility={"any": True}), NOW)
+    assert b2.due(NOW).dispatch == []  # its snapshot already saw that capacity
+
+
+def test_one_blocked_eval_per_job_newer_wins() -> None:
+    b = EvalBroker()
+    b.upsert(ev("old", status="blocked", idx=1), NOW)
+    b.upsert(ev("new", status="blocked", idx=2), NOW)
+    out = b.due(NOW)
+    assert [e.id for e in out.cancel] == ["old"]
+    assert b.blocked[("default", "a")].id == "new"
+
+
+def test_max_plan_attempts_blocked_eval_released_every_minute() -> None:
+    b = EvalBroker()
+    b.upsert(ev("mp", status="blocked", triggered_by="max-plan-attempts", modify_time=NOW), NOW)
+    assert b.due(NOW + 59_000_000_000).dispatch == []
+    assert [e.id for e in b.due(NOW + 60_000_000_000).dispatch] == ["mp"]
+
+
+def test_reblocked_eval_frees_the_job_and_waits_again() -> None:
+    b = EvalBroker()
+    b.upsert(ev("blk", status="blocked", snapshot_index=1), NOW)
+    b.unblock("c", 2)
+    assert [e.id for e in b.due(NOW).dispatch] == ["blk"]
+    b.upsert(ev("blk", status="blocked", snapshot_index=3, idx=1), NOW)  # re-blocked
+    assert b.inflight == {}
+    assert b.due(NOW).dispatch == []
+    b.upsert(ev("reg", idx=5), NOW)
+    assert [e.id for e in b.due(NOW).dispatch] == ["reg"]

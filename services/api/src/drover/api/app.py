@@ -1,0 +1,604 @@
+"""The HTTP API: Nomad's paths and JSON under /v1, plus Drover's own endpoints for clients
+(node registration, node status, alloc status). Writes append events; reads come from the
+projections; every read carries X-Nomad-Index and supports blocking queries (?index=&wait=)."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import re
+import time
+import uuid
+from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import Any
+
+import psycopg
+from fastapi import FastAPI, Request, Response
+from fastapi.responses import PlainTextResponse
+from pydantic import BaseModel, ValidationError
+
+from drover.api.reads import Reads
+from drover.common import Evaluation, Job, Node
+from drover.common.canonicalize import canonicalize
+from drover.common.evaluation import (
+    TRIGGER_JOB_DEREGISTER,
+    TRIGGER_JOB_REGISTER,
+    TRIGGER_NODE_UPDATE,
+    TRIGGER_SCALING,
+)
+from drover.common.events import (
+    AllocClientUpdate,
+    AllocsClientUpdated,
+    EvalsUpserted,
+    Event,
+    JobDeregistered,
+    JobRegistered,
+    NodeEligibilityUpdated,
+    NodeRegistered,
+    NodeStatusUpdated,
+)
+from drover.common.node import NODE_ELIGIBLE, NODE_INELIGIBLE, NODE_STATUS_DOWN, NODE_STATUS_READY
+from drover.common.settings import Settings
+from drover.common.store import ConcurrencyError, EventStore, NewEvent, libpq_url
+from drover.common.store.eventstore import NOTIFY_CHANNEL
+from drover.common.validation import validate_job
+from drover.scheduler import schedule
+
+MAX_WAIT = 10 * 60.0
+DEFAULT_WAIT = 5 * 60.0
+_DURATION = re.compile(r"^(\d+(?:\.\d+)?)(ns|us|µs|ms|s|m|h)$")
+_UNITS = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0}
+
+
+class ApiError(Exception):
+    def __init__(self, status: int, message: str) -> None:
+        super().__init__(message)
+        self.status = status
+        self.message = message
+
+
+def parse_wait(value: str | None) -> float:
+    if value is None or value == "":
+        return DEFAULT_WAIT
+    m = _DURATION.match(value.strip())
+    if not m:
+        raise ApiError(400, "Invalid wait time")
+    return min(float(m.group(1)) * _UNITS[m.group(2)], MAX_WAIT)
+
+
+def parse_index(value: str | None) -> int:
+    if value is None or value == "":
+        return 0
+    if not value.isdigit():
+        raise ApiError(400, "Invalid index")
+    return int(value)
+
+
+def as_json(obj: Any) -> Any:
+    if isinstance(obj, BaseModel):
+        return obj.model_dump(by_alias=True, mode="json")
+    if isinstance(obj, list):
+        return [as_json(o) for o in obj]
+    if isinstance(obj, dict):
+        return {k: as_json(v) for k, v in obj.items()}
+    return obj
+
+
+def _pydantic_problems(err: ValidationError, root: str) -> list[str]:
+    out = []
+    for e in err.errors():
+        loc = ".".join(str(p) for p in e["loc"])
+        out.append(f"{root}.{loc}: {e['msg']}" if loc else f"{root}: {e['msg']}")
+    return out
+
+
+def _spec(job: Job) -> dict[str, Any]:
+    """The parts of a job that make a new version when they change."""
+    skip = {
+        "Version",
+        "CreateIndex",
+        "ModifyIndex",
+        "JobModifyIndex",
+        "Status",
+        "StatusDescription",
+        "SubmitTime",
+        "Stable",
+    }
+    return {k: v for k, v in job.to_api().items() if k not in skip}
+
+
+class IndexWatcher:
+    """The newest log position, pushed by Postgres NOTIFY, for blocking queries."""
+
+    def __init__(self, conninfo: str, store: EventStore) -> None:
+        self.conninfo = conninfo
+        self.store = store
+        self.index = 0
+        self.cond = asyncio.Condition()
+
+    async def run(self) -> None:
+        self.index = await asyncio.to_thread(self.store.last_position)
+        while True:
+            try:
+                async with await psycopg.AsyncConnection.connect(self.conninfo, autocommit=True) as conn:
+                    await conn.execute(f"LISTEN {NOTIFY_CHANNEL}")
+                    self.index = max(self.index, await asyncio.to_thread(self.store.last_position))
+                    async for note in conn.notifies():
+                        await self.set(int(note.payload))
+            except (psycopg.Error, OSError):
+                await asyncio.sleep(0.5)
+
+    async def set(self, index: int) -> None:
+        if index > self.index:
+            async with self.cond:
+                self.index = index
+                self.cond.notify_all()
+
+    async def wait_past(self, index: int, timeout: float) -> None:
+        if self.index > index:
+            return
+        with contextlib.suppress(TimeoutError):
+            async with self.cond:
+                await asyncio.wait_for(self.cond.wait_for(lambda: self.index > index), timeout)
+
+
+def create_app(settings: Settings, store: EventStore | None = None) -> FastAPI:
+    store = store or EventStore(settings.database_url, pool_size=10)
+    reads = Reads(store)
+    watcher = IndexWatcher(libpq_url(settings.database_url), store)
+
+    @contextlib.asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        task = asyncio.create_task(watcher.run())
+        yield
+        task.cancel()
+        store.close()
+
+    app = FastAPI(title="Drover", version="0.1.0", lifespan=lifespan)
+
+    @app.exception_handler(ApiError)
+    async def api_error(request: Request, exc: ApiError) -> Response:
+        return PlainTextResponse(exc.message, status_code=exc.status)
+
+    @app.middleware("http")
+    async def limit_body(request: Request, call_next: Callable[[Request], Awaitable[Response]]) -> Response:
+        length = request.headers.get("content-length")
+        if length is not None and length.isdigit() and int(length) > settings.max_body_bytes:
+            return PlainTextResponse("Request body too large", status_code=413)
+        return await call_next(request)
+
+    async def body_json(request: Request) -> Any:
+        raw = await request.body()
+        if len(raw) > settings.max_body_bytes:
+            raise ApiError(413, "Request body too large")
+        try:
+            return json.loads(raw or b"null")
+        except (ValueError, UnicodeDecodeError) as e:
+            raise ApiError(400, f"Malformed JSON: {e}") from e
+
+    async def blocking_read(request: Request, fn: Callable[[], Any]) -> Response:
+        """Run a read, after waiting (blocking query) until the index passes ?index."""
+        index = parse_index(request.query_params.get("index"))
+        wait = parse_wait(request.query_params.get("wait"))
+        if index:
+            await watcher.wait_past(index, wait)
+        current = await asyncio.to_thread(reads.index)
+        result = await asyncio.to_thread(fn)
+        if result is None:
+            raise ApiError(404, "not found")
+        return Response(
+            content=json.dumps(as_json(result)),
+            media_type="application/json",
+            headers={
+                "X-Nomad-Index": str(current),
+                "X-Nomad-KnownLeader": "true",
+                "X-Nomad-LastContact": "0",
+            },
+        )
+
+    async def append(events: list[Event | NewEvent]) -> int:
+        recorded = await asyncio.to_thread(store.append, events)
+        await watcher.set(recorded[-1].position)
+        return recorded[-1].position
+
+    def new_eval(job: Job, trigger: str, **kw: Any) -> Evaluation:
+        now = time.time_ns()
+        return Evaluation(
+            id=str(uuid.uuid4()),
+            namespace=job.namespace,
+            priority=job.priority,
+            type=job.type,
+            triggered_by=trigger,
+            job_id=job.id,
+            status="pending",
+            create_time=now,
+            modify_time=now,
+            **kw,
+        )
+
+    def parse_job(body: Any) -> Job:
+        if not isinstance(body, dict) or not isinstance(body.get("Job"), dict):
+            raise ApiError(400, 'Request must be a JSON object with a "Job" object')
+        try:
+            job = Job.model_validate(body["Job"])
+        except ValidationError as e:
+            raise ApiError(400, "Job is invalid:\n" + "\n".join(_pydantic_problems(e, "Job"))) from e
+        job = canonicalize(job)
+        problems = validate_job(job)
+        if problems:
+            raise ApiError(400, "Job is invalid:\n" + "\n".join(problems))
+        return job
+
+    async def register(job: Job) -> dict[str, Any]:
+        for _ in range(5):
+            existing = await asyncio.to_thread(reads.job, job.namespace, job.id)
+            stream_version = await asyncio.to_thread(reads.job_stream_version, job.namespace, job.id)
+            version = 0
+            if existing is not None:
+                version = existing.version + (
+                    1 if _spec(existing) != _spec(job.model_copy(update={"version": existing.version})) else 0
+                )
+            job = job.model_copy(update={"version": version, "submit_time": time.time_ns(), "stop": job.stop})
+            ev = new_eval(job, TRIGGER_JOB_REGISTER)
+            try:
+                recorded = await asyncio.to_thread(
+                    store.append,
+                    [
+                        NewEvent(JobRegistered(job=job), expected_version=stream_version),
+                        EvalsUpserted(evals=[ev]),
+                    ],
+                )
+            except ConcurrencyError:
+                continue
+            await watcher.set(recorded[-1].position)
+            return {
+                "EvalID": ev.id,
+                "EvalCreateIndex": recorded[1].position,
+                "JobModifyIndex": recorded[0].position,
+                "Warnings": "",
+                "Index": recorded[-1].position,
+                "LastContact": 0,
+                "KnownLeader": True,
+            }
+        raise ApiError(409, "job was modified concurrently; try again")
+
+    # --- jobs ---
+    @app.get("/v1/jobs")
+    async def list_jobs(request: Request, prefix: str = "", namespace: str = "default") -> Response:
+        def fn() -> Any:
+            return [_job_stub(j) for j in reads.jobs(namespace, prefix)]
+
+        return await blocking_read(request, fn)
+
+    @app.put("/v1/jobs")
+    @app.post("/v1/jobs")
+    async def register_jobs(request: Request) -> dict[str, Any]:
+        return await register(parse_job(await body_json(request)))
+
+    @app.put("/v1/job/{job_id}")
+    @app.post("/v1/job/{job_id}")
+    async def register_job(job_id: str, request: Request) -> dict[str, Any]:
+        job = parse_job(await body_json(request))
+        if job.id != job_id:
+            raise ApiError(400, "Job ID does not match name")
+        return await register(job)
+
+    @app.get("/v1/job/{job_id}")
+    async def read_job(job_id: str, request: Request, namespace: str = "default") -> Response:
+        return await blocking_read(request, lambda: reads.job(namespace, job_id))
+
+    @app.get("/v1/job/{job_id}/versions")
+    async def job_versions(job_id: str, request: Request, namespace: str = "default") -> Response:
+        def fn() -> Any:
+            versions = reads.job_versions(namespace, job_id)
+            return {"Versions": versions, "Diffs": None} if versions else None
+
+        return await blocking_read(request, fn)
+
+    @app.get("/v1/job/{job_id}/allocations")
+    async def job_allocs(job_id: str, request: Request, namespace: str = "default") -> Response:
+        def fn() -> Any:
+            if reads.job(namespace, job_id) is None:
+                return None
+            return [_alloc_stub(a) for a in reads.allocs(namespace=namespace, job_id=job_id)]
+
+        return await blocking_read(request, fn)
+
+    @app.get("/v1/job/{job_id}/evaluations")
+    async def job_evals(job_id: str, request: Request, namespace: str = "default") -> Response:
+        def fn() -> Any:
+            if reads.job(namespace, job_id) is None:
+                return None
+            return reads.evals(namespace=namespace, job_id=job_id)
+
+        return await blocking_read(request, fn)
+
+    @app.get("/v1/job/{job_id}/summary")
+    async def job_summary(job_id: str, request: Request, namespace: str = "default") -> Response:
+        def fn() -> Any:
+            job = reads.job(namespace, job_id)
+            if job is None:
+                return None
+            summary: dict[str, dict[str, int]] = {
+                tg.name: dict.fromkeys(
+                    ("Queued", "Complete", "Failed", "Running", "Starting", "Lost", "Unknown"), 0
+                )
+                for tg in job.task_groups
+            }
+            key = {"pending": "Starting", "running": "Running", "complete": "Complete", "failed": "Failed",
+                   "lost": "Lost", "unknown": "Unknown"}  # fmt: skip
+            for a in reads.allocs(namespace=namespace, job_id=job_id):
+                if a.task_group in summary and a.client_status in key:
+                    summary[a.task_group][key[a.client_status]] += 1
+            return {"JobID": job.id, "Namespace": job.namespace, "Summary": summary,
+                    "CreateIndex": job.create_index, "ModifyIndex": job.modify_index}  # fmt: skip
+
+        return await blocking_read(request, fn)
+
+    @app.delete("/v1/job/{job_id}")
+    async def deregister(job_id: str, namespace: str = "default", purge: bool = False) -> dict[str, Any]:
+        job = await asyncio.to_thread(reads.job, namespace, job_id)
+        if job is None:
+            raise ApiError(404, "job not found")
+        ev = new_eval(job, TRIGGER_JOB_DEREGISTER)
+        index = await append(
+            [JobDeregistered(namespace=namespace, job_id=job_id, purge=purge), EvalsUpserted(evals=[ev])]
+        )
+        return {"EvalID": ev.id, "EvalCreateIndex": index, "JobModifyIndex": index, "Index": index}
+
+    @app.post("/v1/job/{job_id}/evaluate")
+    @app.put("/v1/job/{job_id}/evaluate")
+    async def evaluate(job_id: str, namespace: str = "default") -> dict[str, Any]:
+        job = await asyncio.to_thread(reads.job, namespace, job_id)
+        if job is None:
+            raise ApiError(404, "job not found")
+        ev = new_eval(job, TRIGGER_JOB_REGISTER)
+        index = await append([EvalsUpserted(evals=[ev])])
+        return {"EvalID": ev.id, "EvalCreateIndex": index, "JobModifyIndex": job.modify_index, "Index": index}
+
+    @app.post("/v1/job/{job_id}/scale")
+    @app.put("/v1/job/{job_id}/scale")
+    async def scale(job_id: str, request: Request, namespace: str = "default") -> dict[str, Any]:
+        body = await body_json(request)
+        job = await asyncio.to_thread(reads.job, namespace, job_id)
+        if job is None:
+            raise ApiError(404, "job not found")
+        if not isinstance(body, dict):
+            raise ApiError(400, "Request must be a JSON object")
+        count, target = body.get("Count"), body.get("Target") or {}
+        group = target.get("Group") if isinstance(target, dict) else None
+        problems = []
+        if not isinstance(count, int) or isinstance(count, bool) or count < 0:
+            problems.append("Count must be a non-negative integer")
+        if job.lookup_task_group(str(group)) is None:
+            problems.append(f"Target.Group {group!r} is not a task group of job {job_id!r}")
+        if problems:
+            raise ApiError(400, "\n".join(problems))
+        scaled = job.model_copy(deep=True)
+        tg = scaled.lookup_task_group(str(group))
+        assert tg is not None
+        tg.count = int(count)  # type: ignore[arg-type]
+        scaled.version = job.version + 1
+        ev = new_eval(scaled, TRIGGER_SCALING)
+        stream_version = await asyncio.to_thread(reads.job_stream_version, namespace, job_id)
+        try:
+            index = await append(
+                [
+                    NewEvent(JobRegistered(job=scaled), expected_version=stream_version),
+                    EvalsUpserted(evals=[ev]),
+                ]
+            )
+        except ConcurrencyError as e:
+            raise ApiError(409, "job was modified concurrently; try again") from e
+        return {
+            "EvalID": ev.id,
+            "EvalCreateIndex": index,
+            "JobModifyIndex": index,
+            "Index": index,
+            "Warnings": "",
+        }
+
+    @app.post("/v1/job/{job_id}/plan")
+    @app.put("/v1/job/{job_id}/plan")
+    async def plan(job_id: str, request: Request) -> dict[str, Any]:
+        job = parse_job(await body_json(request))
+        if job.id != job_id:
+            raise ApiError(400, "Job ID does not match name")
+
+        def dry_run() -> dict[str, Any]:
+            from drover.common.replica import load_snapshot
+
+            state = load_snapshot(store)
+            existing = state.job(job.namespace, job.id)
+            version = (
+                0
+                if existing is None
+                else existing.version
+                + (1 if _spec(existing) != _spec(job.model_copy(update={"version": existing.version})) else 0)
+            )
+            state.upsert_job(job.model_copy(update={"version": version}))
+            ev = new_eval(job, TRIGGER_JOB_REGISTER)
+            res = schedule(state, ev, time.time_ns())
+            return {
+                "Annotations": {"DesiredTGUpdates": as_json(res.plan.annotations)},
+                "FailedTGAllocs": as_json(res.eval.failed_tg_allocs) or None,
+                "JobModifyIndex": existing.job_modify_index if existing else 0,
+                "CreatedEvals": as_json(res.create_evals),
+                "Diff": None,
+                "Warnings": "",
+                "Index": state.index,
+            }
+
+        return await asyncio.to_thread(dry_run)
+
+    # --- allocations and evaluations ---
+    @app.get("/v1/allocations")
+    async def list_allocs(request: Request, prefix: str = "") -> Response:
+        return await blocking_read(request, lambda: [_alloc_stub(a) for a in reads.allocs(prefix=prefix)])
+
+    @app.get("/v1/allocation/{alloc_id}")
+    async def read_alloc(alloc_id: str, request: Request) -> Response:
+        return await blocking_read(request, lambda: reads.alloc(alloc_id))
+
+    @app.get("/v1/evaluations")
+    async def list_evals(request: Request, prefix: str = "") -> Response:
+        return await blocking_read(request, lambda: reads.evals(prefix=prefix))
+
+    @app.get("/v1/evaluation/{eval_id}")
+    async def read_eval(eval_id: str, request: Request) -> Response:
+        return await blocking_read(request, lambda: reads.eval(eval_id))
+
+    @app.get("/v1/evaluation/{eval_id}/allocations")
+    async def eval_allocs(eval_id: str, request: Request) -> Response:
+        def fn() -> Any:
+            if reads.eval(eval_id) is None:
+                return None
+            return [_alloc_stub(a) for a in reads.allocs(eval_id=eval_id)]
+
+        return await blocking_read(request, fn)
+
+    # --- nodes ---
+    @app.get("/v1/nodes")
+    async def list_nodes(request: Request, prefix: str = "") -> Response:
+        return await blocking_read(request, lambda: [_node_stub(n) for n in reads.nodes(prefix)])
+
+    @app.get("/v1/node/{node_id}")
+    async def read_node(node_id: str, request: Request) -> Response:
+        return await blocking_read(request, lambda: reads.node(node_id))
+
+    @app.get("/v1/node/{node_id}/allocations")
+    async def node_allocs(node_id: str, request: Request) -> Response:
+        def fn() -> Any:
+            if reads.node(node_id) is None:
+                return None
+            return reads.allocs(node_id=node_id)
+
+        return await blocking_read(request, fn)
+
+    async def node_update_evals(node: Node) -> list[Evaluation]:
+        """One eval per job with a live alloc on the node, one per system job whose
+        datacenters and pool take it (seed 003: node-update)."""
+        from drover.scheduler.feasible import node_in_job_pool
+
+        keys = await asyncio.to_thread(reads.jobs_with_allocs_on, node.id)
+        jobs = [j for ns, jid in keys if (j := await asyncio.to_thread(reads.job, ns, jid)) is not None]
+        for sj in await asyncio.to_thread(reads.system_jobs):
+            if node_in_job_pool(node, sj) and (sj.namespace, sj.id) not in keys:
+                jobs.append(sj)
+        return [new_eval(j, TRIGGER_NODE_UPDATE, node_id=node.id) for j in jobs]
+
+    @app.post("/v1/node/{node_id}/eligibility")
+    @app.put("/v1/node/{node_id}/eligibility")
+    async def node_eligibility(node_id: str, request: Request) -> dict[str, Any]:
+        body = await body_json(request)
+        elig = body.get("Eligibility") if isinstance(body, dict) else None
+        if elig not in (NODE_ELIGIBLE, NODE_INELIGIBLE):
+            raise ApiError(400, 'Eligibility must be "eligible" or "ineligible"')
+        node = await asyncio.to_thread(reads.node, node_id)
+        if node is None:
+            raise ApiError(404, "node not found")
+        index = await append([NodeEligibilityUpdated(node_id=node_id, eligibility=elig)])
+        return {"EvalIDs": [], "EvalCreateIndex": 0, "NodeModifyIndex": index, "Index": index}
+
+    # --- Drover's client endpoints ---
+    @app.put("/v1/drover/node/register")
+    @app.post("/v1/drover/node/register")
+    async def node_register(request: Request) -> dict[str, Any]:
+        body = await body_json(request)
+        if not isinstance(body, dict) or not isinstance(body.get("Node"), dict):
+            raise ApiError(400, 'Request must be a JSON object with a "Node" object')
+        try:
+            node = Node.model_validate(body["Node"])
+        except ValidationError as e:
+            raise ApiError(400, "Node is invalid:\n" + "\n".join(_pydantic_problems(e, "Node"))) from e
+        problems = []
+        if not node.id:
+            problems.append("Node.ID is required")
+        if not node.datacenter:
+            problems.append("Node.Datacenter is required")
+        if min(node.capacity()) < 0:
+            problems.append("Node reserves more resources than it has")
+        if problems:
+            raise ApiError(400, "Node is invalid:\n" + "\n".join(problems))
+        evals = await node_update_evals(node) if node.ready() else []
+        index = await append([NodeRegistered(node=node), *([EvalsUpserted(evals=evals)] if evals else [])])
+        return {
+            "NodeModifyIndex": index,
+            "EvalIDs": [e.id for e in evals],
+            "HeartbeatTTL": 10_000_000_000,
+            "Index": index,
+        }
+
+    @app.put("/v1/drover/node/{node_id}/status")
+    @app.post("/v1/drover/node/{node_id}/status")
+    async def node_status(node_id: str, request: Request) -> dict[str, Any]:
+        body = await body_json(request)
+        status = body.get("Status") if isinstance(body, dict) else None
+        if status not in (NODE_STATUS_READY, NODE_STATUS_DOWN, "initializing", "disconnected"):
+            raise ApiError(400, 'Status must be one of "initializing", "ready", "down", "disconnected"')
+        node = await asyncio.to_thread(reads.node, node_id)
+        if node is None:
+            raise ApiError(404, "node not found")
+        events: list[Event | NewEvent] = [
+            NodeStatusUpdated(node_id=node_id, status=status, at=time.time_ns())
+        ]
+        evals: list[Evaluation] = []
+        if status != node.status:
+            evals = await node_update_evals(node.model_copy(update={"status": status}))
+            if evals:
+                events.append(EvalsUpserted(evals=evals))
+        index = await append(events)
+        return {"NodeModifyIndex": index, "EvalIDs": [e.id for e in evals], "Index": index}
+
+    @app.put("/v1/drover/allocs/status")
+    @app.post("/v1/drover/allocs/status")
+    async def allocs_status(request: Request) -> dict[str, Any]:
+        body = await body_json(request)
+        if not isinstance(body, dict) or not isinstance(body.get("Updates"), list):
+            raise ApiError(400, 'Request must be a JSON object with an "Updates" list')
+        try:
+            updates = [AllocClientUpdate.model_validate(u) for u in body["Updates"]]
+        except ValidationError as e:
+            raise ApiError(400, "Updates are invalid:\n" + "\n".join(_pydantic_problems(e, "Updates"))) from e
+        bad = [
+            u.client_status
+            for u in updates
+            if u.client_status not in ("pending", "running", "complete", "failed", "lost")
+        ]
+        if bad:
+            raise ApiError(400, f"unknown ClientStatus: {', '.join(sorted(set(bad)))}")
+        missing = [u.id for u in updates if await asyncio.to_thread(reads.alloc, u.id) is None]
+        if missing:
+            raise ApiError(404, f"unknown allocations: {', '.join(missing)}")
+        index = await append([AllocsClientUpdated(node_id=str(body.get("NodeID", "")), updates=updates)])
+        return {"Index": index}
+
+    @app.get("/v1/status/leader")
+    async def leader() -> str:
+        return f"{settings.api_host}:{settings.api_port}"
+
+    return app
+
+
+def _job_stub(j: Job) -> dict[str, Any]:
+    return {
+        "ID": j.id, "ParentID": j.parent_id, "Name": j.name, "Namespace": j.namespace, "Datacenters": j.datacenters,
+        "NodePool": j.node_pool, "Type": j.type, "Priority": j.priority, "Status": j.status, "Stop": j.stop,
+        "Version": j.version, "CreateIndex": j.create_index, "ModifyIndex": j.modify_index,
+        "JobModifyIndex": j.job_modify_index, "SubmitTime": j.submit_time,
+    }  # fmt: skip
+
+
+def _alloc_stub(a: Any) -> dict[str, Any]:
+    doc: dict[str, Any] = a.to_api()
+    doc.pop("Metrics", None)
+    return doc
+
+
+def _node_stub(n: Node) -> dict[str, Any]:
+    return {
+        "ID": n.id, "Name": n.name, "Datacenter": n.datacenter, "NodeClass": n.node_class, "NodePool": n.node_pool,
+        "Status": n.status, "StatusDescription": n.status_description, "SchedulingEligibility": n.scheduling_eligibility,
+        "Drain": n.draining(), "CreateIndex": n.create_index, "ModifyIndex": n.modify_index,
+    }  # fmt: skip

@@ -1,0 +1,121 @@
+"""Reads from the projections (the current-state tables the reducer writes)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sqlalchemy import text
+
+from drover.common import Allocation, Deployment, Evaluation, Job, Node
+from drover.common.store import EventStore
+
+
+class Reads:
+    def __init__(self, store: EventStore) -> None:
+        self.store = store
+
+    def _docs(self, sql: str, **params: Any) -> list[str]:
+        with self.store.engine.connect() as conn:
+            return [r[0] for r in conn.execute(text(sql), params)]
+
+    def index(self) -> int:
+        return self.store.last_position()
+
+    def jobs(self, namespace: str, prefix: str = "") -> list[Job]:
+        docs = self._docs(
+            "SELECT doc::text FROM jobs WHERE namespace = :ns AND id LIKE :p ORDER BY id",
+            ns=namespace,
+            p=prefix.replace("%", r"\%").replace("_", r"\_") + "%",
+        )
+        return [Job.model_validate_json(d) for d in docs]
+
+    def job(self, namespace: str, job_id: str) -> Job | None:
+        docs = self._docs(
+            "SELECT doc::text FROM jobs WHERE namespace = :ns AND id = :id", ns=namespace, id=job_id
+        )
+        return Job.model_validate_json(docs[0]) if docs else None
+
+    def job_versions(self, namespace: str, job_id: str) -> list[Job]:
+        docs = self._docs(
+            "SELECT doc::text FROM job_versions WHERE namespace = :ns AND id = :id ORDER BY version DESC",
+            ns=namespace,
+            id=job_id,
+        )
+        return [Job.model_validate_json(d) for d in docs]
+
+    def job_stream_version(self, namespace: str, job_id: str) -> int:
+        with self.store.engine.connect() as conn:
+            v = conn.execute(
+                text("SELECT coalesce(max(version), 0) FROM events WHERE stream = :s"),
+                {"s": f"job:{namespace}/{job_id}"},
+            ).scalar_one()
+        return int(v)
+
+    def allocs(self, *, namespace: str | None = None, job_id: str | None = None, node_id: str | None = None,
+               eval_id: str | None = None, prefix: str = "") -> list[Allocation]:  # fmt: skip
+        where, params = ["id LIKE :p"], {"p": prefix + "%"}
+        for col, val in (
+            ("namespace", namespace),
+            ("job_id", job_id),
+            ("node_id", node_id),
+            ("eval_id", eval_id),
+        ):
+            if val is not None:
+                where.append(f"{col} = :{col}")
+                params[col] = val
+        docs = self._docs(f"SELECT doc::text FROM allocs WHERE {' AND '.join(where)} ORDER BY id", **params)
+        return [Allocation.model_validate_json(d) for d in docs]
+
+    def alloc(self, alloc_id: str) -> Allocation | None:
+        docs = self._docs("SELECT doc::text FROM allocs WHERE id = :id", id=alloc_id)
+        return Allocation.model_validate_json(docs[0]) if docs else None
+
+    def evals(
+        self, *, namespace: str | None = None, job_id: str | None = None, prefix: str = ""
+    ) -> list[Evaluation]:
+        where, params = ["id LIKE :p"], {"p": prefix + "%"}
+        if namespace is not None:
+            where.append("namespace = :ns")
+            params["ns"] = namespace
+        if job_id is not None:
+            where.append("job_id = :job")
+            params["job"] = job_id
+        docs = self._docs(f"SELECT doc::text FROM evals WHERE {' AND '.join(where)} ORDER BY id", **params)
+        return [Evaluation.model_validate_json(d) for d in docs]
+
+    def eval(self, eval_id: str) -> Evaluation | None:
+        docs = self._docs("SELECT doc::text FROM evals WHERE id = :id", id=eval_id)
+        return Evaluation.model_validate_json(docs[0]) if docs else None
+
+    def nodes(self, prefix: str = "") -> list[Node]:
+        docs = self._docs("SELECT doc::text FROM nodes WHERE id LIKE :p ORDER BY id", p=prefix + "%")
+        return [Node.model_validate_json(d) for d in docs]
+
+    def node(self, node_id: str) -> Node | None:
+        docs = self._docs("SELECT doc::text FROM nodes WHERE id = :id", id=node_id)
+        return Node.model_validate_json(docs[0]) if docs else None
+
+    def deployments(self, namespace: str, job_id: str) -> list[Deployment]:
+        docs = self._docs(
+            "SELECT doc::text FROM deployments WHERE namespace = :ns AND job_id = :job ORDER BY create_index DESC",
+            ns=namespace,
+            job=job_id,
+        )
+        return [Deployment.model_validate_json(d) for d in docs]
+
+    def jobs_with_allocs_on(self, node_id: str) -> list[tuple[str, str]]:
+        with self.store.engine.connect() as conn:
+            rows = conn.execute(
+                text(
+                    "SELECT DISTINCT namespace, job_id FROM allocs WHERE node_id = :n "
+                    "AND doc->>'DesiredStatus' = 'run' AND doc->>'ClientStatus' NOT IN ('complete', 'failed', 'lost')"
+                ),
+                {"n": node_id},
+            ).all()
+        return [(r[0], r[1]) for r in rows]
+
+    def system_jobs(self) -> list[Job]:
+        docs = self._docs(
+            "SELECT doc::text FROM jobs WHERE doc->>'Type' IN ('system', 'sysbatch') AND NOT (doc->>'Stop')::boolean"
+        )
+        return [Job.model_validate_json(d) for d in docs]

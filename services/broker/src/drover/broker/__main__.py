@@ -1,0 +1,124 @@
+"""`drover-broker`: runs the relay (log -> EVENTS) and the eval broker: it follows every eval
+in the log on its replica, applies the broker's rules (drover.scheduler.broker) and publishes
+ready evals to the EVALS work queue; cancellations are written to the log. Its queue is rebuilt
+from the log when it restarts."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import signal
+import time
+
+from drover.common.bus import EVALS_SUBJECT, MSG_ID_HEADER, connect, ensure_streams
+from drover.common.events import (
+    AllocsClientUpdated,
+    EvalsUpserted,
+    Event,
+    NodeDrainUpdated,
+    NodeEligibilityUpdated,
+    NodeRegistered,
+    NodeStatusUpdated,
+    PlanApplied,
+)
+from drover.common.relay import Relay
+from drover.common.replica import Replica
+from drover.common.settings import Settings
+from drover.common.store import EventStore, libpq_url
+from drover.common.telemetry import setup_logging
+from drover.scheduler.broker import EvalBroker
+
+log = logging.getLogger("drover.broker")
+
+
+class BrokerService:
+    def __init__(self, replica: Replica) -> None:
+        self.replica = replica
+        self.broker = EvalBroker()
+        self.wake = asyncio.Event()
+
+    def seed(self) -> None:
+        now = time.time_ns()
+        for ev in sorted(self.replica.state.evals.values(), key=lambda e: e.create_index):
+            if not ev.terminal_status():
+                self.broker.upsert(ev, now)
+
+    def on_event(self, position: int, event: Event) -> None:
+        now = time.time_ns()
+        state = self.replica.state
+        if isinstance(event, EvalsUpserted):
+            for ev in event.evals:
+                cur = state.eval(ev.id) or ev
+                self.broker.upsert(cur, now)
+        elif isinstance(event, (NodeRegistered, NodeStatusUpdated, NodeEligibilityUpdated, NodeDrainUpdated)):
+            node_id = event.node.id if isinstance(event, NodeRegistered) else event.node_id
+            node = state.node(node_id)
+            if node is not None and node.ready() and node.eligible() and not node.draining():
+                self.broker.unblock(node.computed_class, position)
+        elif isinstance(event, (AllocsClientUpdated, PlanApplied)):
+            allocs = (
+                [state.alloc(u.id) for u in event.updates]
+                if isinstance(event, AllocsClientUpdated)
+                else [*event.stopped, *event.preempted]
+            )
+            for a in allocs:
+                if a is not None and a.terminal_status():
+                    node = state.node(a.node_id)
+                    if node is not None:
+                        self.broker.unblock(node.computed_class, position)
+        self.wake.set()
+
+
+async def run(settings: Settings, stop: asyncio.Event) -> None:
+    store = EventStore(settings.database_url)
+    nc = await connect(settings.nats_url, "broker")
+    js = nc.jetstream()
+    await ensure_streams(js)
+    relay = Relay(store, js, libpq_url(settings.database_url))
+    relay_task = asyncio.create_task(relay.run(stop))
+    replica = Replica(store, js)
+    svc = BrokerService(replica)
+    replica.listeners.append(svc.on_event)
+    await replica.start()
+    svc.seed()
+    try:
+        while not stop.is_set():
+            out = svc.broker.due(time.time_ns())
+            if out.cancel:
+                await asyncio.to_thread(store.append, [EvalsUpserted(evals=out.cancel)])
+            for ev in out.dispatch:
+                await js.publish(
+                    EVALS_SUBJECT,
+                    ev.model_dump_json(by_alias=True).encode(),
+                    headers={MSG_ID_HEADER: f"{ev.id}:{ev.modify_index}"},
+                )
+            svc.wake.clear()
+            nxt = svc.broker.next_wakeup()
+            timeout = 1.0 if nxt is None else max(0.0, min(1.0, (nxt - time.time_ns()) / 1e9))
+            try:
+                await asyncio.wait_for(svc.wake.wait(), timeout)
+            except TimeoutError:
+                pass
+    finally:
+        stop.set()
+        await relay_task
+        await nc.drain()
+        store.close()
+
+
+def main() -> None:
+    setup_logging("broker")
+    settings = Settings()
+    stop = asyncio.Event()
+
+    async def amain() -> None:
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            loop.add_signal_handler(sig, stop.set)
+        await run(settings, stop)
+
+    asyncio.run(amain())
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,1 @@
+"""Scheduling workers: take ready evals, run the scheduling core on a replica, submit plans."""

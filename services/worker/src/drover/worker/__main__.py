@@ -1,0 +1,145 @@
+"""`drover-worker`: pull ready evals from the EVALS work queue, schedule each on the in-memory
+replica, submit the plan to the plan applier, refresh and retry on a partial commit; ack when
+the eval's outcome is committed. Run as many as you like."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import random
+import signal
+import time
+
+from nats.aio.client import Client
+from nats.aio.msg import Msg
+from nats.errors import TimeoutError as NatsTimeout
+from nats.js.api import AckPolicy, ConsumerConfig
+
+from drover.common.bus import (
+    EVAL_ACK_WAIT,
+    EVALS_STREAM,
+    EVALS_SUBJECT,
+    PLAN_SUBJECT,
+    connect,
+    ensure_streams,
+)
+from drover.common.evaluation import EVAL_STATUS_BLOCKED, Evaluation
+from drover.common.replica import Replica
+from drover.common.settings import Settings
+from drover.common.store import EventStore
+from drover.common.telemetry import setup_logging
+from drover.scheduler import schedule
+from drover.scheduler.evalflow import (
+    DELIVERY_LIMIT,
+    delivery_limit_failure,
+    max_attempts_failure,
+    nack_delay,
+    plan_attempts,
+)
+from drover.scheduler.plan import Plan
+from drover.scheduler.wire import PlanRequest, PlanResponse, decode_response, encode_request
+
+log = logging.getLogger("drover.worker")
+DURABLE = "workers"
+
+
+class Worker:
+    def __init__(self, nc: Client, replica: Replica) -> None:
+        self.nc = nc
+        self.replica = replica
+        self.rng = random.Random()
+
+    async def submit(self, plan: Plan, evals: list[Evaluation]) -> PlanResponse:
+        msg = await self.nc.request(
+            PLAN_SUBJECT, encode_request(PlanRequest(plan=plan, evals=evals)), timeout=30
+        )
+        return decode_response(msg.data)
+
+    async def process(self, ev: Evaluation, deliveries: int) -> None:
+        await self.replica.wait_for(ev.modify_index)
+        current = self.replica.state.eval(ev.id)
+        if current is None or current.terminal_status():
+            return  # a redelivery of an eval already done with
+        now = time.time_ns()
+        if deliveries > DELIVERY_LIMIT:
+            await self.submit(
+                Plan(eval_id=current.id, priority=current.priority, job=None),
+                delivery_limit_failure(current, now, self.rng),
+            )
+            return
+        limit = plan_attempts(current.type)
+        attempts = 0
+        while True:
+            res = schedule(self.replica.state, current, time.time_ns())
+            evals = [res.eval, *res.create_evals]
+            if res.blocked_eval is not None:
+                evals.append(res.blocked_eval)
+            if res.reblock:
+                evals = [res.eval.model_copy(update={"status": EVAL_STATUS_BLOCKED}), *res.create_evals]
+            resp = await self.submit(res.plan, evals)
+            if resp.error == "eval already processed":
+                return
+            if resp.error:
+                raise RuntimeError(resp.error)
+            if resp.full:
+                return
+            attempts = 0 if resp.placed else attempts + 1
+            if attempts >= limit:
+                fail = max_attempts_failure(current, attempts, time.time_ns(), self.rng)
+                await self.submit(Plan(eval_id=current.id, priority=current.priority, job=None), fail)
+                return
+            await self.replica.wait_for(resp.index)
+
+
+async def run(settings: Settings, stop: asyncio.Event) -> None:
+    store = EventStore(settings.database_url)
+    nc = await connect(settings.nats_url, "worker")
+    js = nc.jetstream()
+    await ensure_streams(js)
+    replica = Replica(store, js)
+    await replica.start()
+    worker = Worker(nc, replica)
+    sub = await js.pull_subscribe(
+        EVALS_SUBJECT,
+        durable=DURABLE,
+        stream=EVALS_STREAM,
+        config=ConsumerConfig(ack_policy=AckPolicy.EXPLICIT, ack_wait=EVAL_ACK_WAIT, max_ack_pending=-1),
+    )
+    while not stop.is_set():
+        try:
+            msgs: list[Msg] = await sub.fetch(1, timeout=1.0)
+        except NatsTimeout:
+            continue
+        except Exception as e:
+            log.warning("fetch: %s", e)
+            await asyncio.sleep(0.5)
+            continue
+        for msg in msgs:
+            deliveries = msg.metadata.num_delivered if msg.metadata else 1
+            try:
+                ev = Evaluation.model_validate_json(msg.data)
+                await worker.process(ev, deliveries)
+                await msg.ack()
+            except Exception:
+                log.exception("eval failed; nack")
+                await msg.nak(delay=nack_delay(deliveries))
+    await nc.drain()
+    store.close()
+
+
+def main() -> None:
+    setup_logging("worker")
+    settings = Settings()
+    stop = asyncio.Event()
+
+    async def amain() -> None:
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            loop.add_signal_handler(sig, stop.set)
+        await run(settings, stop)
+
+    asyncio.run(amain())
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,126 @@
+"""Run Drover's services as separate processes against the test servers, and talk to the API."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+from drover.common.embedded import free_port, wait_for_port
+
+SERVICES = ("broker", "planner", "worker", "api")
+
+
+class Cluster:
+    def __init__(
+        self, database_url: str, nats_url: str, log_dir: Path, *, workers: int = 2, planners: int = 1
+    ) -> None:
+        self.database_url = database_url
+        self.nats_url = nats_url
+        self.log_dir = log_dir
+        self.port = free_port()
+        self.procs: dict[str, list[subprocess.Popen[bytes]]] = {}
+        self.counts = {"broker": 1, "planner": planners, "worker": workers, "api": 1}
+        self.http = httpx.Client(base_url=f"http://127.0.0.1:{self.port}", timeout=30)
+
+    def env(self) -> dict[str, str]:
+        return {
+            **os.environ,
+            "DROVER_DATABASE_URL": self.database_url,
+            "DROVER_NATS_URL": self.nats_url,
+            "DROVER_API_PORT": str(self.port),
+            "DROVER_LOG_LEVEL": "INFO",
+        }
+
+    def spawn(self, service: str) -> subprocess.Popen[bytes]:
+        n = len(self.procs.get(service, []))
+        log = open(self.log_dir / f"{service}-{n}.log", "ab")  # noqa: SIM115 - owned by the child
+        proc = subprocess.Popen(
+            [sys.executable, "-m", f"drover.{service}"], env=self.env(), stdout=log, stderr=subprocess.STDOUT
+        )
+        self.procs.setdefault(service, []).append(proc)
+        return proc
+
+    def start(self) -> Cluster:
+        for svc in SERVICES:
+            for _ in range(self.counts[svc]):
+                self.spawn(svc)
+        wait_for_port(self.port, 30)
+        return self
+
+    def kill(self, service: str, i: int = 0) -> None:
+        proc = self.procs[service][i]
+        proc.send_signal(signal.SIGKILL)
+        proc.wait()
+
+    def stop(self) -> None:
+        self.http.close()
+        for procs in self.procs.values():
+            for p in procs:
+                if p.poll() is None:
+                    p.terminate()
+        for procs in self.procs.values():
+            for p in procs:
+                try:
+                    p.wait(timeout=10)
+                except subprocess.TimeoutExpired:
+                    p.kill()
+
+    def logs(self) -> str:
+        return "\n".join(f"--- {f.name}\n{f.read_text()[-3000:]}" for f in sorted(self.log_dir.glob("*.log")))
+
+    # --- API helpers ---
+    def put(self, path: str, body: Any) -> Any:
+        r = self.http.put(path, json=body)
+        assert r.status_code == 200, f"{path}: {r.status_code} {r.text}"
+        return r.json()
+
+    def get(self, path: str, **params: Any) -> Any:
+        r = self.http.get(path, params=params)
+        assert r.status_code == 200, f"{path}: {r.status_code} {r.text}"
+        return r.json()
+
+    def wait(self, fn: Any, timeout: float = 10.0, interval: float = 0.02) -> Any:
+        deadline = time.monotonic() + timeout
+        last = None
+        while time.monotonic() < deadline:
+            last = fn()
+            if last:
+                return last
+            time.sleep(interval)
+        raise AssertionError(f"condition not met in {timeout}s (last: {last!r})\n{self.logs()}")
+
+
+def node_json(node_id: str, *, cpu: int = 4000, mem: int = 8192, dc: str = "dc1") -> dict[str, Any]:
+    return {
+        "ID": node_id,
+        "Name": node_id,
+        "Datacenter": dc,
+        "Status": "ready",
+        "Attributes": {"kernel.name": "linux", "unique.hostname": node_id},
+        "Drivers": {"mock": {"Detected": True, "Healthy": True}},
+        "NodeResources": {"Cpu": {"CpuShares": cpu}, "Memory": {"MemoryMB": mem}, "Disk": {"DiskMB": 100000}},
+    }
+
+
+def job_json(job_id: str, count: int, *, cpu: int = 500, mem: int = 256) -> dict[str, Any]:
+    return {
+        "Job": {
+            "ID": job_id,
+            "Datacenters": ["dc1"],
+            "Type": "service",
+            "TaskGroups": [
+                {
+                    "Name": "web",
+                    "Count": count,
+                    "Tasks": [{"Name": "web", "Driver": "mock", "Resources": {"CPU": cpu, "MemoryMB": mem}}],
+                }
+            ],
+        }
+    }

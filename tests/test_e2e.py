@@ -1,0 +1,65 @@
+"""End to end with every service as its own process, on real NATS JetStream and PostgreSQL."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from .cluster import Cluster, job_json, node_json
+
+
+@pytest.fixture
+def cluster(database_url: str, nats_url: str, tmp_path: Path, js_fresh: object) -> Iterator[Cluster]:
+    c = Cluster(database_url, nats_url, tmp_path).start()
+    yield c
+    c.stop()
+
+
+def live(c: Cluster, job_id: str) -> list[dict[str, object]]:
+    return [
+        a
+        for a in c.get(f"/v1/job/{job_id}/allocations")
+        if a["DesiredStatus"] == "run" and a["ClientStatus"] not in ("complete", "failed", "lost")
+    ]
+
+
+def test_register_scale_deregister(cluster: Cluster) -> None:
+    c = cluster
+    for i in range(5):
+        c.put("/v1/drover/node/register", {"Node": node_json(f"node-{i}")})
+    t0 = time.monotonic()
+    resp = c.put("/v1/jobs", job_json("web", 10))
+    c.wait(lambda: len(live(c, "web")) == 10, timeout=10)
+    placed_after = time.monotonic() - t0
+    ev = c.wait(lambda: (e := c.get(f"/v1/evaluation/{resp['EvalID']}"))["Status"] == "complete" and e)
+    assert ev["Status"] == "complete"
+    assert placed_after < 2.0, f"10 allocs took {placed_after:.2f}s"
+    names = sorted(a["Name"] for a in live(c, "web"))
+    assert names == sorted(f"web.web[{i}]" for i in range(10))
+
+    c.put("/v1/job/web/scale", {"Count": 20, "Target": {"Group": "web"}})
+    c.wait(lambda: len(live(c, "web")) == 20)
+    c.put("/v1/job/web/scale", {"Count": 5, "Target": {"Group": "web"}})
+    c.wait(lambda: len(live(c, "web")) == 5)
+    assert sorted(a["Name"] for a in live(c, "web")) == sorted(f"web.web[{i}]" for i in range(5))
+
+    r = c.http.delete("/v1/job/web")
+    assert r.status_code == 200
+    c.wait(lambda: live(c, "web") == [])
+
+
+def test_blocked_job_is_placed_when_a_node_joins(cluster: Cluster) -> None:
+    c = cluster
+    c.put("/v1/drover/node/register", {"Node": node_json("small", cpu=1000)})
+    resp = c.put("/v1/jobs", job_json("big", 1, cpu=3000))
+    ev = c.wait(lambda: (e := c.get(f"/v1/evaluation/{resp['EvalID']}"))["Status"] == "complete" and e)
+    assert ev["BlockedEval"], ev
+    assert c.get(f"/v1/evaluation/{ev['BlockedEval']}")["Status"] == "blocked"
+    assert live(c, "big") == []
+    c.put("/v1/drover/node/register", {"Node": node_json("large", cpu=8000)})
+    allocs = c.wait(lambda: live(c, "big"))
+    assert allocs[0]["NodeID"] == "large"
+    c.wait(lambda: c.get(f"/v1/evaluation/{ev['BlockedEval']}")["Status"] == "complete")
