@@ -6,7 +6,7 @@ UV := $(TOOLS)/bin/uv
 export UV_PROJECT_ENVIRONMENT := $(CURDIR)/.venv
 RUN := $(UV) run --frozen
 
-.PHONY: install test test-unit lint bench clean
+.PHONY: install up test lint bench clean
 
 $(UV):
 	$(PYTHON) -m venv $(TOOLS)
@@ -22,13 +22,16 @@ uv.lock: $(UV) pyproject.toml libs/*/pyproject.toml services/*/pyproject.toml
 
 install: .venv/.synced
 
+up: install
+	$(RUN) drover up
+
 test: install
 	$(RUN) pytest -n 2
 
 lint: install
 	$(RUN) ruff check libs tests bench
 	$(RUN) ruff format --check libs tests bench
-	$(RUN) mypy libs/common/src libs/scheduler/src
+	$(RUN) mypy libs/common/src libs/scheduler/src libs/cli/src services/*/src
 
 bench: install
 	@mkdir -p bench/out

@@ -10,6 +10,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import zlib
 from typing import Any
 
@@ -43,6 +44,14 @@ async def connect(url: str, name: str) -> Client:
         connect_timeout=5,
         allow_reconnect=True,
     )
+
+
+async def close(nc: Client, timeout: float = 3.0) -> None:
+    """Drain the connection, but never hang a shutdown on it."""
+    try:
+        await asyncio.wait_for(nc.drain(), timeout)
+    except Exception:
+        await nc.close()
 
 
 async def ensure_streams(js: JetStreamContext) -> None:

@@ -6,11 +6,12 @@ from the log when it restarts."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import signal
 import time
 
-from drover.common.bus import EVALS_SUBJECT, MSG_ID_HEADER, connect, ensure_streams
+from drover.common.bus import EVALS_SUBJECT, MSG_ID_HEADER, close, connect, ensure_streams
 from drover.common.events import (
     AllocsClientUpdated,
     EvalsUpserted,
@@ -95,14 +96,12 @@ async def run(settings: Settings, stop: asyncio.Event) -> None:
             svc.wake.clear()
             nxt = svc.broker.next_wakeup()
             timeout = 1.0 if nxt is None else max(0.0, min(1.0, (nxt - time.time_ns()) / 1e9))
-            try:
+            with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(svc.wake.wait(), timeout)
-            except TimeoutError:
-                pass
     finally:
         stop.set()
         await relay_task
-        await nc.drain()
+        await close(nc)
         store.close()
 
 

@@ -13,7 +13,7 @@ import socket
 import psycopg
 from nats.aio.msg import Msg
 
-from drover.common.bus import PLAN_SUBJECT, connect, ensure_streams
+from drover.common.bus import PLAN_SUBJECT, close, connect, ensure_streams
 from drover.common.replica import Replica
 from drover.common.settings import Settings
 from drover.common.store import EventStore, FencedError, libpq_url
@@ -97,7 +97,7 @@ async def run(settings: Settings, stop: asyncio.Event) -> None:
     finally:
         watcher.cancel()
         await sub.unsubscribe()
-        await nc.drain()
+        await close(nc)
         await lock_conn.close()
         store.close()
 

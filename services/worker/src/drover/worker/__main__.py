@@ -20,6 +20,7 @@ from drover.common.bus import (
     EVALS_STREAM,
     EVALS_SUBJECT,
     PLAN_SUBJECT,
+    close,
     connect,
     ensure_streams,
 )
@@ -123,7 +124,7 @@ async def run(settings: Settings, stop: asyncio.Event) -> None:
             except Exception:
                 log.exception("eval failed; nack")
                 await msg.nak(delay=nack_delay(deliveries))
-    await nc.drain()
+    await close(nc)
     store.close()
 
 

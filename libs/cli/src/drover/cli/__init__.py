@@ -1,0 +1,1 @@
+"""The `drover` command line."""

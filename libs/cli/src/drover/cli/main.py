@@ -1,0 +1,48 @@
+"""`drover`: run a local cluster and administer the event log."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import typer
+
+from drover.common.settings import Settings
+
+app = typer.Typer(help="Drover: a cluster scheduler with Nomad's model and API.", no_args_is_help=True)
+admin = typer.Typer(help="Administer the event log and its projections.", no_args_is_help=True)
+app.add_typer(admin, name="admin")
+
+
+def _settings() -> Settings:
+    """Settings from the environment, falling back to the URLs a running `drover up` wrote."""
+    settings = Settings()
+    env_file = Path(settings.data_dir) / "cluster.env"
+    if (not settings.database_url or not settings.nats_url) and env_file.exists():
+        for line in env_file.read_text().splitlines():
+            key, _, value = line.partition("=")
+            os.environ.setdefault(key, value)
+        settings = Settings()
+    return settings
+
+
+@app.command()
+def up() -> None:
+    """Start NATS, PostgreSQL (unless given) and every service; Ctrl-C stops them."""
+    from drover.cli.up import run_up
+
+    run_up(Settings())
+
+
+@admin.command()
+def rebuild() -> None:
+    """Replay the whole event log into fresh projections (in one transaction)."""
+    from drover.common.store import EventStore
+
+    settings = _settings()
+    if not settings.database_url:
+        raise typer.BadParameter("set DROVER_DATABASE_URL or start `drover up` first")
+    store = EventStore(settings.database_url)
+    last = store.rebuild_projections()
+    store.close()
+    typer.echo(f"rebuilt projections from {last} events")

@@ -1,0 +1,105 @@
+"""`drover up`: a whole local cluster - embedded NATS and PostgreSQL (unless DROVER_NATS_URL /
+DROVER_DATABASE_URL are given), migrations, and every service as its own process (a standby
+plan applier too), restarted if one dies; Ctrl-C stops everything cleanly. Data lives under the
+data directory and survives restarts."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from rich.console import Console
+
+from drover.common.embedded import EmbeddedNats, EmbeddedPostgres
+from drover.common.settings import Settings
+from drover.common.store import migrate
+
+console = Console()
+
+
+@dataclass
+class Child:
+    service: str
+    index: int
+    proc: subprocess.Popen[bytes] | None = None
+    restarts: list[float] = field(default_factory=list)
+
+
+def cluster_env_file(data_dir: Path) -> Path:
+    return data_dir / "cluster.env"
+
+
+def run_up(settings: Settings) -> None:
+    data_dir = Path(settings.data_dir).resolve()
+    data_dir.mkdir(parents=True, exist_ok=True)
+    servers: list[EmbeddedPostgres | EmbeddedNats] = []
+    db_url, nats_url = settings.database_url, settings.nats_url
+    try:
+        if not db_url:
+            pg = EmbeddedPostgres(data_dir / "postgres")
+            db_url = pg.start()
+            servers.append(pg)
+            console.print(f"postgres  {db_url}")
+        if not nats_url:
+            nats = EmbeddedNats(data_dir / "nats")
+            nats_url = nats.start()
+            servers.append(nats)
+            console.print(f"nats      {nats_url}")
+        migrate(db_url)
+        cluster_env_file(data_dir).write_text(f"DROVER_DATABASE_URL={db_url}\nDROVER_NATS_URL={nats_url}\n")
+        env = {**os.environ, "DROVER_DATABASE_URL": db_url, "DROVER_NATS_URL": nats_url}
+        logs = data_dir / "logs"
+        logs.mkdir(exist_ok=True)
+        plan = [("broker", 1), ("planner", 2), ("worker", max(1, settings.workers)), ("api", 1)]
+        children = [Child(svc, i) for svc, n in plan for i in range(n)]
+
+        def spawn(c: Child) -> None:
+            log = open(logs / f"{c.service}-{c.index}.log", "ab")  # noqa: SIM115 - owned by the child
+            c.proc = subprocess.Popen(
+                [sys.executable, "-m", f"drover.{c.service}"], env=env, stdout=log, stderr=subprocess.STDOUT
+            )
+
+        for c in children:
+            spawn(c)
+        console.print(
+            f"[bold green]Drover API on http://{settings.api_host}:{settings.api_port}[/] "
+            f"(logs in {logs}; Ctrl-C to stop)"
+        )
+        stopping = False
+
+        def on_signal(signum: int, frame: object) -> None:
+            nonlocal stopping
+            stopping = True
+
+        signal.signal(signal.SIGINT, on_signal)
+        signal.signal(signal.SIGTERM, on_signal)
+        while not stopping:
+            time.sleep(0.5)
+            for c in children:
+                if c.proc is not None and c.proc.poll() is not None and not stopping:
+                    now = time.monotonic()
+                    c.restarts = [t for t in c.restarts if now - t < 60] + [now]
+                    if len(c.restarts) > 5:
+                        console.print(f"[red]{c.service}-{c.index} keeps dying; see its log[/]")
+                        time.sleep(2)
+                    console.print(f"{c.service}-{c.index} exited ({c.proc.returncode}); restarting")
+                    spawn(c)
+        console.print("stopping...")
+        for c in children:
+            if c.proc is not None and c.proc.poll() is None:
+                c.proc.terminate()
+        for c in children:
+            if c.proc is not None:
+                try:
+                    c.proc.wait(timeout=15)
+                except subprocess.TimeoutExpired:
+                    c.proc.kill()
+    finally:
+        for s in reversed(servers):
+            s.stop()
+        console.print("stopped")
