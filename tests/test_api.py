@@ -1,0 +1,172 @@
+"""The HTTP API in-process against a real PostgreSQL: Nomad's paths and JSON, clear errors for
+bad input that change nothing, blocking queries, the dry-run plan."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Iterator
+
+import pytest
+from fastapi.testclient import TestClient
+
+from drover.api.app import create_app
+from drover.common.settings import Settings
+from drover.common.store import EventStore
+
+from .cluster import job_json, node_json
+
+
+@pytest.fixture
+def client(database_url: str, store: EventStore) -> Iterator[TestClient]:
+    settings = Settings(database_url=database_url, nats_url="nats://unused", max_body_bytes=64 * 1024)
+    with TestClient(create_app(settings, EventStore(database_url))) as c:
+        yield c
+
+
+def test_register_read_and_index_header(client: TestClient, store: EventStore) -> None:
+    r = client.put("/v1/jobs", json=job_json("web", 3))
+    assert r.status_code == 200, r.text
+    body = r.json()
+    assert set(body) >= {"EvalID", "EvalCreateIndex", "JobModifyIndex", "Warnings", "Index"}
+    assert body["Index"] == store.last_position() == 2
+    r = client.get("/v1/job/web")
+    assert r.status_code == 200 and r.headers["X-Nomad-Index"] == "2"
+    job = r.json()
+    assert job["ID"] == "web" and job["Version"] == 0 and job["TaskGroups"][0]["Count"] == 3
+    # Canonicalized: the defaults are filled.
+    assert job["TaskGroups"][0]["ReschedulePolicy"]["DelayFunction"] == "exponential"
+    assert client.get("/v1/jobs", params={"prefix": "we"}).json()[0]["ID"] == "web"
+    assert client.get("/v1/jobs", params={"prefix": "x"}).json() == []
+    evals = client.get("/v1/job/web/evaluations").json()
+    assert [e["ID"] for e in evals] == [body["EvalID"]] and evals[0]["TriggeredBy"] == "job-register"
+    # Same spec again: same version; a change: a new version.
+    client.put("/v1/jobs", json=job_json("web", 3))
+    assert client.get("/v1/job/web").json()["Version"] == 0
+    client.put("/v1/jobs", json=job_json("web", 3, cpu=700))
+    assert client.get("/v1/job/web").json()["Version"] == 1
+    assert [v["Version"] for v in client.get("/v1/job/web/versions").json()["Versions"]] == [1, 0]
+
+
+@pytest.mark.parametrize(
+    ("method", "path", "body", "status", "needle"),
+    [
+        ("put", "/v1/jobs", b"{not json", 400, "Malformed JSON"),
+        ("put", "/v1/jobs", b'{"NotAJob": 1}', 400, '"Job"'),
+        (
+            "put",
+            "/v1/jobs",
+            b'{"Job": {"ID": "x", "TaskGroups": [{"Name": "g", "Count": "many"}]}}',
+            400,
+            "Count",
+        ),
+        ("get", "/v1/job/nope", None, 404, ""),
+        ("delete", "/v1/job/nope", None, 404, ""),
+        ("get", "/v1/evaluation/nope", None, 404, ""),
+        ("get", "/v1/allocation/nope", None, 404, ""),
+        ("get", "/v1/node/nope", None, 404, ""),
+        ("get", "/v1/jobs?index=abc", None, 400, "Invalid index"),
+        ("get", "/v1/jobs?index=1&wait=forever", None, 400, "Invalid wait time"),
+        ("put", "/v1/drover/node/register", b'{"Node": {"Datacenter": "dc1"}}', 400, "ID"),
+        ("put", "/v1/drover/node/nope/status", b'{"Status": "ready"}', 404, ""),
+        (
+            "put",
+            "/v1/drover/allocs/status",
+            b'{"Updates": [{"ID": "nope", "ClientStatus": "running"}]}',
+            404,
+            "nope",
+        ),
+        (
+            "put",
+            "/v1/drover/allocs/status",
+            b'{"Updates": [{"ID": "x", "ClientStatus": "dancing"}]}',
+            400,
+            "dancing",
+        ),
+    ],
+)
+def test_bad_input_is_refused_and_changes_nothing(
+    client: TestClient,
+    store: EventStore,
+    method: str,
+    path: str,
+    body: bytes | None,
+    status: int,
+    needle: str,
+) -> None:
+    before = store.last_position()
+    r = client.request(method.upper(), path, content=body)
+    assert r.status_code == status, r.text
+    assert needle in r.text
+    assert store.last_position() == before
+
+
+def test_invalid_job_lists_every_problem(client: TestClient, store: EventStore) -> None:
+    job = job_json("bad job", -1)
+    job["Job"]["Type"] = "cron"
+    job["Job"]["Priority"] = 500
+    job["Job"]["TaskGroups"][0]["ReschedulePolicy"] = {"Delay": 1_000_000_000, "Attempts": 2, "Interval": 5_000_000_000,
+                                                         "DelayFunction": "random", "Unlimited": False}  # fmt: skip
+    r = client.put("/v1/jobs", json=job)
+    assert r.status_code == 400
+    lines = r.text.splitlines()
+    for needle in ("ID", "type", "riority", "count", "delay 1s", "interval", "delay function"):
+        assert any(needle.lower() in ln.lower() for ln in lines), (needle, r.text)
+    assert store.last_position() == 0
+
+
+def test_oversized_body_is_413(client: TestClient, store: EventStore) -> None:
+    r = client.put("/v1/jobs", content=b"x" * (65 * 1024))
+    assert r.status_code == 413
+    assert store.last_position() == 0
+
+
+def test_scale_validates_and_bumps_version(client: TestClient, store: EventStore) -> None:
+    client.put("/v1/jobs", json=job_json("web", 3))
+    before = store.last_position()
+    r = client.put("/v1/job/web/scale", json={"Count": -2, "Target": {"Group": "nope"}})
+    assert r.status_code == 400 and "Count" in r.text and "nope" in r.text
+    assert store.last_position() == before
+    r = client.put("/v1/job/web/scale", json={"Count": 7, "Target": {"Group": "web"}})
+    assert r.status_code == 200
+    job = client.get("/v1/job/web").json()
+    assert job["TaskGroups"][0]["Count"] == 7 and job["Version"] == 1
+    assert client.get(f"/v1/evaluation/{r.json()['EvalID']}").json()["TriggeredBy"] == "job-scaling"
+
+
+def test_plan_is_a_dry_run(client: TestClient, store: EventStore) -> None:
+    for i in range(2):
+        client.put("/v1/drover/node/register", json={"Node": node_json(f"n{i}")})
+    before = store.last_position()
+    r = client.put("/v1/job/web/plan", json=job_json("web", 4))
+    assert r.status_code == 200, r.text
+    assert r.json()["Annotations"]["DesiredTGUpdates"]["web"]["Place"] == 4
+    assert store.last_position() == before
+    assert client.get("/v1/job/web").status_code == 404
+
+
+def test_blocking_query_returns_when_the_index_moves(client: TestClient, store: EventStore) -> None:
+    client.put("/v1/jobs", json=job_json("web", 1))
+    index = store.last_position()
+    result: dict[str, object] = {}
+
+    def blocked_read() -> None:
+        t0 = time.monotonic()
+        r = client.get("/v1/jobs", params={"index": index, "wait": "20s"})
+        result.update(status=r.status_code, index=int(r.headers["X-Nomad-Index"]), took=time.monotonic() - t0)
+
+    t = threading.Thread(target=blocked_read)
+    t.start()
+    time.sleep(0.5)
+    assert "status" not in result  # still waiting
+    client.put("/v1/jobs", json=job_json("other", 1))
+    t.join(timeout=10)
+    assert result["status"] == 200 and result["index"] > index and result["took"] < 5  # type: ignore[operator]
+    # An elapsed wait returns the current state with the same index.
+    r = client.get("/v1/jobs", params={"index": store.last_position(), "wait": "100ms"})
+    assert r.status_code == 200 and int(r.headers["X-Nomad-Index"]) == store.last_position()
+
+
+def test_openapi_document_is_served(client: TestClient) -> None:
+    doc = client.get("/openapi.json").json()
+    assert "/v1/jobs" in doc["paths"] and "/v1/job/{job_id}/allocations" in doc["paths"]
