@@ -36,6 +36,8 @@ class Cluster:
             "DROVER_NATS_URL": self.nats_url,
             "DROVER_API_PORT": str(self.port),
             "DROVER_LOG_LEVEL": "INFO",
+            # Redeliver an unacked eval quickly, so a killed worker's eval is retried in-test.
+            "DROVER_EVAL_ACK_WAIT": "3",
         }
 
     def spawn(self, service: str) -> subprocess.Popen[bytes]:

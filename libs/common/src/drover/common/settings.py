@@ -16,3 +16,5 @@ class Settings(BaseSettings):
     # Largest request body the API accepts (bytes); larger gets 413.
     max_body_bytes: int = 8 * 1024 * 1024
     workers: int = 2
+    # Seconds an eval may stay unacked before it is redelivered (Nomad's nack timeout: 60 s).
+    eval_ack_wait: float = 60.0

@@ -12,6 +12,7 @@ import signal
 import time
 
 from drover.common.bus import EVALS_SUBJECT, MSG_ID_HEADER, close, connect, ensure_streams
+from drover.common.evaluation import Evaluation
 from drover.common.events import (
     AllocsClientUpdated,
     EvalsUpserted,
@@ -82,17 +83,31 @@ async def run(settings: Settings, stop: asyncio.Event) -> None:
     replica.listeners.append(svc.on_event)
     await replica.start()
     svc.seed()
+    # Work the broker handed out but that is not yet published/written: kept until it is, so
+    # a NATS or Postgres outage delays it but never drops it.
+    to_publish: list[Evaluation] = []
+    to_cancel: list[Evaluation] = []
     try:
         while not stop.is_set():
             out = svc.broker.due(time.time_ns())
-            if out.cancel:
-                await asyncio.to_thread(store.append, [EvalsUpserted(evals=out.cancel)])
-            for ev in out.dispatch:
-                await js.publish(
-                    EVALS_SUBJECT,
-                    ev.model_dump_json(by_alias=True).encode(),
-                    headers={MSG_ID_HEADER: f"{ev.id}:{ev.modify_index}"},
-                )
+            to_cancel.extend(out.cancel)
+            to_publish.extend(out.dispatch)
+            try:
+                if to_cancel:
+                    await asyncio.to_thread(store.append, [EvalsUpserted(evals=to_cancel)])
+                    to_cancel = []
+                while to_publish:
+                    ev = to_publish[0]
+                    await js.publish(
+                        EVALS_SUBJECT,
+                        ev.model_dump_json(by_alias=True).encode(),
+                        headers={MSG_ID_HEADER: f"{ev.id}:{ev.modify_index}"},
+                    )
+                    to_publish.pop(0)
+            except Exception as e:
+                log.warning("broker: %s; retrying", e)
+                await asyncio.sleep(0.5)
+                continue
             svc.wake.clear()
             nxt = svc.broker.next_wakeup()
             timeout = 1.0 if nxt is None else max(0.0, min(1.0, (nxt - time.time_ns()) / 1e9))

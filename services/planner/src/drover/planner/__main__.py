@@ -93,7 +93,10 @@ async def run(settings: Settings, stop: asyncio.Event) -> None:
             except Exception as e:
                 log.exception("plan failed")
                 resp = PlanResponse(full=False, error=str(e))
-            await msg.respond(encode_response(resp))
+            try:
+                await msg.respond(encode_response(resp))
+            except Exception as e:  # the worker retries; a committed plan's eval is then done
+                log.warning("could not answer a plan: %s", e)
     finally:
         watcher.cancel()
         await sub.unsubscribe()

@@ -9,6 +9,7 @@ import logging
 import random
 import signal
 import time
+from collections.abc import Awaitable
 
 from nats.aio.client import Client
 from nats.aio.msg import Msg
@@ -16,7 +17,6 @@ from nats.errors import TimeoutError as NatsTimeout
 from nats.js.api import AckPolicy, ConsumerConfig
 
 from drover.common.bus import (
-    EVAL_ACK_WAIT,
     EVALS_STREAM,
     EVALS_SUBJECT,
     PLAN_SUBJECT,
@@ -92,6 +92,23 @@ class Worker:
             await self.replica.wait_for(resp.index)
 
 
+async def _settle(op: Awaitable[None]) -> None:
+    """Ack or nack; if NATS is away the eval is simply redelivered later."""
+    try:
+        await op
+    except Exception as e:
+        log.warning("could not settle an eval message: %s", e)
+
+
+async def _keep_alive(msg: Msg, every: float) -> None:
+    while True:
+        await asyncio.sleep(every)
+        try:
+            await msg.in_progress()
+        except Exception:
+            return
+
+
 async def run(settings: Settings, stop: asyncio.Event) -> None:
     store = EventStore(settings.database_url)
     nc = await connect(settings.nats_url, "worker")
@@ -104,7 +121,9 @@ async def run(settings: Settings, stop: asyncio.Event) -> None:
         EVALS_SUBJECT,
         durable=DURABLE,
         stream=EVALS_STREAM,
-        config=ConsumerConfig(ack_policy=AckPolicy.EXPLICIT, ack_wait=EVAL_ACK_WAIT, max_ack_pending=-1),
+        config=ConsumerConfig(
+            ack_policy=AckPolicy.EXPLICIT, ack_wait=settings.eval_ack_wait, max_ack_pending=-1
+        ),
     )
     while not stop.is_set():
         try:
@@ -117,13 +136,17 @@ async def run(settings: Settings, stop: asyncio.Event) -> None:
             continue
         for msg in msgs:
             deliveries = msg.metadata.num_delivered if msg.metadata else 1
+            # Tell JetStream we are still on it, so a long eval is not redelivered meanwhile.
+            beat = asyncio.create_task(_keep_alive(msg, settings.eval_ack_wait / 3))
             try:
                 ev = Evaluation.model_validate_json(msg.data)
                 await worker.process(ev, deliveries)
-                await msg.ack()
+                beat.cancel()
+                await _settle(msg.ack())
             except Exception:
+                beat.cancel()
                 log.exception("eval failed; nack")
-                await msg.nak(delay=nack_delay(deliveries))
+                await _settle(msg.nak(delay=nack_delay(deliveries)))
     await close(nc)
     store.close()
 
