@@ -19,8 +19,16 @@ SERVICES = ("broker", "planner", "worker", "api")
 
 class Cluster:
     def __init__(
-        self, database_url: str, nats_url: str, log_dir: Path, *, workers: int = 2, planners: int = 1
+        self,
+        database_url: str,
+        nats_url: str,
+        log_dir: Path,
+        *,
+        workers: int = 2,
+        planners: int = 1,
+        env: dict[str, str] | None = None,
     ) -> None:
+        self.extra_env = env or {}
         self.database_url = database_url
         self.nats_url = nats_url
         self.log_dir = log_dir
@@ -38,6 +46,7 @@ class Cluster:
             "DROVER_LOG_LEVEL": "INFO",
             # Redeliver an unacked eval quickly, so a killed worker's eval is retried in-test.
             "DROVER_EVAL_ACK_WAIT": "3",
+            **self.extra_env,
         }
 
     def spawn(self, service: str) -> subprocess.Popen[bytes]:

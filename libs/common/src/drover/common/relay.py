@@ -96,8 +96,9 @@ class Relay:
         if not rows:
             return 0
         futures = []
-        for position, etype, data in rows:
+        for position, etype, data, meta in rows:
             headers = {
+                **{k: str(v) for k, v in meta.items() if k in ("traceparent", "tracestate")},
                 MSG_ID_HEADER: f"{self.log_id}:{position}",
                 POSITION_HEADER: str(position),
                 LOG_HEADER: self.log_id,

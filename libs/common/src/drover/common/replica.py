@@ -12,6 +12,7 @@ import asyncio
 import contextlib
 import logging
 from collections.abc import Callable
+from typing import Any
 
 from nats.aio.msg import Msg
 from nats.js import JetStreamContext
@@ -31,7 +32,8 @@ from drover.common.store import EventStore
 
 log = logging.getLogger("drover.replica")
 
-Listener = Callable[[int, Event], None]
+# Called with (position, event, metadata) for every event the replica applies.
+Listener = Callable[[int, Event, dict[str, Any]], None]
 
 
 def load_snapshot(store: EventStore) -> InMemoryState:
@@ -98,14 +100,14 @@ class Replica:
             if pos > self.position + 1:
                 await self._fetch_until(pos - 1)
             if pos == self.position + 1:
-                self._apply(pos, decode_event(msg.data))
+                self._apply(pos, decode_event(msg.data), dict(msg.headers or {}))
         await self._notify()
 
-    def _apply(self, pos: int, ev: Event) -> None:
+    def _apply(self, pos: int, ev: Event, meta: dict[str, Any] | None = None) -> None:
         apply(self.state, pos, ev)
         for fn in self.listeners:
             try:
-                fn(pos, ev)
+                fn(pos, ev, meta or {})
             except Exception:
                 log.exception("replica listener failed on %s at %d", ev.type, pos)
 
@@ -116,7 +118,7 @@ class Replica:
                 return
             for r in rows:
                 if r.position == self.position + 1 and (target is None or r.position <= target):
-                    self._apply(r.position, r.event)
+                    self._apply(r.position, r.event, r.metadata)
             if target is None and len(rows) < 1000:
                 return
 

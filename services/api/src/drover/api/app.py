@@ -42,9 +42,11 @@ from drover.common.node import NODE_ELIGIBLE, NODE_INELIGIBLE, NODE_STATUS_DOWN,
 from drover.common.settings import Settings
 from drover.common.store import ConcurrencyError, EventStore, NewEvent, libpq_url
 from drover.common.store.eventstore import NOTIFY_CHANNEL
+from drover.common.telemetry import inject, tracer
 from drover.common.validation import validate_job
 from drover.scheduler import schedule
 
+_tracer = tracer("drover.api")
 MAX_WAIT = 10 * 60.0
 DEFAULT_WAIT = 5 * 60.0
 _DURATION = re.compile(r"^(\d+(?:\.\d+)?)(ns|us|µs|ms|s|m|h)$")
@@ -197,8 +199,17 @@ def create_app(settings: Settings, store: EventStore | None = None) -> FastAPI:
             },
         )
 
+    def traced(events: list[Event | NewEvent]) -> list[NewEvent]:
+        """Events carrying the current trace context in their log metadata."""
+        meta = inject()
+        out = []
+        for e in events:
+            ne = e if isinstance(e, NewEvent) else NewEvent(e)
+            out.append(NewEvent(ne.event, ne.expected_version, {**ne.metadata, **meta}))
+        return out
+
     async def append(events: list[Event | NewEvent]) -> int:
-        recorded = await asyncio.to_thread(store.append, events)
+        recorded = await asyncio.to_thread(store.append, traced(events))
         await watcher.set(recorded[-1].position)
         return recorded[-1].position
 
@@ -242,13 +253,14 @@ def create_app(settings: Settings, store: EventStore | None = None) -> FastAPI:
             job = job.model_copy(update={"version": version, "submit_time": time.time_ns(), "stop": job.stop})
             ev = new_eval(job, TRIGGER_JOB_REGISTER)
             try:
-                recorded = await asyncio.to_thread(
-                    store.append,
-                    [
+                with _tracer.start_as_current_span(
+                    "job.register", attributes={"job.id": job.id, "eval.id": ev.id}
+                ):
+                    events: list[Event | NewEvent] = [
                         NewEvent(JobRegistered(job=job), expected_version=stream_version),
                         EvalsUpserted(evals=[ev]),
-                    ],
-                )
+                    ]
+                    recorded = await asyncio.to_thread(store.append, traced(events))
             except ConcurrencyError:
                 continue
             await watcher.set(recorded[-1].position)

@@ -10,6 +10,7 @@ import contextlib
 import logging
 import signal
 import time
+from typing import Any
 
 from drover.common.bus import EVALS_SUBJECT, MSG_ID_HEADER, close, connect, ensure_streams
 from drover.common.evaluation import Evaluation
@@ -27,10 +28,11 @@ from drover.common.relay import Relay
 from drover.common.replica import Replica
 from drover.common.settings import Settings
 from drover.common.store import EventStore, libpq_url
-from drover.common.telemetry import setup_logging
+from drover.common.telemetry import extract, inject, setup_logging, tracer
 from drover.scheduler.broker import EvalBroker
 
 log = logging.getLogger("drover.broker")
+_tracer = tracer("drover.broker")
 
 
 class BrokerService:
@@ -38,6 +40,8 @@ class BrokerService:
         self.replica = replica
         self.broker = EvalBroker()
         self.wake = asyncio.Event()
+        # Trace context of the event that last wrote each eval, passed on to the worker.
+        self.trace_of: dict[str, dict[str, Any]] = {}
 
     def seed(self) -> None:
         now = time.time_ns()
@@ -45,11 +49,15 @@ class BrokerService:
             if not ev.terminal_status():
                 self.broker.upsert(ev, now)
 
-    def on_event(self, position: int, event: Event) -> None:
+    def on_event(self, position: int, event: Event, meta: dict[str, Any]) -> None:
         now = time.time_ns()
         state = self.replica.state
         if isinstance(event, EvalsUpserted):
             for ev in event.evals:
+                if "traceparent" in meta:
+                    self.trace_of[ev.id] = meta
+                elif ev.terminal_status():
+                    self.trace_of.pop(ev.id, None)
                 cur = state.eval(ev.id) or ev
                 self.broker.upsert(cur, now)
         elif isinstance(event, (NodeRegistered, NodeStatusUpdated, NodeEligibilityUpdated, NodeDrainUpdated)):
@@ -98,11 +106,15 @@ async def run(settings: Settings, stop: asyncio.Event) -> None:
                     to_cancel = []
                 while to_publish:
                     ev = to_publish[0]
-                    await js.publish(
-                        EVALS_SUBJECT,
-                        ev.model_dump_json(by_alias=True).encode(),
-                        headers={MSG_ID_HEADER: f"{ev.id}:{ev.modify_index}"},
-                    )
+                    parent = extract(svc.trace_of.get(ev.id))
+                    with _tracer.start_as_current_span(
+                        "broker.dispatch", context=parent, attributes={"eval.id": ev.id}
+                    ):
+                        await js.publish(
+                            EVALS_SUBJECT,
+                            ev.model_dump_json(by_alias=True).encode(),
+                            headers=inject({MSG_ID_HEADER: f"{ev.id}:{ev.modify_index}"}),
+                        )
                     to_publish.pop(0)
             except Exception as e:
                 log.warning("broker: %s; retrying", e)

@@ -17,11 +17,12 @@ from drover.common.bus import PLAN_SUBJECT, close, connect, ensure_streams
 from drover.common.replica import Replica
 from drover.common.settings import Settings
 from drover.common.store import EventStore, FencedError, libpq_url
-from drover.common.telemetry import setup_logging
+from drover.common.telemetry import extract, setup_logging, tracer
 from drover.planner.applier import LEASE, PlanApplier
 from drover.scheduler.wire import PlanResponse, decode_request, encode_response
 
 log = logging.getLogger("drover.planner")
+_tracer = tracer("drover.planner")
 LEADER_LOCK_KEY = 4_646_001
 
 
@@ -85,7 +86,8 @@ async def run(settings: Settings, stop: asyncio.Event) -> None:
             except TimeoutError:
                 continue
             try:
-                resp = await applier.apply(decode_request(msg.data))
+                with _tracer.start_as_current_span("planner.apply", context=extract(msg.headers)):
+                    resp = await applier.apply(decode_request(msg.data))
             except FencedError:
                 log.error("fenced: a newer leader exists; stepping down")
                 stop.set()

@@ -13,7 +13,8 @@ import time
 
 from drover.common.events import EvalsUpserted, Event, PlanApplied
 from drover.common.replica import Replica
-from drover.common.store import EventStore, FencedError
+from drover.common.store import EventStore, FencedError, NewEvent
+from drover.common.telemetry import inject
 from drover.scheduler.planapply import evaluate_plan, plan_applied_event
 from drover.scheduler.wire import PlanRequest, PlanResponse
 
@@ -90,7 +91,10 @@ class PlanApplier:
         if not events:
             return PlanResponse(full=full, index=state.index, rejected_nodes=result.rejected_nodes)
         try:
-            recorded = await asyncio.to_thread(self.store.append, events, fence=(LEASE, self.epoch))
+            meta = inject()
+            recorded = await asyncio.to_thread(
+                self.store.append, [NewEvent(e, metadata=meta) for e in events], fence=(LEASE, self.epoch)
+            )
         except FencedError:
             self.fenced = True
             raise

@@ -13,6 +13,7 @@ from collections.abc import Awaitable
 
 from nats.aio.client import Client
 from nats.aio.msg import Msg
+from nats.errors import NoRespondersError
 from nats.errors import TimeoutError as NatsTimeout
 from nats.js.api import AckPolicy, ConsumerConfig
 
@@ -28,7 +29,7 @@ from drover.common.evaluation import EVAL_STATUS_BLOCKED, Evaluation
 from drover.common.replica import Replica
 from drover.common.settings import Settings
 from drover.common.store import EventStore
-from drover.common.telemetry import setup_logging
+from drover.common.telemetry import extract, inject, setup_logging, tracer
 from drover.scheduler import schedule
 from drover.scheduler.evalflow import (
     DELIVERY_LIMIT,
@@ -41,6 +42,7 @@ from drover.scheduler.plan import Plan
 from drover.scheduler.wire import PlanRequest, PlanResponse, decode_response, encode_request
 
 log = logging.getLogger("drover.worker")
+_tracer = tracer("drover.worker")
 DURABLE = "workers"
 
 
@@ -51,10 +53,15 @@ class Worker:
         self.rng = random.Random()
 
     async def submit(self, plan: Plan, evals: list[Evaluation]) -> PlanResponse:
-        msg = await self.nc.request(
-            PLAN_SUBJECT, encode_request(PlanRequest(plan=plan, evals=evals)), timeout=30
-        )
-        return decode_response(msg.data)
+        payload = encode_request(PlanRequest(plan=plan, evals=evals))
+        for attempt in range(50):
+            try:
+                msg = await self.nc.request(PLAN_SUBJECT, payload, timeout=30, headers=inject())
+                return decode_response(msg.data)
+            except NoRespondersError:
+                # No plan applier right now (a failover is under way): wait for the standby.
+                await asyncio.sleep(min(0.1 * (attempt + 1), 1.0))
+        raise RuntimeError("no plan applier answered")
 
     async def process(self, ev: Evaluation, deliveries: int) -> None:
         await self.replica.wait_for(ev.modify_index)
@@ -140,7 +147,10 @@ async def run(settings: Settings, stop: asyncio.Event) -> None:
             beat = asyncio.create_task(_keep_alive(msg, settings.eval_ack_wait / 3))
             try:
                 ev = Evaluation.model_validate_json(msg.data)
-                await worker.process(ev, deliveries)
+                with _tracer.start_as_current_span(
+                    "worker.schedule", context=extract(msg.headers), attributes={"eval.id": ev.id}
+                ):
+                    await worker.process(ev, deliveries)
                 beat.cancel()
                 await _settle(msg.ack())
             except Exception:

@@ -184,16 +184,17 @@ class EventStore:
             ).all()
         return [RecordedEvent(int(r[0]), r[1], int(r[2]), decode_event(r[3]), r[4], r[5]) for r in rows]
 
-    def read_raw(self, after: int = 0, limit: int = 1000) -> list[tuple[int, str, str]]:
-        """(position, type, JSON) after `after`, undecoded (the relay only forwards them)."""
+    def read_raw(self, after: int = 0, limit: int = 1000) -> list[tuple[int, str, str, dict[str, Any]]]:
+        """(position, type, JSON, metadata) after `after`, undecoded (the relay forwards them)."""
         with self.engine.connect() as conn:
             rows = conn.execute(
                 text(
-                    "SELECT position, type, data::text FROM events WHERE position > :a ORDER BY position LIMIT :l"
+                    "SELECT position, type, data::text, metadata FROM events "
+                    "WHERE position > :a ORDER BY position LIMIT :l"
                 ),
                 {"a": after, "l": limit},
             ).all()
-        return [(int(r[0]), str(r[1]), str(r[2])) for r in rows]
+        return [(int(r[0]), str(r[1]), str(r[2]), dict(r[3] or {})) for r in rows]
 
     def iter_all(self, batch: int = 2000) -> Iterator[RecordedEvent]:
         after = 0
