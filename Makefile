@@ -36,6 +36,7 @@ lint: install
 bench: install
 	@mkdir -p bench/out
 	$(RUN) python -m bench.scheduler --out bench/out/scheduler.json
+	$(RUN) python -m bench.pipeline --out bench/out/pipeline.json
 
 clean:
 	rm -rf .venv $(TOOLS)

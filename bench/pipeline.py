@@ -1,0 +1,166 @@
+"""Pipeline benchmark: the whole control plane, every service its own process, on embedded NATS
+JetStream and PostgreSQL.
+
+5,000 nodes are registered; then 100 jobs x 1,000 allocs are submitted at once while small probe
+jobs (count 10) are registered every half second. Reported: placements/s from the first big
+register to the last of their allocs committed (commit times read from the log), p50/p99
+register-to-placed latency of the probes under that load, and the peak RSS of every service.
+
+    python -m bench.pipeline --out bench/out/pipeline.json [--nodes 5000 --jobs 100 --count 1000]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import statistics
+import tempfile
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+import httpx
+from sqlalchemy import text
+
+from drover.common.embedded import EmbeddedNats, EmbeddedPostgres
+from drover.common.store import EventStore, migrate
+from tests.cluster import Cluster, job_json, node_json
+
+
+def percentile(values: list[float], q: float) -> float:
+    """Nearest-rank percentile."""
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, max(0, math.ceil(q * len(ordered)) - 1))]
+
+
+def peak_rss_mb(pid: int) -> float:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) / 1024
+    return 0.0
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--out", default="bench/out/pipeline.json")
+    ap.add_argument("--nodes", type=int, default=5000)
+    ap.add_argument("--jobs", type=int, default=100)
+    ap.add_argument("--count", type=int, default=1000)
+    ap.add_argument("--workers", type=int, default=2)
+    args = ap.parse_args()
+
+    tmp = Path(tempfile.mkdtemp(prefix="drover-bench-"))
+    pg = EmbeddedPostgres(tmp / "pg")
+    nats = EmbeddedNats(tmp / "nats")
+    db_url, nats_url = pg.start(), nats.start()
+    migrate(db_url)
+    (tmp / "logs").mkdir()
+    cluster = Cluster(db_url, nats_url, tmp / "logs", workers=args.workers, planners=1).start()
+    base = str(cluster.http.base_url)
+    store = EventStore(db_url)
+    result: dict[str, Any] = {"benchmark": "pipeline", "nodes": args.nodes, "jobs": args.jobs, "count": args.count}
+    try:
+        t0 = time.monotonic()
+        with ThreadPoolExecutor(8) as pool:
+
+            def reg(i: int) -> None:
+                with httpx.Client(base_url=base, timeout=60) as h:
+                    for k in range(i, args.nodes, 8):
+                        r = h.put("/v1/drover/node/register", json={"Node": node_json(f"node-{k:05d}", cpu=4000, mem=8192)})
+                        r.raise_for_status()
+
+            list(pool.map(reg, range(8)))
+        result["node_register_s"] = round(time.monotonic() - t0, 2)
+
+        probe_latencies: list[float] = []
+        stop = threading.Event()
+
+        def probes() -> None:
+            i = 0
+            with httpx.Client(base_url=base, timeout=60) as h:
+                while not stop.is_set():
+                    jid = f"probe-{i}"
+                    i += 1
+                    start = time.monotonic()
+                    h.put("/v1/jobs", json=job_json(jid, 10, cpu=50, mem=32)).raise_for_status()
+                    while not stop.is_set():
+                        allocs = h.get(f"/v1/job/{jid}/allocations").json()
+                        if sum(1 for a in allocs if a["DesiredStatus"] == "run") >= 10:
+                            probe_latencies.append(time.monotonic() - start)
+                            break
+                        time.sleep(0.005)
+                    time.sleep(0.5)
+
+        prober = threading.Thread(target=probes)
+        with store.engine.connect() as conn:
+            before = int(conn.exec_driver_sql("SELECT coalesce(max(position), 0) FROM events").scalar_one())
+        wall0 = time.time()
+        prober.start()
+
+        def submit(k: int) -> None:
+            with httpx.Client(base_url=base, timeout=60) as h:
+                for j in range(k, args.jobs, 10):
+                    h.put("/v1/jobs", json=job_json(f"big-{j:03d}", args.count, cpu=100, mem=64)).raise_for_status()
+
+        with ThreadPoolExecutor(10) as pool:
+            list(pool.map(submit, range(10)))
+        submitted_s = time.time() - wall0
+        want = args.jobs * args.count
+        deadline = time.monotonic() + 1800
+        placed = 0
+        while time.monotonic() < deadline:
+            with store.engine.connect() as conn:
+                placed = int(
+                    conn.execute(
+                        text("SELECT count(*) FROM allocs WHERE job_id LIKE 'big-%' AND doc->>'DesiredStatus' = 'run'")
+                    ).scalar_one()
+                )
+            if placed >= want:
+                break
+            time.sleep(1.0)
+        stop.set()
+        prober.join(timeout=30)
+        with store.engine.connect() as conn:
+            last_commit = conn.execute(
+                text(
+                    "SELECT max(recorded_at) FROM events WHERE position > :p AND type = 'PlanApplied' "
+                    "AND data->>'JobID' LIKE 'big-%'"
+                ),
+                {"p": before},
+            ).scalar_one()
+        duration = last_commit.timestamp() - wall0
+        result.update(
+            {
+                "allocs_placed": placed,
+                "submit_all_s": round(submitted_s, 2),
+                "first_register_to_last_commit_s": round(duration, 2),
+                "placements_per_s": round(placed / duration, 1),
+                "probe_jobs": len(probe_latencies),
+                "probe_register_to_placed_ms": {
+                    "p50": round(statistics.median(probe_latencies) * 1000, 1) if probe_latencies else None,
+                    "p99": round(percentile(probe_latencies, 0.99) * 1000, 1) if probe_latencies else None,
+                },
+                "peak_rss_mb": {
+                    f"{svc}-{i}": round(peak_rss_mb(p.pid), 1)
+                    for svc, procs in cluster.procs.items()
+                    for i, p in enumerate(procs)
+                    if p.poll() is None
+                },
+                "targets": {"placements_per_s": ">= 5000", "probe_p50_ms": "< 50", "rss_mb_at_1M_allocs": "< 1500"},
+            }
+        )
+    finally:
+        cluster.stop()
+        store.close()
+        nats.stop()
+        pg.stop()
+    print(json.dumps(result, indent=2))
+    Path(args.out).parent.mkdir(parents=True, exist_ok=True)
+    Path(args.out).write_text(json.dumps(result, indent=2))
+
+
+if __name__ == "__main__":
+    main()
