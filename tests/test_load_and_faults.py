@@ -107,3 +107,17 @@ def test_nats_restart_mid_load(cluster: Cluster, store: EventStore, nats_server:
     c.wait(lambda: converged(c, jobs + more, 3), timeout=60, interval=0.3)
     state = check_log(store)
     live_names_unique(state)
+
+
+def test_broker_restart_rebuilds_its_queue_from_the_log(cluster: Cluster, store: EventStore) -> None:
+    c = cluster
+    for i in range(4):
+        c.put("/v1/drover/node/register", {"Node": node_json(f"n{i}", cpu=16000, mem=32768)})
+    c.kill("broker", 0)
+    # Registered while no broker runs: only the log knows about these evals.
+    jobs = [f"queued-{i}" for i in range(6)]
+    for j in jobs:
+        c.put("/v1/jobs", job_json(j, 2, cpu=200))
+    c.spawn("broker")
+    c.wait(lambda: converged(c, jobs, 2), timeout=60, interval=0.3)
+    live_names_unique(check_log(store))

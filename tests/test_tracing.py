@@ -19,7 +19,9 @@ def spans(log_dir: Path) -> list[dict[str, object]]:
     return out
 
 
-def test_one_trace_spans_every_service(database_url: str, nats_url: str, tmp_path: Path, js_fresh: object) -> None:
+def test_one_trace_spans_every_service(
+    database_url: str, nats_url: str, tmp_path: Path, js_fresh: object
+) -> None:
     c = Cluster(database_url, nats_url, tmp_path, workers=1, env={"OTEL_TRACES_EXPORTER": "console"}).start()
     try:
         c.put("/v1/drover/node/register", {"Node": node_json("n1")})

@@ -1,0 +1,50 @@
+"""Attempt and delivery limits around a scheduling pass (spec: eval broker, workers)."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+
+from drover.common import Evaluation
+from drover.common.durations import MINUTE
+from drover.scheduler.evalflow import (
+    delivery_limit_failure,
+    max_attempts_failure,
+    nack_delay,
+    plan_attempts,
+)
+
+NOW = 1_700_000_000_000_000_000
+
+
+@pytest.mark.parametrize(("deliveries", "delay"), [(1, 1.0), (2, 20.0), (3, 40.0), (4, 60.0)])
+def test_nack_delay(deliveries: int, delay: float) -> None:
+    assert nack_delay(deliveries) == delay
+
+
+@pytest.mark.parametrize(("kind", "n"), [("service", 5), ("batch", 2), ("system", 5), ("sysbatch", 5)])
+def test_plan_attempts(kind: str, n: int) -> None:
+    assert plan_attempts(kind) == n
+
+
+def test_delivery_limit_fails_and_follows_up_within_1_to_6_minutes() -> None:
+    ev = Evaluation(id="e1", job_id="web", type="service", priority=70)
+    for seed in range(50):
+        failed, follow = delivery_limit_failure(ev, NOW, random.Random(seed))
+        assert (
+            failed.status == "failed" and failed.status_description == "evaluation reached delivery limit (3)"
+        )
+        assert failed.next_eval == follow.id and follow.previous_eval == "e1"
+        assert follow.triggered_by == "failed-follow-up" and follow.status == "pending"
+        assert follow.priority == 70 and follow.job_id == "web"
+        assert MINUTE <= follow.wait_until - NOW < 6 * MINUTE
+
+
+def test_max_attempts_fails_with_a_blocked_eval() -> None:
+    ev = Evaluation(id="e1", job_id="web", type="batch")
+    failed, blocked = max_attempts_failure(ev, 2, NOW, random.Random(1))
+    assert failed.status == "failed" and failed.status_description == "maximum attempts reached (2)"
+    assert blocked.status == "blocked" and blocked.triggered_by == "max-plan-attempts"
+    assert blocked.status_description == "created due to placement conflicts"
+    assert failed.blocked_eval == blocked.id
