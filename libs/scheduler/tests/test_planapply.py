@@ -530,3 +530,37 @@ def test_metrics_field_survives_apply() -> None:
     apply_plan_result(state, evaluate_plan(state, mk_plan(place=[a])), 11, NOW)
     got = state.alloc("a")
     assert got is not None and got.metrics is not None and got.metrics.nodes_evaluated == 3
+
+
+def test_a_plan_older_than_a_commit_of_the_same_job_is_refused_whole() -> None:
+    from drover.common import Job, Resources, Task, TaskGroup
+    from drover.common.canonicalize import canonicalize
+    from drover.common.evaluation import Evaluation
+    from drover.scheduler import schedule
+
+    state = InMemoryState()
+    for i in range(3):
+        state.upsert_node(
+            Node(
+                id=f"n{i}",
+                node_resources=NodeResources(
+                    cpu=NodeCpuResources(cpu_shares=4000),
+                    memory=NodeMemoryResources(memory_mb=8192),
+                    disk=NodeDiskResources(disk_mb=10_000),
+                ),
+            )
+        )
+    job = canonicalize(
+        Job(
+            id="web",
+            task_groups=[TaskGroup(name="g", count=3, tasks=[Task(name="t", resources=Resources(cpu=100))])],
+        )
+    )
+    state.upsert_job(job)
+    state.bump(10)
+    first = schedule(state, Evaluation(id="e1", job_id="web"), NOW).plan
+    second = schedule(state, Evaluation(id="e2", job_id="web"), NOW).plan  # same snapshot: same names
+    apply_plan_result(state, evaluate_plan(state, first), 11, NOW)
+    result = evaluate_plan(state, second)
+    assert result.node_allocation == {} and result.rejected_nodes and result.refresh_index == 11
+    assert sorted(a.name for a in state.allocs.values()) == ["web.g[0]", "web.g[1]", "web.g[2]"]

@@ -51,6 +51,15 @@ def node_fits(state: StateSnapshot, node_id: str, plan: Plan) -> tuple[bool, str
     return True, ""
 
 
+def plan_is_stale(state: StateSnapshot, plan: Plan) -> bool:
+    """Whether a plan of the same job committed after this plan's snapshot (the server changes
+    AllocModifyIndex only through plans)."""
+    if plan.job is None or plan.snapshot_index <= 0:
+        return False
+    allocs = state.allocs_by_job(plan.job.namespace, plan.job.id)
+    return any(a.alloc_modify_index > plan.snapshot_index for a in allocs)
+
+
 def evaluate_plan(state: StateSnapshot, plan: Plan) -> PlanResult:
     """Commit what fits: every node is checked against `state`; rejected nodes are dropped
     (or, for an all-at-once job, the whole plan)."""
@@ -62,6 +71,14 @@ def evaluate_plan(state: StateSnapshot, plan: Plan) -> PlanResult:
         deployment_updates=list(plan.deployment_updates),
     )
     nodes = set(plan.node_allocation) | set(plan.node_update) | set(plan.node_preemptions)
+    if plan.job is not None and plan_is_stale(state, plan):
+        # Computed before another plan of the same job was committed: its reconciliation may
+        # repeat what that one did (same names, same replacements). Refuse it whole; the worker
+        # refreshes and schedules again.
+        result.rejected_nodes = sorted(nodes)
+        result.refresh_index = state.index
+        result.deployment, result.deployment_updates = None, []
+        return result
     for node_id in sorted(nodes):
         ok, _reason = node_fits(state, node_id, plan)
         if not ok:

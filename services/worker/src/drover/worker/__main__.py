@@ -44,6 +44,7 @@ from drover.scheduler.wire import PlanRequest, PlanResponse, decode_response, en
 log = logging.getLogger("drover.worker")
 _tracer = tracer("drover.worker")
 DURABLE = "workers"
+PLAN_TIMEOUT = 600.0
 
 
 class Worker:
@@ -56,7 +57,9 @@ class Worker:
         payload = encode_request(PlanRequest(plan=plan, evals=evals))
         for attempt in range(50):
             try:
-                msg = await self.nc.request(PLAN_SUBJECT, payload, timeout=30, headers=inject())
+                # The plan may wait behind others in the applier's queue; the eval is kept in
+                # progress meanwhile, so a long wait is not a reason to give up on it.
+                msg = await self.nc.request(PLAN_SUBJECT, payload, timeout=PLAN_TIMEOUT, headers=inject())
                 return decode_response(msg.data)
             except NoRespondersError:
                 # No plan applier right now (a failover is under way): wait for the standby.
