@@ -44,7 +44,7 @@ from drover.scheduler.wire import PlanRequest, PlanResponse, decode_response, en
 log = logging.getLogger("drover.worker")
 _tracer = tracer("drover.worker")
 DURABLE = "workers"
-PLAN_TIMEOUT = 600.0
+PLAN_TIMEOUT = 15.0
 
 
 class Worker:
@@ -55,15 +55,18 @@ class Worker:
 
     async def submit(self, plan: Plan, evals: list[Evaluation]) -> PlanResponse:
         payload = encode_request(PlanRequest(plan=plan, evals=evals))
-        for attempt in range(50):
+        for attempt in range(100):
             try:
-                # The plan may wait behind others in the applier's queue; the eval is kept in
-                # progress meanwhile, so a long wait is not a reason to give up on it.
                 msg = await self.nc.request(PLAN_SUBJECT, payload, timeout=PLAN_TIMEOUT, headers=inject())
                 return decode_response(msg.data)
             except NoRespondersError:
                 # No plan applier right now (a failover is under way): wait for the standby.
                 await asyncio.sleep(min(0.1 * (attempt + 1), 1.0))
+            except NatsTimeout:
+                # The applier may have died holding the request, or be busy: ask again. If the
+                # first copy was committed meanwhile, this one is refused as stale (same job,
+                # older snapshot) and the eval is found done on refresh.
+                log.warning("plan for eval %s unanswered after %ss; resubmitting", plan.eval_id, PLAN_TIMEOUT)
         raise RuntimeError("no plan applier answered")
 
     async def process(self, ev: Evaluation, deliveries: int) -> None:
