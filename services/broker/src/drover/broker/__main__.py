@@ -8,7 +8,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import signal
 import time
 from typing import Any
 
@@ -26,9 +25,10 @@ from drover.common.events import (
 )
 from drover.common.relay import Relay
 from drover.common.replica import Replica
+from drover.common.service import run_service
 from drover.common.settings import Settings
 from drover.common.store import EventStore, libpq_url
-from drover.common.telemetry import extract, inject, setup_logging, tracer
+from drover.common.telemetry import extract, inject, tracer
 from drover.scheduler.broker import EvalBroker
 
 log = logging.getLogger("drover.broker")
@@ -133,17 +133,7 @@ async def run(settings: Settings, stop: asyncio.Event) -> None:
 
 
 def main() -> None:
-    setup_logging("broker")
-    settings = Settings()
-    stop = asyncio.Event()
-
-    async def amain() -> None:
-        loop = asyncio.get_running_loop()
-        for sig in (signal.SIGINT, signal.SIGTERM):
-            loop.add_signal_handler(sig, stop.set)
-        await run(settings, stop)
-
-    asyncio.run(amain())
+    run_service("broker", run)
 
 
 if __name__ == "__main__":

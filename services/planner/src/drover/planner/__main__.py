@@ -7,7 +7,6 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
-import signal
 import socket
 
 import psycopg
@@ -15,9 +14,10 @@ from nats.aio.msg import Msg
 
 from drover.common.bus import PLAN_SUBJECT, close, connect, ensure_streams
 from drover.common.replica import Replica
+from drover.common.service import run_service
 from drover.common.settings import Settings
 from drover.common.store import EventStore, FencedError, libpq_url
-from drover.common.telemetry import extract, setup_logging, tracer
+from drover.common.telemetry import extract, tracer
 from drover.planner.applier import LEASE, PlanApplier
 from drover.scheduler.wire import PlanResponse, decode_request, encode_response
 
@@ -108,17 +108,7 @@ async def run(settings: Settings, stop: asyncio.Event) -> None:
 
 
 def main() -> None:
-    setup_logging("planner")
-    settings = Settings()
-    stop = asyncio.Event()
-
-    async def amain() -> None:
-        loop = asyncio.get_running_loop()
-        for sig in (signal.SIGINT, signal.SIGTERM):
-            loop.add_signal_handler(sig, stop.set)
-        await run(settings, stop)
-
-    asyncio.run(amain())
+    run_service("planner", run)
 
 
 if __name__ == "__main__":

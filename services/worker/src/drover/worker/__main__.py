@@ -7,7 +7,6 @@ from __future__ import annotations
 import asyncio
 import logging
 import random
-import signal
 import time
 from collections.abc import Awaitable
 
@@ -27,9 +26,10 @@ from drover.common.bus import (
 )
 from drover.common.evaluation import EVAL_STATUS_BLOCKED, Evaluation
 from drover.common.replica import Replica
+from drover.common.service import run_service
 from drover.common.settings import Settings
 from drover.common.store import EventStore
-from drover.common.telemetry import extract, inject, setup_logging, tracer
+from drover.common.telemetry import extract, inject, tracer
 from drover.scheduler import schedule
 from drover.scheduler.evalflow import (
     DELIVERY_LIMIT,
@@ -168,17 +168,7 @@ async def run(settings: Settings, stop: asyncio.Event) -> None:
 
 
 def main() -> None:
-    setup_logging("worker")
-    settings = Settings()
-    stop = asyncio.Event()
-
-    async def amain() -> None:
-        loop = asyncio.get_running_loop()
-        for sig in (signal.SIGINT, signal.SIGTERM):
-            loop.add_signal_handler(sig, stop.set)
-        await run(settings, stop)
-
-    asyncio.run(amain())
+    run_service("worker", run)
 
 
 if __name__ == "__main__":
