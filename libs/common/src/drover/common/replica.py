@@ -68,6 +68,7 @@ class Replica:
         self._buffer: list[Msg] = []
         self._ready = False
         self._lock = asyncio.Lock()
+        self._poller: asyncio.Task[None] | None = None
 
     @property
     def position(self) -> int:
@@ -88,6 +89,17 @@ class Replica:
         for msg in buffered:
             await self._on_msg(msg)
         await self.catch_up()
+        self._poller = asyncio.create_task(self._poll())
+
+    async def _poll(self, every: float = 1.0) -> None:
+        """A safety net under the subscription: if NATS is away or the consumer stalled, the
+        replica still follows the log, read from Postgres, within a second."""
+        while True:
+            await asyncio.sleep(every)
+            try:
+                await self.catch_up()
+            except Exception as e:
+                log.warning("replica catch-up from the log failed: %s", e)
 
     async def _on_msg(self, msg: Msg) -> None:
         if not self._ready:
