@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import random
 import uuid
+from typing import Any
 
 from drover.common.durations import MINUTE
 from drover.common.evaluation import (
@@ -35,57 +36,54 @@ def _id(rng: random.Random) -> str:
     return str(uuid.UUID(int=rng.getrandbits(128), version=4))
 
 
-def delivery_limit_failure(ev: Evaluation, now: int, rng: random.Random) -> list[Evaluation]:
-    """The eval reached the delivery limit: it fails, and a follow-up eval is created to try
-    again after 1 min + random [0, 5 min)."""
-    wait = MINUTE + int(rng.random() * 5 * MINUTE)
-    follow = Evaluation(
+def _successor(ev: Evaluation, rng: random.Random, now: int, **fields: Any) -> Evaluation:
+    """A new eval for the same job that follows `ev`."""
+    return Evaluation(
         id=_id(rng),
         namespace=ev.namespace,
         priority=ev.priority,
         type=ev.type,
-        triggered_by=TRIGGER_FAILED_FOLLOW_UP,
         job_id=ev.job_id,
-        status=EVAL_STATUS_PENDING,
-        wait=wait,
-        wait_until=now + wait,
         previous_eval=ev.id,
         create_time=now,
         modify_time=now,
+        **fields,
     )
-    failed = ev.model_copy(
-        update={
-            "status": EVAL_STATUS_FAILED,
-            "status_description": f"evaluation reached delivery limit ({DELIVERY_LIMIT})",
-            "next_eval": follow.id,
-            "modify_time": now,
-        }
+
+
+def _failed(ev: Evaluation, now: int, description: str, **fields: Any) -> Evaluation:
+    return ev.model_copy(
+        update={"status": EVAL_STATUS_FAILED, "status_description": description, "modify_time": now, **fields}
     )
+
+
+def delivery_limit_failure(ev: Evaluation, now: int, rng: random.Random) -> list[Evaluation]:
+    """The eval reached the delivery limit: it fails, and a follow-up eval is created to try
+    again after 1 min + random [0, 5 min)."""
+    wait = MINUTE + int(rng.random() * 5 * MINUTE)
+    follow = _successor(
+        ev,
+        rng,
+        now,
+        triggered_by=TRIGGER_FAILED_FOLLOW_UP,
+        status=EVAL_STATUS_PENDING,
+        wait=wait,
+        wait_until=now + wait,
+    )
+    failed = _failed(ev, now, f"evaluation reached delivery limit ({DELIVERY_LIMIT})", next_eval=follow.id)
     return [failed, follow]
 
 
 def max_attempts_failure(ev: Evaluation, attempts: int, now: int, rng: random.Random) -> list[Evaluation]:
     """Plans kept being rejected: the eval fails and a blocked eval (max-plan-attempts) takes
     its place, released by the broker every minute or when capacity may have appeared."""
-    blocked = Evaluation(
-        id=_id(rng),
-        namespace=ev.namespace,
-        priority=ev.priority,
-        type=ev.type,
+    blocked = _successor(
+        ev,
+        rng,
+        now,
         triggered_by=TRIGGER_MAX_PLANS,
-        job_id=ev.job_id,
         status=EVAL_STATUS_BLOCKED,
         status_description=BLOCKED_EVAL_MAX_PLAN_DESC,
-        previous_eval=ev.id,
-        create_time=now,
-        modify_time=now,
     )
-    failed = ev.model_copy(
-        update={
-            "status": EVAL_STATUS_FAILED,
-            "status_description": f"maximum attempts reached ({attempts})",
-            "blocked_eval": blocked.id,
-            "modify_time": now,
-        }
-    )
+    failed = _failed(ev, now, f"maximum attempts reached ({attempts})", blocked_eval=blocked.id)
     return [failed, blocked]
