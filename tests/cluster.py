@@ -46,6 +46,7 @@ class Cluster:
             "DROVER_LOG_LEVEL": "INFO",
             # Redeliver an unacked eval quickly, so a killed worker's eval is retried in-test.
             "DROVER_EVAL_ACK_WAIT": "3",
+            "DROVER_WORKERS": str(self.counts["worker"]),
             **self.extra_env,
         }
 

@@ -109,3 +109,59 @@ def test_reblocked_eval_frees_the_job_and_waits_again() -> None:
     assert b.due(NOW).dispatch == []
     b.upsert(ev("reg", idx=5), NOW)
     assert [e.id for e in b.due(NOW).dispatch] == ["reg"]
+
+
+SECOND = 1_000_000_000
+
+
+def test_small_job_goes_ahead_of_large_ones_queued_before_it() -> None:
+    b = EvalBroker()
+    b.upsert(ev("big1", "j1", idx=1), NOW, cost=1000)
+    b.upsert(ev("big2", "j2", idx=2), NOW, cost=1000)
+    b.upsert(ev("small", "j3", idx=3), NOW + SECOND, cost=10)
+    assert [e.id for e in b.due(NOW + SECOND).dispatch] == ["small", "big1", "big2"]
+
+
+def test_a_large_job_is_passed_over_for_at_most_its_size_times_the_weight() -> None:
+    b = EvalBroker()
+    b.upsert(ev("big", "j1", idx=1), NOW, cost=1000)  # counts as arriving 10 s later
+    b.upsert(ev("late-small", "j2", idx=2), NOW + 11 * SECOND, cost=10)
+    assert [e.id for e in b.due(NOW + 11 * SECOND).dispatch] == ["big", "late-small"]
+
+
+def test_priority_still_comes_before_size() -> None:
+    b = EvalBroker()
+    b.upsert(ev("big-urgent", "j1", prio=90, idx=1), NOW, cost=5000)
+    b.upsert(ev("small", "j2", idx=2), NOW, cost=1)
+    assert [e.id for e in b.due(NOW).dispatch] == ["big-urgent", "small"]
+
+
+def test_the_window_bounds_evals_out_at_once() -> None:
+    b = EvalBroker(window=2)
+    for i in range(4):
+        b.upsert(ev(f"e{i}", f"j{i}", idx=i + 1), NOW, cost=1000)
+    assert [e.id for e in b.due(NOW).dispatch] == ["e0", "e1"]
+    assert b.due(NOW).dispatch == []
+    b.upsert(ev("e0", "j0", idx=1, status="complete"), NOW)
+    assert [e.id for e in b.due(NOW).dispatch] == ["e2"]
+    # a blocked outcome frees the slot too
+    b.upsert(ev("e1", "j1", idx=1, status="blocked"), NOW)
+    assert [e.id for e in b.due(NOW).dispatch] == ["e3"]
+
+
+def test_with_three_workers_one_slot_is_kept_for_small_evals() -> None:
+    b = EvalBroker(window=3)
+    for i in range(3):
+        b.upsert(ev(f"big{i}", f"j{i}", idx=i + 1), NOW, cost=1000)
+    assert [e.id for e in b.due(NOW).dispatch] == ["big0", "big1"]  # big2 waits: slot kept
+    b.upsert(ev("small", "js", idx=9), NOW + SECOND, cost=10)
+    assert [e.id for e in b.due(NOW + SECOND).dispatch] == ["small"]
+    b.upsert(ev("big0", "j0", idx=1, status="complete"), NOW + SECOND)
+    assert [e.id for e in b.due(NOW + SECOND).dispatch] == ["big2"]
+
+
+def test_with_two_workers_no_slot_is_kept() -> None:
+    b = EvalBroker(window=2)
+    for i in range(2):
+        b.upsert(ev(f"big{i}", f"j{i}", idx=i + 1), NOW, cost=1000)
+    assert [e.id for e in b.due(NOW).dispatch] == ["big0", "big1"]

@@ -203,3 +203,11 @@ class Allocation(NomadModel):
             return int(self.name[lb + 1 : -1])
         except ValueError:
             return -1
+
+
+class ReplicaAllocation(Allocation):
+    """An alloc as the services' replicas hold it: without its placement metrics. Only the API
+    shows those (from the projections), and they are most of an alloc's size and decode time;
+    under another alias, the stored ``Metrics`` member is skipped unread."""
+
+    metrics: AllocMetric | None = Field(default=None, alias="ReplicaMetrics", exclude=True)

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from typing import Any
+import json
+from typing import Any, Self
 
-from pydantic import BaseModel, ConfigDict, model_validator
+from pydantic import BaseModel, ConfigDict, ValidationError
 
 # Words Nomad spells in capitals inside its PascalCase field names.
 _UPPER_WORDS = {"id": "ID", "cpu": "CPU", "mb": "MB", "tg": "TG", "ttl": "TTL", "http": "HTTP", "ip": "IP"}
@@ -18,6 +19,15 @@ def pascal(name: str) -> str:
     return "".join(_UPPER_WORDS.get(part, part[:1].upper() + part[1:]) for part in name.split("_"))
 
 
+def strip_nulls(data: Any) -> Any:
+    """`data` with every null object member removed, at any depth."""
+    if isinstance(data, dict):
+        return {k: strip_nulls(v) for k, v in data.items() if v is not None}
+    if isinstance(data, list):
+        return [strip_nulls(v) for v in data]
+    return data
+
+
 class NomadModel(BaseModel):
     """Every domain object: reads and writes Nomad's JSON field names; null means default."""
 
@@ -28,13 +38,19 @@ class NomadModel(BaseModel):
         validate_assignment=False,
     )
 
-    @model_validator(mode="before")
+    # `nomad job run -output` emits null for every unset block; null takes the field's default.
+    # Nulls are stripped from outside input once, up front, rather than by a validator on every
+    # model: our own documents never hold an invalid null, and decoding them is the hot path.
     @classmethod
-    def _drop_nulls(cls, data: Any) -> Any:
-        # `nomad job run -output` emits null for every unset block; null takes the field's default.
-        if isinstance(data, dict):
-            return {k: v for k, v in data.items() if v is not None}
-        return data
+    def model_validate(cls, obj: Any, *args: Any, **kwargs: Any) -> Self:
+        return super().model_validate(strip_nulls(obj), *args, **kwargs)
+
+    @classmethod
+    def model_validate_json(cls, json_data: str | bytes | bytearray, *args: Any, **kwargs: Any) -> Self:
+        try:
+            return super().model_validate_json(json_data, *args, **kwargs)
+        except ValidationError:
+            return super().model_validate(strip_nulls(json.loads(json_data)), *args, **kwargs)
 
     def to_api(self) -> dict[str, Any]:
         """The object as Nomad's API returns it."""

@@ -11,7 +11,7 @@ from typing import Annotated, Any, ClassVar, Literal
 
 from pydantic import Field, TypeAdapter
 
-from drover.common.alloc import Allocation, AllocDeploymentStatus, TaskState
+from drover.common.alloc import Allocation, AllocDeploymentStatus, ReplicaAllocation, TaskState
 from drover.common.base import NomadModel
 from drover.common.deployment import Deployment
 from drover.common.evaluation import Evaluation
@@ -146,6 +146,14 @@ class PlanApplied(Event):
         return f"plan:{self.eval_id}"
 
 
+class ReplicaPlanApplied(PlanApplied):
+    """PlanApplied as replicas decode it (allocs without their metrics)."""
+
+    allocs: list[ReplicaAllocation] = Field(default_factory=list)  # type: ignore[assignment]
+    stopped: list[ReplicaAllocation] = Field(default_factory=list)  # type: ignore[assignment]
+    preempted: list[ReplicaAllocation] = Field(default_factory=list)  # type: ignore[assignment]
+
+
 class AllocClientUpdate(NomadModel):
     id: str
     client_status: str
@@ -176,7 +184,7 @@ class DeploymentUpserted(Event):
         return f"deployment:{self.deployment.id}"
 
 
-AnyEvent = Annotated[
+_OTHER_EVENTS = (
     NodeRegistered
     | NodeStatusUpdated
     | NodeEligibilityUpdated
@@ -185,23 +193,34 @@ AnyEvent = Annotated[
     | JobRegistered
     | JobDeregistered
     | EvalsUpserted
-    | PlanApplied
     | AllocsClientUpdated
-    | DeploymentUpserted,
-    Field(discriminator="type"),
-]
+    | DeploymentUpserted
+)
+AnyEvent = Annotated[_OTHER_EVENTS | PlanApplied, Field(discriminator="type")]
+AnyReplicaEvent = Annotated[_OTHER_EVENTS | ReplicaPlanApplied, Field(discriminator="type")]
 
 _ADAPTER: TypeAdapter[Any] = TypeAdapter(AnyEvent)
+_REPLICA_ADAPTER: TypeAdapter[Any] = TypeAdapter(AnyReplicaEvent)
 
 
-def decode_event(data: dict[str, Any] | bytes | str) -> Event:
-    """Parse a stored event (its JSON form, with the `Type` discriminator)."""
+def decode_event(data: dict[str, Any] | bytes | str, *, replica: bool = False) -> Event:
+    """Parse a stored event (its JSON form, with the `Type` discriminator); `replica` leaves
+    out what only the projections keep (alloc metrics)."""
+    adapter = _REPLICA_ADAPTER if replica else _ADAPTER
     if isinstance(data, (bytes, str)):
-        ev: Event = _ADAPTER.validate_json(data)
+        ev: Event = adapter.validate_json(data)
     else:
-        ev = _ADAPTER.validate_python(data)
+        ev = adapter.validate_python(data)
     return ev
 
 
 def encode_event(ev: Event) -> dict[str, Any]:
     return ev.model_dump(by_alias=True, mode="json")
+
+
+def encode_event_json(ev: Event) -> str:
+    """The event as it is stored and relayed: JSON without the members that hold their default
+    (decoding restores them), which makes a placement about a third of its full size."""
+    body = ev.model_dump_json(by_alias=True, exclude_defaults=True)
+    # `Type` is itself a default (each event's literal), so it is put back in front.
+    return f'{{"Type":"{ev.type}"' + ("}" if body == "{}" else "," + body[1:])

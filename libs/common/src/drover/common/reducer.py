@@ -59,7 +59,7 @@ def _indexed(obj: M, old: M | None, index: int) -> M:
 def apply(state: StateWriter, position: int, event: Event) -> None:
     """Apply one event recorded at `position` (the cluster index)."""
     state.bump(position)
-    handler = _HANDLERS.get(type(event))
+    handler = _HANDLERS.get(event.type)
     if handler is None:
         raise ValueError(f"no reducer for event {event.type}")
     handler(state, position, event)
@@ -163,6 +163,9 @@ def _upsert_alloc(state: StateWriter, index: int, a: Allocation, at: int) -> All
     else:
         update["create_index"] = old.create_index
         update["task_states"] = old.task_states
+        # Plans carry existing allocs without their placement metrics; keep the recorded ones.
+        if a.metrics is None and old.metrics is not None:
+            update["metrics"] = old.metrics
         # The client owns its status and description; the server only sets lost and unknown.
         if a.client_status not in (ALLOC_CLIENT_LOST, ALLOC_CLIENT_UNKNOWN):
             update["client_status"] = old.client_status
@@ -245,16 +248,20 @@ def _deployment(state: StateWriter, index: int, ev: DeploymentUpserted) -> None:
     )
 
 
-_HANDLERS: dict[type[Event], Callable[[StateWriter, int, Any], None]] = {
-    NodeRegistered: _node_registered,
-    NodeStatusUpdated: _node_status,
-    NodeEligibilityUpdated: _node_eligibility,
-    NodeDrainUpdated: _node_drain,
-    NodeDeregistered: _node_deregistered,
-    JobRegistered: _job_registered,
-    JobDeregistered: _job_deregistered,
-    EvalsUpserted: _evals,
-    PlanApplied: _plan_applied,
-    AllocsClientUpdated: _client_updated,
-    DeploymentUpserted: _deployment,
+# Keyed by the event's type name: replicas decode some events into leaner subclasses.
+_HANDLERS: dict[str, Callable[[StateWriter, int, Any], None]] = {
+    cls.model_fields["type"].default: fn
+    for cls, fn in (
+        (NodeRegistered, _node_registered),
+        (NodeStatusUpdated, _node_status),
+        (NodeEligibilityUpdated, _node_eligibility),
+        (NodeDrainUpdated, _node_drain),
+        (NodeDeregistered, _node_deregistered),
+        (JobRegistered, _job_registered),
+        (JobDeregistered, _job_deregistered),
+        (EvalsUpserted, _evals),
+        (PlanApplied, _plan_applied),
+        (AllocsClientUpdated, _client_updated),
+        (DeploymentUpserted, _deployment),
+    )
 }

@@ -19,7 +19,7 @@ from nats.js import JetStreamContext
 from nats.js.api import DeliverPolicy
 from sqlalchemy import text
 
-from drover.common.alloc import Allocation
+from drover.common.alloc import ReplicaAllocation
 from drover.common.bus import EVENTS_SUBJECT_PREFIX, position_of
 from drover.common.deployment import Deployment
 from drover.common.evaluation import Evaluation
@@ -38,7 +38,7 @@ Listener = Callable[[int, Event, dict[str, Any]], None]
 
 def load_snapshot(store: EventStore) -> InMemoryState:
     """The projections as one consistent snapshot, at the log position they reflect."""
-    state = InMemoryState()
+    state = InMemoryState(drop_metrics=True)
     with store.engine.connect() as conn:
         conn.exec_driver_sql("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
         position = int(conn.exec_driver_sql("SELECT coalesce(max(position), 0) FROM events").scalar_one())
@@ -53,7 +53,7 @@ def load_snapshot(store: EventStore) -> InMemoryState:
         for (doc,) in conn.execute(text("SELECT doc::text FROM evals")):
             state.upsert_eval(Evaluation.model_validate_json(doc))
         for (doc,) in conn.execute(text("SELECT doc::text FROM allocs")):
-            state.upsert_alloc(Allocation.model_validate_json(doc))
+            state.upsert_alloc(ReplicaAllocation.model_validate_json(doc))
     state.bump(position)
     return state
 
@@ -62,7 +62,7 @@ class Replica:
     def __init__(self, store: EventStore, js: JetStreamContext) -> None:
         self.store = store
         self.js = js
-        self.state = InMemoryState()
+        self.state = InMemoryState(drop_metrics=True)
         self.listeners: list[Listener] = []
         self._advanced = asyncio.Condition()
         self._buffer: list[Msg] = []
@@ -112,7 +112,7 @@ class Replica:
             if pos > self.position + 1:
                 await self._fetch_until(pos - 1)
             if pos == self.position + 1:
-                self._apply(pos, decode_event(msg.data), dict(msg.headers or {}))
+                self._apply(pos, decode_event(msg.data, replica=True), dict(msg.headers or {}))
         await self._notify()
 
     def _apply(self, pos: int, ev: Event, meta: dict[str, Any] | None = None) -> None:
@@ -125,7 +125,7 @@ class Replica:
 
     async def _fetch_until(self, target: int | None) -> None:
         while target is None or self.position < target:
-            rows = await asyncio.to_thread(self.store.read, self.position, 1000)
+            rows = await asyncio.to_thread(self.store.read, self.position, 1000, replica=True)
             if not rows:
                 return
             for r in rows:

@@ -52,7 +52,9 @@ class InMemoryState:
     """A mutable cluster state with the indexes the scheduler needs (allocs by job and node,
     per-node resource usage of non-terminal allocs kept incrementally)."""
 
-    def __init__(self) -> None:
+    def __init__(self, *, drop_metrics: bool = False) -> None:
+        # Replicas drop alloc metrics: nothing they run reads them, and they are half an alloc.
+        self.drop_metrics = drop_metrics
         self._index = 0
         self.nodes: dict[str, Node] = {}
         self.jobs: dict[JobKey, Job] = {}
@@ -137,6 +139,8 @@ class InMemoryState:
             self._latest_deployment[key] = dep.id
 
     def upsert_alloc(self, alloc: Allocation) -> None:
+        if self.drop_metrics and alloc.metrics is not None:
+            alloc = alloc.model_copy(update={"metrics": None})
         old = self.allocs.get(alloc.id)
         if old is not None:
             if not old.terminal_status():

@@ -3,7 +3,15 @@
 - At most one eval per job is in flight; others for the job wait as pending. When the in-flight
   one finishes, the best pending eval (highest priority, then newest) goes next and the rest are
   canceled ("canceled after more recent eval was processed").
-- Across jobs, higher priority first, then older (lower CreateIndex) first.
+- Across jobs, higher priority first; within a priority, the earliest "virtual arrival" first:
+  when the eval arrived plus COST_WEIGHT per placement its job asks for. A small job that
+  arrives while large ones wait goes ahead of them, and a large one is passed over for at most
+  its own size x COST_WEIGHT, so nothing starves (Nomad is plain FIFO here: a count-10 job
+  waits behind every large job queued before it).
+- With a dispatch window (the number of workers), at most that many evals are handed out at
+  once, so the order above still applies to everything not yet started; with three or more
+  workers one slot is kept for small evals, so a small job never waits for a large one to
+  finish scheduling.
 - Evals with WaitUntil in the future are held until then.
 - Blocked evals: one per job (a newer one cancels the older). They are released when capacity
   may have appeared - a node of a class they did not find ineligible becomes usable, or an alloc
@@ -19,7 +27,7 @@ from __future__ import annotations
 import heapq
 from dataclasses import dataclass, field
 
-from drover.common.durations import MINUTE
+from drover.common.durations import MILLISECOND, MINUTE
 from drover.common.evaluation import (
     EVAL_STATUS_BLOCKED,
     EVAL_STATUS_CANCELED,
@@ -31,6 +39,10 @@ from drover.common.evaluation import (
 CANCELED_NEWER_EVAL = "canceled after more recent eval was processed"
 CANCELED_NEWER_BLOCKED = "canceled: a newer blocked eval replaced it"
 MAX_PLAN_RELEASE = 1 * MINUTE
+# How much later a placement makes an eval count as having arrived (ns per placement).
+COST_WEIGHT = 10 * MILLISECOND
+# Evals whose jobs ask for at most this many placements count as small.
+SMALL_EVAL = 100
 
 JobKey = tuple[str, str]
 
@@ -46,7 +58,12 @@ def _key(ev: Evaluation) -> JobKey:
 
 
 class EvalBroker:
-    def __init__(self) -> None:
+    def __init__(self, window: int | None = None) -> None:
+        # At most `window` evals out at once (None: no limit); see the module notes.
+        self.window = window
+        self.large_window = None if window is None else (window - 1 if window >= 3 else window)
+        self.cost: dict[str, int] = {}
+        self.arrival: dict[str, int] = {}
         self.inflight: dict[JobKey, str] = {}
         self.pending: dict[JobKey, dict[str, Evaluation]] = {}
         self.delayed: list[tuple[int, str]] = []
@@ -58,11 +75,19 @@ class EvalBroker:
         self._cancel: list[Evaluation] = []
 
     # --- what the log says ---
-    def upsert(self, ev: Evaluation, now: int) -> None:
+    def upsert(self, ev: Evaluation, now: int, cost: int = 1) -> None:
+        """Take in an eval as the log now has it; `cost` is how many placements its job asks
+        for (the service knows the job)."""
         key = _key(ev)
         if self.inflight.get(key) == ev.id and ev.status != EVAL_STATUS_PENDING:
             # The in-flight eval finished (or was re-blocked): the job's slot is free.
             del self.inflight[key]
+        if ev.status in (EVAL_STATUS_PENDING, EVAL_STATUS_BLOCKED):
+            self.cost[ev.id] = cost
+            self.arrival.setdefault(ev.id, ev.create_time or now)
+        else:
+            self.cost.pop(ev.id, None)
+            self.arrival.pop(ev.id, None)
         for bucket in self.pending.values():
             bucket.pop(ev.id, None)
         self.delayed_evals.pop(ev.id, None)
@@ -150,15 +175,40 @@ class EvalBroker:
                                 }
                             )
                         )
-                self.pending.pop(key, None)
+                        self.cost.pop(e.id, None)
+                        self.arrival.pop(e.id, None)
+                self.pending[key] = {best.id: best}
                 ready.append(best)
             elif blocked:
                 ready.append(blocked[0])
-                self.unblocked.pop(blocked[0].id, None)
-        ready.sort(key=lambda e: (-e.priority, e.create_index))
+        ready.sort(key=self._order)
+        for ev in self._within_window(ready):
+            key = _key(ev)
+            self.pending.pop(key, None)
+            self.unblocked.pop(ev.id, None)
+            self.inflight[key] = ev.id
+            out.dispatch.append(ev)
+        return out
+
+    def _order(self, ev: Evaluation) -> tuple[int, int, int]:
+        virtual = self.arrival.get(ev.id, 0) + self.cost.get(ev.id, 1) * COST_WEIGHT
+        return (-ev.priority, virtual, ev.create_index)
+
+    def _within_window(self, ready: list[Evaluation]) -> list[Evaluation]:
+        if self.window is None or self.large_window is None:
+            return ready
+        out: list[Evaluation] = []
+        busy = len(self.inflight)
+        large = sum(1 for eid in self.inflight.values() if self.cost.get(eid, 1) > SMALL_EVAL)
         for ev in ready:
-            self.inflight[_key(ev)] = ev.id
-        out.dispatch = ready
+            if busy >= self.window:
+                break
+            is_large = self.cost.get(ev.id, 1) > SMALL_EVAL
+            if is_large and large >= self.large_window:
+                continue
+            out.append(ev)
+            busy += 1
+            large += is_large
         return out
 
     def next_wakeup(self) -> int | None:

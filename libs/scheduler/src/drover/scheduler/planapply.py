@@ -7,6 +7,7 @@ no node is ever over-committed rests here.
 
 from __future__ import annotations
 
+from drover.common.alloc import Allocation
 from drover.common.events import PlanApplied
 from drover.common.node import NODE_ELIGIBLE
 from drover.common.reducer import apply
@@ -23,24 +24,36 @@ def node_fits(state: StateSnapshot, node_id: str, plan: Plan) -> tuple[bool, str
     node = state.node(node_id)
     if node is None:
         return False, "node does not exist"
-    existing = {a.id: a for a in state.allocs_by_node(node_id) if not a.terminal_status()}
-    new = [a for a in placing if a.id not in existing]
+
+    def live_here(alloc_id: str) -> Allocation | None:
+        cur = state.alloc(alloc_id)
+        return cur if cur is not None and cur.node_id == node_id and not cur.terminal_status() else None
+
+    # Start from the node's usage by its live allocs (kept by the state), take out every alloc
+    # the plan stops, preempts or replaces in place, and add what it places: work in the size
+    # of the plan, not of the node.
+    cpu, mem, disk = state.node_usage(node_id)
+    removed: set[str] = set()
+    for a in (*plan.node_update.get(node_id, ()), *plan.node_preemptions.get(node_id, ()), *placing):
+        cur = live_here(a.id) if a.id not in removed else None
+        if cur is not None:
+            removed.add(a.id)
+            cpu -= cur.resources.cpu
+            mem -= cur.resources.memory_mb
+            disk -= cur.resources.disk_mb
+    new = False
+    for a in placing:
+        if a.id not in removed:
+            new = True
+        if not a.terminal_status():
+            cpu += a.resources.cpu
+            mem += a.resources.memory_mb
+            disk += a.resources.disk_mb
     if new:
         if not node.ready():
             return False, "node is not ready for placements"
         if node.scheduling_eligibility != NODE_ELIGIBLE:
             return False, "node is not eligible"
-    for a in plan.node_update.get(node_id, []):
-        existing.pop(a.id, None)
-    for a in plan.node_preemptions.get(node_id, []):
-        existing.pop(a.id, None)
-    for a in placing:
-        existing.pop(a.id, None)
-    cpu = mem = disk = 0
-    for a in list(existing.values()) + [a for a in placing if not a.terminal_status()]:
-        cpu += a.resources.cpu
-        mem += a.resources.memory_mb
-        disk += a.resources.disk_mb
     cap_cpu, cap_mem, cap_disk = node.capacity()
     if cpu > cap_cpu:
         return False, "cpu"

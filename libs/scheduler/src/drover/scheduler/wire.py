@@ -34,7 +34,7 @@ _RESP: TypeAdapter[PlanResponse] = TypeAdapter(PlanResponse)
 
 
 def encode_request(req: PlanRequest) -> bytes:
-    return pack(_REQ.dump_json(req, by_alias=True))
+    return pack(_REQ.dump_json(req, by_alias=True, exclude_defaults=True))
 
 
 def decode_request(data: bytes) -> PlanRequest:

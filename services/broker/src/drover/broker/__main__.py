@@ -36,18 +36,29 @@ _tracer = tracer("drover.broker")
 
 
 class BrokerService:
-    def __init__(self, replica: Replica) -> None:
+    def __init__(self, replica: Replica, window: int | None = None) -> None:
         self.replica = replica
-        self.broker = EvalBroker()
+        self.broker = EvalBroker(window)
         self.wake = asyncio.Event()
         # Trace context of the event that last wrote each eval, passed on to the worker.
         self.trace_of: dict[str, dict[str, Any]] = {}
+
+    def cost(self, ev: Evaluation) -> int:
+        """How many placements the eval's job asks for: what the broker orders work by."""
+        state = self.replica.state
+        job = state.job(ev.namespace, ev.job_id)
+        live = sum(1 for a in state.allocs_by_job(ev.namespace, ev.job_id) if not a.terminal_status())
+        if job is None or job.stop:
+            return max(1, live)
+        if job.type in ("system", "sysbatch"):
+            return max(1, len(state.nodes) * len(job.task_groups))
+        return max(1, live, sum(tg.count for tg in job.task_groups))
 
     def seed(self) -> None:
         now = time.time_ns()
         for ev in sorted(self.replica.state.evals.values(), key=lambda e: e.create_index):
             if not ev.terminal_status():
-                self.broker.upsert(ev, now)
+                self.broker.upsert(ev, now, self.cost(ev))
 
     def on_event(self, position: int, event: Event, meta: dict[str, Any]) -> None:
         now = time.time_ns()
@@ -59,7 +70,7 @@ class BrokerService:
                 elif ev.terminal_status():
                     self.trace_of.pop(ev.id, None)
                 cur = state.eval(ev.id) or ev
-                self.broker.upsert(cur, now)
+                self.broker.upsert(cur, now, self.cost(cur) if not cur.terminal_status() else 1)
         elif isinstance(event, (NodeRegistered, NodeStatusUpdated, NodeEligibilityUpdated, NodeDrainUpdated)):
             node_id = event.node.id if isinstance(event, NodeRegistered) else event.node_id
             node = state.node(node_id)
@@ -87,7 +98,8 @@ async def run(settings: Settings, stop: asyncio.Event) -> None:
     relay = Relay(store, js, libpq_url(settings.database_url))
     relay_task = asyncio.create_task(relay.run(stop))
     replica = Replica(store, js)
-    svc = BrokerService(replica)
+    # One eval per worker at a time: what is not yet handed out can still be reordered.
+    svc = BrokerService(replica, window=max(1, settings.workers))
     replica.listeners.append(svc.on_event)
     await replica.start()
     svc.seed()

@@ -5,9 +5,12 @@ plan submissions one at a time; the others stand by."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import heapq
 import logging
 import os
 import socket
+import time
 
 import psycopg
 from nats.aio.msg import Msg
@@ -19,11 +22,43 @@ from drover.common.settings import Settings
 from drover.common.store import EventStore, FencedError, libpq_url
 from drover.common.telemetry import extract, tracer
 from drover.planner.applier import LEASE, PlanApplier
-from drover.scheduler.wire import PlanResponse, decode_request, encode_response
+from drover.scheduler.wire import PlanRequest, PlanResponse, decode_request, encode_response
 
 log = logging.getLogger("drover.planner")
 _tracer = tracer("drover.planner")
 LEADER_LOCK_KEY = 4_646_001
+# Seconds a plan counts as arriving later per alloc it places or stops.
+PLAN_WEIGHT = 0.001
+
+
+class PlanQueue:
+    """Plans waiting for the applier. Applied one at a time, smallest first with aging (a plan
+    counts as arriving PLAN_WEIGHT later per alloc it touches): a count-10 job's plan does not
+    wait behind a queued 1,000-alloc one, and a large plan is passed over for a bounded time."""
+
+    def __init__(self) -> None:
+        self._heap: list[tuple[float, int, PlanRequest, Msg]] = []
+        self._seq = 0
+        self._ready = asyncio.Event()
+
+    def put(self, req: PlanRequest, msg: Msg) -> None:
+        plan = req.plan
+        size = sum(len(v) for v in plan.node_allocation.values()) + sum(
+            len(v) for v in plan.node_update.values()
+        )
+        self._seq += 1
+        heapq.heappush(self._heap, (time.monotonic() + size * PLAN_WEIGHT, self._seq, req, msg))
+        self._ready.set()
+
+    async def get(self, timeout: float) -> tuple[PlanRequest, Msg] | None:
+        if not self._heap:
+            self._ready.clear()
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._ready.wait(), timeout)
+        if not self._heap:
+            return None
+        _, _, req, msg = heapq.heappop(self._heap)
+        return req, msg
 
 
 async def wait_for_leadership(conninfo: str, stop: asyncio.Event) -> psycopg.AsyncConnection[object] | None:
@@ -60,10 +95,18 @@ async def run(settings: Settings, stop: asyncio.Event) -> None:
     replica = Replica(store, js)
     await replica.start()
     applier = PlanApplier(store, replica, epoch)
-    queue: asyncio.Queue[Msg] = asyncio.Queue()
+    queue = PlanQueue()
 
     async def on_plan(msg: Msg) -> None:
-        await queue.put(msg)
+        # Decoded on arrival: this overlaps the previous plan's commit, which waits on Postgres.
+        try:
+            req = decode_request(msg.data)
+        except Exception as e:
+            log.warning("undecodable plan: %s", e)
+            with contextlib.suppress(Exception):
+                await msg.respond(encode_response(PlanResponse(full=False, error=f"bad plan: {e}")))
+            return
+        queue.put(req, msg)
 
     sub = await nc.subscribe(PLAN_SUBJECT, queue="planner", cb=on_plan)
 
@@ -81,13 +124,13 @@ async def run(settings: Settings, stop: asyncio.Event) -> None:
     watcher = asyncio.create_task(watch_lock())
     try:
         while not stop.is_set():
-            try:
-                msg = await asyncio.wait_for(queue.get(), 0.5)
-            except TimeoutError:
+            item = await queue.get(0.5)
+            if item is None:
                 continue
+            req, msg = item
             try:
                 with _tracer.start_as_current_span("planner.apply", context=extract(msg.headers)):
-                    resp = await applier.apply(decode_request(msg.data))
+                    resp = await applier.apply(req)
             except FencedError:
                 log.error("fenced: a newer leader exists; stepping down")
                 stop.set()

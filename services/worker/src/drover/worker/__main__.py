@@ -84,13 +84,21 @@ class Worker:
         limit = plan_attempts(current.type)
         attempts = 0
         while True:
+            t0 = time.perf_counter()
             res = schedule(self.replica.state, current, time.time_ns())
+            t1 = time.perf_counter()
             evals = [res.eval, *res.create_evals]
             if res.blocked_eval is not None:
                 evals.append(res.blocked_eval)
             if res.reblock:
                 evals = [res.eval.model_copy(update={"status": EVAL_STATUS_BLOCKED}), *res.create_evals]
             resp = await self.submit(res.plan, evals)
+            log.debug(
+                "eval %s: scheduled in %.0f ms, plan answered in %.0f ms",
+                current.id,
+                (t1 - t0) * 1000,
+                (time.perf_counter() - t1) * 1000,
+            )
             if resp.error == "eval already processed":
                 return
             if resp.error:
@@ -138,6 +146,7 @@ async def run(settings: Settings, stop: asyncio.Event) -> None:
             ack_policy=AckPolicy.EXPLICIT, ack_wait=settings.eval_ack_wait, max_ack_pending=-1
         ),
     )
+    idle_since = time.perf_counter()
     while not stop.is_set():
         try:
             msgs: list[Msg] = await sub.fetch(1, timeout=1.0)
@@ -147,6 +156,7 @@ async def run(settings: Settings, stop: asyncio.Event) -> None:
             log.warning("fetch: %s", e)
             await asyncio.sleep(0.5)
             continue
+        log.debug("idle %.0f ms before the next eval", (time.perf_counter() - idle_since) * 1000)
         for msg in msgs:
             deliveries = msg.metadata.num_delivered if msg.metadata else 1
             # Tell JetStream we are still on it, so a long eval is not redelivered meanwhile.
@@ -163,6 +173,7 @@ async def run(settings: Settings, stop: asyncio.Event) -> None:
                 beat.cancel()
                 log.exception("eval failed; nack")
                 await _settle(msg.nak(delay=nack_delay(deliveries)))
+        idle_since = time.perf_counter()
     await close(nc)
     store.close()
 

@@ -18,7 +18,7 @@ from typing import Any
 
 from sqlalchemy import Connection, Engine, create_engine, text
 
-from drover.common.events import Event, PlanApplied, decode_event, encode_event
+from drover.common.events import Event, PlanApplied, decode_event, encode_event_json
 from drover.common.reducer import apply
 from drover.common.state import InMemoryState
 from drover.common.store.projections import PROJECTION_TABLES, SqlState
@@ -126,7 +126,7 @@ class EventStore:
                     "s": stream,
                     "v": versions[stream],
                     "t": item.event.type,
-                    "d": json.dumps(encode_event(item.event)),
+                    "d": encode_event_json(item.event),
                     "m": json.dumps(item.metadata),
                 }
             )
@@ -171,9 +171,9 @@ class EventStore:
         with self.engine.connect() as conn:
             return int(conn.exec_driver_sql("SELECT coalesce(max(position), 0) FROM events").scalar_one())
 
-    def read(self, after: int = 0, limit: int = 1000) -> list[RecordedEvent]:
+    def read(self, after: int = 0, limit: int = 1000, *, replica: bool = False) -> list[RecordedEvent]:
         """Events with position > `after`, in order. Gap-free: nothing can commit below the
-        highest position already visible."""
+        highest position already visible. `replica` decodes them as replicas keep them."""
         with self.engine.connect() as conn:
             rows = conn.execute(
                 text(
@@ -182,7 +182,10 @@ class EventStore:
                 ),
                 {"a": after, "l": limit},
             ).all()
-        return [RecordedEvent(int(r[0]), r[1], int(r[2]), decode_event(r[3]), r[4], r[5]) for r in rows]
+        return [
+            RecordedEvent(int(r[0]), r[1], int(r[2]), decode_event(r[3], replica=replica), r[4], r[5])
+            for r in rows
+        ]
 
     def read_raw(self, after: int = 0, limit: int = 1000) -> list[tuple[int, str, str, dict[str, Any]]]:
         """(position, type, JSON, metadata) after `after`, undecoded (the relay forwards them)."""

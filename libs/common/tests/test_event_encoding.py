@@ -1,0 +1,113 @@
+"""How events are stored and decoded: compact JSON that round-trips exactly, Nomad's nulls taken
+as defaults at any depth, and the leaner form replicas keep."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from drover.common import Allocation, Job
+from drover.common.alloc import AllocMetric, NodeScoreMeta, ReplicaAllocation
+from drover.common.evaluation import Evaluation
+from drover.common.events import (
+    EvalsUpserted,
+    JobDeregistered,
+    PlanApplied,
+    ReplicaPlanApplied,
+    decode_event,
+    encode_event,
+    encode_event_json,
+)
+from drover.common.job import Resources
+from drover.common.reducer import apply
+from drover.common.state import InMemoryState
+
+
+def _alloc(i: int, **kw: object) -> Allocation:
+    return Allocation(
+        id=f"a{i}",
+        eval_id="e1",
+        name=f"web.web[{i}]",
+        node_id="n1",
+        job_id="web",
+        task_group="web",
+        resources=Resources(cpu=250, memory_mb=64),
+        metrics=AllocMetric(nodes_evaluated=3, score_meta_data=[NodeScoreMeta(node_id="n1", norm_score=0.5)]),
+        **kw,  # type: ignore[arg-type]
+    )
+
+
+EVENTS = [
+    PlanApplied(eval_id="e1", job_id="web", allocs=[_alloc(0), _alloc(1)], at=5),
+    PlanApplied(eval_id="e2"),
+    JobDeregistered(namespace="default", job_id="web"),
+    EvalsUpserted(evals=[Evaluation(id="e1", job_id="web", status="complete")]),
+]
+
+
+@pytest.mark.parametrize("event", EVENTS, ids=lambda e: e.type)
+def test_compact_json_round_trips(event: PlanApplied) -> None:
+    stored = encode_event_json(event)
+    assert json.loads(stored)["Type"] == event.type
+    assert decode_event(stored) == event
+    # and the compact form decodes to what the full form does
+    assert decode_event(stored) == decode_event(json.dumps(encode_event(event)))
+
+
+def test_compact_json_leaves_defaults_out() -> None:
+    stored = json.loads(encode_event_json(EVENTS[0]))
+    alloc = stored["Allocs"][0]
+    assert "DesiredStatus" not in alloc  # "run" is the default
+    assert alloc["Resources"] == {"CPU": 250, "MemoryMB": 64}
+    assert len(encode_event_json(EVENTS[0])) < len(json.dumps(encode_event(EVENTS[0]))) / 2
+
+
+def test_nulls_take_defaults_at_any_depth() -> None:
+    body = {
+        "ID": "api",
+        "Priority": None,
+        "TaskGroups": [
+            {"Name": "g", "Count": None, "Tasks": [{"Name": "t", "Driver": "mock", "Config": None}]}
+        ],
+    }
+    for job in (Job.model_validate(body), Job.model_validate_json(json.dumps(body))):
+        assert job.priority == Job().priority
+        assert job.task_groups[0].count == 1
+        assert job.task_groups[0].tasks[0].config == {}
+
+
+def test_replica_decoding_drops_metrics_only() -> None:
+    stored = encode_event_json(EVENTS[0])
+    full = decode_event(stored)
+    lean = decode_event(stored, replica=True)
+    assert isinstance(lean, ReplicaPlanApplied) and isinstance(full, PlanApplied)
+    assert all(isinstance(a, ReplicaAllocation) and a.metrics is None for a in lean.allocs)
+    assert all(a.metrics is not None for a in full.allocs)
+    strip = {"metrics"}
+    assert [a.model_dump(exclude=strip) for a in lean.allocs] == [
+        a.model_dump(exclude=strip) for a in full.allocs
+    ]
+
+
+def test_both_decodings_reduce_to_the_same_state_but_metrics() -> None:
+    full_state, lean_state = InMemoryState(), InMemoryState(drop_metrics=True)
+    for pos, ev in enumerate(EVENTS, start=1):
+        stored = encode_event_json(ev)
+        apply(full_state, pos, decode_event(stored))
+        apply(lean_state, pos, decode_event(stored, replica=True))
+    assert full_state.alloc("a0") is not None and full_state.alloc("a0").metrics is not None  # type: ignore[union-attr]
+    lean = lean_state.alloc("a0")
+    assert lean is not None and lean.metrics is None
+    assert lean.model_dump(exclude={"metrics"}) == full_state.alloc("a0").model_dump(exclude={"metrics"})  # type: ignore[union-attr]
+
+
+def test_a_plan_touching_an_existing_alloc_keeps_its_recorded_metrics() -> None:
+    state = InMemoryState()
+    apply(state, 1, EVENTS[0])
+    # A stop comes from a worker's replica: no metrics on it.
+    stop = _alloc(0).model_copy(update={"metrics": None, "desired_status": "stop"})
+    apply(state, 2, PlanApplied(eval_id="e3", stopped=[stop]))
+    after = state.alloc("a0")
+    assert after is not None and after.desired_status == "stop"
+    assert after.metrics == _alloc(0).metrics
