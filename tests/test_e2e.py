@@ -39,6 +39,8 @@ def test_register_scale_deregister(cluster: Cluster) -> None:
     assert placed_after < 2.0, f"10 allocs took {placed_after:.2f}s"
     names = sorted(a["Name"] for a in live(c, "web"))
     assert names == sorted(f"web.web[{i}]" for i in range(10))
+    assert c.get("/v1/job/web")["Status"] == "running"
+    assert [j["Status"] for j in c.get("/v1/jobs", prefix="web")] == ["running"]
 
     c.put("/v1/job/web/scale", {"Count": 20, "Target": {"Group": "web"}})
     c.wait(lambda: len(live(c, "web")) == 20)
@@ -49,6 +51,7 @@ def test_register_scale_deregister(cluster: Cluster) -> None:
     r = c.http.delete("/v1/job/web")
     assert r.status_code == 200
     c.wait(lambda: live(c, "web") == [])
+    c.wait(lambda: c.get("/v1/job/web")["Status"] == "dead")
 
 
 def test_blocked_job_is_placed_when_a_node_joins(cluster: Cluster) -> None:
@@ -59,6 +62,7 @@ def test_blocked_job_is_placed_when_a_node_joins(cluster: Cluster) -> None:
     assert ev["BlockedEval"], ev
     assert c.get(f"/v1/evaluation/{ev['BlockedEval']}")["Status"] == "blocked"
     assert live(c, "big") == []
+    assert c.get("/v1/job/big")["Status"] == "pending"  # nothing placed, a blocked eval waits
     c.put("/v1/drover/node/register", {"Node": node_json("large", cpu=8000)})
     allocs = c.wait(lambda: live(c, "big"))
     assert allocs[0]["NodeID"] == "large"

@@ -247,3 +247,20 @@ class Job(NomadModel):
 
     def stopped(self) -> bool:
         return self.stop
+
+
+def derive_job_status(
+    job: Job, *, has_allocs: bool, live_allocs: bool, has_evals: bool, live_evals: bool
+) -> str:
+    """A job's Status, derived as Nomad derives it: a system or periodic job runs until it is
+    stopped; otherwise a live (non-terminal) alloc means running, else a live eval (pending or
+    blocked) means pending; once it had allocs or evals and all are terminal it is dead."""
+    if job.type == JOB_TYPE_SYSTEM or job.periodic is not None:
+        return JOB_STATUS_DEAD if job.stop else JOB_STATUS_RUNNING
+    if live_allocs:
+        return JOB_STATUS_RUNNING
+    if live_evals:
+        return JOB_STATUS_PENDING
+    if has_allocs or has_evals or job.stop:
+        return JOB_STATUS_DEAD
+    return JOB_STATUS_PENDING

@@ -7,6 +7,7 @@ from typing import Any
 from sqlalchemy import text
 
 from drover.common import Allocation, Deployment, Evaluation, Job, Node
+from drover.common.job import derive_job_status
 from drover.common.store import EventStore
 
 
@@ -27,13 +28,55 @@ class Reads:
             ns=namespace,
             p=prefix.replace("%", r"\%").replace("_", r"\_") + "%",
         )
-        return [Job.model_validate_json(d) for d in docs]
+        return self._with_status(namespace, [Job.model_validate_json(d) for d in docs])
 
     def job(self, namespace: str, job_id: str) -> Job | None:
         docs = self._docs(
             "SELECT doc::text FROM jobs WHERE namespace = :ns AND id = :id", ns=namespace, id=job_id
         )
-        return Job.model_validate_json(docs[0]) if docs else None
+        return self._with_status(namespace, [Job.model_validate_json(docs[0])])[0] if docs else None
+
+    def _with_status(self, namespace: str, jobs: list[Job]) -> list[Job]:
+        """The jobs with Status derived from their allocs and evals now (two grouped queries)."""
+        if not jobs:
+            return jobs
+        ids = [j.id for j in jobs]
+        with self.store.engine.connect() as conn:
+            allocs = {
+                r[0]: bool(r[1])
+                for r in conn.execute(
+                    text(
+                        "SELECT job_id, bool_or(NOT (doc->>'DesiredStatus' IN ('stop', 'evict') "
+                        "OR doc->>'ClientStatus' IN ('complete', 'failed', 'lost'))) "
+                        "FROM allocs WHERE namespace = :ns AND job_id = ANY(:ids) GROUP BY job_id"
+                    ),
+                    {"ns": namespace, "ids": ids},
+                )
+            }
+            evals = {
+                r[0]: bool(r[1])
+                for r in conn.execute(
+                    text(
+                        "SELECT job_id, bool_or(status NOT IN ('complete', 'failed', 'canceled')) "
+                        "FROM evals WHERE namespace = :ns AND job_id = ANY(:ids) GROUP BY job_id"
+                    ),
+                    {"ns": namespace, "ids": ids},
+                )
+            }
+        return [
+            j.model_copy(
+                update={
+                    "status": derive_job_status(
+                        j,
+                        has_allocs=j.id in allocs,
+                        live_allocs=allocs.get(j.id, False),
+                        has_evals=j.id in evals,
+                        live_evals=evals.get(j.id, False),
+                    )
+                }
+            )
+            for j in jobs
+        ]
 
     def job_versions(self, namespace: str, job_id: str) -> list[Job]:
         docs = self._docs(
