@@ -453,3 +453,26 @@ def test_ten_thousand_nodes_in_twenty_classes_cost_twenty_checks() -> None:
     assert result.nodes_evaluated == 10_000
     assert len(result.nodes) == 5_000
     assert len(result.class_eligibility) == 20
+
+
+def test_ready_nodes_are_remembered_until_a_node_changes() -> None:
+    from drover.scheduler.feasible import ready_nodes_cached
+    from drover.scheduler.state import InMemoryState
+
+    state = InMemoryState()
+    for i in range(3):
+        state.upsert_node(Node(id=f"n{i}", datacenter="dc1"))
+    job = Job(id="j", datacenters=["dc1"])
+    ready, available, in_pool, caps = ready_nodes_cached(state, job)
+    assert [n.id for n in ready] == ["n0", "n1", "n2"] and available == {"dc1": 3} and in_pool == 3
+    assert caps.shape == (3, 3)
+    assert state.derived  # remembered
+    ready.clear()  # callers get their own copies
+    assert len(ready_nodes_cached(state, job)[0]) == 3
+    state.upsert_node(Node(id="n1", datacenter="dc1", status=NODE_STATUS_DOWN))
+    ready, available, _, caps = ready_nodes_cached(state, job)
+    assert [n.id for n in ready] == ["n0", "n2"] and available == {"dc1": 2} and caps.shape == (2, 3)
+    state.delete_node("n0")
+    assert [n.id for n in ready_nodes_cached(state, job)[0]] == ["n2"]
+    # another datacenter list is another entry
+    assert ready_nodes_cached(state, Job(id="k", datacenters=["dc2"]))[0] == []

@@ -176,6 +176,8 @@ def _upsert_alloc(state: StateWriter, index: int, a: Allocation, at: int) -> All
             )
         elif old.deployment_status is not None:
             update["deployment_status"] = old.deployment_status
+    if getattr(state, "drop_metrics", False):
+        update["metrics"] = None  # the state would drop them anyway: one copy, not two
     new = a.model_copy(update=update)
     state.upsert_alloc(new)
     return new

@@ -66,6 +66,10 @@ class InMemoryState:
         self._by_node: dict[str, dict[str, Allocation]] = {}
         self._usage: dict[str, list[int]] = {}
         self._latest_deployment: dict[JobKey, str] = {}
+        # Bumped on every node change; `derived` holds what readers compute from the node set
+        # alone (the scheduler's ready-node tables), valid while the version stands.
+        self.nodes_version = 0
+        self.derived: dict[object, object] = {}
 
     # --- reads (StateSnapshot) ---
     @property
@@ -116,9 +120,15 @@ class InMemoryState:
         if not node.computed_class:
             node = node.model_copy(update={"computed_class": compute_class(node)})
         self.nodes[node.id] = node
+        self._nodes_changed()
 
     def delete_node(self, node_id: str) -> None:
         self.nodes.pop(node_id, None)
+        self._nodes_changed()
+
+    def _nodes_changed(self) -> None:
+        self.nodes_version += 1
+        self.derived.clear()
 
     def upsert_job(self, job: Job) -> None:
         key = (job.namespace, job.id)

@@ -14,10 +14,14 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
 
+import numpy as np
+
 from drover.common.alloc import AllocMetric
 from drover.common.job import Constraint, Job, TaskGroup
 from drover.common.node import NODE_ELIGIBLE, NODE_STATUS_READY, Node, compute_class
+from drover.common.state import StateSnapshot
 from drover.scheduler.constraints import DISTINCT_OPERANDS, is_escaped, matches
+from drover.scheduler.rank import FloatArray
 
 __all__ = [
     "FILTER_MISSING_DRIVERS",
@@ -26,6 +30,7 @@ __all__ = [
     "FeasibleSet",
     "distinct_constraints",
     "node_in_job_pool",
+    "ready_nodes_cached",
     "ready_nodes_in_pool",
     "task_group_constraints",
     "task_group_drivers",
@@ -64,6 +69,24 @@ def node_in_job_pool(node: Node, job: Job) -> bool:
     status (Nomad's IsInPool and IsInAnyDC: an alloc on a node outside them must move)."""
     in_pool = _any_pool(job.node_pool) or node.node_pool == job.node_pool
     return in_pool and _in_any_datacenter(node.datacenter, job.datacenters)
+
+
+def ready_nodes_cached(state: StateSnapshot, job: Job) -> tuple[list[Node], dict[str, int], int, FloatArray]:
+    """`ready_nodes_in_pool` over the state's nodes, with their capacities (rows of cpu,
+    memory, disk), remembered in the state until a node changes (a state without `derived`
+    computes them every time). Evals far outnumber node changes, and a scan of thousands of
+    nodes is most of a small eval's time."""
+    derived: dict[object, object] | None = getattr(state, "derived", None)
+    key = ("ready_nodes", job.node_pool, tuple(job.datacenters))
+    hit = derived.get(key) if derived is not None else None
+    if hit is None:
+        ready, available, in_pool = ready_nodes_in_pool(state.all_nodes(), job)
+        caps = np.array([n.capacity() for n in ready], dtype=np.float64).reshape(-1, 3)
+        hit = (ready, available, in_pool, caps)
+        if derived is not None:
+            derived[key] = hit
+    ready, available, in_pool, caps = hit  # type: ignore[misc]
+    return list(ready), dict(available), in_pool, caps
 
 
 def ready_nodes_in_pool(nodes: Iterable[Node], job: Job) -> tuple[list[Node], dict[str, int], int]:

@@ -43,10 +43,11 @@ SPREAD_MIN_LIMIT = 100
 class NodeTable:
     """The candidate nodes of one eval, with capacity and proposed usage as arrays."""
 
-    def __init__(self, nodes: Sequence[Node], state: StateSnapshot) -> None:
+    def __init__(self, nodes: Sequence[Node], state: StateSnapshot, caps: FloatArray | None = None) -> None:
         self.nodes = list(nodes)
         self.row = {n.id: i for i, n in enumerate(self.nodes)}
-        caps = np.array([n.capacity() for n in self.nodes], dtype=np.float64).reshape(-1, 3)
+        if caps is None:
+            caps = np.array([n.capacity() for n in self.nodes], dtype=np.float64).reshape(-1, 3)
         used = np.array([state.node_usage(n.id) for n in self.nodes], dtype=np.float64).reshape(-1, 3)
         self.cap_cpu, self.cap_mem, self.cap_disk = caps[:, 0].copy(), caps[:, 1].copy(), caps[:, 2].copy()
         self.used_cpu, self.used_mem, self.used_disk = used[:, 0].copy(), used[:, 1].copy(), used[:, 2].copy()
