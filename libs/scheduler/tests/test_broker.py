@@ -124,9 +124,10 @@ def test_small_job_goes_ahead_of_large_ones_queued_before_it() -> None:
 
 def test_a_large_job_is_passed_over_for_at_most_its_size_times_the_weight() -> None:
     b = EvalBroker()
-    b.upsert(ev("big", "j1", idx=1), NOW, cost=1000)  # counts as arriving 10 s later
-    b.upsert(ev("late-small", "j2", idx=2), NOW + 11 * SECOND, cost=10)
-    assert [e.id for e in b.due(NOW + 11 * SECOND).dispatch] == ["big", "late-small"]
+    b.upsert(ev("big", "j1", idx=1), NOW, cost=1000)  # counts as arriving 50 s later
+    b.upsert(ev("early-small", "j2", idx=2), NOW + 49 * SECOND, cost=10)
+    b.upsert(ev("late-small", "j3", idx=3), NOW + 51 * SECOND, cost=10)
+    assert [e.id for e in b.due(NOW + 51 * SECOND).dispatch] == ["early-small", "big", "late-small"]
 
 
 def test_priority_still_comes_before_size() -> None:

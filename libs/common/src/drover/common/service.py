@@ -1,5 +1,5 @@
 """The shell every asyncio service shares: logging and tracing, settings from the environment,
-and a stop event set by SIGINT/SIGTERM."""
+garbage-collector tuning, and a stop event set by SIGINT/SIGTERM."""
 
 from __future__ import annotations
 
@@ -7,6 +7,7 @@ import asyncio
 import signal
 from collections.abc import Awaitable, Callable
 
+from drover.common import gctune
 from drover.common.settings import Settings
 from drover.common.telemetry import setup_logging
 
@@ -22,6 +23,12 @@ def run_service(name: str, run: ServiceMain) -> None:
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGINT, signal.SIGTERM):
             loop.add_signal_handler(sig, stop.set)
-        await run(settings, stop)
+        gctune.tune()
+        gc_task = asyncio.create_task(gctune.maintain(stop))
+        try:
+            await run(settings, stop)
+        finally:
+            stop.set()
+            await gc_task
 
     asyncio.run(amain())

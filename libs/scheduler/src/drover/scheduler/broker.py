@@ -40,7 +40,7 @@ CANCELED_NEWER_EVAL = "canceled after more recent eval was processed"
 CANCELED_NEWER_BLOCKED = "canceled: a newer blocked eval replaced it"
 MAX_PLAN_RELEASE = 1 * MINUTE
 # How much later a placement makes an eval count as having arrived (ns per placement).
-COST_WEIGHT = 10 * MILLISECOND
+COST_WEIGHT = 50 * MILLISECOND
 # Evals whose jobs ask for at most this many placements count as small.
 SMALL_EVAL = 100
 
