@@ -12,6 +12,7 @@ until the periodic full collection (which unfreezes first) finds it.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import gc
 import time
 
@@ -30,10 +31,8 @@ async def maintain(stop: asyncio.Event) -> None:
     FULL_COLLECT_EVERY seconds."""
     last_full = time.monotonic()
     while not stop.is_set():
-        try:
+        with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(stop.wait(), FREEZE_EVERY)
-        except TimeoutError:
-            pass
         if time.monotonic() - last_full >= FULL_COLLECT_EVERY:
             gc.unfreeze()
             gc.collect()
