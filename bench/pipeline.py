@@ -63,7 +63,7 @@ def main() -> None:
     ap.add_argument("--nodes", type=int, default=5000)
     ap.add_argument("--jobs", type=int, default=100)
     ap.add_argument("--count", type=int, default=1000)
-    ap.add_argument("--workers", type=int, default=2)
+    ap.add_argument("--workers", type=int, default=3)
     ap.add_argument(
         "--log-level", default="INFO", help="the services' DROVER_LOG_LEVEL (DEBUG logs stage timings)"
     )

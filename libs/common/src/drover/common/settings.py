@@ -15,6 +15,8 @@ class Settings(BaseSettings):
     api_port: int = 4646
     # Largest request body the API accepts (bytes); larger gets 413.
     max_body_bytes: int = 8 * 1024 * 1024
-    workers: int = 2
+    # Scheduling workers `drover up` starts, and how many evals the broker hands out at once
+    # (with three or more, one slot is kept for small evals).
+    workers: int = 3
     # Seconds an eval may stay unacked before it is redelivered (Nomad's nack timeout: 60 s).
     eval_ack_wait: float = 60.0

@@ -112,6 +112,13 @@ async def run(settings: Settings, stop: asyncio.Event) -> None:
             out = svc.broker.due(time.time_ns())
             to_cancel.extend(out.cancel)
             to_publish.extend(out.dispatch)
+            for ev in out.dispatch:
+                log.debug(
+                    "dispatch eval %s of %s, created %.0f ms ago",
+                    ev.id,
+                    ev.job_id,
+                    (time.time_ns() - ev.create_time) / 1e6 if ev.create_time else -1,
+                )
             try:
                 if to_cancel:
                     await asyncio.to_thread(store.append, [EvalsUpserted(evals=to_cancel)])

@@ -70,7 +70,15 @@ class Worker:
         raise RuntimeError("no plan applier answered")
 
     async def process(self, ev: Evaluation, deliveries: int) -> None:
+        t0 = time.perf_counter()
         await self.replica.wait_for(ev.modify_index)
+        log.debug(
+            "eval %s of %s: %.0f ms since it was created, %.0f ms waiting for the replica",
+            ev.id,
+            ev.job_id,
+            (time.time_ns() - ev.create_time) / 1e6 if ev.create_time else -1,
+            (time.perf_counter() - t0) * 1000,
+        )
         current = self.replica.state.eval(ev.id)
         if current is None or current.terminal_status():
             return  # a redelivery of an eval already done with

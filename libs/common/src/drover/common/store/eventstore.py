@@ -89,11 +89,17 @@ class EventStore:
         items = [e if isinstance(e, NewEvent) else NewEvent(e) for e in events]
         if not items:
             return []
+        # Encoded before the transaction: the table lock is held for as short a time as can be.
+        encoded = [(encode_event_json(i.event), json.dumps(i.metadata)) for i in items]
         with self.engine.begin() as conn:
-            return self._append(conn, items, fence)
+            return self._append(conn, items, encoded, fence)
 
     def _append(
-        self, conn: Connection, items: list[NewEvent], fence: tuple[str, int] | None
+        self,
+        conn: Connection,
+        items: list[NewEvent],
+        encoded: list[tuple[str, str]],
+        fence: tuple[str, int] | None,
     ) -> list[RecordedEvent]:
         conn.exec_driver_sql("LOCK TABLE events IN EXCLUSIVE MODE")
         if fence is not None:
@@ -111,7 +117,7 @@ class EventStore:
         position = int(conn.exec_driver_sql("SELECT coalesce(max(position), 0) FROM events").scalar_one())
         recorded: list[RecordedEvent] = []
         params: list[dict[str, Any]] = []
-        for item in items:
+        for item, (data, metadata) in zip(items, encoded, strict=True):
             stream = item.event.stream()
             if item.expected_version is not None and versions[stream] != item.expected_version:
                 raise ConcurrencyError(
@@ -126,8 +132,8 @@ class EventStore:
                     "s": stream,
                     "v": versions[stream],
                     "t": item.event.type,
-                    "d": encode_event_json(item.event),
-                    "m": json.dumps(item.metadata),
+                    "d": data,
+                    "m": metadata,
                 }
             )
         conn.execute(
