@@ -111,3 +111,22 @@ def test_a_plan_touching_an_existing_alloc_keeps_its_recorded_metrics() -> None:
     after = state.alloc("a0")
     assert after is not None and after.desired_status == "stop"
     assert after.metrics == _alloc(0).metrics
+
+
+def test_replica_state_shares_equal_parts_of_allocs_and_keeps_their_values() -> None:
+    lean = InMemoryState(drop_metrics=True)
+    plain = InMemoryState()
+    for st in (lean, plain):
+        apply(st, 1, EVENTS[0])
+    a0, a1 = lean.alloc("a0"), lean.alloc("a1")
+    assert a0 is not None and a1 is not None
+    assert a0.resources is a1.resources and a0.desired_transition is a1.desired_transition
+    assert a0.alloc_states is a1.alloc_states
+    p0 = plain.alloc("a0")
+    assert p0 is not None and p0.resources is not plain.alloc("a1").resources  # type: ignore[union-attr]
+    assert a0.model_dump(exclude={"metrics"}) == p0.model_dump(exclude={"metrics"})
+    # a change is a copy: the other alloc, and the shared parts, are untouched
+    stop = a0.model_copy(update={"desired_status": "stop", "alloc_states": [*a0.alloc_states]})
+    apply(lean, 2, PlanApplied(eval_id="e9", stopped=[stop]))
+    assert lean.alloc("a0").desired_status == "stop"  # type: ignore[union-attr]
+    assert a1.desired_status == "run" and a1.alloc_states == [] and a1.resources.cpu == 250

@@ -39,6 +39,8 @@ Listener = Callable[[int, Event, dict[str, Any]], None]
 def load_snapshot(store: EventStore) -> InMemoryState:
     """The projections as one consistent snapshot, at the log position they reflect."""
     state = InMemoryState(drop_metrics=True)
+    # Streamed (a server-side cursor) rather than fetched whole: a million allocs' documents
+    # would otherwise sit in memory as text while being decoded.
     with store.engine.connect() as conn:
         conn.exec_driver_sql("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
         position = int(conn.exec_driver_sql("SELECT coalesce(max(position), 0) FROM events").scalar_one())
@@ -52,7 +54,8 @@ def load_snapshot(store: EventStore) -> InMemoryState:
             state.upsert_deployment(Deployment.model_validate_json(doc))
         for (doc,) in conn.execute(text("SELECT doc::text FROM evals")):
             state.upsert_eval(Evaluation.model_validate_json(doc))
-        for (doc,) in conn.execute(text("SELECT doc::text FROM allocs")):
+        allocs = text("SELECT doc::text FROM allocs").execution_options(stream_results=True, yield_per=2000)
+        for (doc,) in conn.execute(allocs):
             state.upsert_alloc(ReplicaAllocation.model_validate_json(doc))
     state.bump(position)
     return state

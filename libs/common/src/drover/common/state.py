@@ -14,6 +14,10 @@ from drover.common import Allocation, Deployment, Evaluation, Job, Node
 from drover.common.node import compute_class
 
 JobKey = tuple[str, str]
+# One shared (empty) fields-set for compacted allocs; see InMemoryState._compact.
+_NO_FIELDS_SET: set[str] = set()
+# Shared empty containers for compacted allocs (never mutated: see InMemoryState._compact).
+_SHARED_EMPTY: dict[str, object] = {"task_states": {}, "preempted_allocations": [], "alloc_states": []}
 
 
 class StateSnapshot(Protocol):
@@ -53,8 +57,10 @@ class InMemoryState:
     per-node resource usage of non-terminal allocs kept incrementally)."""
 
     def __init__(self, *, drop_metrics: bool = False) -> None:
-        # Replicas drop alloc metrics: nothing they run reads them, and they are half an alloc.
+        # Replicas drop alloc metrics (nothing they run reads them, and they are half an alloc)
+        # and keep allocs compact: see `_compact`.
         self.drop_metrics = drop_metrics
+        self._interned: dict[tuple[object, ...], object] = {}
         self._index = 0
         self.nodes: dict[str, Node] = {}
         self.jobs: dict[JobKey, Job] = {}
@@ -149,8 +155,10 @@ class InMemoryState:
             self._latest_deployment[key] = dep.id
 
     def upsert_alloc(self, alloc: Allocation) -> None:
-        if self.drop_metrics and alloc.metrics is not None:
-            alloc = alloc.model_copy(update={"metrics": None})
+        if self.drop_metrics:
+            if alloc.metrics is not None:
+                alloc = alloc.model_copy(update={"metrics": None})
+            self._compact(alloc)
         old = self.allocs.get(alloc.id)
         if old is not None:
             if not old.terminal_status():
@@ -162,6 +170,27 @@ class InMemoryState:
         self._by_node.setdefault(alloc.node_id, {})[alloc.id] = alloc
         if not alloc.terminal_status():
             self._add_usage(alloc.node_id, _usage(alloc), 1)
+
+    def _compact(self, alloc: Allocation) -> None:
+        """Share what most allocs hold equal copies of: the resources of a task group, the
+        (usually empty) desired transition, empty task states and lists, and the record of
+        which fields were set (read only by canonicalization, which allocs never go through).
+        Allocs are never changed in place (every change is a model_copy, and that rule holds
+        for all code reading a replica), so sharing is safe; it more than halves a replica's
+        memory (bench/memory.py)."""
+        fields = alloc.__dict__
+        r = fields["resources"]
+        fields["resources"] = self._interned.setdefault(
+            ("resources", r.cpu, r.cores, r.memory_mb, r.memory_max_mb, r.disk_mb), r
+        )
+        t = fields["desired_transition"]
+        fields["desired_transition"] = self._interned.setdefault(
+            ("transition", t.migrate, t.reschedule, t.force_reschedule, t.no_shutdown_delay), t
+        )
+        object.__setattr__(alloc, "__pydantic_fields_set__", _NO_FIELDS_SET)
+        for name, empty in _SHARED_EMPTY.items():
+            if not fields[name]:
+                fields[name] = empty
 
     def upsert_allocs(self, allocs: Iterable[Allocation]) -> None:
         for a in allocs:
