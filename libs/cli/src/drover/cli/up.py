@@ -55,7 +55,13 @@ def run_up(settings: Settings) -> None:
         env = {**os.environ, "DROVER_DATABASE_URL": db_url, "DROVER_NATS_URL": nats_url}
         logs = data_dir / "logs"
         logs.mkdir(exist_ok=True)
-        plan = [("broker", 1), ("planner", 2), ("worker", max(1, settings.workers)), ("api", 1)]
+        plan = [
+            ("broker", 1),
+            ("planner", 2),
+            ("worker", max(1, settings.workers)),
+            ("watcher", 2),
+            ("api", 1),
+        ]
         children = [Child(svc, i) for svc, n in plan for i in range(n)]
 
         def spawn(c: Child) -> None:

@@ -6,6 +6,8 @@
 - EVALS: ready evals, a work queue the broker fills and workers pull from (one delivery each,
   acked when the eval's outcome is committed; unacked work is redelivered after the ack wait).
 - Plans go to the plan applier by request/reply on `drover.plan.submit`.
+- Client heartbeats go from the API to the heartbeat watcher on core NATS `drover.heartbeat`
+  (JSON {"NodeIDs": [...], "TTLs": [ns, ...]}): they are not state changes and are not kept.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ EVENTS_SUBJECT_PREFIX = "drover.events."
 EVALS_STREAM = "EVALS"
 EVALS_SUBJECT = "drover.evals.ready"
 PLAN_SUBJECT = "drover.plan.submit"
+HEARTBEAT_SUBJECT = "drover.heartbeat"
 POSITION_HEADER = "Drover-Position"
 LOG_HEADER = "Drover-Log"
 MSG_ID_HEADER = "Nats-Msg-Id"

@@ -20,3 +20,8 @@ class Settings(BaseSettings):
     workers: int = 3
     # Seconds an eval may stay unacked before it is redelivered (Nomad's nack timeout: 60 s).
     eval_ack_wait: float = 60.0
+    # Client heartbeats (seconds): the least TTL handed to a node, the grace after it before the
+    # node is missed, and what every node gets after a watcher failover (Nomad: 10, 10, 300).
+    heartbeat_min_ttl: float = 10.0
+    heartbeat_grace: float = 10.0
+    failover_heartbeat_ttl: float = 300.0

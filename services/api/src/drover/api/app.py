@@ -18,6 +18,7 @@ from fastapi import FastAPI, Request, Response
 from fastapi.responses import PlainTextResponse
 from pydantic import BaseModel, ValidationError
 
+from drover.api.heartbeats import Heartbeats
 from drover.api.reads import Reads
 from drover.common import Evaluation, Job, Node
 from drover.common.canonicalize import canonicalize
@@ -149,12 +150,14 @@ def create_app(settings: Settings, store: EventStore | None = None) -> FastAPI:
     store = store or EventStore(settings.database_url, pool_size=10)
     reads = Reads(store)
     watcher = IndexWatcher(libpq_url(settings.database_url), store)
+    heartbeats = Heartbeats(settings, reads)
 
     @contextlib.asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         task = asyncio.create_task(watcher.run())
         yield
         task.cancel()
+        await heartbeats.close()
         store.close()
 
     app = FastAPI(title="Drover", version="0.1.0", lifespan=lifespan)
@@ -535,12 +538,66 @@ def create_app(settings: Settings, store: EventStore | None = None) -> FastAPI:
             raise ApiError(400, "Node is invalid:\n" + "\n".join(problems))
         evals = await node_update_evals(node) if node.ready() else []
         index = await append([NodeRegistered(node=node), *([EvalsUpserted(evals=evals)] if evals else [])])
+        # Registering counts as a heartbeat: the watcher starts the node's clock when it sees the
+        # registration in the log (with the longest TTL it could have been handed).
+        ttl = await heartbeats.ttl()
         return {
             "NodeModifyIndex": index,
             "EvalIDs": [e.id for e in evals],
-            "HeartbeatTTL": 10_000_000_000,
+            "HeartbeatTTL": ttl,
             "Index": index,
         }
+
+    async def beat(node_ids: list[str], ttls: list[int]) -> None:
+        try:
+            await heartbeats.publish(node_ids, ttls)
+        except Exception as e:
+            raise ApiError(503, f"heartbeat not delivered (NATS unreachable): {e}") from e
+
+    async def heartbeat_nodes(node_ids: list[str]) -> dict[str, Any]:
+        """Heartbeats of `node_ids`: a node that was down or disconnected comes back (status
+        ready and node-update evals, in the log); every one is passed to the watcher."""
+        nodes = await asyncio.to_thread(reads.nodes_by_id, node_ids)
+        unknown = [n for n in node_ids if n not in nodes]
+        if unknown:
+            raise ApiError(404, f"unknown nodes: {', '.join(unknown)}")
+        events: list[Event | NewEvent] = []
+        evals: list[Evaluation] = []
+        now = time.time_ns()
+        for node in nodes.values():
+            if node.status != NODE_STATUS_READY:
+                back = node.model_copy(update={"status": NODE_STATUS_READY})
+                events.append(NodeStatusUpdated(node_id=node.id, status=NODE_STATUS_READY, at=now))
+                evals.extend(await node_update_evals(back))
+        if evals:
+            events.append(EvalsUpserted(evals=evals))
+        index = await append(events) if events else await asyncio.to_thread(reads.index)
+        ttls = [await heartbeats.ttl() for _ in node_ids]
+        await beat(node_ids, ttls)
+        return {
+            "HeartbeatTTLs": dict(zip(node_ids, ttls, strict=True)),
+            "EvalIDs": [e.id for e in evals],
+            "Index": index,
+        }
+
+    @app.put("/v1/drover/node/{node_id}/heartbeat")
+    @app.post("/v1/drover/node/{node_id}/heartbeat")
+    async def node_heartbeat(node_id: str) -> dict[str, Any]:
+        out = await heartbeat_nodes([node_id])
+        return {
+            "HeartbeatTTL": out["HeartbeatTTLs"][node_id],
+            "EvalIDs": out["EvalIDs"],
+            "Index": out["Index"],
+        }
+
+    @app.put("/v1/drover/heartbeats")
+    @app.post("/v1/drover/heartbeats")
+    async def node_heartbeats(request: Request) -> dict[str, Any]:
+        body = await body_json(request)
+        ids = body.get("NodeIDs") if isinstance(body, dict) else None
+        if not isinstance(ids, list) or not ids or not all(isinstance(i, str) and i for i in ids):
+            raise ApiError(400, 'Request must be a JSON object with a non-empty "NodeIDs" list of node IDs')
+        return await heartbeat_nodes(list(dict.fromkeys(ids)))
 
     @app.put("/v1/drover/node/{node_id}/status")
     @app.post("/v1/drover/node/{node_id}/status")

@@ -157,6 +157,15 @@ class Reads:
             ).all()
         return [(r[0], r[1]) for r in rows]
 
+    def node_count(self) -> int:
+        with self.store.engine.connect() as conn:
+            return int(conn.exec_driver_sql("SELECT count(*) FROM nodes").scalar_one())
+
+    def nodes_by_id(self, node_ids: list[str]) -> dict[str, Node]:
+        docs = self._docs("SELECT doc::text FROM nodes WHERE id = ANY(:ids)", ids=node_ids)
+        nodes = (Node.model_validate_json(d) for d in docs)
+        return {n.id: n for n in nodes}
+
     def system_jobs(self) -> list[Job]:
         docs = self._docs(
             "SELECT doc::text FROM jobs WHERE doc->>'Type' IN ('system', 'sysbatch') AND NOT (doc->>'Stop')::boolean"

@@ -12,10 +12,10 @@ import os
 import socket
 import time
 
-import psycopg
 from nats.aio.msg import Msg
 
 from drover.common.bus import PLAN_SUBJECT, close, connect, ensure_streams
+from drover.common.leader import hold_leadership, wait_for_leadership
 from drover.common.replica import Replica
 from drover.common.service import run_service
 from drover.common.settings import Settings
@@ -61,33 +61,13 @@ class PlanQueue:
         return req, msg
 
 
-async def wait_for_leadership(conninfo: str, stop: asyncio.Event) -> psycopg.AsyncConnection[object] | None:
-    """Block until this process holds the leader lock; the returned connection holds it (the
-    lock goes with the session, so a dead leader releases it at once)."""
-    while not stop.is_set():
-        try:
-            conn = await psycopg.AsyncConnection.connect(conninfo, autocommit=True)
-            while not stop.is_set():
-                row = await (
-                    await conn.execute("SELECT pg_try_advisory_lock(%s)", (LEADER_LOCK_KEY,))
-                ).fetchone()
-                if row and row[0]:
-                    return conn
-                await asyncio.sleep(0.25)
-            await conn.close()
-        except (psycopg.Error, OSError) as e:
-            log.warning("leader election: %s", e)
-            await asyncio.sleep(0.5)
-    return None
-
-
 async def run(settings: Settings, stop: asyncio.Event) -> None:
     store = EventStore(settings.database_url)
     nc = await connect(settings.nats_url, "planner")
     js = nc.jetstream()
     await ensure_streams(js)
     holder = f"{socket.gethostname()}:{os.getpid()}"
-    lock_conn = await wait_for_leadership(libpq_url(settings.database_url), stop)
+    lock_conn = await wait_for_leadership(libpq_url(settings.database_url), LEADER_LOCK_KEY, stop)
     if lock_conn is None:
         return
     epoch = await asyncio.to_thread(store.acquire_lease, LEASE, holder)
@@ -110,18 +90,7 @@ async def run(settings: Settings, stop: asyncio.Event) -> None:
 
     sub = await nc.subscribe(PLAN_SUBJECT, queue="planner", cb=on_plan)
 
-    async def watch_lock() -> None:
-        # Losing the lock connection means another instance may lead now: stop serving.
-        while not stop.is_set():
-            try:
-                await lock_conn.execute("SELECT 1")
-            except (psycopg.Error, OSError):
-                log.error("lost the leader lock connection; stepping down")
-                stop.set()
-                return
-            await asyncio.sleep(1.0)
-
-    watcher = asyncio.create_task(watch_lock())
+    watcher = asyncio.create_task(hold_leadership(lock_conn, stop))
     try:
         while not stop.is_set():
             item = await queue.get(0.5)

@@ -1,0 +1,46 @@
+"""Leader election for single-active services (plan applier, heartbeat watcher): a Postgres
+advisory lock held on a dedicated connection. The lock goes with the session, so a dead
+leader's lock is released at once and a standby polling for it takes over; the new leader
+then takes a new lease epoch (EventStore.acquire_lease) that fences the old one's appends."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+
+import psycopg
+
+log = logging.getLogger("drover.leader")
+
+
+async def wait_for_leadership(
+    conninfo: str, key: int, stop: asyncio.Event, poll: float = 0.25
+) -> psycopg.AsyncConnection[object] | None:
+    """Block until this process holds advisory lock `key`; the returned connection holds it.
+    None if `stop` was set first."""
+    while not stop.is_set():
+        try:
+            conn = await psycopg.AsyncConnection.connect(conninfo, autocommit=True)
+            while not stop.is_set():
+                row = await (await conn.execute("SELECT pg_try_advisory_lock(%s)", (key,))).fetchone()
+                if row and row[0]:
+                    return conn
+                await asyncio.sleep(poll)
+            await conn.close()
+        except (psycopg.Error, OSError) as e:
+            log.warning("leader election: %s", e)
+            await asyncio.sleep(0.5)
+    return None
+
+
+async def hold_leadership(conn: psycopg.AsyncConnection[object], stop: asyncio.Event) -> None:
+    """Check the lock's connection every second; losing it means another instance may lead
+    now, so `stop` is set."""
+    while not stop.is_set():
+        try:
+            await conn.execute("SELECT 1")
+        except (psycopg.Error, OSError):
+            log.error("lost the leader lock connection; stepping down")
+            stop.set()
+            return
+        await asyncio.sleep(1.0)

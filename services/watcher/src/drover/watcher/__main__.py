@@ -1,0 +1,192 @@
+"""`drover-watcher`: the heartbeat watcher. One instance is active (advisory lock, lease epoch
+that fences a deposed one's appends), the others stand by. The active one hears heartbeats on
+core NATS, keeps every node's deadline (drover.scheduler.heartbeat) and, when a node misses
+its TTL and grace, writes it down - or disconnected, when it runs allocs that tolerate it -
+with node-update evals. Heartbeats are never written to the log; status changes are.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+import os
+import socket
+import time
+from typing import Any
+
+from nats.aio.msg import Msg
+
+from drover.common.bus import HEARTBEAT_SUBJECT, close, connect, ensure_streams
+from drover.common.events import (
+    EvalsUpserted,
+    Event,
+    NodeDeregistered,
+    NodeRegistered,
+    NodeStatusUpdated,
+)
+from drover.common.job import Job
+from drover.common.leader import hold_leadership, wait_for_leadership
+from drover.common.node import NODE_STATUS_INIT, NODE_STATUS_READY
+from drover.common.replica import Replica
+from drover.common.service import run_service
+from drover.common.settings import Settings
+from drover.common.store import EventStore, FencedError, NewEvent, libpq_url
+from drover.scheduler.heartbeat import (
+    HEARTBEAT_MISSED,
+    HeartbeatTracker,
+    missed_status,
+    node_update_evals,
+)
+
+log = logging.getLogger("drover.watcher")
+LEADER_LOCK_KEY = 4_646_002
+LEASE = "heartbeat-watcher"
+SECOND = 1_000_000_000
+ALIVE = (NODE_STATUS_READY, NODE_STATUS_INIT)
+
+
+class Watcher:
+    def __init__(self, settings: Settings, replica: Replica) -> None:
+        self.replica = replica
+        self.tracker = HeartbeatTracker()
+        self.grace = int(settings.heartbeat_grace * SECOND)
+        # The longest TTL the API hands out in a cluster this size (TTL plus its stagger).
+        self.min_ttl = int(settings.heartbeat_min_ttl * SECOND)
+        self.failover_ttl = int(settings.failover_heartbeat_ttl * SECOND)
+        self.wake = asyncio.Event()
+
+    def longest_ttl(self) -> int:
+        return 2 * max(self.min_ttl, int(len(self.replica.state.nodes) / 50 * SECOND))
+
+    def start(self, now: int) -> None:
+        """Just became the leader: every live node gets the failover TTL."""
+        alive = [n.id for n in self.replica.state.all_nodes() if n.status in ALIVE]
+        self.tracker.failover(alive, now, self.failover_ttl)
+        log.info("watching %d nodes (failover TTL %.0f s)", len(alive), self.failover_ttl / SECOND)
+
+    def on_event(self, position: int, event: Event, meta: dict[str, Any]) -> None:
+        """Registration, or a node coming back, starts the node's clock; a node that left or
+        went down has none."""
+        now = time.time_ns()
+        if isinstance(event, NodeRegistered):
+            if event.node.status in ALIVE:
+                self.tracker.beat(event.node.id, now, self.longest_ttl(), self.grace)
+        elif isinstance(event, NodeStatusUpdated):
+            if event.status in ALIVE:
+                if event.node_id not in self.tracker.deadline:
+                    self.tracker.beat(event.node_id, now, self.longest_ttl(), self.grace)
+            else:
+                self.tracker.forget(event.node_id)
+        elif isinstance(event, NodeDeregistered):
+            self.tracker.forget(event.node_id)
+        self.wake.set()
+
+    def on_heartbeat(self, data: bytes) -> None:
+        body = json.loads(data)
+        now = time.time_ns()
+        for node_id, ttl in zip(body["NodeIDs"], body["TTLs"], strict=True):
+            self.tracker.beat(node_id, now, int(ttl), self.grace)
+        self.wake.set()
+
+    def missed(self, node_ids: list[str], now: int) -> list[Event]:
+        """The events for nodes that missed their heartbeat: status and node-update evals."""
+        state = self.replica.state
+        events: list[Event] = []
+        evals = []
+        system = [j for j in state.jobs.values() if j.is_system() and not j.stop]
+        for node_id in node_ids:
+            node = state.node(node_id)
+            if node is None or node.status not in ALIVE:
+                continue
+            allocs = state.allocs_by_node(node_id)
+            jobs: dict[tuple[str, str], Job] = {}
+            for a in allocs:
+                job = state.job(a.namespace, a.job_id)
+                if job is not None:
+                    jobs[(a.namespace, a.job_id)] = job
+            status = missed_status(allocs, jobs)
+            log.info("node %s missed its heartbeat: %s", node_id, status)
+            events.append(
+                NodeStatusUpdated(node_id=node_id, status=status, status_description=HEARTBEAT_MISSED, at=now)
+            )
+            live = [
+                jobs[(a.namespace, a.job_id)]
+                for a in allocs
+                if not a.terminal_status() and (a.namespace, a.job_id) in jobs
+            ]
+            evals.extend(node_update_evals(node.model_copy(update={"status": status}), live, system, now))
+        if evals:
+            events.append(EvalsUpserted(evals=evals))
+        return events
+
+
+async def run(settings: Settings, stop: asyncio.Event) -> None:
+    store = EventStore(settings.database_url)
+    nc = await connect(settings.nats_url, "watcher")
+    js = nc.jetstream()
+    await ensure_streams(js)
+    holder = f"{socket.gethostname()}:{os.getpid()}"
+    lock_conn = await wait_for_leadership(libpq_url(settings.database_url), LEADER_LOCK_KEY, stop)
+    if lock_conn is None:
+        await close(nc)
+        store.close()
+        return
+    epoch = await asyncio.to_thread(store.acquire_lease, LEASE, holder)
+    log.info("watcher %s is the leader (epoch %d)", holder, epoch)
+    replica = Replica(store, js)
+    watcher = Watcher(settings, replica)
+    replica.listeners.append(watcher.on_event)
+
+    async def on_heartbeat(msg: Msg) -> None:
+        try:
+            watcher.on_heartbeat(msg.data)
+        except (ValueError, KeyError, TypeError) as e:
+            log.warning("bad heartbeat message: %s", e)
+
+    # Heard before the snapshot is taken, so no beat in between is lost.
+    sub = await nc.subscribe(HEARTBEAT_SUBJECT, cb=on_heartbeat)
+    await replica.start()
+    watcher.start(time.time_ns())
+    holding = asyncio.create_task(hold_leadership(lock_conn, stop))
+    pending: list[str] = []
+    try:
+        while not stop.is_set():
+            now = time.time_ns()
+            pending.extend(watcher.tracker.expired(now))
+            if pending:
+                events = watcher.missed(pending, now)
+                try:
+                    if events:
+                        await asyncio.to_thread(
+                            store.append, [NewEvent(e) for e in events], fence=(LEASE, epoch)
+                        )
+                    pending = []
+                except FencedError:
+                    log.error("fenced: a newer watcher leads; stepping down")
+                    break
+                except Exception as e:  # Postgres away: keep the missed nodes and retry
+                    log.warning("could not record missed heartbeats: %s; retrying", e)
+                    await asyncio.sleep(0.5)
+                    continue
+            watcher.wake.clear()
+            nxt = watcher.tracker.next_deadline()
+            timeout = 1.0 if nxt is None else max(0.01, min(1.0, (nxt - time.time_ns()) / SECOND))
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(watcher.wake.wait(), timeout)
+    finally:
+        stop.set()
+        holding.cancel()
+        await sub.unsubscribe()
+        await close(nc)
+        await lock_conn.close()
+        store.close()
+
+
+def main() -> None:
+    run_service("watcher", run)
+
+
+if __name__ == "__main__":
+    main()
