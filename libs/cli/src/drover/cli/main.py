@@ -34,6 +34,17 @@ def up() -> None:
     run_up(Settings())
 
 
+@app.command(
+    context_settings={"allow_extra_args": True, "ignore_unknown_options": True, "help_option_names": []}
+)
+def agent(ctx: typer.Context) -> None:
+    """Run a client (node agent) in this terminal; `drover agent --help` lists its flags."""
+    import subprocess
+    import sys
+
+    raise typer.Exit(subprocess.call([sys.executable, "-m", "drover.client", *ctx.args]))
+
+
 @admin.command()
 def rebuild() -> None:
     """Replay the whole event log into fresh projections (in one transaction)."""

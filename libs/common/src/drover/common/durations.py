@@ -8,3 +8,45 @@ MILLISECOND = 1_000_000
 SECOND = 1_000_000_000
 MINUTE = 60 * SECOND
 HOUR = 60 * MINUTE
+
+
+_UNITS = {
+    "ns": 1,
+    "us": MICROSECOND,
+    "µs": MICROSECOND,
+    "ms": MILLISECOND,
+    "s": SECOND,
+    "m": MINUTE,
+    "h": HOUR,
+}
+
+
+def parse_duration(value: object) -> int:
+    """A duration in Go's form ("1m30s", "500ms", "1.5h") or as integer nanoseconds, in ns.
+    Raises ValueError on anything else."""
+    if isinstance(value, bool):
+        raise ValueError(f"not a duration: {value!r}")
+    if isinstance(value, int):
+        return value
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    if not isinstance(value, str) or not value.strip():
+        raise ValueError(f"not a duration: {value!r}")
+    text, total, i = value.strip(), 0.0, 0
+    sign = -1 if text.startswith("-") else 1
+    text = text.lstrip("+-")
+    if text == "0":
+        return 0
+    while i < len(text):
+        j = i
+        while j < len(text) and (text[j].isdigit() or text[j] == "."):
+            j += 1
+        k = j
+        while k < len(text) and not (text[k].isdigit() or text[k] == "."):
+            k += 1
+        number, unit = text[i:j], text[j:k]
+        if not number or unit not in _UNITS:
+            raise ValueError(f"not a duration: {value!r} (use e.g. 10s, 500ms, 1m30s)")
+        total += float(number) * _UNITS[unit]
+        i = k
+    return sign * round(total)

@@ -22,6 +22,7 @@ from drover.common.defaults import (
     RESTART_MODE_DELAY,
     RESTART_MODE_FAIL,
 )
+from drover.common.drivers import config_problems
 from drover.common.durations import HOUR, MICROSECOND, MILLISECOND, MINUTE, SECOND
 from drover.common.job import (
     AFFINITY_OPERANDS,
@@ -335,6 +336,7 @@ def _task_problems(task: Task, tg: TaskGroup, job_type: str) -> list[str]:
         out.append("task name contains a null character")
     if not task.driver:
         out.append("no driver given")
+    out.extend(config_problems(task.driver, task.config))
     if task.kill_timeout < 0:
         out.append(f"kill timeout {format_duration(task.kill_timeout)} is negative")
     elif (

@@ -26,6 +26,7 @@ from drover.common.evaluation import (
     TRIGGER_JOB_DEREGISTER,
     TRIGGER_JOB_REGISTER,
     TRIGGER_NODE_UPDATE,
+    TRIGGER_RETRY_FAILED_ALLOC,
     TRIGGER_SCALING,
 )
 from drover.common.events import (
@@ -637,11 +638,34 @@ def create_app(settings: Settings, store: EventStore | None = None) -> FastAPI:
         ]
         if bad:
             raise ApiError(400, f"unknown ClientStatus: {', '.join(sorted(set(bad)))}")
-        missing = [u.id for u in updates if await asyncio.to_thread(reads.alloc, u.id) is None]
+        current = {u.id: await asyncio.to_thread(reads.alloc, u.id) for u in updates}
+        missing = [i for i, a in current.items() if a is None]
         if missing:
             raise ApiError(404, f"unknown allocations: {', '.join(missing)}")
-        index = await append([AllocsClientUpdated(node_id=str(body.get("NodeID", "")), updates=updates)])
-        return {"Index": index}
+        # An alloc that newly failed while the servers want it running gets its job an
+        # alloc-failure eval, which reschedules it per the reschedule block (Nomad's UpdateAlloc).
+        failed_jobs: dict[tuple[str, str], None] = {}
+        for u in updates:
+            a = current[u.id]
+            if (
+                a is not None
+                and u.client_status == "failed"
+                and a.client_status != "failed"
+                and not a.server_terminal()
+            ):
+                failed_jobs[(a.namespace, a.job_id)] = None
+        evals = [
+            new_eval(job, TRIGGER_RETRY_FAILED_ALLOC)
+            for ns, jid in failed_jobs
+            if (job := await asyncio.to_thread(reads.job, ns, jid)) is not None and not job.stop
+        ]
+        events: list[Event | NewEvent] = [
+            AllocsClientUpdated(node_id=str(body.get("NodeID", "")), updates=updates)
+        ]
+        if evals:
+            events.append(EvalsUpserted(evals=evals))
+        index = await append(events)
+        return {"Index": index, "EvalIDs": [e.id for e in evals]}
 
     @app.get("/v1/status/leader")
     async def leader() -> str:

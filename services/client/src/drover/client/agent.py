@@ -1,0 +1,233 @@
+"""The node agent: fingerprint, register, heartbeat at the TTL the servers hand out, watch this
+node's allocs (blocking queries), run them, report their status in batches, and after its own
+restart pick up what it was running (raw_exec tasks live on under their executors)."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+import os
+import time
+import uuid
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+from drover.client.config import AgentConfig
+from drover.client.drivers import RawExecDriver, TaskHandle
+from drover.client.fingerprint import fingerprint
+from drover.client.runner import AllocRunner
+from drover.common.alloc import Allocation
+from drover.common.durations import SECOND
+from drover.common.job import Job
+
+log = logging.getLogger("drover.client")
+REPORT_EVERY = 0.2
+
+
+class Agent:
+    def __init__(self, cfg: AgentConfig) -> None:
+        self.cfg = cfg
+        self.data_dir = Path(cfg.data_dir).resolve()
+        self.state_dir = self.data_dir / "client"
+        self.state_dir.mkdir(parents=True, exist_ok=True)
+        self.node_id = self._node_id()
+        self.http = httpx.AsyncClient(base_url=cfg.api, timeout=httpx.Timeout(60.0, connect=5.0))
+        self.runners: dict[str, AllocRunner] = {}
+        self.jobs: dict[tuple[str, str, int], Job] = {}
+        self.dirty: set[str] = set()
+        self.ttl = 10 * SECOND
+        self._saved: dict[str, Any] = self._load_state()
+        self._stopping: set[asyncio.Task[None]] = set()
+
+    # --- identity and local state ---
+    def _node_id(self) -> str:
+        path = self.state_dir / "node-id"
+        if path.exists():
+            return path.read_text().strip()
+        node_id = str(uuid.uuid4())
+        path.write_text(node_id)
+        return node_id
+
+    def _load_state(self) -> dict[str, Any]:
+        path = self.state_dir / "state.json"
+        try:
+            loaded: dict[str, Any] = json.loads(path.read_text())
+            return loaded
+        except (OSError, ValueError):
+            return {}
+
+    def persist(self) -> None:
+        """What runs here, written atomically: alloc ids and each raw_exec task's executor."""
+        state = {aid: r.handles() for aid, r in self.runners.items() if not r.stopped}
+        path = self.state_dir / "state.json"
+        tmp = path.with_suffix(".tmp")
+        tmp.write_text(json.dumps(state))
+        os.replace(tmp, path)
+
+    def changed(self, runner: AllocRunner) -> None:
+        self.dirty.add(runner.alloc.id)
+
+    # --- talking to the servers ---
+    async def register(self, stop: asyncio.Event) -> None:
+        node = fingerprint(self.node_id, self.cfg)
+        body = {"Node": node.to_api()}
+        while not stop.is_set():
+            try:
+                r = await self.http.put("/v1/drover/node/register", json=body)
+                if r.status_code == 200:
+                    self.ttl = int(r.json()["HeartbeatTTL"])
+                    log.info(
+                        "registered node %s (%s), heartbeat TTL %.1fs", node.id, node.name, self.ttl / SECOND
+                    )
+                    return
+                raise RuntimeError(f"register refused: {r.status_code} {r.text}")
+            except httpx.HTTPError as e:
+                log.warning("cannot reach the servers to register: %s", e)
+            await asyncio.sleep(1.0)
+
+    async def heartbeat(self, stop: asyncio.Event) -> None:
+        failing = False
+        while not stop.is_set():
+            # Beat at half the TTL: one lost beat must not cost the node its allocs.
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(stop.wait(), self.ttl / SECOND / 2)
+            if stop.is_set():
+                return
+            try:
+                r = await self.http.put(f"/v1/drover/node/{self.node_id}/heartbeat")
+                if r.status_code == 404:
+                    await self.register(stop)
+                    continue
+                r.raise_for_status()
+                self.ttl = int(r.json()["HeartbeatTTL"])
+                if failing or r.json().get("EvalIDs"):
+                    # Back after a gap: the servers may have marked our allocs unknown or lost.
+                    self.dirty.update(self.runners)
+                failing = False
+            except httpx.HTTPError as e:
+                failing = True
+                log.warning("heartbeat failed: %s", e)
+
+    async def job(self, alloc: Allocation) -> Job | None:
+        key = (alloc.namespace, alloc.job_id, alloc.job_version)
+        if key not in self.jobs:
+            r = await self.http.get(f"/v1/job/{alloc.job_id}/versions", params={"namespace": alloc.namespace})
+            if r.status_code != 200:
+                return None
+            for doc in r.json().get("Versions", []):
+                j = Job.model_validate(doc)
+                self.jobs[(j.namespace, j.id, j.version)] = j
+        return self.jobs.get(key)
+
+    async def watch(self, stop: asyncio.Event) -> None:
+        index = 0
+        while not stop.is_set():
+            try:
+                r = await self.http.get(
+                    f"/v1/node/{self.node_id}/allocations", params={"index": index, "wait": "30s"}
+                )
+                r.raise_for_status()
+                index = int(r.headers.get("X-Nomad-Index", index))
+                for doc in r.json():
+                    await self.sync(Allocation.model_validate(doc))
+            except httpx.HTTPError as e:
+                log.warning("watching allocs failed: %s", e)
+                await asyncio.sleep(1.0)
+
+    async def sync(self, alloc: Allocation) -> None:
+        """Bring one alloc here in line with what the servers want."""
+        runner = self.runners.get(alloc.id)
+        if alloc.server_terminal():
+            if runner is not None and not runner.stopped:
+                log.info("stopping alloc %s (%s)", alloc.id, alloc.desired_description)
+                task = asyncio.create_task(self._stop(runner))
+                self._stopping.add(task)
+                task.add_done_callback(self._stopping.discard)
+            return
+        if runner is not None or alloc.client_terminal():
+            return
+        job = await self.job(alloc)
+        if job is None:
+            log.warning("alloc %s: job %s version %d not found", alloc.id, alloc.job_id, alloc.job_version)
+            return
+        reattach = self._reattach(alloc.id)
+        runner = AllocRunner(
+            alloc, job, self.data_dir, self.cfg.drivers, self.changed, self.persist, reattach
+        )
+        self.runners[alloc.id] = runner
+        log.info("running alloc %s (%s)%s", alloc.id, alloc.name, " (re-attached)" if reattach else "")
+        runner.start()
+        self.dirty.add(alloc.id)
+
+    def _reattach(self, alloc_id: str) -> dict[str, TaskHandle]:
+        saved = self._saved.pop(alloc_id, {})
+        return {task: RawExecDriver.reattach(h) for task, h in saved.items() if "pid" in h}
+
+    async def _stop(self, runner: AllocRunner) -> None:
+        await runner.stop()
+        self.dirty.add(runner.alloc.id)
+        self.persist()
+
+    async def report(self, stop: asyncio.Event) -> None:
+        last_full = time.monotonic()
+        while not stop.is_set():
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(stop.wait(), REPORT_EVERY)
+            if time.monotonic() - last_full > 30:
+                self.dirty.update(self.runners)  # now and then say everything again
+                last_full = time.monotonic()
+            if not self.dirty:
+                continue
+            ids, self.dirty = self.dirty, set()
+            updates = []
+            for aid in ids:
+                runner = self.runners.get(aid)
+                if runner is None:
+                    continue
+                status = runner.client_status()
+                updates.append(
+                    {
+                        "ID": aid,
+                        "ClientStatus": status,
+                        "ClientDescription": _describe(status),
+                        "TaskStates": {n: tr.state.to_api() for n, tr in runner.tasks.items()},
+                        "At": time.time_ns(),
+                    }
+                )
+            try:
+                r = await self.http.put(
+                    "/v1/drover/allocs/status", json={"NodeID": self.node_id, "Updates": updates}
+                )
+                if r.status_code == 404:
+                    # Allocs the servers no longer know (collected): forget them.
+                    for aid in ids:
+                        if aid in r.text:
+                            self.runners.pop(aid, None)
+                    self.dirty |= {a for a in ids if a in self.runners}
+                else:
+                    r.raise_for_status()
+            except httpx.HTTPError as e:
+                log.warning("status report failed: %s; will retry", e)
+                self.dirty |= ids
+
+    async def run(self, stop: asyncio.Event) -> None:
+        await self.register(stop)
+        loops = [asyncio.create_task(fn(stop)) for fn in (self.heartbeat, self.watch, self.report)]
+        await stop.wait()
+        for t in loops:
+            t.cancel()
+        self.persist()
+        await self.http.aclose()
+
+
+def _describe(status: str) -> str:
+    return {
+        "pending": "No tasks have started",
+        "running": "Tasks are running",
+        "complete": "All tasks have completed",
+        "failed": "Failed tasks",
+    }.get(status, "")

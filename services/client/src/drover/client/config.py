@@ -1,0 +1,95 @@
+"""The agent's configuration: an HCL file in Nomad's client layout, overridden by flags.
+
+datacenter = "dc1"
+name       = "node-1"
+data_dir   = "/var/lib/drover"
+client {
+  node_class = "batch"
+  node_pool  = "default"
+  meta { rack = "r1" }
+  reserved { cpu = 500  memory = 512  disk = 1024 }
+}
+plugin "raw_exec" { config { enabled = true } }
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import hcl2
+
+from drover.common.drivers import DRIVER_MOCK, DRIVER_RAW_EXEC
+
+
+@dataclass
+class AgentConfig:
+    api: str = "http://127.0.0.1:4646"
+    data_dir: str = "data/client"
+    name: str = ""
+    datacenter: str = "dc1"
+    node_class: str = ""
+    node_pool: str = "default"
+    meta: dict[str, str] = field(default_factory=dict)
+    # raw_exec is off unless enabled, as in Nomad; mock is always there (tests, simulation).
+    drivers: set[str] = field(default_factory=lambda: {DRIVER_MOCK})
+    reserved_cpu: int = 0
+    reserved_memory: int = 0
+    reserved_disk: int = 0
+
+
+def _clean(value: Any) -> Any:
+    """python-hcl2's output as plain data: quotes off strings, block markers dropped, a block
+    given once as the block itself."""
+    if isinstance(value, str):
+        return value[1:-1] if len(value) >= 2 and value[0] == value[-1] == '"' else value
+    if isinstance(value, list):
+        items = [_clean(v) for v in value]
+        if len(value) == 1 and isinstance(value[0], dict) and value[0].get("__is_block__"):
+            return items[0]
+        return items
+    if isinstance(value, dict):
+        return {_clean(k): _clean(v) for k, v in value.items() if k != "__is_block__"}
+    return value
+
+
+def load(path: Path, config: AgentConfig | None = None) -> AgentConfig:
+    """Read an HCL agent configuration file into `config` (a fresh one by default)."""
+    cfg = config or AgentConfig()
+    doc = _clean(hcl2.loads(path.read_text()))
+    problems: list[str] = []
+    for key in ("datacenter", "name", "data_dir"):
+        if key in doc:
+            setattr(cfg, key, str(doc[key]))
+    client = doc.get("client", {})
+    if not isinstance(client, dict):
+        problems.append("client: must be a block")
+        client = {}
+    for key in ("node_class", "node_pool"):
+        if key in client:
+            setattr(cfg, key, str(client[key]))
+    if "meta" in client:
+        cfg.meta.update({str(k): str(v) for k, v in client["meta"].items()})
+    reserved = client.get("reserved", {})
+    for key, attr in (("cpu", "reserved_cpu"), ("memory", "reserved_memory"), ("disk", "reserved_disk")):
+        if key in reserved:
+            if not isinstance(reserved[key], int) or reserved[key] < 0:
+                problems.append(f"client.reserved.{key}: must be a non-negative integer")
+            else:
+                setattr(cfg, attr, reserved[key])
+    plugins = doc.get("plugin", [])
+    for block in plugins if isinstance(plugins, list) else [plugins]:
+        for name, body in block.items():
+            enabled = (body.get("config") or {}).get("enabled", True) if isinstance(body, dict) else True
+            if name not in (DRIVER_MOCK, DRIVER_RAW_EXEC):
+                problems.append(f'plugin "{name}": unknown driver (this agent has mock and raw_exec)')
+            elif enabled is True:
+                cfg.drivers.add(name)
+            elif enabled is False:
+                cfg.drivers.discard(name)
+            else:
+                problems.append(f'plugin "{name}": config.enabled must be true or false')
+    if problems:
+        raise ValueError(f"{path}: " + "; ".join(problems))
+    return cfg

@@ -1,0 +1,175 @@
+"""Task drivers on the client: `mock` (in-process, Nomad's mock driver config) and `raw_exec`
+(a real process under the executor, logs kept per task). A driver starts a task and hands back
+a handle to wait on and to stop (the kill signal, then SIGKILL after kill_timeout)."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import os
+import signal
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Protocol
+
+from drover.common.durations import SECOND, parse_duration
+from drover.common.job import Task
+
+
+@dataclass
+class ExitResult:
+    exit_code: int
+    signal: int = 0
+    message: str = ""
+
+
+class StartError(Exception):
+    def __init__(self, message: str, recoverable: bool = False) -> None:
+        super().__init__(message)
+        self.recoverable = recoverable
+
+
+class TaskHandle(Protocol):
+    async def wait(self) -> ExitResult: ...
+    async def stop(self, kill_timeout: float) -> None: ...
+    def state(self) -> dict[str, Any]: ...
+
+
+class Driver(Protocol):
+    name: str
+
+    async def start(self, task: Task, task_dir: Path, log_dir: Path, env: dict[str, str]) -> TaskHandle: ...
+
+
+# --- mock ---
+class MockHandle:
+    def __init__(self, run_for: float, exit_code: int, kill_after: float) -> None:
+        self.kill_after = kill_after
+        self._result: asyncio.Future[ExitResult] = asyncio.get_running_loop().create_future()
+        self._runner = asyncio.create_task(self._run(run_for, exit_code))
+
+    async def _run(self, run_for: float, exit_code: int) -> None:
+        if run_for <= 0:
+            return  # runs until stopped
+        await asyncio.sleep(run_for)
+        if not self._result.done():
+            self._result.set_result(ExitResult(exit_code))
+
+    async def wait(self) -> ExitResult:
+        return await asyncio.shield(self._result)
+
+    async def stop(self, kill_timeout: float) -> None:
+        # kill_after: the task takes that long to die (the agent waits at most kill_timeout).
+        if self.kill_after > 0:
+            await asyncio.sleep(min(self.kill_after, kill_timeout))
+        self._runner.cancel()
+        if not self._result.done():
+            self._result.set_result(ExitResult(0 if self.kill_after <= kill_timeout else 137, signal.SIGTERM))
+
+    def state(self) -> dict[str, Any]:
+        return {}
+
+
+class MockDriver:
+    name = "mock"
+
+    async def start(self, task: Task, task_dir: Path, log_dir: Path, env: dict[str, str]) -> TaskHandle:
+        cfg = task.config
+
+        def seconds(key: str) -> float:
+            return parse_duration(cfg.get(key, 0)) / SECOND
+
+        if seconds("start_block_for") > 0:
+            await asyncio.sleep(seconds("start_block_for"))
+        if cfg.get("start_error"):
+            raise StartError(str(cfg["start_error"]), bool(cfg.get("start_error_recoverable", False)))
+        return MockHandle(seconds("run_for"), int(cfg.get("exit_code", 0)), seconds("kill_after"))
+
+
+# --- raw_exec ---
+class ProcessHandle:
+    """A task process under the executor. Started here (our child) or re-attached after an
+    agent restart (not our child: watched by polling, exit code read from the exit file)."""
+
+    def __init__(self, pid: int, exit_file: Path, proc: asyncio.subprocess.Process | None = None) -> None:
+        self.pid = pid
+        self.exit_file = exit_file
+        self.proc = proc
+
+    def _alive(self) -> bool:
+        try:
+            os.kill(self.pid, 0)
+        except ProcessLookupError:
+            return False
+        except PermissionError:
+            return True
+        return True
+
+    async def wait(self) -> ExitResult:
+        if self.proc is not None:
+            await self.proc.wait()
+        else:
+            while self._alive():
+                await asyncio.sleep(0.2)
+        try:
+            code = int(self.exit_file.read_text())
+        except (OSError, ValueError):
+            return ExitResult(-1, message="the executor died without an exit code")
+        return ExitResult(code if code >= 0 else 128 - code, signal=-code if code < 0 else 0)
+
+    async def stop(self, kill_timeout: float) -> None:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(self.pid, signal.SIGTERM)
+        waiter = asyncio.create_task(self.wait())
+        try:
+            await asyncio.wait_for(asyncio.shield(waiter), kill_timeout)
+        except TimeoutError:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(self.pid, signal.SIGKILL)
+            await waiter
+
+    def state(self) -> dict[str, Any]:
+        return {"pid": self.pid, "exit_file": str(self.exit_file)}
+
+
+class RawExecDriver:
+    name = "raw_exec"
+
+    async def start(self, task: Task, task_dir: Path, log_dir: Path, env: dict[str, str]) -> TaskHandle:
+        cfg = task.config
+        command = str(cfg["command"])
+        args = [str(a) for a in cfg.get("args", [])]
+        work_dir = Path(cfg["work_dir"]) if cfg.get("work_dir") else task_dir
+        work_dir.mkdir(parents=True, exist_ok=True)
+        log_dir.mkdir(parents=True, exist_ok=True)
+        exit_file = task_dir / "exit-code"
+        exit_file.unlink(missing_ok=True)
+        stdout = open(log_dir / f"{task.name}.stdout.0", "ab")  # noqa: SIM115 - handed to the child
+        stderr = open(log_dir / f"{task.name}.stderr.0", "ab")  # noqa: SIM115
+        try:
+            proc = await asyncio.create_subprocess_exec(
+                sys.executable, "-m", "drover.client.executor", "--exit-file", str(exit_file), "--", command, *args,
+                cwd=work_dir, env={**os.environ, **env}, stdout=stdout, stderr=stderr, start_new_session=True,
+            )  # fmt: skip
+        except OSError as e:
+            raise StartError(f"failed to start the executor: {e}", recoverable=True) from e
+        finally:
+            stdout.close()
+            stderr.close()
+        return ProcessHandle(proc.pid, exit_file, proc)
+
+    @staticmethod
+    def reattach(state: dict[str, Any]) -> ProcessHandle:
+        return ProcessHandle(int(state["pid"]), Path(state["exit_file"]))
+
+
+def driver_for(name: str, enabled: set[str]) -> Driver | None:
+    if name not in enabled:
+        return None
+    return {"mock": MockDriver(), "raw_exec": RawExecDriver()}.get(name)  # type: ignore[return-value]
+
+
+def dumps_state(state: dict[str, Any]) -> str:
+    return json.dumps(state, indent=1, sort_keys=True)

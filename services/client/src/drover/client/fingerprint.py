@@ -1,0 +1,102 @@
+"""What the agent tells the servers about its machine (Nomad's fingerprinters, the ones that
+matter for placement): CPU, memory, disk, OS and kernel, architecture, hostname, drivers."""
+
+from __future__ import annotations
+
+import os
+import platform
+import shutil
+import socket
+from pathlib import Path
+
+from drover.client.config import AgentConfig
+from drover.common.node import (
+    DriverInfo,
+    Node,
+    NodeCpuResources,
+    NodeDiskResources,
+    NodeMemoryResources,
+    NodeResources,
+)
+
+_ARCH = {"x86_64": "amd64", "aarch64": "arm64", "i686": "386", "armv7l": "arm"}
+
+
+def _cpu_mhz() -> float:
+    """The CPU's clock (MHz): the highest cpu MHz in /proc/cpuinfo, else 1,000."""
+    try:
+        mhz = [
+            float(line.split(":", 1)[1])
+            for line in Path("/proc/cpuinfo").read_text().splitlines()
+            if line.lower().startswith("cpu mhz")
+        ]
+    except OSError:
+        mhz = []
+    return max(mhz) if mhz else 1000.0
+
+
+def _memory_mb() -> int:
+    try:
+        for line in Path("/proc/meminfo").read_text().splitlines():
+            if line.startswith("MemTotal:"):
+                return int(line.split()[1]) // 1024
+    except OSError:
+        pass
+    return 1024
+
+
+def _os_name() -> str:
+    try:
+        for line in Path("/etc/os-release").read_text().splitlines():
+            if line.startswith("ID="):
+                return line.split("=", 1)[1].strip().strip('"')
+    except OSError:
+        pass
+    return platform.system().lower()
+
+
+def fingerprint(node_id: str, cfg: AgentConfig) -> Node:
+    cores = os.cpu_count() or 1
+    mhz = _cpu_mhz()
+    total_mhz = int(cores * mhz)
+    memory = _memory_mb()
+    Path(cfg.data_dir).mkdir(parents=True, exist_ok=True)
+    disk = shutil.disk_usage(cfg.data_dir).free // (1024 * 1024)
+    hostname = socket.gethostname()
+    attributes = {
+        "os.name": _os_name(),
+        "os.version": platform.release(),
+        "kernel.name": platform.system().lower(),
+        "kernel.version": platform.release(),
+        "cpu.arch": _ARCH.get(platform.machine(), platform.machine()),
+        "cpu.numcores": str(cores),
+        "cpu.frequency": str(int(mhz)),
+        "cpu.totalcompute": str(total_mhz),
+        "memory.totalbytes": str(memory * 1024 * 1024),
+        "unique.hostname": hostname,
+        "unique.storage.volume": cfg.data_dir,
+        "unique.storage.bytesfree": str(disk * 1024 * 1024),
+    }
+    for driver in sorted(cfg.drivers):
+        attributes[f"driver.{driver}"] = "1"
+    return Node(
+        id=node_id,
+        name=cfg.name or hostname,
+        datacenter=cfg.datacenter,
+        node_class=cfg.node_class,
+        node_pool=cfg.node_pool,
+        attributes=attributes,
+        meta=dict(cfg.meta),
+        drivers={d: DriverInfo(detected=True, healthy=True) for d in sorted(cfg.drivers)},
+        node_resources=NodeResources(
+            cpu=NodeCpuResources(cpu_shares=total_mhz, total_cpu_cores=cores),
+            memory=NodeMemoryResources(memory_mb=memory),
+            disk=NodeDiskResources(disk_mb=disk),
+        ),
+        reserved_resources=NodeResources(
+            cpu=NodeCpuResources(cpu_shares=cfg.reserved_cpu),
+            memory=NodeMemoryResources(memory_mb=cfg.reserved_memory),
+            disk=NodeDiskResources(disk_mb=cfg.reserved_disk),
+        ),
+        status="ready",
+    )

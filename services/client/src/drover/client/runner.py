@@ -1,0 +1,238 @@
+"""Alloc and task runners: run an alloc's tasks through their drivers, restart them locally per
+the group's restart block (drover.scheduler.restarts), stop them when the servers say so, and
+keep task states and the alloc's client status for the agent to report."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import random
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from drover.client.drivers import ExitResult, StartError, TaskHandle, driver_for
+from drover.common.alloc import (
+    ALLOC_CLIENT_COMPLETE,
+    ALLOC_CLIENT_FAILED,
+    ALLOC_CLIENT_PENDING,
+    ALLOC_CLIENT_RUNNING,
+    TASK_STATE_DEAD,
+    TASK_STATE_PENDING,
+    TASK_STATE_RUNNING,
+    Allocation,
+    TaskEvent,
+    TaskState,
+)
+from drover.common.defaults import default_restart_policy
+from drover.common.drivers import config_problems
+from drover.common.durations import SECOND
+from drover.common.job import Job, Task, TaskGroup
+from drover.scheduler.restarts import DONE, RESTART, RestartTracker
+
+log = logging.getLogger("drover.client")
+DEFAULT_KILL_TIMEOUT = 5.0
+
+
+class TaskRunner:
+    def __init__(self, alloc: AllocRunner, task: Task, reattach: TaskHandle | None = None) -> None:
+        self.alloc = alloc
+        self.task = task
+        self.state = TaskState(state=TASK_STATE_PENDING)
+        self.handle: TaskHandle | None = reattach
+        self.stopping = asyncio.Event()
+        self.rng = random.Random()
+        self.restart_now = asyncio.Event()
+
+    def _event(self, kind: str, message: str = "", **details: str) -> None:
+        ev = TaskEvent(
+            type=kind, time=time.time_ns(), message=message, display_message=message or kind, details=details
+        )
+        self.state = self.state.model_copy(update={"events": [*self.state.events, ev][-10:]})
+        self.alloc.changed()
+
+    def _set(self, **update: Any) -> None:
+        self.state = self.state.model_copy(update=update)
+        self.alloc.changed()
+
+    def _fail(self, kind: str, message: str) -> None:
+        self._event(kind, message)
+        self._set(state=TASK_STATE_DEAD, failed=True, finished_at=time.time_ns())
+
+    async def run(self) -> None:
+        job, tg = self.alloc.job, self.alloc.tg
+        tracker = RestartTracker(tg.restart_policy or default_restart_policy(job.type), job.type)
+        driver = driver_for(self.task.driver, self.alloc.drivers)
+        if driver is None:
+            self._fail("Driver Failure", f'driver "{self.task.driver}" is not enabled on this client')
+            return
+        problems = config_problems(self.task.driver, self.task.config)
+        if problems:
+            self._fail("Failed Validation", "; ".join(problems))
+            return
+        if self.handle is None:
+            self._event("Received", "Task received by client")
+        while not self.stopping.is_set():
+            if self.handle is None:
+                try:
+                    self.handle = await driver.start(
+                        self.task,
+                        self.alloc.task_dir(self.task),
+                        self.alloc.log_dir,
+                        self.alloc.env(self.task),
+                    )
+                except StartError as e:
+                    self._event("Driver Failure", str(e))
+                    decision = tracker.on_start_error(e.recoverable, time.time_ns(), self.rng)
+                    if decision.action != RESTART:
+                        self._fail("Not Restarting", decision.reason)
+                        return
+                    if not await self._pause(decision.delay):
+                        return
+                    continue
+                self._event("Started", "Task started by client")
+                self._set(state=TASK_STATE_RUNNING, started_at=self.state.started_at or time.time_ns())
+            self.alloc.persist()
+            result = await self._wait_or_stop(self.handle)
+            self.handle = None
+            if result is None:  # stopped by the agent
+                self._event("Killed", "Task successfully killed")
+                self._set(state=TASK_STATE_DEAD, finished_at=time.time_ns())
+                return
+            self._event("Terminated", f"Exit Code: {result.exit_code}", exit_code=str(result.exit_code))
+            if self.restart_now.is_set():
+                self.restart_now.clear()
+                self._event("Restart Signaled", "User requested running a task again")
+                continue
+            decision = tracker.on_exit(time.time_ns(), result.exit_code, self.rng)
+            if decision.action == DONE:
+                self._set(state=TASK_STATE_DEAD, failed=False, finished_at=time.time_ns())
+                return
+            if decision.action != RESTART:
+                self._fail("Not Restarting", decision.reason)
+                return
+            self._event("Restarting", f"{decision.reason}; restarting in {decision.delay / SECOND:.3g}s")
+            self._set(state=TASK_STATE_PENDING, restarts=self.state.restarts + 1, last_restart=time.time_ns())
+            if not await self._pause(decision.delay):
+                return
+
+    async def _pause(self, delay_ns: int) -> bool:
+        """Wait out a restart delay; False when stopped meanwhile."""
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(self.stopping.wait(), delay_ns / SECOND)
+        if self.stopping.is_set():
+            self._event("Killed", "Task successfully killed")
+            self._set(state=TASK_STATE_DEAD, finished_at=time.time_ns())
+            return False
+        return True
+
+    async def _wait_or_stop(self, handle: TaskHandle) -> ExitResult | None:
+        waiter = asyncio.ensure_future(handle.wait())
+        stopper = asyncio.ensure_future(self.stopping.wait())
+        done, _ = await asyncio.wait({waiter, stopper}, return_when=asyncio.FIRST_COMPLETED)
+        if waiter in done:
+            stopper.cancel()
+            return waiter.result()
+        kill_timeout = self.task.kill_timeout / SECOND if self.task.kill_timeout > 0 else DEFAULT_KILL_TIMEOUT
+        self._event("Killing", f"Sent interrupt. Waiting {kill_timeout:g}s before force killing")
+        await handle.stop(kill_timeout)
+        with contextlib.suppress(Exception):
+            await waiter
+        return None
+
+    async def restart(self) -> None:
+        """Run the task again now, without counting against the restart block."""
+        if self.handle is not None:
+            self.restart_now.set()
+            kill_timeout = (
+                self.task.kill_timeout / SECOND if self.task.kill_timeout > 0 else DEFAULT_KILL_TIMEOUT
+            )
+            await self.handle.stop(kill_timeout)
+
+
+class AllocRunner:
+    def __init__(
+        self,
+        alloc: Allocation,
+        job: Job,
+        data_dir: Path,
+        drivers: set[str],
+        on_change: Callable[[AllocRunner], None],
+        persist: Callable[[], None],
+        reattach: dict[str, TaskHandle] | None = None,
+    ) -> None:
+        self.alloc = alloc
+        self.job = job
+        tg = job.lookup_task_group(alloc.task_group)
+        self.tg: TaskGroup = tg if tg is not None else TaskGroup(name=alloc.task_group)
+        self.dir = data_dir / "allocs" / alloc.id
+        self.log_dir = self.dir / "alloc" / "logs"
+        self.drivers = drivers
+        self._on_change = on_change
+        self._persist = persist
+        self.tasks = {t.name: TaskRunner(self, t, (reattach or {}).get(t.name)) for t in self.tg.tasks}
+        self.main: asyncio.Task[None] | None = None
+        self.stopped = False
+
+    def task_dir(self, task: Task) -> Path:
+        return self.dir / task.name
+
+    def env(self, task: Task) -> dict[str, str]:
+        a = self.alloc
+        return {
+            **task.env,
+            "NOMAD_ALLOC_ID": a.id,
+            "NOMAD_ALLOC_NAME": a.name,
+            "NOMAD_ALLOC_INDEX": str(a.index()),
+            "NOMAD_JOB_NAME": a.job_id,
+            "NOMAD_GROUP_NAME": a.task_group,
+            "NOMAD_TASK_NAME": task.name,
+            "NOMAD_ALLOC_DIR": str(self.dir / "alloc"),
+            "NOMAD_TASK_DIR": str(self.task_dir(task)),
+        }
+
+    def changed(self) -> None:
+        self._on_change(self)
+
+    def persist(self) -> None:
+        self._persist()
+
+    def start(self) -> None:
+        self.main = asyncio.create_task(self._run())
+
+    async def _run(self) -> None:
+        runs = {name: asyncio.create_task(tr.run()) for name, tr in self.tasks.items()}
+        pending = set(runs.values())
+        while pending:
+            _, pending = await asyncio.wait(pending, return_when=asyncio.FIRST_COMPLETED)
+            # One task failed for good: the alloc has failed; the others are stopped.
+            if any(tr.state.failed for tr in self.tasks.values()) and not self.stopped:
+                for tr in self.tasks.values():
+                    tr.stopping.set()
+        self.changed()
+
+    async def stop(self) -> None:
+        self.stopped = True
+        for tr in self.tasks.values():
+            tr.stopping.set()
+        if self.main is not None:
+            await self.main
+
+    def client_status(self) -> str:
+        states = [tr.state for tr in self.tasks.values()]
+        if any(s.state == TASK_STATE_DEAD and s.failed for s in states):
+            return ALLOC_CLIENT_FAILED
+        if not states or any(s.state == TASK_STATE_PENDING for s in states):
+            return ALLOC_CLIENT_PENDING
+        if any(s.state == TASK_STATE_RUNNING for s in states):
+            return ALLOC_CLIENT_RUNNING
+        return ALLOC_CLIENT_COMPLETE
+
+    def handles(self) -> dict[str, dict[str, Any]]:
+        return {
+            name: tr.handle.state()
+            for name, tr in self.tasks.items()
+            if tr.handle is not None and tr.handle.state()
+        }

@@ -1,0 +1,106 @@
+"""The agent's parts on their own: configuration, drivers (a real process for raw_exec), the
+executor's exit file and re-attaching to a task after an agent restart."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from pathlib import Path
+
+import pytest
+
+from drover.client.__main__ import parse
+from drover.client.config import load
+from drover.client.drivers import MockDriver, RawExecDriver, StartError
+from drover.common.job import Task
+
+S = 1_000_000_000
+
+
+def test_config_file_in_nomads_client_layout_and_flags_over_it(tmp_path: Path) -> None:
+    f = tmp_path / "agent.hcl"
+    f.write_text(
+        """
+        datacenter = "east"
+        name = "n1"
+        client {
+          node_class = "gpu"
+          meta { rack = "r7" }
+          reserved { cpu = 500
+                     memory = 256 }
+        }
+        plugin "raw_exec" {
+          config { enabled = true }
+        }
+        """
+    )
+    cfg = parse(["--config", str(f), "--name", "override", "--meta", "zone=a"])
+    assert (cfg.datacenter, cfg.name, cfg.node_class) == ("east", "override", "gpu")
+    assert cfg.meta == {"rack": "r7", "zone": "a"}
+    assert (cfg.reserved_cpu, cfg.reserved_memory) == (500, 256)
+    assert cfg.drivers == {"mock", "raw_exec"}
+    assert parse([]).drivers == {"mock"}  # raw_exec is off unless enabled
+
+
+def test_bad_config_is_refused_with_every_reason(tmp_path: Path) -> None:
+    f = tmp_path / "agent.hcl"
+    f.write_text('client { reserved { cpu = -1 } }\nplugin "docker" { config { enabled = true } }\n')
+    with pytest.raises(ValueError) as e:
+        load(f)
+    assert "reserved.cpu" in str(e.value) and 'plugin "docker"' in str(e.value)
+
+
+async def test_mock_driver_runs_for_then_exits_with_its_code() -> None:
+    h = await MockDriver().start(
+        Task(name="t", driver="mock", config={"run_for": "50ms", "exit_code": 3}), Path(), Path(), {}
+    )
+    assert (await h.wait()).exit_code == 3
+    with pytest.raises(StartError) as e:
+        await MockDriver().start(
+            Task(name="t", driver="mock", config={"start_error": "boom"}), Path(), Path(), {}
+        )
+    assert str(e.value) == "boom" and not e.value.recoverable
+
+
+async def test_mock_kill_after_longer_than_kill_timeout_is_force_killed() -> None:
+    h = await MockDriver().start(
+        Task(name="t", driver="mock", config={"kill_after": "5s"}), Path(), Path(), {}
+    )
+    t0 = time.monotonic()
+    await h.stop(0.1)
+    assert time.monotonic() - t0 < 1 and (await h.wait()).exit_code == 137
+
+
+async def test_raw_exec_runs_a_real_process_with_env_and_logs(tmp_path: Path) -> None:
+    task = Task(
+        name="t", driver="raw_exec", config={"command": "/bin/sh", "args": ["-c", "echo $GREETING; exit 4"]}
+    )
+    h = await RawExecDriver().start(task, tmp_path / "t", tmp_path / "logs", {"GREETING": "hi"})
+    assert (await h.wait()).exit_code == 4
+    assert (tmp_path / "logs" / "t.stdout.0").read_text() == "hi\n"
+    assert (tmp_path / "t" / "exit-code").read_text() == "4"
+
+
+async def test_raw_exec_stop_sends_term_then_kill_after_the_timeout(tmp_path: Path) -> None:
+    stubborn = Task(
+        name="t", driver="raw_exec", config={"command": "/bin/sh", "args": ["-c", "trap '' TERM; sleep 30"]}
+    )
+    h = await RawExecDriver().start(stubborn, tmp_path / "t", tmp_path / "logs", {})
+    await asyncio.sleep(0.3)
+    t0 = time.monotonic()
+    await h.stop(0.5)
+    took = time.monotonic() - t0
+    assert 0.4 < took < 5, took
+    assert (await h.wait()).exit_code != 0
+
+
+async def test_a_task_is_reattached_after_an_agent_restart_and_its_exit_code_read(tmp_path: Path) -> None:
+    task = Task(
+        name="t", driver="raw_exec", config={"command": "/bin/sh", "args": ["-c", "sleep 0.5; exit 7"]}
+    )
+    first = await RawExecDriver().start(task, tmp_path / "t", tmp_path / "logs", {})
+    saved = first.state()
+    # A new agent knows only what it saved: the executor's pid and exit file.
+    again = RawExecDriver.reattach(saved)
+    assert (await asyncio.wait_for(again.wait(), 10)).exit_code == 7
+    await first.wait()
