@@ -38,6 +38,7 @@ bench: install
 	$(RUN) python -m bench.scheduler --out bench/out/scheduler.json
 	$(RUN) python -m bench.pipeline --out bench/out/pipeline.json
 	$(RUN) python -m bench.memory --out bench/out/memory.json
+	$(RUN) python -m bench.heartbeats --out bench/out/heartbeats.json
 
 clean:
 	rm -rf .venv $(TOOLS)

@@ -45,6 +45,17 @@ def agent(ctx: typer.Context) -> None:
     raise typer.Exit(subprocess.call([sys.executable, "-m", "drover.client", *ctx.args]))
 
 
+@app.command(
+    context_settings={"allow_extra_args": True, "ignore_unknown_options": True, "help_option_names": []}
+)
+def sim(ctx: typer.Context) -> None:
+    """Host many simulated nodes in one process; `drover sim --help` lists its flags."""
+    import subprocess
+    import sys
+
+    raise typer.Exit(subprocess.call([sys.executable, "-m", "drover.client.sim", *ctx.args]))
+
+
 @admin.command()
 def rebuild() -> None:
     """Replay the whole event log into fresh projections (in one transaction)."""

@@ -453,6 +453,15 @@ def create_app(settings: Settings, store: EventStore | None = None) -> FastAPI:
     async def list_allocs(request: Request, prefix: str = "") -> Response:
         return await blocking_read(request, lambda: [_alloc_stub(a) for a in reads.allocs(prefix=prefix)])
 
+    @app.get("/v1/drover/allocs/changes")
+    async def alloc_changes(request: Request, node_prefix: str = "") -> Response:
+        """Allocs changed after ?index= on nodes whose ID starts with ?node_prefix= (a blocking
+        query): how a process hosting many nodes (drover sim) follows their allocs at once."""
+        since = parse_index(request.query_params.get("index"))
+        return await blocking_read(
+            request, lambda: [_alloc_stub(a) for a in reads.alloc_changes(since, node_prefix)]
+        )
+
     @app.get("/v1/allocation/{alloc_id}")
     async def read_alloc(alloc_id: str, request: Request) -> Response:
         return await blocking_read(request, lambda: reads.alloc(alloc_id))

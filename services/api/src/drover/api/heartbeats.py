@@ -34,7 +34,10 @@ class Heartbeats:
             self._nodes = await asyncio.to_thread(self.reads.node_count)
             self._counted_at = time.monotonic()
         return heartbeat_ttl(
-            max(self._nodes, 1), self.rng, min_ttl=int(self.settings.heartbeat_min_ttl * SECOND)
+            max(self._nodes, 1),
+            self.rng,
+            min_ttl=int(self.settings.heartbeat_min_ttl * SECOND),
+            per_second=self.settings.heartbeat_max_per_second,
         )
 
     async def publish(self, node_ids: list[str], ttls: list[int]) -> None:

@@ -109,6 +109,15 @@ class Reads:
         docs = self._docs(f"SELECT doc::text FROM allocs WHERE {' AND '.join(where)} ORDER BY id", **params)
         return [Allocation.model_validate_json(d) for d in docs]
 
+    def alloc_changes(self, since: int, node_prefix: str) -> list[Allocation]:
+        """Allocs written after log position `since` on nodes whose ID starts with `node_prefix`."""
+        docs = self._docs(
+            "SELECT doc::text FROM allocs WHERE modify_index > :since AND node_id LIKE :p ORDER BY modify_index",
+            since=since,
+            p=node_prefix.replace("%", r"\%").replace("_", r"\_") + "%",
+        )
+        return [Allocation.model_validate_json(d) for d in docs]
+
     def alloc(self, alloc_id: str) -> Allocation | None:
         docs = self._docs("SELECT doc::text FROM allocs WHERE id = :id", id=alloc_id)
         return Allocation.model_validate_json(docs[0]) if docs else None

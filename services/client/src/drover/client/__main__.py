@@ -8,8 +8,8 @@ drover agent [--config agent.hcl] [--api URL] [--data-dir DIR] [--name NAME]
 from __future__ import annotations
 
 import argparse
-import logging
 import asyncio
+import logging
 import signal
 import sys
 from pathlib import Path

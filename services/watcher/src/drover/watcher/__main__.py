@@ -55,10 +55,11 @@ class Watcher:
         # The longest TTL the API hands out in a cluster this size (TTL plus its stagger).
         self.min_ttl = int(settings.heartbeat_min_ttl * SECOND)
         self.failover_ttl = int(settings.failover_heartbeat_ttl * SECOND)
+        self.per_second = settings.heartbeat_max_per_second
         self.wake = asyncio.Event()
 
     def longest_ttl(self) -> int:
-        return 2 * max(self.min_ttl, int(len(self.replica.state.nodes) / 50 * SECOND))
+        return 2 * max(self.min_ttl, int(len(self.replica.state.nodes) / self.per_second * SECOND))
 
     def start(self, now: int) -> None:
         """Just became the leader: every live node gets the failover TTL."""

@@ -1,0 +1,299 @@
+"""`drover sim`: one process hosting thousands of simulated nodes.
+
+Nodes are spread over datacenters and racks (meta.rack) as asked and advertise whatever
+drivers they are told (docker included); they register, heartbeat in batches at the TTLs the
+servers hand out, and run their allocs as the mock driver would (run_for, exit_code,
+start_error; anything else runs until stopped), following every node's allocs with one
+blocking query.
+
+    drover sim --nodes 5000 --datacenters 2 --racks 50 --drivers mock,docker --api URL
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import heapq
+import json
+import logging
+import random
+import resource
+import signal
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+from drover.common.durations import SECOND, parse_duration
+from drover.common.telemetry import setup_logging
+
+log = logging.getLogger("drover.sim")
+BATCH = 1000
+
+
+def sim_node(
+    i: int, prefix: str, dcs: int, racks: int, drivers: list[str], cpu: int, mem: int
+) -> dict[str, Any]:
+    node_id = f"{prefix}{i:05d}"
+    return {
+        "ID": node_id,
+        "Name": node_id,
+        "Datacenter": f"dc{i % dcs + 1}",
+        "Status": "ready",
+        "Meta": {"rack": f"r{i % racks + 1}"},
+        "Attributes": {
+            "kernel.name": "linux",
+            "os.name": "sim",
+            "cpu.arch": "amd64",
+            "unique.hostname": node_id,
+            **{f"driver.{d}": "1" for d in drivers},
+        },
+        "Drivers": {d: {"Detected": True, "Healthy": True} for d in drivers},
+        "NodeResources": {
+            "Cpu": {"CpuShares": cpu},
+            "Memory": {"MemoryMB": mem},
+            "Disk": {"DiskMB": 100_000},
+        },
+    }
+
+
+@dataclass
+class Stats:
+    heartbeats: int = 0
+    heartbeat_batches: int = 0
+    heartbeat_errors: int = 0
+    allocs_started: int = 0
+    allocs_finished: int = 0
+    started: float = field(default_factory=time.monotonic)
+
+
+class Simulator:
+    def __init__(self, api: str, nodes: list[dict[str, Any]], prefix: str) -> None:
+        self.http = httpx.AsyncClient(base_url=api, timeout=httpx.Timeout(60.0, connect=5.0))
+        self.nodes = nodes
+        self.prefix = prefix
+        self.next_beat: list[tuple[float, str]] = []
+        self.silenced: set[str] = set()
+        # Per node: when its last heartbeat was answered (Unix s) and the TTL it was handed (s).
+        self.last_beat: dict[str, tuple[float, float]] = {}
+        self.stats = Stats()
+        self.allocs: dict[str, str] = {}  # alloc id -> what this sim last said of it
+        self.jobs: dict[tuple[str, str, int], dict[str, Any]] = {}
+        self.updates: dict[str, dict[str, Any]] = {}
+        self.rng = random.Random()
+        self._timers: set[asyncio.Task[None]] = set()
+
+    async def register(self, concurrency: int = 16) -> None:
+        queue = list(self.nodes)
+
+        async def one() -> None:
+            while queue:
+                node = queue.pop()
+                r = await self.http.put("/v1/drover/node/register", json={"Node": node})
+                r.raise_for_status()
+                ttl = int(r.json()["HeartbeatTTL"]) / SECOND
+                # First beat within the first half of the TTL, spread so batches stay even.
+                first = time.monotonic() + self.rng.uniform(0.1, 0.5) * ttl
+                heapq.heappush(self.next_beat, (first, node["ID"]))
+
+        await asyncio.gather(*(one() for _ in range(concurrency)))
+
+    async def heartbeat(self, stop: asyncio.Event) -> None:
+        """Beat every node due within the next half second, in batches, at half its TTL."""
+        while not stop.is_set():
+            now = time.monotonic()
+            due: list[str] = []
+            while self.next_beat and self.next_beat[0][0] <= now + 0.5:
+                _, node_id = heapq.heappop(self.next_beat)
+                if node_id not in self.silenced:
+                    due.append(node_id)
+            for i in range(0, len(due), BATCH):
+                ids = due[i : i + BATCH]
+                try:
+                    r = await self.http.put("/v1/drover/heartbeats", json={"NodeIDs": ids})
+                    r.raise_for_status()
+                    ttls = r.json()["HeartbeatTTLs"]
+                    self.stats.heartbeats += len(ids)
+                    self.stats.heartbeat_batches += 1
+                except (httpx.HTTPError, KeyError) as e:
+                    self.stats.heartbeat_errors += 1
+                    log.warning("heartbeat batch failed: %s", e)
+                    ttls = {}
+                t, wall = time.monotonic(), time.time()
+                for node_id in ids:
+                    ttl = int(ttls.get(node_id, 2 * SECOND)) / SECOND
+                    heapq.heappush(self.next_beat, (t + ttl / 2, node_id))
+                    if node_id in ttls:
+                        self.last_beat[node_id] = (wall, ttl)
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(stop.wait(), 0.5)
+
+    async def job(self, ns: str, job_id: str, version: int) -> dict[str, Any] | None:
+        key = (ns, job_id, version)
+        if key not in self.jobs:
+            r = await self.http.get(f"/v1/job/{job_id}/versions", params={"namespace": ns})
+            if r.status_code != 200:
+                return None
+            for j in r.json().get("Versions", []):
+                self.jobs[(j.get("Namespace", "default"), j["ID"], j.get("Version", 0))] = j
+        return self.jobs.get(key)
+
+    def _report(self, alloc_id: str, status: str, tasks: list[str], failed: bool = False) -> None:
+        state = {"running": "running", "pending": "pending"}.get(status, "dead")
+        now = time.time_ns()
+        self.allocs[alloc_id] = status
+        self.updates[alloc_id] = {
+            "ID": alloc_id,
+            "ClientStatus": status,
+            "TaskStates": {t: {"State": state, "Failed": failed, "StartedAt": now} for t in tasks},
+            "At": now,
+        }
+
+    async def _finish(self, alloc_id: str, after: float, status: str, tasks: list[str]) -> None:
+        await asyncio.sleep(after)
+        if self.allocs.get(alloc_id) == "running":
+            self._report(alloc_id, status, tasks, failed=status == "failed")
+            self.stats.allocs_finished += 1
+
+    async def follow_allocs(self, stop: asyncio.Event) -> None:
+        index = 0
+        while not stop.is_set():
+            try:
+                r = await self.http.get(
+                    "/v1/drover/allocs/changes",
+                    params={"index": index, "wait": "30s", "node_prefix": self.prefix},
+                )
+                r.raise_for_status()
+                index = int(r.headers.get("X-Nomad-Index", index))
+                for a in r.json():
+                    await self._sync(a)
+            except httpx.HTTPError as e:
+                log.warning("following allocs failed: %s", e)
+                await asyncio.sleep(1.0)
+
+    async def _sync(self, a: dict[str, Any]) -> None:
+        aid = a["ID"]
+        said = self.allocs.get(aid)
+        if a["DesiredStatus"] != "run":
+            if said in ("running", "pending"):
+                self._report(aid, "complete", list((a.get("TaskStates") or {}).keys()) or ["task"])
+            return
+        if said is not None or a["ClientStatus"] in ("complete", "failed", "lost"):
+            return
+        job = await self.job(a.get("Namespace", "default"), a["JobID"], a.get("JobVersion", 0))
+        group = next((g for g in (job or {}).get("TaskGroups", []) if g["Name"] == a["TaskGroup"]), None)
+        tasks = [t for t in (group or {}).get("Tasks", [])]
+        names = [t["Name"] for t in tasks] or ["task"]
+        config: dict[str, Any] = tasks[0].get("Config") or {} if tasks else {}
+        if config.get("start_error"):
+            self._report(aid, "failed", names, failed=True)
+            return
+        self._report(aid, "running", names)
+        self.stats.allocs_started += 1
+        run_for = parse_duration(config["run_for"]) / SECOND if config.get("run_for") else 0.0
+        if run_for > 0:
+            status = "complete" if int(config.get("exit_code", 0)) == 0 else "failed"
+            timer = asyncio.create_task(self._finish(aid, run_for, status, names))
+            self._timers.add(timer)
+            timer.add_done_callback(self._timers.discard)
+
+    async def report(self, stop: asyncio.Event) -> None:
+        while not stop.is_set():
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(stop.wait(), 0.2)
+            if not self.updates:
+                continue
+            batch, self.updates = list(self.updates.values()), {}
+            for i in range(0, len(batch), BATCH):
+                try:
+                    r = await self.http.put(
+                        "/v1/drover/allocs/status", json={"Updates": batch[i : i + BATCH]}
+                    )
+                    if r.status_code not in (200, 404):
+                        r.raise_for_status()
+                except httpx.HTTPError as e:
+                    log.warning("alloc status report failed: %s", e)
+                    for u in batch[i : i + BATCH]:
+                        self.updates.setdefault(u["ID"], u)
+
+
+def cpu_seconds() -> float:
+    ru = resource.getrusage(resource.RUSAGE_SELF)
+    return ru.ru_utime + ru.ru_stime
+
+
+async def run(args: argparse.Namespace, stop: asyncio.Event) -> dict[str, Any]:
+    drivers = [d for d in args.drivers.split(",") if d]
+    nodes = [
+        sim_node(i, args.prefix, args.datacenters, args.racks, drivers, args.cpu, args.memory)
+        for i in range(args.nodes)
+    ]
+    sim = Simulator(args.api, nodes, args.prefix)
+    t0 = time.monotonic()
+    # Heartbeats start with the first registration: the first nodes must not wait for the last.
+    loops = [asyncio.create_task(fn(stop)) for fn in (sim.heartbeat, sim.follow_allocs, sim.report)]
+    await sim.register()
+    log.info("registered %d nodes in %.1fs", len(nodes), time.monotonic() - t0)
+    cpu0, t1 = cpu_seconds(), time.monotonic()
+    beats0 = sim.stats.heartbeats
+    if args.duration > 0:
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(stop.wait(), args.duration)
+        stop.set()
+    else:
+        await stop.wait()
+    for t in loops:
+        t.cancel()
+    elapsed = time.monotonic() - t1
+    out = {
+        "nodes": len(nodes),
+        "seconds": round(elapsed, 1),
+        "heartbeats": sim.stats.heartbeats,
+        "heartbeats_per_s": round((sim.stats.heartbeats - beats0) / elapsed, 1),
+        "heartbeat_batches": sim.stats.heartbeat_batches,
+        "heartbeat_errors": sim.stats.heartbeat_errors,
+        "allocs_started": sim.stats.allocs_started,
+        "cpu_fraction_of_one_core": round((cpu_seconds() - cpu0) / elapsed, 3),
+        "last_beat": sim.last_beat,
+    }
+    await sim.http.aclose()
+    return out
+
+
+def main(argv: list[str] | None = None) -> None:
+    ap = argparse.ArgumentParser(prog="drover sim", description="Host many simulated nodes in one process.")
+    ap.add_argument("--api", default="http://127.0.0.1:4646")
+    ap.add_argument("--nodes", type=int, default=1000)
+    ap.add_argument("--datacenters", type=int, default=1)
+    ap.add_argument("--racks", type=int, default=50)
+    ap.add_argument(
+        "--drivers", default="mock", help="comma-separated driver names to advertise (e.g. mock,docker)"
+    )
+    ap.add_argument("--cpu", type=int, default=4000, help="MHz per node")
+    ap.add_argument("--memory", type=int, default=8192, help="MB per node")
+    ap.add_argument("--prefix", default="sim-", help="node ID prefix")
+    ap.add_argument("--duration", type=float, default=0, help="seconds to run (0: until Ctrl-C)")
+    ap.add_argument("--stats", type=Path, help="write the run's figures here as JSON when it ends")
+    args = ap.parse_args(argv)
+    setup_logging("sim")
+    logging.getLogger("httpx").setLevel(logging.WARNING)
+
+    async def amain() -> dict[str, Any]:
+        stop = asyncio.Event()
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            loop.add_signal_handler(sig, stop.set)
+        return await run(args, stop)
+
+    out = asyncio.run(amain())
+    last_beat = out.pop("last_beat")
+    print(json.dumps(out))
+    if args.stats is not None:
+        args.stats.write_text(json.dumps({**out, "last_beat": last_beat}))
+
+
+if __name__ == "__main__":
+    main()
