@@ -11,7 +11,13 @@ from typing import Annotated, Any, ClassVar, Literal
 
 from pydantic import Field, TypeAdapter
 
-from drover.common.alloc import Allocation, AllocDeploymentStatus, ReplicaAllocation, TaskState
+from drover.common.alloc import (
+    Allocation,
+    AllocDeploymentStatus,
+    DesiredTransition,
+    ReplicaAllocation,
+    TaskState,
+)
 from drover.common.base import NomadModel
 from drover.common.deployment import Deployment
 from drover.common.evaluation import Evaluation
@@ -175,6 +181,19 @@ class AllocsClientUpdated(Event):
         return f"client:{self.node_id}" if self.node_id else "client"
 
 
+class AllocsTransitioned(Event):
+    """Server-side intents set on allocs (the node drainer's migrate), with the evals that act
+    on them (Nomad's AllocUpdateDesiredTransition)."""
+
+    type: Literal["AllocsTransitioned"] = "AllocsTransitioned"
+    category: ClassVar[str] = "Allocation"
+    transitions: dict[str, DesiredTransition]
+    evals: list[Evaluation] = Field(default_factory=list)
+
+    def stream(self) -> str:
+        return "transitions"
+
+
 class DeploymentUpserted(Event):
     type: Literal["DeploymentUpserted"] = "DeploymentUpserted"
     category: ClassVar[str] = "Deployment"
@@ -194,6 +213,7 @@ _OTHER_EVENTS = (
     | JobDeregistered
     | EvalsUpserted
     | AllocsClientUpdated
+    | AllocsTransitioned
     | DeploymentUpserted
 )
 AnyEvent = Annotated[_OTHER_EVENTS | PlanApplied, Field(discriminator="type")]

@@ -14,6 +14,7 @@ from drover.common.deployment import Deployment
 from drover.common.evaluation import Evaluation
 from drover.common.events import (
     AllocsClientUpdated,
+    AllocsTransitioned,
     DeploymentUpserted,
     EvalsUpserted,
     Event,
@@ -241,6 +242,16 @@ def _client_updated(state: StateWriter, index: int, ev: AllocsClientUpdated) -> 
         state.upsert_alloc(old.model_copy(update=update))
 
 
+def _transitioned(state: StateWriter, index: int, ev: AllocsTransitioned) -> None:
+    for alloc_id, t in ev.transitions.items():
+        old = state.alloc(alloc_id)
+        if old is None:
+            continue
+        merged = old.desired_transition.model_copy(update=t.model_dump(exclude_none=True))
+        state.upsert_alloc(old.model_copy(update={"desired_transition": merged, "modify_index": index}))
+    _evals(state, index, EvalsUpserted(evals=ev.evals))
+
+
 def _deployment(state: StateWriter, index: int, ev: DeploymentUpserted) -> None:
     old = state.deployment(ev.deployment.id)
     state.upsert_deployment(
@@ -264,6 +275,7 @@ _HANDLERS: dict[str, Callable[[StateWriter, int, Any], None]] = {
         (EvalsUpserted, _evals),
         (PlanApplied, _plan_applied),
         (AllocsClientUpdated, _client_updated),
+        (AllocsTransitioned, _transitioned),
         (DeploymentUpserted, _deployment),
     )
 }

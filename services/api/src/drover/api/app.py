@@ -36,11 +36,19 @@ from drover.common.events import (
     Event,
     JobDeregistered,
     JobRegistered,
+    NodeDrainUpdated,
     NodeEligibilityUpdated,
     NodeRegistered,
     NodeStatusUpdated,
 )
-from drover.common.node import NODE_ELIGIBLE, NODE_INELIGIBLE, NODE_STATUS_DOWN, NODE_STATUS_READY
+from drover.common.node import (
+    NODE_ELIGIBLE,
+    NODE_INELIGIBLE,
+    NODE_STATUS_DOWN,
+    NODE_STATUS_READY,
+    DrainSpec,
+    DrainStrategy,
+)
 from drover.common.settings import Settings
 from drover.common.store import ConcurrencyError, EventStore, NewEvent, libpq_url
 from drover.common.store.eventstore import NOTIFY_CHANNEL
@@ -524,6 +532,51 @@ def create_app(settings: Settings, store: EventStore | None = None) -> FastAPI:
         if node is None:
             raise ApiError(404, "node not found")
         index = await append([NodeEligibilityUpdated(node_id=node_id, eligibility=elig)])
+        return {"EvalIDs": [], "EvalCreateIndex": 0, "NodeModifyIndex": index, "Index": index}
+
+    @app.post("/v1/node/{node_id}/drain")
+    @app.put("/v1/node/{node_id}/drain")
+    async def node_drain(node_id: str, request: Request) -> dict[str, Any]:
+        """Start (DrainSpec) or cancel (DrainSpec null) a drain; the node drainer moves the allocs."""
+        body = await body_json(request)
+        if not isinstance(body, dict):
+            raise ApiError(400, "Request must be a JSON object")
+        spec, problems = body.get("DrainSpec"), []
+        if spec is not None and not isinstance(spec, dict):
+            problems.append("DrainSpec must be an object or null")
+        elif spec is not None:
+            deadline = spec.get("Deadline", 0)
+            if isinstance(deadline, bool) or not isinstance(deadline, int):
+                problems.append(
+                    "DrainSpec.Deadline must be an integer (nanoseconds; -1 forces the drain now)"
+                )
+            if not isinstance(spec.get("IgnoreSystemJobs", False), bool):
+                problems.append("DrainSpec.IgnoreSystemJobs must be true or false")
+        if not isinstance(body.get("MarkEligible", False), bool):
+            problems.append("MarkEligible must be true or false")
+        if problems:
+            raise ApiError(400, "\n".join(problems))
+        node = await asyncio.to_thread(reads.node, node_id)
+        if node is None:
+            raise ApiError(404, "node not found")
+        now = time.time_ns()
+        if spec is None:
+            event = NodeDrainUpdated(
+                node_id=node_id,
+                drain_strategy=None,
+                eligibility=NODE_ELIGIBLE if body.get("MarkEligible") else "",
+            )
+        else:
+            deadline = int(spec.get("Deadline", 0))
+            strategy = DrainStrategy(
+                drain_spec=DrainSpec(
+                    deadline=deadline, ignore_system_jobs=bool(spec.get("IgnoreSystemJobs", False))
+                ),
+                force_deadline=now if deadline < 0 else (now + deadline if deadline > 0 else 0),
+                started_at=now,
+            )
+            event = NodeDrainUpdated(node_id=node_id, drain_strategy=strategy, eligibility=NODE_INELIGIBLE)
+        index = await append([event])
         return {"EvalIDs": [], "EvalCreateIndex": 0, "NodeModifyIndex": index, "Index": index}
 
     # --- Drover's client endpoints ---

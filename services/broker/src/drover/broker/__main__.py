@@ -15,6 +15,7 @@ from drover.common.bus import EVALS_SUBJECT, MSG_ID_HEADER, close, connect, ensu
 from drover.common.evaluation import Evaluation
 from drover.common.events import (
     AllocsClientUpdated,
+    AllocsTransitioned,
     EvalsUpserted,
     Event,
     NodeDrainUpdated,
@@ -63,7 +64,7 @@ class BrokerService:
     def on_event(self, position: int, event: Event, meta: dict[str, Any]) -> None:
         now = time.time_ns()
         state = self.replica.state
-        if isinstance(event, EvalsUpserted):
+        if isinstance(event, (EvalsUpserted, AllocsTransitioned)):
             for ev in event.evals:
                 if "traceparent" in meta:
                     self.trace_of[ev.id] = meta

@@ -1,8 +1,10 @@
-"""`drover-watcher`: the heartbeat watcher. One instance is active (advisory lock, lease epoch
-that fences a deposed one's appends), the others stand by. The active one hears heartbeats on
-core NATS, keeps every node's deadline (drover.scheduler.heartbeat) and, when a node misses
-its TTL and grace, writes it down - or disconnected, when it runs allocs that tolerate it -
-with node-update evals. Heartbeats are never written to the log; status changes are.
+"""`drover-watcher`: the heartbeat watcher and node drainer. One instance is active (advisory
+lock, lease epoch that fences a deposed one's appends), the others stand by. The active one
+hears heartbeats on core NATS, keeps every node's deadline (drover.scheduler.heartbeat) and,
+when a node misses its TTL and grace, writes it down - or disconnected, when it runs allocs
+that tolerate it - with node-update evals. Heartbeats are never written to the log; status
+changes are. It also drains nodes (drover.scheduler.drainer): allocs marked to migrate in
+batches of migrate.max_parallel, with node-drain evals, and the drain cleared when done.
 """
 
 from __future__ import annotations
@@ -18,11 +20,14 @@ from typing import Any
 
 from nats.aio.msg import Msg
 
+from drover.common.alloc import DesiredTransition
 from drover.common.bus import HEARTBEAT_SUBJECT, close, connect, ensure_streams
 from drover.common.events import (
+    AllocsTransitioned,
     EvalsUpserted,
     Event,
     NodeDeregistered,
+    NodeDrainUpdated,
     NodeRegistered,
     NodeStatusUpdated,
 )
@@ -33,6 +38,7 @@ from drover.common.replica import Replica
 from drover.common.service import run_service
 from drover.common.settings import Settings
 from drover.common.store import EventStore, FencedError, NewEvent, libpq_url
+from drover.scheduler.drainer import drain_step
 from drover.scheduler.heartbeat import (
     HEARTBEAT_MISSED,
     HeartbeatTracker,
@@ -123,6 +129,45 @@ class Watcher:
         return events
 
 
+async def drain(replica: Replica, store: EventStore, epoch: int, stop: asyncio.Event) -> None:
+    """Move allocs off draining nodes, a batch at a time, until each node is empty."""
+    while not stop.is_set():
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(stop.wait(), 0.5)
+        now = time.time_ns()
+        events: list[Event] = []
+        for node in list(replica.state.all_nodes()):
+            if node.drain_strategy is None:
+                continue
+            step = drain_step(replica.state, node, now)
+            if step.done:
+                log.info("node %s drained", node.id)
+                events.append(NodeDrainUpdated(node_id=node.id, drain_strategy=None))
+            elif step.migrate:
+                log.info("node %s: migrating %d allocs", node.id, len(step.migrate))
+                events.append(
+                    AllocsTransitioned(
+                        transitions={a.id: DesiredTransition(migrate=True) for a in step.migrate},
+                        evals=step.evals,
+                    )
+                )
+        if not events:
+            continue
+        try:
+            recorded = await asyncio.to_thread(
+                store.append, [NewEvent(e) for e in events], fence=(LEASE, epoch)
+            )
+        except FencedError:
+            log.error("fenced: a newer watcher leads; stepping down")
+            stop.set()
+            return
+        except Exception as e:
+            log.warning("drainer: %s; retrying", e)
+            continue
+        # The next step must see these marks, or it would mark the same allocs again.
+        await replica.wait_for(recorded[-1].position)
+
+
 async def run(settings: Settings, stop: asyncio.Event) -> None:
     store = EventStore(settings.database_url)
     nc = await connect(settings.nats_url, "watcher")
@@ -151,6 +196,7 @@ async def run(settings: Settings, stop: asyncio.Event) -> None:
     await replica.start()
     watcher.start(time.time_ns())
     holding = asyncio.create_task(hold_leadership(lock_conn, stop))
+    drainer = asyncio.create_task(drain(replica, store, epoch, stop))
     pending: list[str] = []
     try:
         while not stop.is_set():
@@ -179,6 +225,7 @@ async def run(settings: Settings, stop: asyncio.Event) -> None:
     finally:
         stop.set()
         holding.cancel()
+        await drainer
         await sub.unsubscribe()
         await close(nc)
         await lock_conn.close()
