@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from .cluster import Cluster
-from .test_client import ENV, Agents
+from .test_client import ENV, Agents, agents  # noqa: F401 - the agents fixture
 
 S = 1_000_000_000
 
@@ -22,13 +22,6 @@ def cluster(database_url: str, nats_url: str, tmp_path: Path, js_fresh: object) 
     c = Cluster(database_url, nats_url, tmp_path, env=ENV).start()
     yield c
     c.stop()
-
-
-@pytest.fixture
-def agents(cluster: Cluster, tmp_path: Path) -> Iterator[Agents]:
-    a = Agents(cluster, tmp_path)
-    yield a
-    a.close()
 
 
 def failing_job(
@@ -75,7 +68,7 @@ def timeline(c: Cluster, job_id: str) -> list[float]:
     return out
 
 
-def test_reschedule_timelines(cluster: Cluster, agents: Agents) -> None:
+def test_reschedule_timelines(cluster: Cluster, agents: Agents) -> None:  # noqa: F811
     c = cluster
     for name in ("a1", "a2"):
         agents.start(name)

@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import uuid
+from typing import Any
+
 from pydantic import Field
 
 from drover.common.alloc import AllocMetric
 from drover.common.base import NomadModel
+from drover.common.job import Job
 
 EVAL_STATUS_BLOCKED = "blocked"
 EVAL_STATUS_PENDING = "pending"
@@ -64,3 +68,19 @@ class Evaluation(NomadModel):
 
     def terminal_status(self) -> bool:
         return self.status in (EVAL_STATUS_COMPLETE, EVAL_STATUS_FAILED, EVAL_STATUS_CANCELED)
+
+
+def job_eval(job: Job, trigger: str, now: int, **fields: Any) -> Evaluation:
+    """A new pending eval of `job`, triggered by `trigger` at `now`."""
+    return Evaluation(
+        id=str(uuid.uuid4()),
+        namespace=job.namespace,
+        priority=job.priority,
+        type=job.type,
+        triggered_by=trigger,
+        job_id=job.id,
+        status=EVAL_STATUS_PENDING,
+        create_time=now,
+        modify_time=now,
+        **fields,
+    )

@@ -13,11 +13,10 @@ drain is done (Nomad's drainer).
 
 from __future__ import annotations
 
-import uuid
 from dataclasses import dataclass, field
 
 from drover.common.alloc import ALLOC_CLIENT_RUNNING, Allocation
-from drover.common.evaluation import EVAL_STATUS_PENDING, TRIGGER_NODE_DRAIN, Evaluation
+from drover.common.evaluation import TRIGGER_NODE_DRAIN, Evaluation, job_eval
 from drover.common.job import Job
 from drover.common.node import Node
 from drover.common.state import StateSnapshot
@@ -84,18 +83,5 @@ def drain_step(state: StateSnapshot, node: Node, now: int) -> DrainStep:
         job = jobs.get((ns, job_id))
         if job is None:
             continue
-        out.evals.append(
-            Evaluation(
-                id=str(uuid.uuid4()),
-                namespace=ns,
-                priority=job.priority,
-                type=job.type,
-                triggered_by=TRIGGER_NODE_DRAIN,
-                job_id=job_id,
-                node_id=node.id,
-                status=EVAL_STATUS_PENDING,
-                create_time=now,
-                modify_time=now,
-            )
-        )
+        out.evals.append(job_eval(job, TRIGGER_NODE_DRAIN, now, node_id=node.id))
     return out

@@ -18,12 +18,11 @@ from __future__ import annotations
 
 import heapq
 import random
-import uuid
 from collections.abc import Iterable
 
 from drover.common.alloc import Allocation
 from drover.common.durations import SECOND
-from drover.common.evaluation import EVAL_STATUS_PENDING, TRIGGER_NODE_UPDATE, Evaluation
+from drover.common.evaluation import TRIGGER_NODE_UPDATE, Evaluation, job_eval
 from drover.common.job import Job
 from drover.common.node import NODE_STATUS_DISCONNECTED, NODE_STATUS_DOWN, Node
 from drover.scheduler.feasible import node_in_job_pool
@@ -108,18 +107,4 @@ def node_update_evals(
     for sj in system_jobs:
         if (sj.namespace, sj.id) not in jobs and not sj.stop and node_in_job_pool(node, sj):
             jobs[(sj.namespace, sj.id)] = sj
-    return [
-        Evaluation(
-            id=str(uuid.uuid4()),
-            namespace=j.namespace,
-            priority=j.priority,
-            type=j.type,
-            triggered_by=TRIGGER_NODE_UPDATE,
-            job_id=j.id,
-            node_id=node.id,
-            status=EVAL_STATUS_PENDING,
-            create_time=now,
-            modify_time=now,
-        )
-        for j in jobs.values()
-    ]
+    return [job_eval(j, TRIGGER_NODE_UPDATE, now, node_id=node.id) for j in jobs.values()]

@@ -9,7 +9,6 @@ import contextlib
 import json
 import re
 import time
-import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
@@ -28,6 +27,7 @@ from drover.common.evaluation import (
     TRIGGER_NODE_UPDATE,
     TRIGGER_RETRY_FAILED_ALLOC,
     TRIGGER_SCALING,
+    job_eval,
 )
 from drover.common.events import (
     AllocClientUpdate,
@@ -226,19 +226,7 @@ def create_app(settings: Settings, store: EventStore | None = None) -> FastAPI:
         return recorded[-1].position
 
     def new_eval(job: Job, trigger: str, **kw: Any) -> Evaluation:
-        now = time.time_ns()
-        return Evaluation(
-            id=str(uuid.uuid4()),
-            namespace=job.namespace,
-            priority=job.priority,
-            type=job.type,
-            triggered_by=trigger,
-            job_id=job.id,
-            status="pending",
-            create_time=now,
-            modify_time=now,
-            **kw,
-        )
+        return job_eval(job, trigger, time.time_ns(), **kw)
 
     def parse_job(body: Any) -> Job:
         if not isinstance(body, dict) or not isinstance(body.get("Job"), dict):
