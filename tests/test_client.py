@@ -3,6 +3,8 @@ every service as its own process. Heartbeat TTLs are shortened to seconds."""
 
 from __future__ import annotations
 
+import json
+import os
 import signal
 import subprocess
 import sys
@@ -204,3 +206,37 @@ def test_a_driver_the_nodes_do_not_enable_is_refused_with_its_reason(
     bad["Job"]["TaskGroups"][0]["Tasks"][0]["Config"]["image"] = "redis"
     r = c.http.put("/v1/jobs", json=bad)
     assert r.status_code == 400 and 'unknown key "argz"' in r.text and 'unknown key "image"' in r.text
+
+
+def test_a_restarted_agent_picks_up_the_tasks_it_was_running(
+    cluster: Cluster, agents: Agents, tmp_path: Path
+) -> None:
+    c = cluster
+    agents.start("a1", "--enable-raw-exec")
+    c.wait(lambda: [n for n in c.get("/v1/nodes") if n["Status"] == "ready"], timeout=15)
+    marker = tmp_path / "go"
+    # runs until the marker appears, then exits 3 (a service task: restarted per the block)
+    script = f"while [ ! -e {marker} ]; do sleep 0.1; done; rm {marker}; exit 3"
+    c.put("/v1/jobs", raw_exec_job("steady", "/bin/sh", "-c", script, Update={"MaxParallel": 0}))
+    (alloc,) = c.wait(lambda: [a for a in allocs(c, "steady") if a["ClientStatus"] == "running"], timeout=15)
+    state = tmp_path / "a1" / "client" / "state.json"
+    pid = c.wait(
+        lambda: state.exists() and json.loads(state.read_text()).get(alloc["ID"], {}).get("t", {}).get("pid")
+    )
+
+    agents.procs["a1"].kill()  # kill -9: no goodbye, the task's executor lives on
+    agents.procs.pop("a1").wait()
+    os.kill(pid, 0)  # still running
+    agents.start("a1", "--enable-raw-exec")
+    c.wait(lambda: "re-attached" in (tmp_path / "agent-a1.log").read_text(), timeout=15)
+    task = c.get(f"/v1/allocation/{alloc['ID']}")["TaskStates"]["t"]
+    assert task["State"] == "running" and task["Restarts"] == 0  # picked up, not started again
+
+    marker.touch()  # now the task exits 3: the new agent sees the exit code and restarts it
+
+    def restarted() -> dict[str, Any] | None:
+        t = c.get(f"/v1/allocation/{alloc['ID']}")["TaskStates"]["t"]
+        return t if t["Restarts"] == 1 else None
+
+    task = c.wait(restarted, timeout=30)
+    assert any(e["Type"] == "Terminated" and e["Details"].get("exit_code") == "3" for e in task["Events"])
