@@ -209,9 +209,19 @@ def test_a_driver_the_nodes_do_not_enable_is_refused_with_its_reason(
 
 
 def test_a_restarted_agent_picks_up_the_tasks_it_was_running(
-    cluster: Cluster, agents: Agents, tmp_path: Path
+    database_url: str, nats_url: str, tmp_path: Path, js_fresh: object
 ) -> None:
-    c = cluster
+    # TTLs of 10-20 s here: the agent must be back before its node is missed, even on a busy CI.
+    c = Cluster(database_url, nats_url, tmp_path, env={**ENV, "DROVER_HEARTBEAT_MIN_TTL": "10"}).start()
+    agents = Agents(c, tmp_path)
+    try:
+        _restarted_agent(c, agents, tmp_path)
+    finally:
+        agents.close()
+        c.stop()
+
+
+def _restarted_agent(c: Cluster, agents: Agents, tmp_path: Path) -> None:
     agents.start("a1", "--enable-raw-exec")
     c.wait(lambda: [n for n in c.get("/v1/nodes") if n["Status"] == "ready"], timeout=15)
     marker = tmp_path / "go"

@@ -84,7 +84,7 @@ def test_a_silent_node_goes_down_and_its_allocs_are_replaced(cluster: Cluster, b
     t0 = time.monotonic()
     node = c.wait(lambda: (n := c.get("/v1/node/silent"))["Status"] == "down" and n, timeout=15)
     # longest TTL handed out (2 x 1 s) + grace (1 s), with the watcher's own wake-ups
-    assert time.monotonic() - t0 < 6
+    assert time.monotonic() - t0 < 9
     assert node["StatusDescription"] == "Node heartbeat missed"
     assert c.get("/v1/node/alive")["Status"] == "ready"
     c.wait(lambda: c.get(f"/v1/allocation/{on_silent}")["ClientStatus"] == "lost")

@@ -15,7 +15,7 @@ import pytest
 
 from .cluster import Cluster
 
-ENV = {"DROVER_HEARTBEAT_MIN_TTL": "1", "DROVER_HEARTBEAT_GRACE": "1"}
+ENV = {"DROVER_HEARTBEAT_MIN_TTL": "3", "DROVER_HEARTBEAT_GRACE": "2"}
 
 
 @pytest.fixture
@@ -60,16 +60,16 @@ def test_simulated_nodes_heartbeat_and_run_mock_allocs(cluster: Cluster, tmp_pat
             ),
             timeout=20,
         )
-        # Several TTLs (1-2 s) pass: every node stays ready on batched heartbeats alone.
-        time.sleep(5)
+        # Several TTLs (3-6 s) pass: every node stays ready on batched heartbeats alone.
+        time.sleep(8)
         assert all(n["Status"] == "ready" for n in c.get("/v1/nodes"))
     finally:
         sim.send_signal(signal.SIGTERM)
         sim.communicate(timeout=30)
     report = json.loads(stats.read_text())
     assert report["nodes"] == 60 and report["heartbeat_errors"] == 0
-    assert report["heartbeats"] >= 60 * 3, report  # each node beat at half its TTL
+    assert report["heartbeats"] >= 60 * 2, report  # each node beat at half its TTL
     assert report["heartbeats"] / report["heartbeat_batches"] > 5  # in batches, not one by one
     assert report["allocs_started"] == 20
     # Silent now: every node goes down.
-    c.wait(lambda: all(n["Status"] == "down" for n in c.get("/v1/nodes")), timeout=20)
+    c.wait(lambda: all(n["Status"] == "down" for n in c.get("/v1/nodes")), timeout=40)
