@@ -1,0 +1,93 @@
+"""`drover up` (what `make up` runs) as a user runs it: embedded NATS and PostgreSQL under the data
+directory, every service its own process, the API answering; Ctrl-C stops everything; a second
+run finds the cluster as it was left."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import httpx
+
+from drover.common.embedded import free_port
+
+from .cluster import node_json
+
+
+def _up(data_dir: Path, port: int, log: Path) -> subprocess.Popen[bytes]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("DROVER_")}
+    env.update({"DROVER_DATA_DIR": str(data_dir), "DROVER_API_PORT": str(port), "DROVER_WORKERS": "1"})
+    return subprocess.Popen(
+        [sys.executable, "-c", "from drover.cli.main import app; app()", "up"],
+        env=env,
+        stdout=log.open("ab"),
+        stderr=subprocess.STDOUT,
+    )
+
+
+def _wait_api(port: int, proc: subprocess.Popen[bytes], log: Path, timeout: float = 90) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        assert proc.poll() is None, log.read_text()
+        try:
+            if httpx.get(f"http://127.0.0.1:{port}/v1/nodes", timeout=2).status_code == 200:
+                return
+        except httpx.HTTPError:
+            pass
+        time.sleep(0.3)
+    raise AssertionError(f"the API never answered\n{log.read_text()}")
+
+
+def test_up_runs_everything_stops_cleanly_and_keeps_its_data(tmp_path: Path) -> None:
+    data_dir, log = tmp_path / "data", tmp_path / "up.log"
+    port = free_port()
+    proc = _up(data_dir, port, log)
+    try:
+        _wait_api(port, proc, log)
+        api = httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=10)
+        assert api.put("/v1/drover/node/register", json={"Node": node_json("kept")}).status_code == 200
+        children = subprocess.run(
+            ["pgrep", "-P", str(proc.pid)], capture_output=True, text=True
+        ).stdout.split()
+        names = {
+            Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")[2].decode()
+            for pid in children
+            if Path(f"/proc/{pid}/cmdline").exists() and b"-m" in Path(f"/proc/{pid}/cmdline").read_bytes()
+        }
+        assert {
+            "drover.api",
+            "drover.broker",
+            "drover.worker",
+            "drover.planner",
+            "drover.watcher",
+        } <= names, names
+        # the plan applier and the heartbeat watcher each have a standby
+        assert (data_dir / "logs" / "planner-1.log").exists() and (
+            data_dir / "logs" / "watcher-1.log"
+        ).exists()
+    finally:
+        proc.send_signal(signal.SIGINT)
+        assert proc.wait(60) == 0, log.read_text()
+    for pid in children:
+        assert (
+            not Path(f"/proc/{pid}").exists() or b"zombie" in Path(f"/proc/{pid}/status").read_bytes().lower()
+        )
+    with httpx.Client(timeout=2) as h:
+        try:
+            h.get(f"http://127.0.0.1:{port}/v1/nodes")
+            raise AssertionError("the API still answers after Ctrl-C")
+        except httpx.HTTPError:
+            pass
+
+    again = _up(data_dir, port, log)
+    try:
+        _wait_api(port, again, log)
+        node = httpx.get(f"http://127.0.0.1:{port}/v1/node/kept", timeout=10)
+        assert node.status_code == 200 and node.json()["ID"] == "kept"
+    finally:
+        again.send_signal(signal.SIGINT)
+        assert again.wait(60) == 0, log.read_text()
