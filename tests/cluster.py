@@ -99,7 +99,9 @@ class Cluster:
         assert r.status_code == 200, f"{path}: {r.status_code} {r.text}"
         return r.json()
 
-    def wait(self, fn: Any, timeout: float = 10.0, interval: float = 0.02) -> Any:
+    def wait(self, fn: Any, timeout: float = 10.0, interval: float = 0.02, describe: Any = None) -> Any:
+        """Poll `fn` until it returns something true; on timeout fail with `describe()` (what the
+        cluster looked like) and the service logs."""
         deadline = time.monotonic() + timeout
         last = None
         while time.monotonic() < deadline:
@@ -107,7 +109,8 @@ class Cluster:
             if last:
                 return last
             time.sleep(interval)
-        raise AssertionError(f"condition not met in {timeout}s (last: {last!r})\n{self.logs()}")
+        seen = f"\nstate: {describe()!r}" if describe is not None else ""
+        raise AssertionError(f"condition not met in {timeout}s (last: {last!r}){seen}\n{self.logs()}")
 
 
 def node_json(node_id: str, *, cpu: int = 4000, mem: int = 8192, dc: str = "dc1") -> dict[str, Any]:

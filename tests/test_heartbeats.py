@@ -125,7 +125,14 @@ def test_a_node_running_tolerant_allocs_disconnects_and_keeps_them_when_back(
     c.wait(lambda: c.get("/v1/node/edge")["Status"] == "ready")
     c.put("/v1/drover/allocs/status", running)  # the client, back, reports what it runs
     # the original alloc is kept, running on edge, and nothing else runs
-    c.wait(lambda: [(a["ID"], a["ClientStatus"]) for a in live(c, "tolerant")] == [(alloc["ID"], "running")])
+    c.wait(
+        lambda: [(a["ID"], a["ClientStatus"]) for a in live(c, "tolerant")] == [(alloc["ID"], "running")],
+        timeout=20,
+        describe=lambda: [
+            (a["ID"], a["NodeID"], a["DesiredStatus"], a["ClientStatus"])
+            for a in c.get("/v1/job/tolerant/allocations")
+        ],
+    )
     assert c.get(f"/v1/allocation/{alloc['ID']}")["DesiredStatus"] == "run"
 
 

@@ -130,3 +130,25 @@ def test_replica_state_shares_equal_parts_of_allocs_and_keeps_their_values() -> 
     apply(lean, 2, PlanApplied(eval_id="e9", stopped=[stop]))
     assert lean.alloc("a0").desired_status == "stop"  # type: ignore[union-attr]
     assert a1.desired_status == "run" and a1.alloc_states == [] and a1.resources.cpu == 250
+
+
+def test_a_stale_unknown_does_not_overwrite_what_a_reconnected_client_said() -> None:
+    from drover.common import Node
+    from drover.common.events import AllocClientUpdate, AllocsClientUpdated, NodeRegistered, NodeStatusUpdated
+
+    state = InMemoryState()
+    apply(state, 1, NodeRegistered(node=Node(id="n1")))
+    apply(state, 2, EVENTS[0])
+    apply(state, 3, NodeStatusUpdated(node_id="n1", status="disconnected"))
+    marked = state.alloc("a0").model_copy(update={"client_status": "unknown"})  # type: ignore[union-attr]
+    apply(state, 4, PlanApplied(eval_id="e5", allocs=[marked]))
+    assert state.alloc("a0").client_status == "unknown"  # type: ignore[union-attr]
+    apply(state, 5, NodeStatusUpdated(node_id="n1", status="ready"))
+    apply(
+        state,
+        6,
+        AllocsClientUpdated(node_id="n1", updates=[AllocClientUpdate(id="a0", client_status="running")]),
+    )
+    # a reconnect plan computed before the client's report still carries "unknown"
+    apply(state, 7, PlanApplied(eval_id="e6", allocs=[marked]))
+    assert state.alloc("a0").client_status == "running"  # type: ignore[union-attr]

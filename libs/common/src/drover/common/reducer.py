@@ -28,7 +28,7 @@ from drover.common.events import (
     PlanApplied,
 )
 from drover.common.job import JOB_STATUS_DEAD, JOB_STATUS_PENDING, Job
-from drover.common.node import Node, compute_class
+from drover.common.node import NODE_STATUS_DISCONNECTED, Node, compute_class
 
 
 class StateWriter(Protocol):
@@ -167,8 +167,14 @@ def _upsert_alloc(state: StateWriter, index: int, a: Allocation, at: int) -> All
         # Plans carry existing allocs without their placement metrics; keep the recorded ones.
         if a.metrics is None and old.metrics is not None:
             update["metrics"] = old.metrics
-        # The client owns its status and description; the server only sets lost and unknown.
-        if a.client_status not in (ALLOC_CLIENT_LOST, ALLOC_CLIENT_UNKNOWN):
+        # The client owns its status and description; the server only sets lost, and unknown
+        # while the node is disconnected: a plan computed before the node came back (and its
+        # client said "running") must not mark the alloc unknown again.
+        node = state.node(old.node_id)
+        stale_unknown = a.client_status == ALLOC_CLIENT_UNKNOWN and (
+            node is not None and node.status != NODE_STATUS_DISCONNECTED
+        )
+        if a.client_status not in (ALLOC_CLIENT_LOST, ALLOC_CLIENT_UNKNOWN) or stale_unknown:
             update["client_status"] = old.client_status
             update["client_description"] = old.client_description
         if old.deployment_status is not None and a.deployment_status is not None:
