@@ -126,9 +126,7 @@ def main() -> None:
         store.close()
         nats.stop()
         pg.stop()
-    print(json.dumps(result, indent=2))
-    Path(args.out).parent.mkdir(parents=True, exist_ok=True)
-    Path(args.out).write_text(json.dumps(result, indent=2))
+    report.write(result, args.out)
 
 
 if __name__ == "__main__":

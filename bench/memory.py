@@ -19,6 +19,8 @@ import uuid
 from pathlib import Path
 from typing import Any
 
+from bench.report import write
+
 NODES = 5000
 PER_JOB = 1000
 
@@ -153,9 +155,7 @@ def main() -> None:
         report["mb_per_100k_allocs"] = round(
             (b["peak_rss_mb"] - a["peak_rss_mb"]) / (b["allocs"] - a["allocs"]) * 1e5, 1
         )
-    Path(args.out).parent.mkdir(parents=True, exist_ok=True)
-    Path(args.out).write_text(json.dumps(report, indent=2))
-    print(json.dumps(report, indent=2))
+    write(report, args.out)
 
 
 if __name__ == "__main__":

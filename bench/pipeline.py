@@ -12,7 +12,6 @@ register-to-placed latency of the probes under that load, and the peak RSS of ev
 from __future__ import annotations
 
 import argparse
-import json
 import math
 import os
 import statistics
@@ -26,6 +25,7 @@ from typing import Any
 import httpx
 from sqlalchemy import text
 
+from bench import report
 from drover.common.embedded import EmbeddedNats, EmbeddedPostgres
 from drover.common.store import EventStore, migrate
 from tests.cluster import Cluster, job_json, node_json
@@ -215,9 +215,7 @@ def main() -> None:
         store.close()
         nats.stop()
         pg.stop()
-    print(json.dumps(result, indent=2))
-    Path(args.out).parent.mkdir(parents=True, exist_ok=True)
-    Path(args.out).write_text(json.dumps(result, indent=2))
+    report.write(result, args.out)
 
 
 if __name__ == "__main__":
