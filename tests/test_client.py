@@ -231,7 +231,10 @@ def _restarted_agent(c: Cluster, agents: Agents, tmp_path: Path) -> None:
     (alloc,) = c.wait(lambda: [a for a in allocs(c, "steady") if a["ClientStatus"] == "running"], timeout=15)
     state = tmp_path / "a1" / "client" / "state.json"
     pid = c.wait(
-        lambda: state.exists() and json.loads(state.read_text()).get(alloc["ID"], {}).get("t", {}).get("pid")
+        lambda: (
+            state.exists()
+            and json.loads(state.read_text()).get(alloc["ID"], {}).get("Tasks", {}).get("t", {}).get("pid")
+        )
     )
 
     agents.procs["a1"].kill()  # kill -9: no goodbye, the task's executor lives on

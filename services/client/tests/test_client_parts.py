@@ -12,6 +12,8 @@ import pytest
 from drover.client.__main__ import parse
 from drover.client.config import load
 from drover.client.drivers import MockDriver, RawExecDriver, StartError
+from drover.client.health import HealthTracker
+from drover.common.alloc import TaskState
 from drover.common.job import Task
 
 S = 1_000_000_000
@@ -104,3 +106,41 @@ async def test_a_task_is_reattached_after_an_agent_restart_and_its_exit_code_rea
     again = RawExecDriver.reattach(saved)
     assert (await asyncio.wait_for(again.wait(), 10)).exit_code == 7
     await first.wait()
+
+
+# --- deployment health (drover.client.health) ---
+RUN = TaskState(state="running")
+PENDING = TaskState(state="pending")
+FAILED = TaskState(state="dead", failed=True)
+
+
+@pytest.mark.parametrize(
+    ("name", "steps", "verdict"),
+    [
+        # (time in s, states) in order; the verdict after the last step
+        ("running for min_healthy_time", [(0, [RUN, RUN]), (10, [RUN, RUN])], True),
+        ("not yet", [(0, [RUN]), (9, [RUN])], None),
+        ("a task failed", [(0, [RUN, RUN]), (1, [RUN, FAILED])], False),
+        ("a restart starts the clock again", [(0, [RUN]), (5, [PENDING]), (6, [RUN]), (15, [RUN])], None),
+        ("...and then it is healthy", [(0, [RUN]), (5, [PENDING]), (6, [RUN]), (16, [RUN])], True),
+        ("the healthy deadline passed first", [(0, [PENDING]), (300, [PENDING])], False),
+        ("healthy just before the deadline", [(0, [PENDING]), (289, [RUN]), (299, [RUN])], True),
+    ],
+)
+def test_alloc_health_from_task_states(
+    name: str, steps: list[tuple[int, list[TaskState]]], verdict: bool | None
+) -> None:
+    tracker = HealthTracker(min_healthy_time=10 * S, deadline=300 * S, healthy_deadline=300 * S)
+    result = None
+    for at, states in steps:
+        result = tracker.update({f"t{i}": s for i, s in enumerate(states)}, at * S)
+    assert result is not None and result.healthy is verdict, name
+    if verdict is None:
+        assert 0 < result.wake_at <= 300 * S  # it says when to look again
+
+
+def test_unhealthy_reasons_say_why() -> None:
+    tracker = HealthTracker(min_healthy_time=10 * S, deadline=60 * S, healthy_deadline=60 * S)
+    assert tracker.update({"t": FAILED}, 0).reason == "Unhealthy because of failed task"
+    late = tracker.update({"t": PENDING}, 60 * S)
+    assert late.reason == "Task not running for min_healthy_time of 10s by healthy_deadline of 60s"

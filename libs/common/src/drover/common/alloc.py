@@ -95,6 +95,17 @@ class AllocDeploymentStatus(NomadModel):
         return self.healthy is False
 
 
+class AllocRestartRequest(NomadModel):
+    """Drover's record of an operator's restart request on an alloc (Nomad sends it to the client
+    directly and keeps nothing): the agent restarts the named task, or the running ones, or all
+    with AllTasks, once per ID."""
+
+    id: str = ""
+    task_name: str = ""
+    all_tasks: bool = False
+    time: RFC3339Ns = 0
+
+
 class NodeScoreMeta(NomadModel):
     node_id: str = ""
     scores: dict[str, float] = Field(default_factory=dict)
@@ -138,6 +149,7 @@ class Allocation(NomadModel):
     task_states: dict[str, TaskState] = Field(default_factory=dict)
     deployment_id: str = ""
     deployment_status: AllocDeploymentStatus | None = None
+    restart_request: AllocRestartRequest | None = None
     reschedule_tracker: RescheduleTracker | None = None
     followup_eval_id: str = ""
     previous_allocation: str = ""

@@ -14,6 +14,7 @@ from pydantic import Field, TypeAdapter
 from drover.common.alloc import (
     Allocation,
     AllocDeploymentStatus,
+    AllocRestartRequest,
     DesiredTransition,
     ReplicaAllocation,
     TaskState,
@@ -203,6 +204,36 @@ class DeploymentUpserted(Event):
         return f"deployment:{self.deployment.id}"
 
 
+class DeploymentUpdated(Event):
+    """The deployment watcher's changes to a deployment: a new status (failed), or its canaries
+    promoted; with the evals that act on it (Nomad's UpdateDeploymentStatus / Promotion)."""
+
+    type: Literal["DeploymentUpdated"] = "DeploymentUpdated"
+    category: ClassVar[str] = "Deployment"
+    deployment_id: str
+    status: str = ""
+    status_description: str = ""
+    promote: bool = False
+    evals: list[Evaluation] = Field(default_factory=list)
+    at: int = 0
+
+    def stream(self) -> str:
+        return f"deployment:{self.deployment_id}"
+
+
+class AllocRestartRequested(Event):
+    """An operator asked for an alloc's tasks to be restarted in place (Nomad's alloc restart);
+    the node's agent acts on it and reports the restart in the task events."""
+
+    type: Literal["AllocRestartRequested"] = "AllocRestartRequested"
+    category: ClassVar[str] = "Allocation"
+    alloc_id: str
+    request: AllocRestartRequest
+
+    def stream(self) -> str:
+        return f"restart:{self.alloc_id}"
+
+
 _OTHER_EVENTS = (
     NodeRegistered
     | NodeStatusUpdated
@@ -215,12 +246,21 @@ _OTHER_EVENTS = (
     | AllocsClientUpdated
     | AllocsTransitioned
     | DeploymentUpserted
+    | DeploymentUpdated
+    | AllocRestartRequested
 )
 AnyEvent = Annotated[_OTHER_EVENTS | PlanApplied, Field(discriminator="type")]
 AnyReplicaEvent = Annotated[_OTHER_EVENTS | ReplicaPlanApplied, Field(discriminator="type")]
 
 _ADAPTER: TypeAdapter[Any] = TypeAdapter(AnyEvent)
 _REPLICA_ADAPTER: TypeAdapter[Any] = TypeAdapter(AnyReplicaEvent)
+
+
+def evals_of(ev: Event) -> list[Evaluation]:
+    """The evals an event creates or updates (for the broker)."""
+    if isinstance(ev, (EvalsUpserted, AllocsTransitioned, DeploymentUpdated)):
+        return ev.evals
+    return []
 
 
 def decode_event(data: dict[str, Any] | bytes | str, *, replica: bool = False) -> Event:

@@ -9,12 +9,19 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, Protocol, TypeVar
 
-from drover.common.alloc import ALLOC_CLIENT_LOST, ALLOC_CLIENT_UNKNOWN, Allocation
+from drover.common.alloc import (
+    ALLOC_CLIENT_LOST,
+    ALLOC_CLIENT_UNKNOWN,
+    Allocation,
+    AllocDeploymentStatus,
+)
 from drover.common.deployment import Deployment
 from drover.common.evaluation import Evaluation
 from drover.common.events import (
+    AllocRestartRequested,
     AllocsClientUpdated,
     AllocsTransitioned,
+    DeploymentUpdated,
     DeploymentUpserted,
     EvalsUpserted,
     Event,
@@ -164,6 +171,7 @@ def _upsert_alloc(state: StateWriter, index: int, a: Allocation, at: int) -> All
     else:
         update["create_index"] = old.create_index
         update["task_states"] = old.task_states
+        update["restart_request"] = old.restart_request
         # Plans carry existing allocs without their placement metrics; keep the recorded ones.
         if a.metrics is None and old.metrics is not None:
             update["metrics"] = old.metrics
@@ -224,7 +232,11 @@ def _plan_applied(state: StateWriter, index: int, ev: PlanApplied) -> None:
         current = state.deployment(dep_id)
         if current is not None and tg in current.task_groups:
             bumped = current.model_copy(deep=True)
-            bumped.task_groups[tg].placed_allocs += n
+            st = bumped.task_groups[tg]
+            st.placed_allocs += n
+            # The first placement starts the progress deadline (Nomad's updateDeploymentWithAlloc).
+            if st.progress_deadline and not st.require_progress_by and ev.at:
+                st.require_progress_by = ev.at + st.progress_deadline
             bumped.modify_index = index
             state.upsert_deployment(bumped)
 
@@ -244,8 +256,45 @@ def _client_updated(state: StateWriter, index: int, ev: AllocsClientUpdated) -> 
         if u.task_states is not None:
             update["task_states"] = u.task_states
         if u.deployment_status is not None:
-            update["deployment_status"] = u.deployment_status
+            update["deployment_status"] = _health(state, index, old, u.deployment_status)
         state.upsert_alloc(old.model_copy(update=update))
+
+
+def _health(
+    state: StateWriter, index: int, old: Allocation, reported: AllocDeploymentStatus
+) -> AllocDeploymentStatus:
+    """The alloc's deployment status as the client reported its health, and the deployment's
+    healthy / unhealthy counts and progress deadline moved with it (Nomad's
+    updateDeploymentWithAlloc). The canary flag is the server's."""
+    prev = old.deployment_status
+    new = reported.model_copy(
+        update={
+            "canary": prev.canary if prev is not None else False,
+            "modify_index": prev.modify_index if prev is not None else 0,
+        }
+    )
+    was = prev.healthy if prev is not None else None
+    if prev is not None and was is False:
+        return prev  # once unhealthy, an alloc stays so for its deployment
+    if new.healthy is None or was == new.healthy:
+        return new if new.healthy is not None or prev is None else prev
+    new.modify_index = index
+    dep = state.deployment(old.deployment_id) if old.deployment_id else None
+    if dep is None or old.task_group not in dep.task_groups:
+        return new
+    bumped = dep.model_copy(deep=True)
+    st = bumped.task_groups[old.task_group]
+    if new.healthy:
+        st.healthy_allocs += 1
+        if st.progress_deadline and new.timestamp:
+            st.require_progress_by = max(st.require_progress_by, new.timestamp + st.progress_deadline)
+    else:
+        st.unhealthy_allocs += 1
+        if was is True:
+            st.healthy_allocs -= 1
+    bumped.modify_index = index
+    state.upsert_deployment(bumped)
+    return new
 
 
 def _transitioned(state: StateWriter, index: int, ev: AllocsTransitioned) -> None:
@@ -267,6 +316,31 @@ def _deployment(state: StateWriter, index: int, ev: DeploymentUpserted) -> None:
     )
 
 
+def _deployment_updated(state: StateWriter, index: int, ev: DeploymentUpdated) -> None:
+    old = state.deployment(ev.deployment_id)
+    if old is not None:
+        new = old.model_copy(deep=True)
+        if ev.status:
+            new.status = ev.status
+        if ev.status_description:
+            new.status_description = ev.status_description
+        if ev.promote:
+            for st in new.task_groups.values():
+                if st.desired_canaries:
+                    st.promoted = True
+        new.modify_index = index
+        if ev.at:
+            new.modify_time = ev.at
+        state.upsert_deployment(new)
+    _evals(state, index, EvalsUpserted(evals=ev.evals))
+
+
+def _restart_requested(state: StateWriter, index: int, ev: AllocRestartRequested) -> None:
+    old = state.alloc(ev.alloc_id)
+    if old is not None:
+        state.upsert_alloc(old.model_copy(update={"restart_request": ev.request, "modify_index": index}))
+
+
 # Keyed by the event's type name: replicas decode some events into leaner subclasses.
 _HANDLERS: dict[str, Callable[[StateWriter, int, Any], None]] = {
     cls.model_fields["type"].default: fn
@@ -283,5 +357,7 @@ _HANDLERS: dict[str, Callable[[StateWriter, int, Any], None]] = {
         (AllocsClientUpdated, _client_updated),
         (AllocsTransitioned, _transitioned),
         (DeploymentUpserted, _deployment),
+        (DeploymentUpdated, _deployment_updated),
+        (AllocRestartRequested, _restart_requested),
     )
 }

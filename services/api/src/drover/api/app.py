@@ -9,6 +9,7 @@ import contextlib
 import json
 import re
 import time
+import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
@@ -20,17 +21,20 @@ from pydantic import BaseModel, ValidationError
 from drover.api.heartbeats import Heartbeats
 from drover.api.reads import Reads
 from drover.common import Evaluation, Job, Node
+from drover.common.alloc import AllocRestartRequest
 from drover.common.canonicalize import canonicalize
 from drover.common.evaluation import (
     TRIGGER_JOB_DEREGISTER,
     TRIGGER_JOB_REGISTER,
     TRIGGER_NODE_UPDATE,
+    TRIGGER_RECONNECT,
     TRIGGER_RETRY_FAILED_ALLOC,
     TRIGGER_SCALING,
     job_eval,
 )
 from drover.common.events import (
     AllocClientUpdate,
+    AllocRestartRequested,
     AllocsClientUpdated,
     EvalsUpserted,
     Event,
@@ -202,7 +206,7 @@ def create_app(settings: Settings, store: EventStore | None = None) -> FastAPI:
         if result is None:
             raise ApiError(404, "not found")
         return Response(
-            content=json.dumps(as_json(result)),
+            content=json.dumps(None if result is NO_DEPLOYMENT else as_json(result)),
             media_type="application/json",
             headers={
                 "X-Nomad-Index": str(current),
@@ -323,6 +327,26 @@ def create_app(settings: Settings, store: EventStore | None = None) -> FastAPI:
             if reads.job(namespace, job_id) is None:
                 return None
             return reads.evals(namespace=namespace, job_id=job_id)
+
+        return await blocking_read(request, fn)
+
+    @app.get("/v1/job/{job_id}/deployments")
+    async def job_deployments(job_id: str, request: Request, namespace: str = "default") -> Response:
+        def fn() -> Any:
+            if reads.job(namespace, job_id) is None:
+                return None
+            return reads.deployments(namespace, job_id)
+
+        return await blocking_read(request, fn)
+
+    @app.get("/v1/job/{job_id}/deployment")
+    async def job_latest_deployment(job_id: str, request: Request, namespace: str = "default") -> Response:
+        def fn() -> Any:
+            if reads.job(namespace, job_id) is None:
+                return None
+            deps = reads.deployments(namespace, job_id)
+            # Nomad answers null when the job has no deployment.
+            return deps[0] if deps else NO_DEPLOYMENT
 
         return await blocking_read(request, fn)
 
@@ -461,6 +485,70 @@ def create_app(settings: Settings, store: EventStore | None = None) -> FastAPI:
     @app.get("/v1/allocation/{alloc_id}")
     async def read_alloc(alloc_id: str, request: Request) -> Response:
         return await blocking_read(request, lambda: reads.alloc(alloc_id))
+
+    @app.put("/v1/client/allocation/{alloc_id}/restart")
+    @app.post("/v1/client/allocation/{alloc_id}/restart")
+    async def restart_alloc(alloc_id: str, request: Request) -> dict[str, Any]:
+        """Restart an alloc's tasks in place (Nomad's alloc restart): the named task, else the
+        running ones, or with AllTasks every task. Recorded in the log; the node's agent acts on
+        it and reports a "Restart Signaled" task event."""
+        raw = await request.body()
+        body = await body_json(request) if raw.strip() else {}
+        if not isinstance(body, dict):
+            raise ApiError(400, "Request must be a JSON object")
+        task = body.get("TaskName") or ""
+        all_tasks = body.get("AllTasks", False)
+        problems = []
+        if not isinstance(task, str):
+            problems.append("TaskName must be a string")
+        if not isinstance(all_tasks, bool):
+            problems.append("AllTasks must be a boolean")
+        if task and all_tasks is True:
+            problems.append("Task name cannot be set when restarting all tasks")
+        if problems:
+            raise ApiError(400, "\n".join(problems))
+        alloc = await asyncio.to_thread(reads.alloc, alloc_id)
+        if alloc is None:
+            raise ApiError(404, "alloc not found")
+        if alloc.terminal_status():
+            raise ApiError(
+                400, f"Alloc {alloc_id} is terminal ({alloc.desired_status}/{alloc.client_status})"
+            )
+        job = await asyncio.to_thread(reads.job_version, alloc.namespace, alloc.job_id, alloc.job_version)
+        tg = job.lookup_task_group(alloc.task_group) if job is not None else None
+        names = {t.name for t in tg.tasks} if tg is not None else set()
+        if task and task not in names:
+            raise ApiError(400, f'Unknown task "{task}" (alloc {alloc_id} has: {", ".join(sorted(names))})')
+        if task:
+            state = alloc.task_states.get(task)
+            if state is None or state.state != "running":
+                raise ApiError(400, f'Task "{task}" not running')
+        elif not all_tasks and not any(ts.state == "running" for ts in alloc.task_states.values()):
+            raise ApiError(400, "No task is running")
+        req = AllocRestartRequest(
+            id=str(uuid.uuid4()), task_name=task, all_tasks=all_tasks, time=time.time_ns()
+        )
+        index = await append([AllocRestartRequested(alloc_id=alloc_id, request=req)])
+        return {"Index": index, "RestartID": req.id}
+
+    # --- deployments ---
+    @app.get("/v1/deployments")
+    async def list_deployments(request: Request, prefix: str = "") -> Response:
+        return await blocking_read(request, lambda: reads.all_deployments(prefix))
+
+    @app.get("/v1/deployment/{deployment_id}")
+    async def read_deployment(deployment_id: str, request: Request) -> Response:
+        return await blocking_read(request, lambda: reads.deployment(deployment_id))
+
+    @app.get("/v1/deployment/allocations/{deployment_id}")
+    async def deployment_allocs(deployment_id: str, request: Request) -> Response:
+        def fn() -> Any:
+            dep = reads.deployment(deployment_id)
+            if dep is None:
+                return None
+            return [_alloc_stub(a) for a in reads.deployment_allocs(dep)]
+
+        return await blocking_read(request, fn)
 
     @app.get("/v1/evaluations")
     async def list_evals(request: Request, prefix: str = "") -> Response:
@@ -692,21 +780,22 @@ def create_app(settings: Settings, store: EventStore | None = None) -> FastAPI:
         missing = [i for i, a in current.items() if a is None]
         if missing:
             raise ApiError(404, f"unknown allocations: {', '.join(missing)}")
-        # An alloc that newly failed while the servers want it running gets its job an
-        # alloc-failure eval, which reschedules it per the reschedule block (Nomad's UpdateAlloc).
-        failed_jobs: dict[tuple[str, str], None] = {}
+        # As Nomad's UpdateAlloc: an alloc that newly failed while the servers want it running
+        # gets its job an alloc-failure eval (rescheduled per the reschedule block); one that
+        # was unknown (its node disconnected) and runs again, a reconnect eval (original or
+        # replacement, per disconnect.reconcile).
+        triggers: dict[tuple[str, str], str] = {}
         for u in updates:
             a = current[u.id]
-            if (
-                a is not None
-                and u.client_status == "failed"
-                and a.client_status != "failed"
-                and not a.server_terminal()
-            ):
-                failed_jobs[(a.namespace, a.job_id)] = None
+            if a is None or a.server_terminal():
+                continue
+            if u.client_status == "failed" and a.client_status != "failed":
+                triggers[(a.namespace, a.job_id)] = TRIGGER_RETRY_FAILED_ALLOC
+            elif u.client_status == "running" and a.client_status == "unknown":
+                triggers.setdefault((a.namespace, a.job_id), TRIGGER_RECONNECT)
         evals = [
-            new_eval(job, TRIGGER_RETRY_FAILED_ALLOC)
-            for ns, jid in failed_jobs
+            new_eval(job, trigger)
+            for (ns, jid), trigger in triggers.items()
             if (job := await asyncio.to_thread(reads.job, ns, jid)) is not None and not job.stop
         ]
         events: list[Event | NewEvent] = [
@@ -731,6 +820,10 @@ def _job_stub(j: Job) -> dict[str, Any]:
         "Version": j.version, "CreateIndex": j.create_index, "ModifyIndex": j.modify_index,
         "JobModifyIndex": j.job_modify_index, "SubmitTime": j.submit_time,
     }  # fmt: skip
+
+
+# A read whose answer is JSON null rather than 404 (a job with no deployment).
+NO_DEPLOYMENT = object()
 
 
 def _alloc_stub(a: Any) -> dict[str, Any]:

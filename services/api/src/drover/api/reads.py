@@ -86,6 +86,15 @@ class Reads:
         )
         return [Job.model_validate_json(d) for d in docs]
 
+    def job_version(self, namespace: str, job_id: str, version: int) -> Job | None:
+        docs = self._docs(
+            "SELECT doc::text FROM job_versions WHERE namespace = :ns AND id = :id AND version = :v",
+            ns=namespace,
+            id=job_id,
+            v=version,
+        )
+        return Job.model_validate_json(docs[0]) if docs else None
+
     def job_stream_version(self, namespace: str, job_id: str) -> int:
         with self.store.engine.connect() as conn:
             v = conn.execute(
@@ -154,6 +163,26 @@ class Reads:
             job=job_id,
         )
         return [Deployment.model_validate_json(d) for d in docs]
+
+    def deployment(self, deployment_id: str) -> Deployment | None:
+        docs = self._docs("SELECT doc::text FROM deployments WHERE id = :id", id=deployment_id)
+        return Deployment.model_validate_json(docs[0]) if docs else None
+
+    def all_deployments(self, prefix: str = "") -> list[Deployment]:
+        docs = self._docs(
+            "SELECT doc::text FROM deployments WHERE id LIKE :p ORDER BY create_index DESC", p=prefix + "%"
+        )
+        return [Deployment.model_validate_json(d) for d in docs]
+
+    def deployment_allocs(self, dep: Deployment) -> list[Allocation]:
+        docs = self._docs(
+            "SELECT doc::text FROM allocs WHERE namespace = :ns AND job_id = :job "
+            "AND doc->>'DeploymentID' = :id ORDER BY id",
+            ns=dep.namespace,
+            job=dep.job_id,
+            id=dep.id,
+        )
+        return [Allocation.model_validate_json(d) for d in docs]
 
     def jobs_with_allocs_on(self, node_id: str) -> list[tuple[str, str]]:
         with self.store.engine.connect() as conn:

@@ -15,7 +15,6 @@ from drover.common.bus import EVALS_SUBJECT, MSG_ID_HEADER, close, connect, ensu
 from drover.common.evaluation import Evaluation
 from drover.common.events import (
     AllocsClientUpdated,
-    AllocsTransitioned,
     EvalsUpserted,
     Event,
     NodeDrainUpdated,
@@ -23,6 +22,7 @@ from drover.common.events import (
     NodeRegistered,
     NodeStatusUpdated,
     PlanApplied,
+    evals_of,
 )
 from drover.common.relay import Relay
 from drover.common.replica import Replica
@@ -64,8 +64,9 @@ class BrokerService:
     def on_event(self, position: int, event: Event, meta: dict[str, Any]) -> None:
         now = time.time_ns()
         state = self.replica.state
-        if isinstance(event, (EvalsUpserted, AllocsTransitioned)):
-            for ev in event.evals:
+        carried = evals_of(event)
+        if carried:
+            for ev in carried:
                 if "traceparent" in meta:
                     self.trace_of[ev.id] = meta
                 elif ev.terminal_status():

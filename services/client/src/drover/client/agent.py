@@ -61,8 +61,13 @@ class Agent:
             return {}
 
     def persist(self) -> None:
-        """What runs here, written atomically: alloc ids and each raw_exec task's executor."""
-        state = {aid: r.handles() for aid, r in self.runners.items() if not r.stopped}
+        """What runs here, written atomically: alloc ids, each raw_exec task's executor, and the
+        last restart request acted on."""
+        state = {
+            aid: {"Tasks": r.handles(), "RestartHandled": r.restart_handled}
+            for aid, r in self.runners.items()
+            if not r.stopped
+        }
         path = self.state_dir / "state.json"
         tmp = path.with_suffix(".tmp")
         tmp.write_text(json.dumps(state))
@@ -148,24 +153,41 @@ class Agent:
                 self._stopping.add(task)
                 task.add_done_callback(self._stopping.discard)
             return
-        if runner is not None or alloc.client_terminal():
+        if runner is not None:
+            self._restart_if_asked(runner, alloc)
+            return
+        if alloc.client_terminal():
             return
         job = await self.job(alloc)
         if job is None:
             log.warning("alloc %s: job %s version %d not found", alloc.id, alloc.job_id, alloc.job_version)
             return
-        reattach = self._reattach(alloc.id)
+        saved = self._saved.pop(alloc.id, {})
+        reattach: dict[str, TaskHandle] = {
+            task: RawExecDriver.reattach(h) for task, h in saved.get("Tasks", {}).items() if "pid" in h
+        }
         runner = AllocRunner(
             alloc, job, self.data_dir, self.cfg.drivers, self.changed, self.persist, reattach
         )
+        # A request made before this agent ran the alloc is not for it (the servers refuse
+        # restarts of tasks not running); after our own restart, what we saved says.
+        req = alloc.restart_request
+        runner.restart_handled = saved.get("RestartHandled", "") if saved else (req.id if req else "")
         self.runners[alloc.id] = runner
         log.info("running alloc %s (%s)%s", alloc.id, alloc.name, " (re-attached)" if reattach else "")
         runner.start()
         self.dirty.add(alloc.id)
+        self._restart_if_asked(runner, alloc)
 
-    def _reattach(self, alloc_id: str) -> dict[str, TaskHandle]:
-        saved = self._saved.pop(alloc_id, {})
-        return {task: RawExecDriver.reattach(h) for task, h in saved.items() if "pid" in h}
+    def _restart_if_asked(self, runner: AllocRunner, alloc: Allocation) -> None:
+        req = alloc.restart_request
+        if req is None or not req.id or req.id == runner.restart_handled or runner.stopped:
+            return
+        runner.restart_handled = req.id
+        self.persist()
+        task = asyncio.create_task(runner.restart(req.id, req.task_name, req.all_tasks))
+        self._stopping.add(task)
+        task.add_done_callback(self._stopping.discard)
 
     async def _stop(self, runner: AllocRunner) -> None:
         await runner.stop()
@@ -189,15 +211,16 @@ class Agent:
                 if runner is None:
                     continue
                 status = runner.client_status()
-                updates.append(
-                    {
-                        "ID": aid,
-                        "ClientStatus": status,
-                        "ClientDescription": _describe(status),
-                        "TaskStates": {n: tr.state.to_api() for n, tr in runner.tasks.items()},
-                        "At": time.time_ns(),
-                    }
-                )
+                update = {
+                    "ID": aid,
+                    "ClientStatus": status,
+                    "ClientDescription": _describe(status),
+                    "TaskStates": {n: tr.state.to_api() for n, tr in runner.tasks.items()},
+                    "At": time.time_ns(),
+                }
+                if runner.health is not None:
+                    update["DeploymentStatus"] = runner.health.to_api()
+                updates.append(update)
             try:
                 r = await self.http.put(
                     "/v1/drover/allocs/status", json={"NodeID": self.node_id, "Updates": updates}

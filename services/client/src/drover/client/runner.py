@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from drover.client.drivers import ExitResult, StartError, TaskHandle, driver_for
+from drover.client.health import HealthTracker
 from drover.common.alloc import (
     ALLOC_CLIENT_COMPLETE,
     ALLOC_CLIENT_FAILED,
@@ -23,10 +24,11 @@ from drover.common.alloc import (
     TASK_STATE_PENDING,
     TASK_STATE_RUNNING,
     Allocation,
+    AllocDeploymentStatus,
     TaskEvent,
     TaskState,
 )
-from drover.common.defaults import default_restart_policy
+from drover.common.defaults import HEALTH_CHECK_MANUAL, default_restart_policy
 from drover.common.drivers import config_problems
 from drover.common.durations import SECOND
 from drover.common.job import Job, Task, TaskGroup
@@ -103,8 +105,12 @@ class TaskRunner:
                 return
             self._event("Terminated", f"Exit Code: {result.exit_code}", exit_code=str(result.exit_code))
             if self.restart_now.is_set():
+                # Asked for: again at once, not counted against the restart block.
                 self.restart_now.clear()
-                self._event("Restart Signaled", "User requested running a task again")
+                self._event("Restarting", "Task restarting in 0s")
+                self._set(
+                    state=TASK_STATE_PENDING, restarts=self.state.restarts + 1, last_restart=time.time_ns()
+                )
                 continue
             decision = tracker.on_exit(time.time_ns(), result.exit_code, self.rng)
             if decision.action == DONE:
@@ -142,14 +148,18 @@ class TaskRunner:
             await waiter
         return None
 
-    async def restart(self) -> None:
-        """Run the task again now, without counting against the restart block."""
-        if self.handle is not None:
-            self.restart_now.set()
-            kill_timeout = (
-                self.task.kill_timeout / SECOND if self.task.kill_timeout > 0 else DEFAULT_KILL_TIMEOUT
-            )
-            await self.handle.stop(kill_timeout)
+    def running(self) -> bool:
+        return self.handle is not None and self.state.state == TASK_STATE_RUNNING
+
+    async def restart(self, request_id: str = "") -> None:
+        """Run the task again now (an operator asked), without counting against the restart
+        block: stop it as for a kill, then start it again."""
+        if self.handle is None:
+            return
+        self._event("Restart Signaled", "User requested restart", restart_id=request_id)
+        self.restart_now.set()
+        kill_timeout = self.task.kill_timeout / SECOND if self.task.kill_timeout > 0 else DEFAULT_KILL_TIMEOUT
+        await self.handle.stop(kill_timeout)
 
 
 class AllocRunner:
@@ -173,8 +183,19 @@ class AllocRunner:
         self._on_change = on_change
         self._persist = persist
         self.tasks = {t.name: TaskRunner(self, t, (reattach or {}).get(t.name)) for t in self.tg.tasks}
+        for name, tr in self.tasks.items():
+            # Re-attached: the task goes on where the servers last heard of it (restarts, events).
+            if tr.handle is not None and name in alloc.task_states:
+                tr.state = alloc.task_states[name]
         self.main: asyncio.Task[None] | None = None
+        self._runs: set[asyncio.Task[None]] = set()
         self.stopped = False
+        # The last operator restart request acted on (each is acted on once, across agent restarts).
+        self.restart_handled = ""
+        # Deployment health, judged here and reported with the alloc's status.
+        self.health: AllocDeploymentStatus | None = None
+        self._health = self._health_tracker()
+        self._health_timer: asyncio.TimerHandle | None = None
 
     def task_dir(self, task: Task) -> Path:
         return self.dir / task.name
@@ -193,7 +214,38 @@ class AllocRunner:
             "NOMAD_TASK_DIR": str(self.task_dir(task)),
         }
 
+    def _health_tracker(self) -> HealthTracker | None:
+        """A tracker when the alloc belongs to a deployment whose health is not yet known."""
+        upd, a = self.tg.update, self.alloc
+        if not a.deployment_id or upd is None or not upd.rolling() or upd.health_check == HEALTH_CHECK_MANUAL:
+            return None
+        if a.deployment_status is not None and a.deployment_status.healthy is not None:
+            return None
+        return HealthTracker(
+            upd.min_healthy_time, time.time_ns() + upd.healthy_deadline, upd.healthy_deadline
+        )
+
+    def _judge_health(self) -> None:
+        assert self._health is not None
+        if self._health_timer is not None:
+            self._health_timer.cancel()
+            self._health_timer = None
+        now = time.time_ns()
+        verdict = self._health.update({n: tr.state for n, tr in self.tasks.items()}, now)
+        if verdict.healthy is not None:
+            self.health = AllocDeploymentStatus(healthy=verdict.healthy, timestamp=now)
+            log.info("alloc %s is %s", self.alloc.id, "healthy" if verdict.healthy else "unhealthy")
+            if not verdict.healthy:
+                for tr in self.tasks.values():
+                    tr._event("Alloc Unhealthy", verdict.reason)
+        elif verdict.wake_at and not self.stopped:
+            self._health_timer = asyncio.get_running_loop().call_later(
+                max(0.0, (verdict.wake_at - now) / SECOND), self.changed
+            )
+
     def changed(self) -> None:
+        if self._health is not None and self.health is None and not self.stopped:
+            self._judge_health()
         self._on_change(self)
 
     def persist(self) -> None:
@@ -201,20 +253,45 @@ class AllocRunner:
 
     def start(self) -> None:
         self.main = asyncio.create_task(self._run())
+        self.changed()
 
     async def _run(self) -> None:
-        runs = {name: asyncio.create_task(tr.run()) for name, tr in self.tasks.items()}
-        pending = set(runs.values())
-        while pending:
-            _, pending = await asyncio.wait(pending, return_when=asyncio.FIRST_COMPLETED)
+        self._runs |= {asyncio.create_task(tr.run()) for tr in self.tasks.values()}
+        await self._wait_runs()
+
+    async def _wait_runs(self) -> None:
+        while self._runs:
+            done, _ = await asyncio.wait(self._runs, return_when=asyncio.FIRST_COMPLETED)
+            self._runs -= done
             # One task failed for good: the alloc has failed; the others are stopped.
             if any(tr.state.failed for tr in self.tasks.values()) and not self.stopped:
                 for tr in self.tasks.values():
                     tr.stopping.set()
         self.changed()
 
+    async def restart(self, request_id: str, task: str = "", all_tasks: bool = False) -> None:
+        """An operator's restart: the named task, else the running ones; with `all_tasks` also
+        the tasks that have finished run again."""
+        if self.stopped:
+            return
+        chosen = [self.tasks[task]] if task in self.tasks else [] if task else list(self.tasks.values())
+        log.info(
+            "alloc %s: restarting %s", self.alloc.id, ", ".join(tr.task.name for tr in chosen) or "nothing"
+        )
+        restarts = [tr.restart(request_id) for tr in chosen if tr.running()]
+        if all_tasks and not task:
+            for tr in self.tasks.values():
+                if tr.state.state == TASK_STATE_DEAD and not tr.state.failed:
+                    tr._event("Restart Signaled", "User requested restart", restart_id=request_id)
+                    self._runs.add(asyncio.create_task(tr.run()))
+            if self.main is not None and self.main.done() and self._runs:
+                self.main = asyncio.create_task(self._wait_runs())
+        await asyncio.gather(*restarts)
+
     async def stop(self) -> None:
         self.stopped = True
+        if self._health_timer is not None:
+            self._health_timer.cancel()
         for tr in self.tasks.values():
             tr.stopping.set()
         if self.main is not None:

@@ -21,6 +21,7 @@ import random
 import resource
 import signal
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -85,6 +86,7 @@ class Simulator:
         self.updates: dict[str, dict[str, Any]] = {}
         self.rng = random.Random()
         self._timers: set[asyncio.Task[None]] = set()
+        self.judging: set[str] = set()  # allocs whose deployment health is still to be told
 
     async def register(self, concurrency: int = 16) -> None:
         queue = list(self.nodes)
@@ -141,22 +143,43 @@ class Simulator:
                 self.jobs[(j.get("Namespace", "default"), j["ID"], j.get("Version", 0))] = j
         return self.jobs.get(key)
 
-    def _report(self, alloc_id: str, status: str, tasks: list[str], failed: bool = False) -> None:
+    def _report(
+        self, alloc_id: str, status: str, tasks: list[str], failed: bool = False, healthy: bool | None = None
+    ) -> None:
         state = {"running": "running", "pending": "pending"}.get(status, "dead")
         now = time.time_ns()
         self.allocs[alloc_id] = status
-        self.updates[alloc_id] = {
+        update: dict[str, Any] = {
             "ID": alloc_id,
             "ClientStatus": status,
             "TaskStates": {t: {"State": state, "Failed": failed, "StartedAt": now} for t in tasks},
             "At": now,
         }
+        if healthy is None and failed and alloc_id in self.judging:
+            healthy = False
+        if healthy is not None:
+            self.judging.discard(alloc_id)
+            update["DeploymentStatus"] = {"Healthy": healthy, "Timestamp": now}
+        self.updates[alloc_id] = update
 
-    async def _finish(self, alloc_id: str, after: float, status: str, tasks: list[str]) -> None:
-        await asyncio.sleep(after)
+    def _later(self, after: float, fn: Callable[[], None]) -> None:
+        async def fire() -> None:
+            await asyncio.sleep(after)
+            fn()
+
+        timer = asyncio.create_task(fire())
+        self._timers.add(timer)
+        timer.add_done_callback(self._timers.discard)
+
+    def _finish(self, alloc_id: str, status: str, tasks: list[str]) -> None:
         if self.allocs.get(alloc_id) == "running":
             self._report(alloc_id, status, tasks, failed=status == "failed")
             self.stats.allocs_finished += 1
+
+    def _healthy(self, alloc_id: str, tasks: list[str]) -> None:
+        # Mock tasks that are still running after min_healthy_time are healthy.
+        if self.allocs.get(alloc_id) == "running" and alloc_id in self.judging:
+            self._report(alloc_id, "running", tasks, healthy=True)
 
     async def follow_allocs(self, stop: asyncio.Event) -> None:
         index = 0
@@ -188,17 +211,27 @@ class Simulator:
         tasks = [t for t in (group or {}).get("Tasks", [])]
         names = [t["Name"] for t in tasks] or ["task"]
         config: dict[str, Any] = tasks[0].get("Config") or {} if tasks else {}
+        update = (group or {}).get("Update") or {}
+        judged = (
+            bool(a.get("DeploymentID"))
+            and update.get("MaxParallel", 0) > 0
+            and update.get("HealthCheck") != "manual"
+            and (a.get("DeploymentStatus") or {}).get("Healthy") is None
+        )
+        if judged:
+            self.judging.add(aid)
         if config.get("start_error"):
             self._report(aid, "failed", names, failed=True)
             return
         self._report(aid, "running", names)
         self.stats.allocs_started += 1
+        if judged:
+            min_healthy = int(update.get("MinHealthyTime", 0)) / SECOND
+            self._later(min_healthy, lambda: self._healthy(aid, names))
         run_for = parse_duration(config["run_for"]) / SECOND if config.get("run_for") else 0.0
         if run_for > 0:
             status = "complete" if int(config.get("exit_code", 0)) == 0 else "failed"
-            timer = asyncio.create_task(self._finish(aid, run_for, status, names))
-            self._timers.add(timer)
-            timer.add_done_callback(self._timers.discard)
+            self._later(run_for, lambda: self._finish(aid, status, names))
 
     async def report(self, stop: asyncio.Event) -> None:
         while not stop.is_set():

@@ -1,10 +1,11 @@
-"""`drover-watcher`: the heartbeat watcher and node drainer. One instance is active (advisory
-lock, lease epoch that fences a deposed one's appends), the others stand by. The active one
+"""`drover-watcher`: the heartbeat watcher, node drainer and deployment watcher. One instance
+is active (advisory lock, lease epoch that fences a deposed one's appends), the others stand by. The active one
 hears heartbeats on core NATS, keeps every node's deadline (drover.scheduler.heartbeat) and,
 when a node misses its TTL and grace, writes it down - or disconnected, when it runs allocs
 that tolerate it - with node-update evals. Heartbeats are never written to the log; status
 changes are. It also drains nodes (drover.scheduler.drainer): allocs marked to migrate in
-batches of migrate.max_parallel, with node-drain evals, and the drain cleared when done.
+batches of migrate.max_parallel, with node-drain evals, and the drain cleared when done. And it
+watches deployments (drover.watcher.deployments).
 """
 
 from __future__ import annotations
@@ -45,6 +46,7 @@ from drover.scheduler.heartbeat import (
     missed_status,
     node_update_evals,
 )
+from drover.watcher.deployments import watch_deployments
 
 log = logging.getLogger("drover.watcher")
 LEADER_LOCK_KEY = 4_646_002
@@ -197,6 +199,7 @@ async def run(settings: Settings, stop: asyncio.Event) -> None:
     watcher.start(time.time_ns())
     holding = asyncio.create_task(hold_leadership(lock_conn, stop))
     drainer = asyncio.create_task(drain(replica, store, epoch, stop))
+    deployments = asyncio.create_task(watch_deployments(replica, store, (LEASE, epoch), stop))
     pending: list[str] = []
     try:
         while not stop.is_set():
@@ -226,6 +229,7 @@ async def run(settings: Settings, stop: asyncio.Event) -> None:
         stop.set()
         holding.cancel()
         await drainer
+        await deployments
         await sub.unsubscribe()
         await close(nc)
         await lock_conn.close()

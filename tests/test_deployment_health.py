@@ -1,0 +1,106 @@
+"""Deployments driven by alloc health, end to end with real agents (mock driver): the agents
+judge health from task states (min_healthy_time), the deployment watcher moves the deployment
+on, and a failed alloc of a service job with an update block is replaced (progress-based) until
+its reschedule attempts run out, which fails the deployment - as Nomad does."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .cluster import Cluster
+from .test_client import Agents, agents, allocs, cluster  # noqa: F401 - fixtures
+
+S = 1_000_000_000
+
+
+def mock_job(job_id: str, count: int, config: dict[str, Any], **group: Any) -> dict[str, Any]:
+    return {
+        "Job": {
+            "ID": job_id,
+            "Datacenters": ["dc1"],
+            "Type": "service",
+            "TaskGroups": [
+                {
+                    "Name": "g",
+                    "Count": count,
+                    "Tasks": [
+                        {
+                            "Name": "t",
+                            "Driver": "mock",
+                            "Config": config,
+                            "Resources": {"CPU": 100, "MemoryMB": 32},
+                        }
+                    ],
+                    **group,
+                }
+            ],
+        }
+    }
+
+
+def deployment(c: Cluster, job_id: str) -> dict[str, Any]:
+    d: dict[str, Any] = c.get(f"/v1/job/{job_id}/deployment")
+    return d
+
+
+def test_healthy_allocs_complete_the_deployment_and_failed_ones_are_replaced_until_it_fails(
+    cluster: Cluster,  # noqa: F811
+    agents: Agents,  # noqa: F811
+) -> None:
+    c = cluster
+    for name in ("a1", "a2"):
+        agents.start(name)
+    c.wait(lambda: len([n for n in c.get("/v1/nodes") if n["Status"] == "ready"]) == 2, timeout=20)
+
+    # Healthy: the update block's defaults but a 1 s min_healthy_time.
+    c.put("/v1/jobs", mock_job("steady", 2, {"run_for": "10m"}, Update={"MinHealthyTime": S}))
+    # Failing after 2 s, before it could be healthy (3 s); no local restarts; one reschedule.
+    c.put(
+        "/v1/jobs",
+        mock_job(
+            "flaky", 1, {"run_for": "2s", "exit_code": 1},
+            Update={"MinHealthyTime": 3 * S},
+            RestartPolicy={"Attempts": 0, "Interval": 600 * S, "Delay": S, "Mode": "fail"},
+            ReschedulePolicy={"Attempts": 1, "Interval": 3600 * S, "Delay": 5 * S, "DelayFunction": "constant", "Unlimited": False},
+        ),
+    )  # fmt: skip
+
+    d = c.wait(
+        lambda: (d := deployment(c, "steady"))["Status"] == "successful" and d,
+        timeout=30,
+        describe=lambda: deployment(c, "steady"),
+    )
+    assert d["StatusDescription"] == "Deployment completed successfully"
+    assert d["TaskGroups"]["g"]["HealthyAllocs"] == 2 and d["TaskGroups"]["g"]["DesiredTotal"] == 2
+    assert d["TaskGroups"]["g"]["RequireProgressBy"]
+    steady = allocs(c, "steady")
+    assert len(steady) == 2 and all(a["DeploymentStatus"]["Healthy"] is True for a in steady)
+    assert all(a["DeploymentID"] == d["ID"] for a in steady)
+    triggers = {e["TriggeredBy"] for e in c.get("/v1/job/steady/evaluations")}
+    assert "deployment-watcher" in triggers
+    assert [x["ID"] for x in c.get("/v1/deployment/allocations/" + d["ID"])] == sorted(
+        a["ID"] for a in steady
+    )
+    assert c.get(f"/v1/deployment/{d['ID']}")["JobID"] == "steady"
+
+    failed = c.wait(
+        lambda: (d := deployment(c, "flaky"))["Status"] == "failed" and d,
+        timeout=30,
+        describe=lambda: (deployment(c, "flaky"), allocs(c, "flaky")),
+    )
+    assert failed["StatusDescription"] == "Failed due to unhealthy allocations"
+    flaky = sorted(allocs(c, "flaky"), key=lambda a: a["CreateIndex"])
+    assert len(flaky) == 2, flaky  # the original and one replacement: attempts 1
+    first, second = flaky
+    assert first["DeploymentStatus"]["Healthy"] is False and first["DesiredTransition"]["Reschedule"] is True
+    assert second["PreviousAllocation"] == first["ID"] and second["NodeID"] != first["NodeID"]
+    assert second["DeploymentStatus"]["Healthy"] is False
+    assert failed["TaskGroups"]["g"]["UnhealthyAllocs"] == 2
+    unhealthy = [e for e in first["TaskStates"]["t"]["Events"] if e["Type"] == "Alloc Unhealthy"]
+    assert unhealthy and unhealthy[0]["DisplayMessage"] == "Unhealthy because of failed task"
+
+    # A job with no deployment reads as null, as in Nomad; an unknown one is 404.
+    c.put("/v1/jobs", mock_job("plain", 1, {"run_for": "10m"}, Update={"MaxParallel": 0}))
+    assert c.http.get("/v1/job/plain/deployment").json() is None
+    assert c.http.get("/v1/job/nope/deployment").status_code == 404
+    assert c.http.get("/v1/deployment/nope").status_code == 404
