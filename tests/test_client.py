@@ -144,7 +144,8 @@ def test_a_failing_command_is_restarted_locally_then_rescheduled_on_another_node
     for name in ("a1", "a2"):
         agents.start(name, "--enable-raw-exec")
     c.wait(lambda: len([n for n in c.get("/v1/nodes") if n["Status"] == "ready"]) == 2, timeout=15)
-    # No deployment (max_parallel 0): failed allocs of a running deployment wait for it to end.
+    # No deployment (max_parallel 0): the timeline is the reschedule block's alone (failures
+    # inside a deployment: test_deployment_health).
     job = raw_exec_job(
         "crasher", "/bin/sh", "-c", "exit 1",
         Update={"MaxParallel": 0},
