@@ -10,15 +10,19 @@ import asyncio
 import contextlib
 import logging
 import time
+from typing import Any
 
 from drover.common.alloc import DesiredTransition
-from drover.common.deployment import DEPLOYMENT_FAILED, DESC_RUNNING
+from drover.common.deployment import DEPLOYMENT_FAILED, DESC_RUNNING, Deployment
 from drover.common.evaluation import TRIGGER_DEPLOYMENT_WATCHER, job_eval
 from drover.common.events import (
+    AllocsClientUpdated,
     AllocsTransitioned,
     DeploymentUpdated,
+    DeploymentUpserted,
     EvalsUpserted,
     Event,
+    PlanApplied,
 )
 from drover.common.replica import Replica
 from drover.common.state import InMemoryState
@@ -31,20 +35,59 @@ NO_ROLLBACK_TARGET = " - no stable job version to auto revert to"
 
 
 class DeploymentWatcher:
-    def __init__(self) -> None:
+    """Looks again only at deployments whose job's allocs or deployment changed since the last
+    pass (told by the replica's listener), or whose progress deadline has come."""
+
+    def __init__(self, state: InMemoryState) -> None:
+        self.state = state
         # Per deployment: the index of the last eval this watcher wrote for it; a healthy alloc
         # newer than that needs another. (After a failover one extra eval may be written.)
         self.evaluated: dict[str, int] = {}
+        self.deadlines: dict[str, int] = {}
+        # Jobs to look at again; None: every job (the first pass).
+        self.changed: set[tuple[str, str]] | None = None
 
-    def step(self, state: InMemoryState, now: int) -> tuple[list[Event], list[str]]:
-        """The events for one pass over the active deployments, and which deployments they
+    def on_event(self, position: int, event: Event, meta: dict[str, Any]) -> None:
+        if self.changed is None:
+            return
+        if isinstance(event, PlanApplied):
+            self.changed.add((event.namespace, event.job_id))
+        elif isinstance(event, (AllocsClientUpdated, AllocsTransitioned)):
+            ids = (
+                [u.id for u in event.updates] if isinstance(event, AllocsClientUpdated) else event.transitions
+            )
+            for alloc_id in ids:
+                a = self.state.alloc(alloc_id)
+                if a is not None and a.deployment_id:
+                    self.changed.add((a.namespace, a.job_id))
+        elif isinstance(event, (DeploymentUpdated, DeploymentUpserted)):
+            dep_id = event.deployment_id if isinstance(event, DeploymentUpdated) else event.deployment.id
+            d = self.state.deployment(dep_id)
+            if d is not None:
+                self.changed.add((d.namespace, d.job_id))
+
+    def _due(self, now: int) -> list[Deployment]:
+        changed, self.changed = self.changed, set()
+        due = []
+        for d in self.state.deployments.values():
+            if not d.active():
+                continue
+            deadline = self.deadlines.get(d.id, 0)
+            if changed is None or (d.namespace, d.job_id) in changed or (deadline and now >= deadline):
+                due.append(d)
+        return due
+
+    def step(self, now: int) -> tuple[list[Event], list[str]]:
+        """The events for one pass over the deployments due a look, and which deployments they
         touch (to remember the eval's index once written)."""
+        state = self.state
         events: list[Event] = []
         touched: list[str] = []
-        for d in [x for x in state.deployments.values() if x.active()]:
+        for d in self._due(now):
             job = state.job(d.namespace, d.job_id)
             allocs = state.allocs_by_job(d.namespace, d.job_id)
             res = watch_deployment(d, allocs, job, now, self.evaluated.get(d.id, 0))
+            self.deadlines[d.id] = res.deadline
             if not res.acts() or job is None:
                 continue
             ev = job_eval(job, TRIGGER_DEPLOYMENT_WATCHER, now, deployment_id=d.id)
@@ -78,10 +121,11 @@ class DeploymentWatcher:
                 )
             else:
                 events.append(EvalsUpserted(evals=[ev]))
-        for dep_id in list(self.evaluated):
-            known = state.deployments.get(dep_id)
-            if known is None or not known.active():
-                del self.evaluated[dep_id]
+        for memo in (self.evaluated, self.deadlines):
+            for dep_id in list(memo):
+                known = state.deployments.get(dep_id)
+                if known is None or not known.active():
+                    del memo[dep_id]
         return events, touched
 
 
@@ -89,11 +133,12 @@ async def watch_deployments(
     replica: Replica, store: EventStore, lease: tuple[str, int], stop: asyncio.Event
 ) -> None:
     """Run passes until stopped; a fenced append (a newer leader) stops the watcher."""
-    watcher = DeploymentWatcher()
+    watcher = DeploymentWatcher(replica.state)
+    replica.listeners.append(watcher.on_event)
     while not stop.is_set():
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(stop.wait(), PASS_EVERY)
-        events, touched = watcher.step(replica.state, time.time_ns())
+        events, touched = watcher.step(time.time_ns())
         if not events:
             continue
         try:
