@@ -32,6 +32,7 @@ from drover.scheduler.deploywatch import watch_deployment
 log = logging.getLogger("drover.watcher")
 PASS_EVERY = 0.5
 NO_ROLLBACK_TARGET = " - no stable job version to auto revert to"
+TERMINAL = ("complete", "failed", "lost")
 
 
 class DeploymentWatcher:
@@ -48,15 +49,27 @@ class DeploymentWatcher:
         self.changed: set[tuple[str, str]] | None = None
 
     def on_event(self, position: int, event: Event, meta: dict[str, Any]) -> None:
+        """Mark the jobs whose deployment may need a decision: health news, allocs that ended
+        or were marked, deployment changes. Mere placements need none (they have no health
+        yet; the progress deadline they start is read from the deployment)."""
         if self.changed is None:
             return
         if isinstance(event, PlanApplied):
-            self.changed.add((event.namespace, event.job_id))
-        elif isinstance(event, (AllocsClientUpdated, AllocsTransitioned)):
-            ids = (
-                [u.id for u in event.updates] if isinstance(event, AllocsClientUpdated) else event.transitions
-            )
-            for alloc_id in ids:
+            if (
+                event.deployment is not None
+                or event.deployment_updates
+                or any(a.deployment_id and a.deployment_status is not None for a in event.stopped)
+            ):
+                self.changed.add((event.namespace, event.job_id))
+        elif isinstance(event, AllocsClientUpdated):
+            for u in event.updates:
+                news = u.deployment_status is not None and u.deployment_status.healthy is not None
+                if news or u.client_status in TERMINAL:
+                    a = self.state.alloc(u.id)
+                    if a is not None and a.deployment_id:
+                        self.changed.add((a.namespace, a.job_id))
+        elif isinstance(event, AllocsTransitioned):
+            for alloc_id in event.transitions:
                 a = self.state.alloc(alloc_id)
                 if a is not None and a.deployment_id:
                     self.changed.add((a.namespace, a.job_id))
@@ -72,7 +85,13 @@ class DeploymentWatcher:
         for d in self.state.deployments.values():
             if not d.active():
                 continue
+            # The cutoff of the last look (groups done skipped), else the earliest of any group.
             deadline = self.deadlines.get(d.id, 0)
+            if not deadline:
+                deadline = min(
+                    (st.require_progress_by for st in d.task_groups.values() if st.require_progress_by),
+                    default=0,
+                )
             if changed is None or (d.namespace, d.job_id) in changed or (deadline and now >= deadline):
                 due.append(d)
         return due
