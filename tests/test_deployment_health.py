@@ -66,7 +66,7 @@ def test_healthy_allocs_complete_the_deployment_and_failed_ones_are_replaced_unt
     )  # fmt: skip
 
     d = c.wait(
-        lambda: (d := deployment(c, "steady"))["Status"] == "successful" and d,
+        lambda: (d := deployment(c, "steady")) and d["Status"] == "successful" and d,
         timeout=30,
         describe=lambda: deployment(c, "steady"),
     )
@@ -84,7 +84,7 @@ def test_healthy_allocs_complete_the_deployment_and_failed_ones_are_replaced_unt
     assert c.get(f"/v1/deployment/{d['ID']}")["JobID"] == "steady"
 
     failed = c.wait(
-        lambda: (d := deployment(c, "flaky"))["Status"] == "failed" and d,
+        lambda: (d := deployment(c, "flaky")) and d["Status"] == "failed" and d,
         timeout=30,
         describe=lambda: (deployment(c, "flaky"), allocs(c, "flaky")),
     )
