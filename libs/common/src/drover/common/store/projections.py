@@ -54,6 +54,9 @@ class SqlState:
         self._allocs: dict[str, Any] = {}
         self._evals: dict[str, Any] = {}
         self._deployments: dict[str, Any] = {}
+        # Allocs looked up and not in the table: written with COPY (no conflict possible: every
+        # projection write happens under the log's lock), about twice as fast as an upsert.
+        self._absent_allocs: set[str] = set()
         self._dirty: dict[str, set[Any]] = {
             k: set() for k in ("nodes", "jobs", "allocs", "evals", "deployments")
         }
@@ -68,6 +71,8 @@ class SqlState:
         row = self.conn.execute(text(sql), params).first()
         obj = model.model_validate_json(row[0]) if row is not None else None
         cache[key] = obj if obj is not None else _DELETED
+        if obj is None and cache is self._allocs:
+            self._absent_allocs.add(key)
         return obj
 
     def node(self, node_id: str) -> Node | None:
@@ -116,7 +121,9 @@ class SqlState:
         for alloc_id, doc in rows:
             self._allocs[alloc_id] = Allocation.model_validate_json(doc)
         for i in want:
-            self._allocs.setdefault(i, _DELETED)
+            if i not in self._allocs:
+                self._allocs[i] = _DELETED
+                self._absent_allocs.add(i)
 
     # --- writes (buffered) ---
     def bump(self, index: int | None = None) -> int:
@@ -187,6 +194,16 @@ class SqlState:
         self._upsert("job_versions", ("namespace", "id", "version"), versions)
 
         allocs, _ = self._split(self._allocs, "allocs")
+        new = [a for a in allocs if a.id in self._absent_allocs]
+        new_ids = {a.id for a in new}
+        if new:
+            cols = ("id", "namespace", "job_id", "node_id", "eval_id", "doc", "modify_index")
+            dbapi = self.conn.connection.dbapi_connection
+            assert dbapi is not None
+            with dbapi.cursor().copy(f"COPY allocs ({', '.join(cols)}) FROM STDIN") as copy:
+                for a in new:
+                    copy.write_row((a.id, a.namespace, a.job_id, a.node_id, a.eval_id, _doc(a), a.modify_index))
+            self._absent_allocs -= new_ids
         self._upsert(
             "allocs",
             ("id",),
@@ -201,6 +218,7 @@ class SqlState:
                     "modify_index": a.modify_index,
                 }
                 for a in allocs
+                if a.id not in new_ids
             ],
         )
         evals, _ = self._split(self._evals, "evals")
