@@ -202,7 +202,9 @@ class SqlState:
             assert dbapi is not None
             with dbapi.cursor().copy(f"COPY allocs ({', '.join(cols)}) FROM STDIN") as copy:
                 for a in new:
-                    copy.write_row((a.id, a.namespace, a.job_id, a.node_id, a.eval_id, _doc(a), a.modify_index))
+                    copy.write_row(
+                        (a.id, a.namespace, a.job_id, a.node_id, a.eval_id, _doc(a), a.modify_index)
+                    )
             self._absent_allocs -= new_ids
         self._upsert(
             "allocs",
