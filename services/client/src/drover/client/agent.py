@@ -226,11 +226,18 @@ class Agent:
                     "/v1/drover/allocs/status", json={"NodeID": self.node_id, "Updates": updates}
                 )
                 if r.status_code == 404:
-                    # Allocs the servers no longer know (collected): forget them.
+                    # Allocs the servers no longer know (collected): stop what still runs of
+                    # them and forget them.
                     for aid in ids:
                         if aid in r.text:
-                            self.runners.pop(aid, None)
+                            gone = self.runners.pop(aid, None)
+                            if gone is not None and not gone.stopped:
+                                log.info("alloc %s is unknown to the servers: stopping it", aid)
+                                task = asyncio.create_task(gone.stop())
+                                self._stopping.add(task)
+                                task.add_done_callback(self._stopping.discard)
                     self.dirty |= {a for a in ids if a in self.runners}
+                    self.persist()
                 else:
                     r.raise_for_status()
             except httpx.HTTPError as e:
