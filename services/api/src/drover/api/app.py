@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import logging
 import re
 import time
 import uuid
@@ -60,6 +61,7 @@ from drover.common.telemetry import inject, tracer
 from drover.common.validation import validate_job
 from drover.scheduler import schedule
 
+log = logging.getLogger("drover.api")
 _tracer = tracer("drover.api")
 MAX_WAIT = 10 * 60.0
 DEFAULT_WAIT = 5 * 60.0
@@ -225,7 +227,10 @@ def create_app(settings: Settings, store: EventStore | None = None) -> FastAPI:
         return out
 
     async def append(events: list[Event | NewEvent]) -> int:
+        t0 = time.perf_counter()
         recorded = await asyncio.to_thread(store.append, traced(events))
+        log.debug("appended %s at %d in %.0f ms", recorded[-1].event.type, recorded[-1].position,
+                  (time.perf_counter() - t0) * 1000)  # fmt: skip
         await watcher.set(recorded[-1].position)
         return recorded[-1].position
 

@@ -72,6 +72,9 @@ class BrokerService:
                 elif ev.terminal_status():
                     self.trace_of.pop(ev.id, None)
                 cur = state.eval(ev.id) or ev
+                if cur.status == "pending" and cur.create_time and log.isEnabledFor(logging.DEBUG):
+                    log.debug("eval %s of %s heard at %d, %.0f ms after it was created", cur.id, cur.job_id,
+                              position, (now - cur.create_time) / 1e6)  # fmt: skip
                 self.broker.upsert(cur, now, self.cost(cur) if not cur.terminal_status() else 1)
         elif isinstance(event, (NodeRegistered, NodeStatusUpdated, NodeEligibilityUpdated, NodeDrainUpdated)):
             node_id = event.node.id if isinstance(event, NodeRegistered) else event.node_id
