@@ -6,11 +6,22 @@ agent that restarts itself does not act on the same request twice."""
 from __future__ import annotations
 
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from .cluster import Cluster
-from .test_client import Agents, agents, allocs, cluster, raw_exec_job  # noqa: F401 - fixtures
+from .test_client import ENV, Agents, agents, allocs, raw_exec_job  # noqa: F401 - the agents fixture
+
+
+@pytest.fixture
+def cluster(database_url: str, nats_url: str, tmp_path: Path, js_fresh: object) -> Iterator[Cluster]:
+    # TTLs of 10-20 s: the agent restarted below must be back before its node is missed.
+    c = Cluster(database_url, nats_url, tmp_path, env={**ENV, "DROVER_HEARTBEAT_MIN_TTL": "10"}).start()
+    yield c
+    c.stop()
 
 
 def _task(c: Cluster, alloc_id: str) -> dict[str, Any]:
@@ -19,7 +30,7 @@ def _task(c: Cluster, alloc_id: str) -> dict[str, Any]:
 
 
 def test_an_alloc_restart_runs_the_task_again_in_place(
-    cluster: Cluster,  # noqa: F811
+    cluster: Cluster,
     agents: Agents,  # noqa: F811
     tmp_path: Path,
 ) -> None:
