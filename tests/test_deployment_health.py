@@ -104,3 +104,49 @@ def test_healthy_allocs_complete_the_deployment_and_failed_ones_are_replaced_unt
     assert c.http.get("/v1/job/plain/deployment").json() is None
     assert c.http.get("/v1/job/nope/deployment").status_code == 404
     assert c.http.get("/v1/deployment/nope").status_code == 404
+
+
+def test_auto_revert_rolls_a_failed_deployment_back_to_the_last_stable_version(
+    cluster: Cluster,  # noqa: F811
+    agents: Agents,  # noqa: F811
+) -> None:
+    c = cluster
+    agents.start("a1")
+    c.wait(lambda: [n for n in c.get("/v1/nodes") if n["Status"] == "ready"], timeout=20)
+    # No progress deadline: the first unhealthy alloc fails the deployment.
+    update = {"MinHealthyTime": S, "AutoRevert": True, "ProgressDeadline": 0}
+    c.put("/v1/jobs", mock_job("rev", 1, {"run_for": "10m"}, Update=update))
+    c.wait(lambda: (d := deployment(c, "rev")) and d["Status"] == "successful", timeout=30)
+    c.wait(lambda: c.get("/v1/job/rev")["Stable"] is True)
+
+    # Version 1 fails at once: its deployment fails and version 0 comes back as version 2.
+    restart = {"Attempts": 0, "Interval": 600 * S, "Delay": S, "Mode": "fail"}
+    c.put(
+        "/v1/jobs",
+        mock_job("rev", 1, {"run_for": "200ms", "exit_code": 1}, Update=update, RestartPolicy=restart),
+    )
+    failed = c.wait(
+        lambda: [
+            d for d in c.get("/v1/job/rev/deployments") if d["JobVersion"] == 1 and d["Status"] == "failed"
+        ],
+        timeout=30,
+        describe=lambda: c.get("/v1/job/rev/deployments"),
+    )[0]
+    assert (
+        failed["StatusDescription"] == "Failed due to unhealthy allocations - rolling back to job version 0"
+    )
+    job = c.wait(lambda: (j := c.get("/v1/job/rev"))["Version"] == 2 and j)
+    assert job["TaskGroups"][0]["Tasks"][0]["Config"] == {"run_for": "10m"}
+    c.wait(
+        lambda: [
+            d
+            for d in c.get("/v1/job/rev/deployments")
+            if d["JobVersion"] == 2 and d["Status"] == "successful"
+        ],
+        timeout=30,
+        describe=lambda: c.get("/v1/job/rev/deployments"),
+    )
+    running = [a for a in allocs(c, "rev") if a["ClientStatus"] == "running" and a["DesiredStatus"] == "run"]
+    assert [a["JobVersion"] for a in running] == [2]
+    versions = {v["Version"]: v["Stable"] for v in c.get("/v1/job/rev/versions")["Versions"]}
+    assert versions == {0: True, 1: False, 2: True}

@@ -5,7 +5,7 @@ kept on the alloc through later plans."""
 
 from __future__ import annotations
 
-from drover.common import Allocation, AllocDeploymentStatus, Deployment
+from drover.common import Allocation, AllocDeploymentStatus, Deployment, Job
 from drover.common.alloc import AllocRestartRequest
 from drover.common.deployment import DeploymentState
 from drover.common.events import (
@@ -13,6 +13,7 @@ from drover.common.events import (
     AllocRestartRequested,
     AllocsClientUpdated,
     DeploymentUpdated,
+    JobRegistered,
     PlanApplied,
 )
 from drover.common.reducer import apply
@@ -102,3 +103,23 @@ def test_a_restart_request_survives_a_later_plan() -> None:
     apply(state, 3, PlanApplied(eval_id="e2", job_id="j", stopped=[stale]))
     a = state.alloc("a")
     assert a is not None and a.restart_request == req and a.desired_status == "stop"
+
+
+def test_a_successful_deployment_makes_its_job_version_stable() -> None:
+    state = InMemoryState()
+    apply(state, 1, JobRegistered(job=Job(id="j", version=0)))
+    d = Deployment(id="d1", job_id="j", job_version=0, task_groups={"g": DeploymentState(desired_total=1)})
+    apply(state, 2, PlanApplied(eval_id="e", job_id="j", deployment=d))
+    job = state.job("default", "j")
+    assert job is not None and not job.stable
+    done = {
+        "DeploymentID": "d1",
+        "Status": "successful",
+        "StatusDescription": "Deployment completed successfully",
+    }
+    apply(state, 3, PlanApplied(eval_id="e2", job_id="j", deployment_updates=[done]))
+    job = state.job("default", "j")
+    assert job is not None and job.stable and state.job_versions[("default", "j")][0].stable
+    apply(state, 4, JobRegistered(job=Job(id="j", version=0)))  # the same version again: still stable
+    job = state.job("default", "j")
+    assert job is not None and job.stable

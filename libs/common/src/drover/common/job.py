@@ -249,6 +249,26 @@ class Job(NomadModel):
         return self.stop
 
 
+# What a job carries besides its spec: changing these makes no new version.
+_NOT_SPEC = frozenset(
+    {
+        "Version",
+        "CreateIndex",
+        "ModifyIndex",
+        "JobModifyIndex",
+        "Status",
+        "StatusDescription",
+        "SubmitTime",
+        "Stable",
+    }
+)
+
+
+def job_spec(job: Job) -> dict[str, Any]:
+    """The parts of a job that make a new version when they change."""
+    return {k: v for k, v in job.to_api().items() if k not in _NOT_SPEC}
+
+
 def derive_job_status(
     job: Job, *, has_allocs: bool, live_allocs: bool, has_evals: bool, live_evals: bool
 ) -> str:

@@ -15,7 +15,7 @@ from drover.common.alloc import (
     Allocation,
     AllocDeploymentStatus,
 )
-from drover.common.deployment import Deployment
+from drover.common.deployment import DEPLOYMENT_SUCCESSFUL, Deployment
 from drover.common.evaluation import Evaluation
 from drover.common.events import (
     AllocRestartRequested,
@@ -130,6 +130,8 @@ def _job_registered(state: StateWriter, index: int, ev: JobRegistered) -> None:
             "status": old.status
             if (old and not job.stop)
             else (JOB_STATUS_DEAD if job.stop else JOB_STATUS_PENDING),
+            # The same version registered again stays as stable as it was.
+            "stable": old.stable if (old and old.version == job.version) else job.stable,
         }
     )
     state.upsert_job(job)
@@ -213,6 +215,11 @@ def _plan_applied(state: StateWriter, index: int, ev: PlanApplied) -> None:
                     }
                 )
             )
+            if upd.get("Status") == DEPLOYMENT_SUCCESSFUL:
+                # A version whose deployment succeeded is stable: auto_revert goes back to it.
+                job = state.job(target.namespace, target.job_id)
+                if job is not None and job.version == target.job_version and not job.stable:
+                    state.upsert_job(job.model_copy(update={"stable": True, "modify_index": index}))
     for a in ev.stopped:
         _upsert_alloc(state, index, a, ev.at)
     for a in ev.preempted:

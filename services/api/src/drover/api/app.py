@@ -24,6 +24,7 @@ from drover.api.reads import Reads
 from drover.common import Evaluation, Job, Node
 from drover.common.alloc import AllocRestartRequest
 from drover.common.canonicalize import canonicalize
+from drover.common.job import job_spec
 from drover.common.evaluation import (
     TRIGGER_JOB_DEREGISTER,
     TRIGGER_JOB_REGISTER,
@@ -112,18 +113,7 @@ def _pydantic_problems(err: ValidationError, root: str) -> list[str]:
 
 
 def _spec(job: Job) -> dict[str, Any]:
-    """The parts of a job that make a new version when they change."""
-    skip = {
-        "Version",
-        "CreateIndex",
-        "ModifyIndex",
-        "JobModifyIndex",
-        "Status",
-        "StatusDescription",
-        "SubmitTime",
-        "Stable",
-    }
-    return {k: v for k, v in job.to_api().items() if k not in skip}
+    return job_spec(job)
 
 
 class IndexWatcher:

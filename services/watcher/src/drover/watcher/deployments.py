@@ -22,8 +22,10 @@ from drover.common.events import (
     DeploymentUpserted,
     EvalsUpserted,
     Event,
+    JobRegistered,
     PlanApplied,
 )
+from drover.common.job import Job, job_spec
 from drover.common.replica import Replica
 from drover.common.state import InMemoryState
 from drover.common.store import EventStore, FencedError, NewEvent
@@ -96,6 +98,25 @@ class DeploymentWatcher:
                 due.append(d)
         return due
 
+    def _rollback(self, job: Job, desc: str, now: int) -> tuple[str, Job | None]:
+        """auto_revert: the latest stable version registered again as a new version (Nomad's
+        rollback), unless there is none or it is the current spec already."""
+        versions = self.state.job_versions.get((job.namespace, job.id), {})
+        stable = [v for v in versions.values() if v.stable and v.version < job.version]
+        if not stable:
+            return desc + NO_ROLLBACK_TARGET, None
+        target = max(stable, key=lambda v: v.version)
+        if job_spec(target) == job_spec(job):
+            return (
+                f"{desc} - not rolling back to stable job version {target.version} as current job has "
+                "same specification",
+                None,
+            )
+        revert = target.model_copy(
+            update={"version": job.version + 1, "stable": False, "stop": False, "submit_time": now}
+        )
+        return f"{desc} - rolling back to job version {target.version}", revert
+
     def step(self, now: int) -> tuple[list[Event], list[str]]:
         """The events for one pass over the deployments due a look, and which deployments they
         touch (to remember the eval's index once written)."""
@@ -112,7 +133,12 @@ class DeploymentWatcher:
             ev = job_eval(job, TRIGGER_DEPLOYMENT_WATCHER, now, deployment_id=d.id)
             touched.append(d.id)
             if res.fail:
-                desc = res.description + (NO_ROLLBACK_TARGET if res.rollback else "")
+                desc = res.description
+                if res.rollback:
+                    desc, revert = self._rollback(job, desc, now)
+                    if revert is not None:
+                        events.append(JobRegistered(job=revert))
+                        ev = job_eval(revert, TRIGGER_DEPLOYMENT_WATCHER, now, deployment_id=d.id)
                 log.info("deployment %s of %s failed: %s", d.id, d.job_id, desc)
                 events.append(
                     DeploymentUpdated(
@@ -161,7 +187,14 @@ async def watch_deployments(
         if not events:
             continue
         try:
-            recorded = await asyncio.to_thread(store.append, [NewEvent(e) for e in events], fence=lease)
+            items = [
+                # A revert is a new version of the job: it must follow the job's last event.
+                NewEvent(e, expected_version=await asyncio.to_thread(store.stream_version, e.stream()))
+                if isinstance(e, JobRegistered)
+                else NewEvent(e)
+                for e in events
+            ]
+            recorded = await asyncio.to_thread(store.append, items, fence=lease)
         except FencedError:
             log.error("fenced: a newer watcher leads; stepping down")
             stop.set()

@@ -173,6 +173,14 @@ class EventStore:
         with self.engine.connect() as conn:
             return str(conn.exec_driver_sql("SELECT log_id FROM log_meta").scalar_one())
 
+    def stream_version(self, stream: str) -> int:
+        """The version of `stream` (its last event's), 0 when it has none."""
+        with self.engine.connect() as conn:
+            v = conn.execute(
+                text("SELECT coalesce(max(version), 0) FROM events WHERE stream = :s"), {"s": stream}
+            ).scalar_one()
+        return int(v)
+
     def last_position(self) -> int:
         with self.engine.connect() as conn:
             return int(conn.exec_driver_sql("SELECT coalesce(max(position), 0) FROM events").scalar_one())
