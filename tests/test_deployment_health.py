@@ -150,3 +150,59 @@ def test_auto_revert_rolls_a_failed_deployment_back_to_the_last_stable_version(
     assert [a["JobVersion"] for a in running] == [2]
     versions = {v["Version"]: v["Stable"] for v in c.get("/v1/job/rev/versions")["Versions"]}
     assert versions == {0: True, 1: False, 2: True}
+
+
+def test_operators_promote_pause_and_fail_deployments(
+    cluster: Cluster,  # noqa: F811
+    agents: Agents,  # noqa: F811
+) -> None:
+    c = cluster
+    agents.start("a1")
+    c.wait(lambda: [n for n in c.get("/v1/nodes") if n["Status"] == "ready"], timeout=20)
+    update = {"MaxParallel": 1, "Canary": 1, "MinHealthyTime": S}
+
+    def latest(version: int) -> dict[str, Any] | None:
+        return next((d for d in c.get("/v1/job/can/deployments") if d["JobVersion"] == version), None)
+
+    c.put("/v1/jobs", mock_job("can", 2, {"run_for": "10m"}, Update=update))
+    first = c.wait(lambda: (d := latest(0)) and d["Status"] == "successful" and d, timeout=30)
+    r = c.http.put(f"/v1/deployment/promote/{first['ID']}", json={"All": True})
+    assert r.status_code == 400 and "terminal status" in r.text
+
+    # A new version: one canary, then the operator's word.
+    c.put("/v1/jobs", mock_job("can", 2, {"run_for": "11m"}, Update=update))
+    d1 = c.wait(lambda: latest(1), timeout=15)
+    assert d1["StatusDescription"] == "Deployment is running but requires manual promotion"
+    paused = c.put(f"/v1/deployment/pause/{d1['ID']}", {"Pause": True})
+    d = c.get(f"/v1/deployment/{d1['ID']}")
+    assert (d["Status"], d["StatusDescription"]) == ("paused", "Deployment is paused") and paused["Index"]
+    c.put(f"/v1/deployment/pause/{d1['ID']}", {"Pause": False})
+    d = c.get(f"/v1/deployment/{d1['ID']}")
+    assert (d["Status"], d["StatusDescription"]) == (
+        "running",
+        "Deployment is running but requires manual promotion",
+    )
+
+    def canary_healthy() -> bool:
+        return any(
+            (a.get("DeploymentStatus") or {}).get("Canary") and a["DeploymentStatus"].get("Healthy")
+            for a in allocs(c, "can")
+        )
+
+    c.wait(canary_healthy, timeout=20)
+    promoted = c.put(f"/v1/deployment/promote/{d1['ID']}", {"All": True})
+    assert promoted["EvalID"]
+    c.wait(lambda: (d := latest(1)) and d["Status"] == "successful", timeout=30, describe=lambda: latest(1))
+    live = [a for a in allocs(c, "can") if a["DesiredStatus"] == "run" and a["ClientStatus"] == "running"]
+    assert sorted(a["JobVersion"] for a in live) == [1, 1]
+
+    # Fail by hand; bad requests refused.
+    c.put("/v1/jobs", mock_job("can", 2, {"run_for": "12m"}, Update=update))
+    d2 = c.wait(lambda: latest(2), timeout=15)
+    assert c.http.put(f"/v1/deployment/pause/{d2['ID']}", json={"Pause": "yes"}).status_code == 400
+    assert c.http.put(f"/v1/deployment/promote/{d2['ID']}", json={}).status_code == 400
+    assert c.http.put("/v1/deployment/fail/no-such-deployment").status_code == 404
+    c.put(f"/v1/deployment/fail/{d2['ID']}", {})
+    d = c.get(f"/v1/deployment/{d2['ID']}")
+    assert (d["Status"], d["StatusDescription"]) == ("failed", "Deployment marked as failed")
+    assert c.http.put(f"/v1/deployment/fail/{d2['ID']}").status_code == 400  # terminal now

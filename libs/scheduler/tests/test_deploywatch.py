@@ -26,7 +26,9 @@ from drover.scheduler.deploywatch import (
     DESC_PROGRESS_DEADLINE,
     done_groups,
     progress_cutoff,
+    promotion_problems,
     reschedule_eligible,
+    rollback,
     watch_deployment,
 )
 
@@ -194,3 +196,35 @@ def test_the_progress_cutoff_skips_done_groups_and_stopped_allocs() -> None:
 )
 def test_reschedule_eligible(policy: ReschedulePolicy | None, events: int, eligible: bool) -> None:
     assert reschedule_eligible(alloc("a", False, events=events), policy, NOW) is eligible
+
+
+def test_promotion_needs_an_active_deployment_with_healthy_canaries() -> None:
+    d = dep(canaries=1, placed_canaries=["c"])
+    assert promotion_problems(d, [alloc("c", None, canary=True)], [], True) == [
+        "Task group 'g' has 0/1 healthy allocations"
+    ]
+    assert promotion_problems(d, [alloc("c", True, canary=True)], [], True) == []
+    assert promotion_problems(d, [alloc("c", True, canary=True)], ["nope"], False) == [
+        "Deployment 'd1' has no task group 'nope'"
+    ]
+    assert promotion_problems(dep(), [], [], True) == ["Deployment has no canaries to promote"]
+    done = dep(status=DEPLOYMENT_SUCCESSFUL, canaries=1)
+    assert promotion_problems(done, [], [], True) == ["Deployment 'd1' has terminal status 'successful'"]
+
+
+def test_rollback_goes_to_the_latest_stable_version_with_another_spec() -> None:
+    v0, v1 = job(), job()
+    v0.version, v0.stable = 0, True
+    v1.version, v1.stable = 1, True
+    v1.meta = {"x": "1"}
+    current = job()
+    current.version, current.meta = 2, {"x": "2"}
+    desc, revert = rollback(current, [v0, v1, current], "Failed", NOW)
+    assert desc == "Failed - rolling back to job version 1"
+    assert revert is not None and (revert.version, revert.stable, revert.meta) == (3, False, {"x": "1"})
+    same = job()
+    same.version, same.meta = 2, {"x": "1"}
+    desc, revert = rollback(same, [v0, v1, same], "Failed", NOW)
+    assert revert is None and "current job has same specification" in desc
+    desc, revert = rollback(current, [current], "Failed", NOW)
+    assert revert is None and desc == "Failed - no stable job version to auto revert to"

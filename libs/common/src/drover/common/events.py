@@ -214,6 +214,8 @@ class DeploymentUpdated(Event):
     status: str = ""
     status_description: str = ""
     promote: bool = False
+    # The groups whose canaries are promoted; none named: every group with canaries.
+    promote_groups: list[str] = Field(default_factory=list)
     evals: list[Evaluation] = Field(default_factory=list)
     at: int = 0
 

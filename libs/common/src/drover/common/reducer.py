@@ -332,9 +332,12 @@ def _deployment_updated(state: StateWriter, index: int, ev: DeploymentUpdated) -
         if ev.status_description:
             new.status_description = ev.status_description
         if ev.promote:
-            for st in new.task_groups.values():
-                if st.desired_canaries:
+            for name, st in new.task_groups.items():
+                if st.desired_canaries and (not ev.promote_groups or name in ev.promote_groups):
                     st.promoted = True
+                    # The rest of the group gets a fresh progress deadline (Nomad does so).
+                    if st.progress_deadline and st.require_progress_by and ev.at:
+                        st.require_progress_by = ev.at + st.progress_deadline
         new.modify_index = index
         if ev.at:
             new.modify_time = ev.at

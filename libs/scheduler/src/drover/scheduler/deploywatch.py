@@ -14,11 +14,14 @@ from dataclasses import dataclass, field
 from drover.common.alloc import Allocation
 from drover.common.defaults import default_reschedule_policy
 from drover.common.deployment import DEPLOYMENT_PAUSED, Deployment
-from drover.common.job import Job, ReschedulePolicy
+from drover.common.job import Job, ReschedulePolicy, job_spec
 from drover.scheduler.reschedule import attempts_in_interval
 
 DESC_FAILED_ALLOCS = "Failed due to unhealthy allocations"
 DESC_PROGRESS_DEADLINE = "Failed due to progress deadline"
+DESC_FAILED_BY_USER = "Deployment marked as failed"
+DESC_PAUSED = "Deployment is paused"
+NO_ROLLBACK_TARGET = " - no stable job version to auto revert to"
 
 
 @dataclass
@@ -148,3 +151,56 @@ def watch_deployment(
     res.deadline = cutoff
     res.promote = _can_auto_promote(d, allocs)
     return res
+
+
+def rollback(job: Job, versions: list[Job], desc: str, now: int) -> tuple[str, Job | None]:
+    """auto_revert: the latest stable version before `job`'s, to register again as a new version
+    (Nomad's rollback), and the failure's description saying so - or why there is none."""
+    stable = [v for v in versions if v.stable and v.version < job.version]
+    if not stable:
+        return desc + NO_ROLLBACK_TARGET, None
+    target = max(stable, key=lambda v: v.version)
+    if job_spec(target) == job_spec(job):
+        return (
+            f"{desc} - not rolling back to stable job version {target.version} as current job has "
+            "same specification",
+            None,
+        )
+    revert = target.model_copy(
+        update={"version": job.version + 1, "stable": False, "stop": False, "submit_time": now}
+    )
+    return f"{desc} - rolling back to job version {target.version}", revert
+
+
+def wants_rollback(d: Deployment) -> bool:
+    """Whether any group of the deployment asked for auto_revert."""
+    return any(st.auto_revert for st in d.task_groups.values())
+
+
+def promotion_problems(
+    d: Deployment, allocs: list[Allocation], groups: list[str], all_groups: bool
+) -> list[str]:
+    """Why the canaries of `groups` (or all) cannot be promoted now, as Nomad says it; [] if
+    they can."""
+    if not d.active():
+        return [f"Deployment {d.id!r} has terminal status {d.status!r}"]
+    unknown = [g for g in groups if g not in d.task_groups]
+    if unknown:
+        return [f"Deployment {d.id!r} has no task group {g!r}" for g in unknown]
+    chosen = [g for g in d.task_groups if all_groups or g in groups]
+    canarying = [g for g in chosen if d.task_groups[g].desired_canaries]
+    if not canarying:
+        return ["Deployment has no canaries to promote"]
+    healthy: dict[str, int] = {}
+    by_id = {a.id: a for a in allocs}
+    for g in canarying:
+        for cid in d.task_groups[g].placed_canaries:
+            a = by_id.get(cid)
+            ds = a.deployment_status if a is not None else None
+            if a is not None and not a.terminal_status() and ds is not None and ds.is_healthy():
+                healthy[g] = healthy.get(g, 0) + 1
+    return [
+        f"Task group {g!r} has {healthy.get(g, 0)}/{d.task_groups[g].desired_canaries} healthy allocations"
+        for g in canarying
+        if healthy.get(g, 0) < d.task_groups[g].desired_canaries
+    ]

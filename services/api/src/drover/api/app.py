@@ -24,8 +24,16 @@ from drover.api.reads import Reads
 from drover.common import Evaluation, Job, Node
 from drover.common.alloc import AllocRestartRequest
 from drover.common.canonicalize import canonicalize
-from drover.common.job import job_spec
+from drover.common.deployment import (
+    DEPLOYMENT_FAILED,
+    DEPLOYMENT_PAUSED,
+    DEPLOYMENT_RUNNING,
+    DESC_RUNNING,
+    DESC_RUNNING_NEEDS_PROMOTION,
+    Deployment,
+)
 from drover.common.evaluation import (
+    TRIGGER_DEPLOYMENT_WATCHER,
     TRIGGER_JOB_DEREGISTER,
     TRIGGER_JOB_REGISTER,
     TRIGGER_NODE_UPDATE,
@@ -38,6 +46,7 @@ from drover.common.events import (
     AllocClientUpdate,
     AllocRestartRequested,
     AllocsClientUpdated,
+    DeploymentUpdated,
     EvalsUpserted,
     Event,
     JobDeregistered,
@@ -47,6 +56,7 @@ from drover.common.events import (
     NodeRegistered,
     NodeStatusUpdated,
 )
+from drover.common.job import job_spec
 from drover.common.node import (
     NODE_ELIGIBLE,
     NODE_INELIGIBLE,
@@ -61,6 +71,13 @@ from drover.common.store.eventstore import NOTIFY_CHANNEL
 from drover.common.telemetry import inject, tracer
 from drover.common.validation import validate_job
 from drover.scheduler import schedule
+from drover.scheduler.deploywatch import (
+    DESC_FAILED_BY_USER,
+    DESC_PAUSED,
+    promotion_problems,
+    rollback,
+    wants_rollback,
+)
 
 log = logging.getLogger("drover.api")
 _tracer = tracer("drover.api")
@@ -534,6 +551,98 @@ def create_app(settings: Settings, store: EventStore | None = None) -> FastAPI:
     @app.get("/v1/deployment/{deployment_id}")
     async def read_deployment(deployment_id: str, request: Request) -> Response:
         return await blocking_read(request, lambda: reads.deployment(deployment_id))
+
+    async def deployment_update(
+        deployment_id: str, make: Callable[[Deployment, Job, int], tuple[list[Event | NewEvent], Job | None]]
+    ) -> dict[str, Any]:
+        """Apply an operator's change to a deployment (promote, pause, fail): read it, let
+        `make` decide (an ApiError if it may not), append, answer as Nomad does."""
+        dep = await asyncio.to_thread(reads.deployment, deployment_id)
+        if dep is None:
+            raise ApiError(404, "deployment not found")
+        job = await asyncio.to_thread(reads.job, dep.namespace, dep.job_id)
+        if job is None:
+            raise ApiError(404, "job not found")
+        # In a thread: deciding may read the projections.
+        events, reverted = await asyncio.to_thread(make, dep, job, time.time_ns())
+        if reverted is not None:
+            version = await asyncio.to_thread(reads.job_stream_version, job.namespace, job.id)
+            events.insert(0, NewEvent(JobRegistered(job=reverted), expected_version=version))
+        try:
+            index = await append(events)
+        except ConcurrencyError as e:
+            raise ApiError(409, f"job changed meanwhile: {e}") from e
+        eval_ids = [ev.id for e in events if isinstance(e, DeploymentUpdated) for ev in e.evals]
+        return {
+            "EvalID": eval_ids[0] if eval_ids else "",
+            "EvalCreateIndex": index,
+            "DeploymentModifyIndex": index,
+            "RevertedJobVersion": reverted.version if reverted is not None else None,
+            "Index": index,
+        }
+
+    @app.put("/v1/deployment/promote/{deployment_id}")
+    @app.post("/v1/deployment/promote/{deployment_id}")
+    async def promote_deployment(deployment_id: str, request: Request) -> dict[str, Any]:
+        body = await body_json(request) if (await request.body()).strip() else {}
+        if not isinstance(body, dict):
+            raise ApiError(400, "Request must be a JSON object")
+        groups, all_groups = body.get("Groups") or [], body.get("All", False)
+        if not isinstance(groups, list) or not all(isinstance(g, str) for g in groups):
+            raise ApiError(400, "Groups must be a list of task group names")
+        if not isinstance(all_groups, bool) or (not all_groups and not groups):
+            raise ApiError(400, "Promote needs All true or the Groups to promote")
+
+        def make(dep: Deployment, job: Job, now: int) -> tuple[list[Event | NewEvent], Job | None]:
+            problems = promotion_problems(dep, reads.deployment_allocs(dep), groups, all_groups)
+            if problems:
+                raise ApiError(400, "\n".join(problems))
+            ev = new_eval(job, TRIGGER_DEPLOYMENT_WATCHER, deployment_id=dep.id)
+            return [
+                DeploymentUpdated(
+                    deployment_id=dep.id, promote=True, promote_groups=[] if all_groups else groups,
+                    status_description=DESC_RUNNING, evals=[ev], at=now,
+                )
+            ], None  # fmt: skip
+
+        return await deployment_update(deployment_id, make)
+
+    @app.put("/v1/deployment/pause/{deployment_id}")
+    @app.post("/v1/deployment/pause/{deployment_id}")
+    async def pause_deployment(deployment_id: str, request: Request) -> dict[str, Any]:
+        body = await body_json(request)
+        if not isinstance(body, dict) or not isinstance(body.get("Pause"), bool):
+            raise ApiError(400, 'Request must be a JSON object with "Pause": true or false')
+        pause = body["Pause"]
+
+        def make(dep: Deployment, job: Job, now: int) -> tuple[list[Event | NewEvent], Job | None]:
+            if not dep.active():
+                raise ApiError(400, f"can't {'pause' if pause else 'resume'} terminal deployment")
+            if pause:
+                return [DeploymentUpdated(deployment_id=dep.id, status=DEPLOYMENT_PAUSED,
+                                          status_description=DESC_PAUSED, at=now)], None  # fmt: skip
+            desc = DESC_RUNNING_NEEDS_PROMOTION if dep.requires_promotion() else DESC_RUNNING
+            ev = new_eval(job, TRIGGER_DEPLOYMENT_WATCHER, deployment_id=dep.id)
+            return [DeploymentUpdated(deployment_id=dep.id, status=DEPLOYMENT_RUNNING,
+                                      status_description=desc, evals=[ev], at=now)], None  # fmt: skip
+
+        return await deployment_update(deployment_id, make)
+
+    @app.put("/v1/deployment/fail/{deployment_id}")
+    @app.post("/v1/deployment/fail/{deployment_id}")
+    async def fail_deployment(deployment_id: str) -> dict[str, Any]:
+        def make(dep: Deployment, job: Job, now: int) -> tuple[list[Event | NewEvent], Job | None]:
+            if not dep.active():
+                raise ApiError(400, "can't fail terminal deployment")
+            desc, reverted = DESC_FAILED_BY_USER, None
+            if wants_rollback(dep):
+                versions = reads.job_versions(job.namespace, job.id)
+                desc, reverted = rollback(job, versions, desc, now)
+            ev = new_eval(reverted or job, TRIGGER_DEPLOYMENT_WATCHER, deployment_id=dep.id)
+            return [DeploymentUpdated(deployment_id=dep.id, status=DEPLOYMENT_FAILED,
+                                      status_description=desc, evals=[ev], at=now)], reverted  # fmt: skip
+
+        return await deployment_update(deployment_id, make)
 
     @app.get("/v1/deployment/allocations/{deployment_id}")
     async def deployment_allocs(deployment_id: str, request: Request) -> Response:

@@ -25,15 +25,13 @@ from drover.common.events import (
     JobRegistered,
     PlanApplied,
 )
-from drover.common.job import Job, job_spec
 from drover.common.replica import Replica
 from drover.common.state import InMemoryState
 from drover.common.store import EventStore, FencedError, NewEvent
-from drover.scheduler.deploywatch import watch_deployment
+from drover.scheduler.deploywatch import rollback, watch_deployment
 
 log = logging.getLogger("drover.watcher")
 PASS_EVERY = 0.5
-NO_ROLLBACK_TARGET = " - no stable job version to auto revert to"
 TERMINAL = ("complete", "failed", "lost")
 
 
@@ -98,25 +96,6 @@ class DeploymentWatcher:
                 due.append(d)
         return due
 
-    def _rollback(self, job: Job, desc: str, now: int) -> tuple[str, Job | None]:
-        """auto_revert: the latest stable version registered again as a new version (Nomad's
-        rollback), unless there is none or it is the current spec already."""
-        versions = self.state.job_versions.get((job.namespace, job.id), {})
-        stable = [v for v in versions.values() if v.stable and v.version < job.version]
-        if not stable:
-            return desc + NO_ROLLBACK_TARGET, None
-        target = max(stable, key=lambda v: v.version)
-        if job_spec(target) == job_spec(job):
-            return (
-                f"{desc} - not rolling back to stable job version {target.version} as current job has "
-                "same specification",
-                None,
-            )
-        revert = target.model_copy(
-            update={"version": job.version + 1, "stable": False, "stop": False, "submit_time": now}
-        )
-        return f"{desc} - rolling back to job version {target.version}", revert
-
     def step(self, now: int) -> tuple[list[Event], list[str]]:
         """The events for one pass over the deployments due a look, and which deployments they
         touch (to remember the eval's index once written)."""
@@ -135,7 +114,8 @@ class DeploymentWatcher:
             if res.fail:
                 desc = res.description
                 if res.rollback:
-                    desc, revert = self._rollback(job, desc, now)
+                    versions = list(self.state.job_versions.get((job.namespace, job.id), {}).values())
+                    desc, revert = rollback(job, versions, desc, now)
                     if revert is not None:
                         events.append(JobRegistered(job=revert))
                         ev = job_eval(revert, TRIGGER_DEPLOYMENT_WATCHER, now, deployment_id=d.id)
