@@ -46,6 +46,7 @@ from drover.scheduler.heartbeat import (
     missed_status,
     node_update_evals,
 )
+from drover.watcher.appending import append_as_leader
 from drover.watcher.deployments import watch_deployments
 
 log = logging.getLogger("drover.watcher")
@@ -155,16 +156,10 @@ async def drain(replica: Replica, store: EventStore, epoch: int, stop: asyncio.E
                 )
         if not events:
             continue
-        try:
-            recorded = await asyncio.to_thread(
-                store.append, [NewEvent(e) for e in events], fence=(LEASE, epoch)
-            )
-        except FencedError:
-            log.error("fenced: a newer watcher leads; stepping down")
-            stop.set()
-            return
-        except Exception as e:
-            log.warning("drainer: %s; retrying", e)
+        recorded = await append_as_leader(
+            store, [NewEvent(e) for e in events], (LEASE, epoch), stop, "drainer"
+        )
+        if recorded is None:
             continue
         # The next step must see these marks, or it would mark the same allocs again.
         await replica.wait_for(recorded[-1].position)

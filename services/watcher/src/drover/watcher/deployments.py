@@ -27,8 +27,9 @@ from drover.common.events import (
 )
 from drover.common.replica import Replica
 from drover.common.state import InMemoryState
-from drover.common.store import EventStore, FencedError, NewEvent
+from drover.common.store import EventStore, NewEvent
 from drover.scheduler.deploywatch import rollback, watch_deployment
+from drover.watcher.appending import append_as_leader
 
 log = logging.getLogger("drover.watcher")
 PASS_EVERY = 0.5
@@ -166,21 +167,15 @@ async def watch_deployments(
         events, touched = watcher.step(time.time_ns())
         if not events:
             continue
-        try:
-            items = [
-                # A revert is a new version of the job: it must follow the job's last event.
-                NewEvent(e, expected_version=await asyncio.to_thread(store.stream_version, e.stream()))
-                if isinstance(e, JobRegistered)
-                else NewEvent(e)
-                for e in events
-            ]
-            recorded = await asyncio.to_thread(store.append, items, fence=lease)
-        except FencedError:
-            log.error("fenced: a newer watcher leads; stepping down")
-            stop.set()
-            return
-        except Exception as e:
-            log.warning("deployment watcher: %s; retrying", e)
+        items = [
+            # A revert is a new version of the job: it must follow the job's last event.
+            NewEvent(e, expected_version=await asyncio.to_thread(store.stream_version, e.stream()))
+            if isinstance(e, JobRegistered)
+            else NewEvent(e)
+            for e in events
+        ]
+        recorded = await append_as_leader(store, items, lease, stop, "deployment watcher")
+        if recorded is None:
             continue
         for dep_id in touched:
             watcher.evaluated[dep_id] = recorded[-1].position
