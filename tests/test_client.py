@@ -69,7 +69,9 @@ def agents(cluster: Cluster, tmp_path: Path) -> Iterator[Agents]:
     a.close()
 
 
-def raw_exec_job(job_id: str, command: str, *args: str, count: int = 1, **group: Any) -> dict[str, Any]:
+def service_job(job_id: str, task: dict[str, Any], count: int = 1, **group: Any) -> dict[str, Any]:
+    """A service job of one group "g" running one task "t" (100 MHz, 32 MB) described by `task`
+    (Driver, Config, ...); `group` adds group members (Update, RestartPolicy, ...)."""
     return {
         "Job": {
             "ID": job_id,
@@ -79,20 +81,17 @@ def raw_exec_job(job_id: str, command: str, *args: str, count: int = 1, **group:
                 {
                     "Name": "g",
                     "Count": count,
-                    "Tasks": [
-                        {
-                            "Name": "t",
-                            "Driver": "raw_exec",
-                            "Config": {"command": command, "args": list(args)},
-                            "Resources": {"CPU": 100, "MemoryMB": 32},
-                            "KillTimeout": 2 * S,
-                        }
-                    ],
+                    "Tasks": [{"Name": "t", "Resources": {"CPU": 100, "MemoryMB": 32}, **task}],
                     **group,
                 }
             ],
         }
     }
+
+
+def raw_exec_job(job_id: str, command: str, *args: str, count: int = 1, **group: Any) -> dict[str, Any]:
+    task = {"Driver": "raw_exec", "Config": {"command": command, "args": list(args)}, "KillTimeout": 2 * S}
+    return service_job(job_id, task, count, **group)
 
 
 def allocs(c: Cluster, job_id: str) -> list[dict[str, Any]]:

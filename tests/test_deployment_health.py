@@ -8,34 +8,13 @@ from __future__ import annotations
 from typing import Any
 
 from .cluster import Cluster
-from .test_client import Agents, agents, allocs, cluster  # noqa: F401 - fixtures
+from .test_client import Agents, agents, allocs, cluster, service_job  # noqa: F401 - fixtures
 
 S = 1_000_000_000
 
 
 def mock_job(job_id: str, count: int, config: dict[str, Any], **group: Any) -> dict[str, Any]:
-    return {
-        "Job": {
-            "ID": job_id,
-            "Datacenters": ["dc1"],
-            "Type": "service",
-            "TaskGroups": [
-                {
-                    "Name": "g",
-                    "Count": count,
-                    "Tasks": [
-                        {
-                            "Name": "t",
-                            "Driver": "mock",
-                            "Config": config,
-                            "Resources": {"CPU": 100, "MemoryMB": 32},
-                        }
-                    ],
-                    **group,
-                }
-            ],
-        }
-    }
+    return service_job(job_id, {"Driver": "mock", "Config": config}, count, **group)
 
 
 def deployment(c: Cluster, job_id: str) -> dict[str, Any]:

@@ -14,35 +14,15 @@ import signal
 from typing import Any
 
 from .cluster import Cluster
-from .test_client import Agents, agents, allocs, cluster  # noqa: F401 - fixtures
+from .test_client import Agents, agents, allocs, cluster, service_job  # noqa: F401 - fixtures
 
 S = 1_000_000_000
 
 
 def tolerant_job(job_id: str, disconnect: dict[str, Any]) -> dict[str, Any]:
-    return {
-        "Job": {
-            "ID": job_id,
-            "Datacenters": ["dc1"],
-            "Type": "service",
-            "Update": {"MaxParallel": 0},
-            "TaskGroups": [
-                {
-                    "Name": "g",
-                    "Count": 1,
-                    "Disconnect": disconnect,
-                    "Tasks": [
-                        {
-                            "Name": "t",
-                            "Driver": "mock",
-                            "Config": {"run_for": "10m"},
-                            "Resources": {"CPU": 100, "MemoryMB": 32},
-                        }
-                    ],
-                }
-            ],
-        }
-    }
+    job = service_job(job_id, {"Driver": "mock", "Config": {"run_for": "10m"}}, Disconnect=disconnect)
+    job["Job"]["Update"] = {"MaxParallel": 0}
+    return job
 
 
 def live(c: Cluster, job_id: str) -> list[tuple[str, str, str]]:
