@@ -167,13 +167,10 @@ def main() -> None:
         deadline = time.monotonic() + 1800
         placed = 0
         while time.monotonic() < deadline:
+            # Polled cheaply (nothing stops a big job's alloc here); counted exactly below.
             with store.engine.connect() as conn:
                 placed = int(
-                    conn.execute(
-                        text(
-                            "SELECT count(*) FROM allocs WHERE job_id LIKE 'big-%' AND doc->>'DesiredStatus' = 'run'"
-                        )
-                    ).scalar_one()
+                    conn.execute(text("SELECT count(*) FROM allocs WHERE job_id LIKE 'big-%'")).scalar_one()
                 )
             if placed >= want:
                 break

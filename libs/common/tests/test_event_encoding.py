@@ -152,3 +152,22 @@ def test_a_stale_unknown_does_not_overwrite_what_a_reconnected_client_said() -> 
     # a reconnect plan computed before the client's report still carries "unknown"
     apply(state, 7, PlanApplied(eval_id="e6", allocs=[marked]))
     assert state.alloc("a0").client_status == "running"  # type: ignore[union-attr]
+
+
+def test_a_state_owning_its_events_keeps_their_allocs_and_reduces_the_same() -> None:
+    stop = _alloc(0).model_copy(update={"metrics": None, "desired_status": "stop"})
+    later = [*EVENTS[:2], PlanApplied(eval_id="e3", stopped=[stop], at=9)]
+    copying, owning = InMemoryState(drop_metrics=True), InMemoryState(drop_metrics=True, owns_events=True)
+    for pos, ev in enumerate(later, start=1):
+        stored = encode_event_json(ev)
+        apply(copying, pos, decode_event(stored, replica=True))
+        decoded = decode_event(stored, replica=True)
+        apply(owning, pos, decoded)
+        if isinstance(decoded, PlanApplied) and decoded.allocs:
+            assert owning.alloc("a0") is decoded.allocs[0]  # kept, not copied
+    for alloc_id in ("a0", "a1"):
+        a, b = copying.alloc(alloc_id), owning.alloc(alloc_id)
+        assert a is not None and b is not None
+        assert a.model_dump() == b.model_dump()
+    assert owning.alloc("a0").desired_status == "stop" and owning.alloc("a0").create_index == 1  # type: ignore[union-attr]
+    assert owning.node_usage("n1") == copying.node_usage("n1") == (250, 64, 0)

@@ -223,3 +223,9 @@ class ReplicaAllocation(Allocation):
     under another alias, the stored ``Metrics`` member is skipped unread."""
 
     metrics: AllocMetric | None = Field(default=None, alias="ReplicaMetrics", exclude=True)
+    # Most allocs have no desired transition: they share one (replicas share equal ones anyway,
+    # see InMemoryState._compact), which spares a model built per decoded alloc.
+    desired_transition: DesiredTransition = Field(default_factory=lambda: _NO_TRANSITION)
+
+
+_NO_TRANSITION: DesiredTransition = DesiredTransition()

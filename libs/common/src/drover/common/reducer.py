@@ -195,7 +195,12 @@ def _upsert_alloc(state: StateWriter, index: int, a: Allocation, at: int) -> All
             update["deployment_status"] = old.deployment_status
     if getattr(state, "drop_metrics", False):
         update["metrics"] = None  # the state would drop them anyway: one copy, not two
-    new = a.model_copy(update=update)
+    if getattr(state, "owns_events", False):
+        # The event was decoded for this state alone: its alloc is filled in, not copied.
+        a.__dict__.update(update)
+        new = a
+    else:
+        new = a.model_copy(update=update)
     state.upsert_alloc(new)
     return new
 

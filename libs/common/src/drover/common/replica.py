@@ -38,7 +38,7 @@ Listener = Callable[[int, Event, dict[str, Any]], None]
 
 def load_snapshot(store: EventStore) -> InMemoryState:
     """The projections as one consistent snapshot, at the log position they reflect."""
-    state = InMemoryState(drop_metrics=True)
+    state = InMemoryState(drop_metrics=True, owns_events=True)
     # Streamed (a server-side cursor) rather than fetched whole: a million allocs' documents
     # would otherwise sit in memory as text while being decoded.
     with store.engine.connect() as conn:
@@ -65,7 +65,7 @@ class Replica:
     def __init__(self, store: EventStore, js: JetStreamContext) -> None:
         self.store = store
         self.js = js
-        self.state = InMemoryState(drop_metrics=True)
+        self.state = InMemoryState(drop_metrics=True, owns_events=True)
         self.listeners: list[Listener] = []
         self._advanced = asyncio.Condition()
         self._buffer: list[Msg] = []

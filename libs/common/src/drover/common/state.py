@@ -56,10 +56,13 @@ class InMemoryState:
     """A mutable cluster state with the indexes the scheduler needs (allocs by job and node,
     per-node resource usage of non-terminal allocs kept incrementally)."""
 
-    def __init__(self, *, drop_metrics: bool = False) -> None:
+    def __init__(self, *, drop_metrics: bool = False, owns_events: bool = False) -> None:
         # Replicas drop alloc metrics (nothing they run reads them, and they are half an alloc)
         # and keep allocs compact: see `_compact`.
         self.drop_metrics = drop_metrics
+        # Set where every event applied was decoded for this state and is not used after: the
+        # reducer then keeps an event's allocs themselves instead of copies.
+        self.owns_events = owns_events
         self._interned: dict[tuple[object, ...], object] = {}
         self._index = 0
         self.nodes: dict[str, Node] = {}

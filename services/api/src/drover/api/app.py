@@ -800,13 +800,15 @@ def create_app(settings: Settings, store: EventStore | None = None) -> FastAPI:
     async def heartbeat_nodes(node_ids: list[str]) -> dict[str, Any]:
         """Heartbeats of `node_ids`: a node that was down or disconnected comes back (status
         ready and node-update evals, in the log); every one is passed to the watcher."""
-        nodes = await asyncio.to_thread(reads.nodes_by_id, node_ids)
-        unknown = [n for n in node_ids if n not in nodes]
+        statuses = await asyncio.to_thread(reads.node_statuses, node_ids)
+        unknown = [n for n in node_ids if n not in statuses]
         if unknown:
             raise ApiError(404, f"unknown nodes: {', '.join(unknown)}")
         events: list[Event | NewEvent] = []
         evals: list[Evaluation] = []
         now = time.time_ns()
+        returning = [n for n, status in statuses.items() if status != NODE_STATUS_READY]
+        nodes = await asyncio.to_thread(reads.nodes_by_id, returning) if returning else {}
         for node in nodes.values():
             if node.status != NODE_STATUS_READY:
                 back = node.model_copy(update={"status": NODE_STATUS_READY})

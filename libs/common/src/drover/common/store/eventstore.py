@@ -139,7 +139,7 @@ class EventStore:
         conn.execute(
             text(
                 "INSERT INTO events (position, stream, version, type, data, metadata) "
-                "VALUES (:p, :s, :v, :t, CAST(:d AS jsonb), CAST(:m AS jsonb))"
+                "VALUES (:p, :s, :v, :t, CAST(:d AS json), CAST(:m AS jsonb))"
             ),
             params,
         )

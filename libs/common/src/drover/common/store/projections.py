@@ -19,6 +19,8 @@ from drover.common.node import Node
 
 T = TypeVar("T", bound=BaseModel)
 PROJECTION_TABLES = ("nodes", "jobs", "job_versions", "allocs", "evals", "deployments")
+# Tables whose `doc` is `json` (kept as sent; see migration 0002), the others' is `jsonb`.
+_JSON_DOC_TABLES = frozenset({"allocs"})
 _DELETED = object()
 # SQL types of the projection columns (for the arrays `_upsert` sends).
 _COLUMN_TYPES = {
@@ -259,19 +261,18 @@ class SqlState:
     def _upsert(self, table: str, key: tuple[str, ...], rows: list[dict[str, Any]]) -> None:
         """INSERT ... ON CONFLICT (key) DO UPDATE for many rows in one statement: the rows go
         as one JSON array (each `doc`, already JSON text, spliced in as it is), which Postgres
-        unpacks with jsonb_array_elements - one round trip and one plan, where an executemany
+        unpacks with json_array_elements - one round trip and one plan, where an executemany
         runs a statement per row."""
         if not rows:
             return
         cols = list(rows[0])
         payload = "[" + ",".join(_row_json(r) for r in rows) + "]"
-        select = ", ".join(
-            "r->'doc'" if c == "doc" else f"CAST(r->>'{c}' AS {_COLUMN_TYPES[c]})" for c in cols
-        )
+        doc = "r->'doc'" if table in _JSON_DOC_TABLES else "CAST(r->'doc' AS jsonb)"
+        select = ", ".join(doc if c == "doc" else f"CAST(r->>'{c}' AS {_COLUMN_TYPES[c]})" for c in cols)
         updates = ", ".join(f"{c} = EXCLUDED.{c}" for c in cols if c not in key)
         sql = (
             f"INSERT INTO {table} ({', '.join(cols)}) SELECT {select} "
-            "FROM jsonb_array_elements(CAST(:rows AS jsonb)) AS r "
+            "FROM json_array_elements(CAST(:rows AS json)) AS r "
             f"ON CONFLICT ({', '.join(key)}) DO UPDATE SET {updates}"
         )
         self.conn.execute(text(sql), {"rows": payload})
