@@ -12,6 +12,7 @@ from drover.scheduler.harness import Harness
 from drover.scheduler.rank import (
     ScoreBreakdown,
     anti_affinity_scores,
+    binpack_score,
     binpack_scores,
     limit_window,
 )
@@ -47,6 +48,9 @@ def test_binpack_matches_formula(
         ask_mem,
     )
     assert got[0] == pytest.approx(nomad_binpack(used_cpu + ask_cpu, used_mem + ask_mem, cap_cpu, cap_mem))
+
+    one = binpack_score(used_cpu, used_mem, 1 / cap_cpu, 1 / cap_mem, ask_cpu, ask_mem)
+    assert one == pytest.approx(got[0], abs=1e-12)
 
 
 def test_binpack_prefers_fuller_nodes() -> None:
@@ -180,3 +184,30 @@ def test_reschedule_penalty_avoids_previous_nodes() -> None:
     (alloc,) = [a for a in h.state.allocs.values() if not a.terminal_status()]
     # Every node of the chain so far is penalized: the third alloc lands on the third node.
     assert alloc.node_id not in seen
+
+
+@pytest.mark.parametrize("distinct_hosts", [False, True])
+def test_rows_refreshed_one_by_one_match_a_full_refresh(distinct_hosts: bool) -> None:
+    """After every placement the group stack refreshes the changed row alone; its caches must
+    equal what recomputing every row gives."""
+    from drover.common import Constraint
+    from drover.scheduler.generic import GenericScheduler
+
+    h = Harness()
+    for i in range(40):
+        h.state.upsert_node(make_node(f"n{i:03d}", cpu=2000 + 100 * i, mem=4096))
+    job = make_job(count=30, cpu=300, mem=200)
+    if distinct_hosts:
+        job.task_groups[0].constraints.append(Constraint(operand="distinct_hosts"))
+    h.state.upsert_job(job)
+    sched = GenericScheduler(h.state, make_eval(job), h.now)
+    sched.process()
+    stack = sched._stack(job.task_groups[0])
+    stack.fits()
+    fits, binpack, anti = stack._fits.copy(), stack._binpack.copy(), stack._anti.copy()
+    assert len(sched.plan.placements()) == 30 and stack.table.changes
+    stack._seen = -1  # force the vector path over every row
+    stack.fits()
+    assert (stack._fits == fits).all()
+    assert np.allclose(stack._binpack, binpack, rtol=0, atol=1e-12)
+    assert (stack._anti == anti).all()

@@ -7,6 +7,8 @@ Stages, in Nomad's order: binpack, job anti-affinity, reschedule penalty, node a
 
 from __future__ import annotations
 
+import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -39,6 +41,16 @@ def binpack_scores(
     return out
 
 
+def binpack_score(
+    used_cpu: float, used_mem: float, inv_cpu: float, inv_mem: float, ask_cpu: float, ask_mem: float
+) -> float:
+    """`binpack_scores` for one node, in plain floats."""
+    free_cpu = 1.0 - (used_cpu + ask_cpu) * inv_cpu
+    free_mem = 1.0 - (used_mem + ask_mem) * inv_mem
+    total = math.exp(free_cpu * _LN10) + math.exp(free_mem * _LN10)
+    return min(max(20.0 - total, 0.0), BINPACK_MAX_FIT_SCORE) / BINPACK_MAX_FIT_SCORE
+
+
 def anti_affinity_scores(collisions: IntArray, desired_count: int) -> FloatArray:
     """-(c + 1) / count where the node already holds c > 0 allocs of this job and group."""
     c = collisions.astype(np.float64)
@@ -47,30 +59,39 @@ def anti_affinity_scores(collisions: IntArray, desired_count: int) -> FloatArray
 
 @dataclass
 class ScoreBreakdown:
-    """Per-stage scores for candidates, and which stages applied to which candidate."""
+    """Per-stage scores for candidates, and which stages applied to which candidate. A stage
+    that scored no candidate at all may be None (most placements have no penalty, affinity or
+    spread; leaving them out spares a dozen vector operations per placement)."""
 
     binpack: FloatArray
     anti_affinity: FloatArray
-    penalty: FloatArray
-    affinity: FloatArray
-    spread: FloatArray
+    penalty: FloatArray | None = None
+    affinity: FloatArray | None = None
+    spread: FloatArray | None = None
+
+    def _stages(self) -> list[tuple[str, FloatArray]]:
+        named = (
+            ("job-anti-affinity", self.anti_affinity),
+            ("node-reschedule-penalty", self.penalty),
+            ("node-affinity", self.affinity),
+            ("allocation-spread", self.spread),
+        )
+        return [(name, arr) for name, arr in named if arr is not None]
 
     def normalized(self) -> FloatArray:
         """Mean over the stages that produced a score (Nomad appends only non-zero ones for
         anti-affinity, penalty, affinity and spread; binpack always)."""
-        total = self.binpack + self.anti_affinity + self.penalty + self.affinity + self.spread
-        n = 1.0 + (self.anti_affinity != 0) + (self.penalty != 0) + (self.affinity != 0) + (self.spread != 0)
+        total = self.binpack.copy()
+        n = np.ones(len(total))
+        for _, arr in self._stages():
+            total += arr
+            n += arr != 0
         out: FloatArray = total / n
         return out
 
     def for_index(self, i: int) -> dict[str, float]:
         out = {"binpack": float(self.binpack[i])}
-        for name, arr in (
-            ("job-anti-affinity", self.anti_affinity),
-            ("node-reschedule-penalty", self.penalty),
-            ("node-affinity", self.affinity),
-            ("allocation-spread", self.spread),
-        ):
+        for name, arr in self._stages():
             if arr[i] != 0:
                 out[name] = float(arr[i])
         return out
@@ -83,14 +104,19 @@ MAX_SKIP = 3
 SKIP_SCORE_THRESHOLD = 0.0
 
 
-def limit_window(scores: FloatArray, limit: int, exhausted: bool) -> IntArray:
+def limit_window(scores: Sequence[float], limit: int, exhausted: bool) -> list[int]:
     """Which candidates (positions into `scores`, in visiting order) the limit iterator yields:
     the first `limit` after holding back the first MAX_SKIP low scorers; the held-back ones are
-    used only if the source ran out first."""
-    low = scores <= SKIP_SCORE_THRESHOLD
-    held = low & (np.cumsum(low) <= MAX_SKIP)
-    kept = np.flatnonzero(~held)[:limit]
-    if len(kept) < limit and exhausted:
-        extra = np.flatnonzero(held)[: limit - len(kept)]
-        kept = np.concatenate([kept, extra])
+    used only if the source ran out first. (Plain Python: the window is a dozen candidates.)"""
+    kept: list[int] = []
+    held: list[int] = []
+    for i, score in enumerate(scores):
+        if score <= SKIP_SCORE_THRESHOLD and len(held) < MAX_SKIP:
+            held.append(i)
+            continue
+        kept.append(i)
+        if len(kept) == limit:
+            return kept
+    if exhausted:
+        kept += held[: limit - len(kept)]
     return kept

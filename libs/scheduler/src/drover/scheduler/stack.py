@@ -29,12 +29,16 @@ from drover.scheduler.rank import (
     IntArray,
     ScoreBreakdown,
     anti_affinity_scores,
+    binpack_score,
     binpack_scores,
     limit_window,
 )
 from drover.scheduler.spread import SpreadState, build_spread
 from drover.scheduler.state import StateSnapshot
 
+# At most this many changed rows are refreshed one by one (GroupStack._refresh_row); more go
+# through the vector path.
+_SCALAR_ROWS = 8
 # Jobs with spread or affinity score at least this many nodes per placement (Nomad's
 # default node limit for feasibility checks, the seed 002 fix).
 SPREAD_MIN_LIMIT = 100
@@ -264,7 +268,13 @@ class GroupStack:
         if self._seen < 0 or self.distinct_props:
             rows: IntArray | None = None
         elif len(log) > self._seen:
-            rows = np.fromiter(set(log[self._seen :]), dtype=np.int64)
+            changed = set(log[self._seen :])
+            self._seen = len(log)
+            if len(changed) <= _SCALAR_ROWS:
+                for row in changed:
+                    self._refresh_row(row)
+                return
+            rows = np.fromiter(changed, dtype=np.int64)
         else:
             return
         self._seen = len(log)
@@ -275,6 +285,30 @@ class GroupStack:
             t.used_cpu[sel], t.used_mem[sel], t.inv_cpu[sel], t.inv_mem[sel], self.ask_cpu, self.ask_mem
         )
         self._anti[sel] = anti_affinity_scores(self.tg_count[sel], self.tg.count)
+
+    def _refresh_row(self, row: int) -> None:
+        """`_refresh` for one row, in plain floats: a placement changes one row, and a dozen
+        NumPy calls on one-element arrays cost several times this. Same formulas as
+        `_compute_fits`, `binpack_scores` and `anti_affinity_scores` (without distinct_property,
+        which refreshes every row)."""
+        t = self.table
+        used_cpu, used_mem = float(t.used_cpu[row]), float(t.used_mem[row])
+        fits = (
+            bool(self.feasible[row])
+            and used_cpu + self.ask_cpu <= t.cap_cpu[row]
+            and used_mem + self.ask_mem <= t.cap_mem[row]
+            and float(t.used_disk[row]) + self.ask_disk <= t.cap_disk[row]
+        )
+        tg_count = int(self.tg_count[row])
+        if self.distinct_hosts_job and self.job_count[row] != 0:
+            fits = False
+        if self.distinct_hosts_group and tg_count != 0:
+            fits = False
+        self._fits[row] = fits
+        self._binpack[row] = binpack_score(
+            used_cpu, used_mem, float(t.inv_cpu[row]), float(t.inv_mem[row]), self.ask_cpu, self.ask_mem
+        )
+        self._anti[row] = -(tg_count + 1.0) / max(self.tg.count, 1) if tg_count > 0 else 0.0
 
     def _compute_fits(self, rows: IntArray | None) -> BoolArray:
         t = self.table
@@ -297,23 +331,20 @@ class GroupStack:
 
     def score(self, rows: IntArray, penalty_rows: set[int]) -> ScoreBreakdown:
         self._refresh()
-        m = len(rows)
-        pen = np.zeros(m)
+        pen = None
         if penalty_rows:
             pen = np.where(np.isin(rows, np.fromiter(penalty_rows, dtype=np.int64)), -1.0, 0.0)
-        aff = self.affinity[rows] if self.has_affinity else np.zeros(m)
+        spread = None
         if self.spreads:
             combo_scores = np.zeros(len(self._combo_vals))
             for k, sp in enumerate(self.spreads):
                 combo_scores += sp.scores(self._combo_vals[:, k], self.sum_spread_weights)
             spread = combo_scores[self._combo_of_row[rows]]
-        else:
-            spread = np.zeros(m)
         return ScoreBreakdown(
             binpack=self._binpack[rows],
             anti_affinity=self._anti[rows],
             penalty=pen,
-            affinity=aff,
+            affinity=self.affinity[rows] if self.has_affinity else None,
             spread=spread,
         )
 
@@ -365,23 +396,26 @@ class GroupStack:
     ) -> Selection | None:
         penalty_rows = {self.table.row[i] for i in options.penalty_nodes if i in self.table.row}
         breakdown = self.score(rows, penalty_rows)
-        final = breakdown.normalized()
+        final: list[float] = breakdown.normalized().tolist()
         if kept is None:
-            kept = limit_window(final, self.limit, exhausted)
+            chosen = limit_window(final, self.limit, exhausted)
             assert window is not None
             # The source advanced past every node it had to pull to fill the window.
-            last = int(window[int(kept.max())]) if kept.size else int(window[-1])
+            last = int(window[max(chosen)]) if chosen else int(window[-1])
             evaluated = last + 1
             self.offset = (self.offset + last + 1) % len(self.order)
-        if kept.size == 0:
+        else:
+            chosen = kept.tolist()
+        if not chosen:
             return None
-        best = int(kept[int(np.argmax(final[kept]))])
+        # The first best in visiting order, as an argmax over the window would pick.
+        best = max(chosen, key=final.__getitem__)
         row = int(rows[best])
         return Selection(
             node=self.table.nodes[row],
             row=row,
             scores=breakdown.for_index(best),
-            norm_score=float(final[best]),
+            norm_score=final[best],
             nodes_evaluated=evaluated,
         )
 

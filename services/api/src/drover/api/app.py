@@ -276,7 +276,10 @@ def create_app(settings: Settings, store: EventStore | None = None) -> FastAPI:
                         NewEvent(JobRegistered(job=job), expected_version=stream_version),
                         EvalsUpserted(evals=[ev]),
                     ]
+                    t0 = time.perf_counter()
                     recorded = await asyncio.to_thread(store.append, traced(events))
+                    log.debug("job %s registered at %d: append took %.0f ms", job.id,
+                              recorded[-1].position, (time.perf_counter() - t0) * 1000)  # fmt: skip
             except ConcurrencyError:
                 continue
             await watcher.set(recorded[-1].position)
