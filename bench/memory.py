@@ -53,7 +53,7 @@ def build_and_load(allocs: int) -> dict[str, Any]:
     from drover.common.state import InMemoryState
 
     tune()
-    state = InMemoryState(drop_metrics=True)
+    state = InMemoryState(drop_metrics=True, owns_events=True)
     pos = 0
 
     def feed(ev: Any) -> None:

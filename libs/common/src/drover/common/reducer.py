@@ -164,7 +164,11 @@ def _evals(state: StateWriter, index: int, ev: EvalsUpserted) -> None:
 
 
 def _upsert_alloc(state: StateWriter, index: int, a: Allocation, at: int) -> Allocation:
-    old = state.alloc(a.id)
+    return _write_alloc(state, index, a, at, state.alloc(a.id))
+
+
+def _write_alloc(state: StateWriter, index: int, a: Allocation, at: int, old: Allocation | None) -> Allocation:
+    """Write `a` as of `index`, keeping from `old` (the alloc it replaces) what the client owns."""
     update: dict[str, object] = {"modify_index": index, "alloc_modify_index": index}
     if at:
         update["modify_time"] = at
@@ -231,8 +235,9 @@ def _plan_applied(state: StateWriter, index: int, ev: PlanApplied) -> None:
         _upsert_alloc(state, index, a, ev.at)
     placed_by_dep: dict[tuple[str, str], int] = {}
     for a in ev.allocs:
-        is_new = state.alloc(a.id) is None
-        _upsert_alloc(state, index, a, ev.at)
+        old = state.alloc(a.id)
+        is_new = old is None
+        _write_alloc(state, index, a, ev.at, old)
         if a.previous_allocation:
             prev = state.alloc(a.previous_allocation)
             if prev is not None and prev.next_allocation != a.id:
