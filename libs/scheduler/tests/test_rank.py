@@ -15,6 +15,7 @@ from drover.scheduler.rank import (
     binpack_score,
     binpack_scores,
     limit_window,
+    limit_window_array,
 )
 
 from .conftest import make_eval, make_job, make_node
@@ -96,7 +97,8 @@ def test_normalization_is_mean_of_applied_stages() -> None:
     ],
 )
 def test_limit_window(scores: list[float], limit: int, exhausted: bool, expected: list[int]) -> None:
-    assert list(limit_window(np.array(scores), limit, exhausted)) == expected
+    assert limit_window(scores, limit, exhausted) == expected
+    assert limit_window_array(np.array(scores), limit, exhausted).tolist() == expected
 
 
 def test_affinity_attracts_and_repels() -> None:

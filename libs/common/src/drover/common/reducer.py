@@ -167,7 +167,9 @@ def _upsert_alloc(state: StateWriter, index: int, a: Allocation, at: int) -> All
     return _write_alloc(state, index, a, at, state.alloc(a.id))
 
 
-def _write_alloc(state: StateWriter, index: int, a: Allocation, at: int, old: Allocation | None) -> Allocation:
+def _write_alloc(
+    state: StateWriter, index: int, a: Allocation, at: int, old: Allocation | None
+) -> Allocation:
     """Write `a` as of `index`, keeping from `old` (the alloc it replaces) what the client owns."""
     update: dict[str, object] = {"modify_index": index, "alloc_modify_index": index}
     if at:

@@ -107,7 +107,8 @@ SKIP_SCORE_THRESHOLD = 0.0
 def limit_window(scores: Sequence[float], limit: int, exhausted: bool) -> list[int]:
     """Which candidates (positions into `scores`, in visiting order) the limit iterator yields:
     the first `limit` after holding back the first MAX_SKIP low scorers; the held-back ones are
-    used only if the source ran out first. (Plain Python: the window is a dozen candidates.)"""
+    used only if the source ran out first. Plain Python, for the usual window of a dozen
+    candidates; `limit_window_array` is the same for large ones."""
     kept: list[int] = []
     held: list[int] = []
     for i, score in enumerate(scores):
@@ -119,4 +120,14 @@ def limit_window(scores: Sequence[float], limit: int, exhausted: bool) -> list[i
             return kept
     if exhausted:
         kept += held[: limit - len(kept)]
+    return kept
+
+
+def limit_window_array(scores: FloatArray, limit: int, exhausted: bool) -> IntArray:
+    """`limit_window` with NumPy, for windows of hundreds of candidates (spread, full scans)."""
+    low = scores <= SKIP_SCORE_THRESHOLD
+    held = low & (np.cumsum(low) <= MAX_SKIP)
+    kept = np.flatnonzero(~held)[:limit]
+    if len(kept) < limit and exhausted:
+        kept = np.concatenate([kept, np.flatnonzero(held)[: limit - len(kept)]])
     return kept

@@ -32,6 +32,7 @@ from drover.scheduler.rank import (
     binpack_score,
     binpack_scores,
     limit_window,
+    limit_window_array,
 )
 from drover.scheduler.spread import SpreadState, build_spread
 from drover.scheduler.state import StateSnapshot
@@ -39,6 +40,8 @@ from drover.scheduler.state import StateSnapshot
 # At most this many changed rows are refreshed one by one (GroupStack._refresh_row); more go
 # through the vector path.
 _SCALAR_ROWS = 8
+# Limit windows of at most this many candidates are chosen in plain Python (GroupStack._choose).
+_SCALAR_WINDOW = 64
 # Jobs with spread or affinity score at least this many nodes per placement (Nomad's
 # default node limit for feasibility checks, the seed 002 fix).
 SPREAD_MIN_LIMIT = 100
@@ -396,28 +399,40 @@ class GroupStack:
     ) -> Selection | None:
         penalty_rows = {self.table.row[i] for i in options.penalty_nodes if i in self.table.row}
         breakdown = self.score(rows, penalty_rows)
-        final: list[float] = breakdown.normalized().tolist()
+        normalized = breakdown.normalized()
+        best, furthest = self._best(normalized, kept, exhausted)
         if kept is None:
-            chosen = limit_window(final, self.limit, exhausted)
             assert window is not None
             # The source advanced past every node it had to pull to fill the window.
-            last = int(window[max(chosen)]) if chosen else int(window[-1])
+            last = int(window[furthest]) if furthest >= 0 else int(window[-1])
             evaluated = last + 1
             self.offset = (self.offset + last + 1) % len(self.order)
-        else:
-            chosen = kept.tolist()
-        if not chosen:
+        if best < 0:
             return None
-        # The first best in visiting order, as an argmax over the window would pick.
-        best = max(chosen, key=final.__getitem__)
         row = int(rows[best])
         return Selection(
             node=self.table.nodes[row],
             row=row,
             scores=breakdown.for_index(best),
-            norm_score=final[best],
+            norm_score=float(normalized[best]),
             nodes_evaluated=evaluated,
         )
+
+    def _best(self, scores: FloatArray, kept: IntArray | None, exhausted: bool) -> tuple[int, int]:
+        """The winning candidate (the first best in visiting order, as Nomad's max-score
+        iterator picks) among those the limit window keeps (or `kept`), and the furthest
+        candidate the window kept; -1 for none. The usual window of a dozen candidates is
+        handled in plain Python, which beats NumPy calls on tiny arrays."""
+        if len(scores) <= _SCALAR_WINDOW:
+            values: list[float] = scores.tolist()
+            chosen = kept.tolist() if kept is not None else limit_window(values, self.limit, exhausted)
+            if not chosen:
+                return -1, -1
+            return max(chosen, key=values.__getitem__), max(chosen)
+        picked = kept if kept is not None else limit_window_array(scores, self.limit, exhausted)
+        if picked.size == 0:
+            return -1, -1
+        return int(picked[int(np.argmax(scores[picked]))]), int(picked.max())
 
     def failure_metric(self, nodes_available: dict[str, int], nodes_in_pool: int) -> AllocMetric:
         """Why a placement failed: what feasibility filtered and which dimension ran out."""
