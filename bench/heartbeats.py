@@ -23,6 +23,7 @@ from typing import Any
 
 from sqlalchemy import text
 
+from bench import report
 from bench.pipeline import cpu_seconds, percentile
 from drover.common.embedded import EmbeddedNats, EmbeddedPostgres
 from drover.common.store import EventStore, migrate
@@ -70,8 +71,8 @@ def main() -> None:
         sim.wait(timeout=args.seconds + 3600)
         watcher_cpu = (cpu_seconds(watcher) - w0) / (time.monotonic() - t0)
         sim_end = time.time()
-        report = json.loads(stats_file.read_text())
-        last_beat: dict[str, list[float]] = report.pop("last_beat")
+        sim_stats = json.loads(stats_file.read_text())
+        last_beat: dict[str, list[float]] = sim_stats.pop("last_beat")
         # Now every node is silent: wait for all of them to be marked down.
         longest = max(ttl for _, ttl in last_beat.values()) + grace + 30
         deadline = time.monotonic() + longest
@@ -103,7 +104,7 @@ def main() -> None:
         late = [down[n] - beat - ttl - grace for n, (beat, ttl) in last_beat.items() if n in down]
         result.update(
             {
-                "sim": report,
+                "sim": sim_stats,
                 "watcher_cpu_fraction_of_one_core": round(watcher_cpu, 3),
                 "nodes_marked_down": len(down),
                 "nodes_down_while_beating": early,
