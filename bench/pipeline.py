@@ -4,7 +4,8 @@ JetStream and PostgreSQL.
 5,000 nodes are registered; then 100 jobs x 1,000 allocs are submitted at once while small probe
 jobs (count 10) are registered every half second. Reported: placements/s from the first big
 register to the last of their allocs committed (commit times read from the log), p50/p99
-register-to-placed latency of the probes under that load, and the peak RSS of every service.
+register-to-placed latency of the probes under that load (and the p50 of their register request
+alone), CPU seconds per process during the load, and the peak RSS of every service.
 
     python -m bench.pipeline --out bench/out/pipeline.json [--nodes 5000 --jobs 100 --count 1000]
 """
