@@ -170,10 +170,13 @@ def main() -> None:
         deadline = time.monotonic() + 1800
         placed = 0
         while time.monotonic() < deadline:
-            # Polled cheaply (nothing stops a big job's alloc here); counted exactly below.
             with store.engine.connect() as conn:
                 placed = int(
-                    conn.execute(text("SELECT count(*) FROM allocs WHERE job_id LIKE 'big-%'")).scalar_one()
+                    conn.execute(
+                        text(
+                            "SELECT count(*) FROM allocs WHERE job_id LIKE 'big-%' AND desired_status = 'run'"
+                        )
+                    ).scalar_one()
                 )
             if placed >= want:
                 break
@@ -182,9 +185,7 @@ def main() -> None:
         with store.engine.connect() as conn:
             placed = int(
                 conn.execute(
-                    text(
-                        "SELECT count(*) FROM allocs WHERE job_id LIKE 'big-%' AND doc->>'DesiredStatus' = 'run'"
-                    )
+                    text("SELECT count(*) FROM allocs WHERE job_id LIKE 'big-%' AND desired_status = 'run'")
                 ).scalar_one()
             )
         cpu["machine"] = round(machine_cpu_seconds() - machine0, 1)

@@ -177,3 +177,10 @@ def test_rebuild_reproduces_the_live_projections(store: EventStore) -> None:
         row[0]: row[6] for row in before["allocs"]
     }
     assert replayed.allocs[live[0].id].client_status == "running"
+    # The status columns (job status and a node's jobs are read from them) follow the documents.
+    rows = before["allocs"]
+    assert all((row[5]["DesiredStatus"], row[5]["ClientStatus"]) == (row[7], row[8]) for row in rows)
+    assert {row[0]: (row[7], row[8]) for row in rows} == {
+        a.id: (a.desired_status, a.client_status) for a in replayed.allocs.values()
+    }
+    assert {row[7] for row in rows} == {"run", "stop"} and "running" in {row[8] for row in rows}

@@ -46,8 +46,8 @@ class Reads:
                 r[0]: bool(r[1])
                 for r in conn.execute(
                     text(
-                        "SELECT job_id, bool_or(NOT (doc->>'DesiredStatus' IN ('stop', 'evict') "
-                        "OR doc->>'ClientStatus' IN ('complete', 'failed', 'lost'))) "
+                        "SELECT job_id, bool_or(NOT (desired_status IN ('stop', 'evict') "
+                        "OR client_status IN ('complete', 'failed', 'lost'))) "
                         "FROM allocs WHERE namespace = :ns AND job_id = ANY(:ids) GROUP BY job_id"
                     ),
                     {"ns": namespace, "ids": ids},
@@ -189,7 +189,7 @@ class Reads:
             rows = conn.execute(
                 text(
                     "SELECT DISTINCT namespace, job_id FROM allocs WHERE node_id = :n "
-                    "AND doc->>'DesiredStatus' = 'run' AND doc->>'ClientStatus' NOT IN ('complete', 'failed', 'lost')"
+                    "AND desired_status = 'run' AND client_status NOT IN ('complete', 'failed', 'lost')"
                 ),
                 {"n": node_id},
             ).all()

@@ -30,6 +30,8 @@ _COLUMN_TYPES = {
     "node_id": "text",
     "eval_id": "text",
     "status": "text",
+    "desired_status": "text",
+    "client_status": "text",
     "version": "integer",
     "modify_index": "bigint",
     "create_index": "bigint",
@@ -199,14 +201,22 @@ class SqlState:
         new = [a for a in allocs if a.id in self._absent_allocs]
         new_ids = {a.id for a in new}
         if new:
-            cols = ("id", "namespace", "job_id", "node_id", "eval_id", "doc", "modify_index")
+            keys = ("id", "namespace", "job_id", "node_id", "eval_id", "desired_status", "client_status")
+            cols = (*keys, "doc", "modify_index")
             dbapi = self.conn.connection.dbapi_connection
             assert dbapi is not None
             with dbapi.cursor().copy(f"COPY allocs ({', '.join(cols)}) FROM STDIN") as copy:
                 for a in new:
-                    copy.write_row(
-                        (a.id, a.namespace, a.job_id, a.node_id, a.eval_id, _doc(a), a.modify_index)
+                    fields = (
+                        a.id,
+                        a.namespace,
+                        a.job_id,
+                        a.node_id,
+                        a.eval_id,
+                        a.desired_status,
+                        a.client_status,
                     )
+                    copy.write_row((*fields, _doc(a), a.modify_index))
             self._absent_allocs -= new_ids
         self._upsert(
             "allocs",
@@ -218,6 +228,8 @@ class SqlState:
                     "job_id": a.job_id,
                     "node_id": a.node_id,
                     "eval_id": a.eval_id,
+                    "desired_status": a.desired_status,
+                    "client_status": a.client_status,
                     "doc": _doc(a),
                     "modify_index": a.modify_index,
                 }
