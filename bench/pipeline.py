@@ -13,6 +13,7 @@ alone), CPU seconds per process during the load, and the peak RSS of every servi
 from __future__ import annotations
 
 import argparse
+import json
 import math
 import os
 import statistics
@@ -65,6 +66,7 @@ def main() -> None:
     ap.add_argument("--jobs", type=int, default=100)
     ap.add_argument("--count", type=int, default=1000)
     ap.add_argument("--workers", type=int, default=3)
+    ap.add_argument("--timeline", help="write each probe's wall-clock register/placed times here (JSON)")
     ap.add_argument(
         "--log-level", default="INFO", help="the services' DROVER_LOG_LEVEL (DEBUG logs stage timings)"
     )
@@ -124,6 +126,7 @@ def main() -> None:
 
         probe_latencies: list[float] = []
         register_latencies: list[float] = []
+        timeline: list[dict[str, Any]] = []
         stop = threading.Event()
 
         def probes() -> None:
@@ -132,9 +135,10 @@ def main() -> None:
                 while not stop.is_set():
                     jid = f"probe-{i}"
                     i += 1
-                    start = time.monotonic()
+                    start, wall = time.monotonic(), time.time()
                     h.put("/v1/jobs", json=job_json(jid, 10, cpu=50, mem=32)).raise_for_status()
                     register_latencies.append(time.monotonic() - start)
+                    entry = {"job": jid, "start": wall, "registered": time.time()}
                     index = 0
                     while not stop.is_set():
                         # A blocking query, as a Nomad client waits: it returns once the index moves.
@@ -142,6 +146,7 @@ def main() -> None:
                         index = int(r.headers.get("X-Nomad-Index", index))
                         if sum(1 for a in r.json() if a["DesiredStatus"] == "run") >= 10:
                             probe_latencies.append(time.monotonic() - start)
+                            timeline.append({**entry, "placed": time.time()})
                             break
                     time.sleep(0.2)
 
@@ -246,6 +251,8 @@ def main() -> None:
         nats.stop()
         pg.stop()
     report.write(result, args.out)
+    if args.timeline:
+        Path(args.timeline).write_text(json.dumps(timeline, indent=1))
 
 
 if __name__ == "__main__":

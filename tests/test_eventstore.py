@@ -184,3 +184,44 @@ def test_rebuild_reproduces_the_live_projections(store: EventStore) -> None:
         a.id: (a.desired_status, a.client_status) for a in replayed.allocs.values()
     }
     assert {row[7] for row in rows} == {"run", "stop"} and "running" in {row[8] for row in rows}
+
+
+def test_a_placement_taken_for_new_that_exists_is_looked_up_after_all(store: EventStore) -> None:
+    """The plan applier's appends take placements with CreateIndex 0 as new without looking them
+    up; one that exists after all must still be reduced as an update (what the client owns kept),
+    not inserted twice - and the applier's owned events must reduce as a replay does."""
+    now = 1_700_000_000_000_000_000
+    store.append([NodeRegistered(node=node(i)) for i in range(2)])
+    store.append([JobRegistered(job=job(count=2))])
+    ev = Evaluation(id="e0", job_id="web", type="service", triggered_by="job-register")
+    store.append([EvalsUpserted(evals=[ev])])
+    state = store.replay()
+    res = schedule(state, ev, now)
+    placed = store.append([plan_applied_event(evaluate_plan(state, res.plan), now)], owned=True)
+    first = store.replay().allocs[placed[0].event.allocs[0].id]  # type: ignore[attr-defined]
+    store.append(
+        [
+            AllocsClientUpdated(
+                node_id=first.node_id,
+                updates=[
+                    AllocClientUpdate(
+                        id=first.id, client_status="running", task_states={"t": TaskState(state="running")}
+                    )
+                ],
+            )
+        ]
+    )
+    again = first.model_copy(update={"create_index": 0, "client_status": "pending", "task_states": {}})
+    res2 = schedule(store.replay(), ev.model_copy(update={"id": "e1"}), now)
+    plan = evaluate_plan(store.replay(), res2.plan)
+    event = plan_applied_event(plan, now).model_copy(update={"eval_id": "e1", "allocs": [again]})
+    rec = store.append([event], owned=True)
+    dump = store.projection_dump()
+    rows = [r for r in dump["allocs"] if r[0] == first.id]
+    assert len(rows) == 1 and len(dump["allocs"]) == 2
+    after = store.replay().allocs[first.id]
+    assert after.create_index == first.create_index and after.modify_index == rec[0].position
+    assert after.client_status == "running" and "t" in after.task_states
+    assert rows[0][5]["ClientStatus"] == "running" and rows[0][5]["CreateIndex"] == first.create_index
+    store.rebuild_projections()
+    assert store.projection_dump() == dump

@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import time
 
 import psycopg
 from nats.js import JetStreamContext
@@ -92,9 +93,11 @@ class Relay:
         """Publish what the log has past our position; return how many were published."""
         if not self.log_id:
             self.log_id = await asyncio.to_thread(self.store.log_id)
+        t0 = time.perf_counter()
         rows = await asyncio.to_thread(self.store.read_raw, self.position, self.batch)
         if not rows:
             return 0
+        t1 = time.perf_counter()
         futures = []
         for position, etype, data, meta in rows:
             headers = {
@@ -108,4 +111,14 @@ class Relay:
             )
         await asyncio.gather(*futures)
         self.position = rows[-1][0]
+        if log.isEnabledFor(logging.DEBUG):
+            log.debug(
+                "relayed %d..%d (%d events, %d kB): read in %.0f ms, published in %.0f ms",
+                rows[0][0],
+                rows[-1][0],
+                len(rows),
+                sum(len(r[2]) for r in rows) // 1000,
+                (t1 - t0) * 1000,
+                (time.perf_counter() - t1) * 1000,
+            )
         return len(rows)

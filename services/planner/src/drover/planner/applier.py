@@ -95,8 +95,12 @@ class PlanApplier:
         t2 = time.perf_counter()
         try:
             meta = inject()
+            # Owned: the events are only reduced again, into this applier's own replica.
             recorded = await asyncio.to_thread(
-                self.store.append, [NewEvent(e, metadata=meta) for e in events], fence=(LEASE, self.epoch)
+                self.store.append,
+                [NewEvent(e, metadata=meta) for e in events],
+                fence=(LEASE, self.epoch),
+                owned=True,
             )
         except FencedError:
             self.fenced = True

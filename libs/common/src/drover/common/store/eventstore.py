@@ -16,7 +16,9 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
+import psycopg
 from sqlalchemy import Connection, Engine, create_engine, text
+from sqlalchemy.exc import IntegrityError
 
 from drover.common.events import Event, PlanApplied, decode_event, encode_event_json
 from drover.common.reducer import apply
@@ -60,15 +62,28 @@ class RecordedEvent:
     recorded_at: datetime | None = None
 
 
-def _prefetch(state: SqlState, events: Sequence[Event]) -> None:
+def _prefetch(state: SqlState, events: Sequence[Event], *, trust_new: bool = False) -> None:
+    """Load the allocs the events touch in one query. With `trust_new`, placements the
+    scheduler just created (CreateIndex 0: a fresh ID) are taken as absent without a lookup."""
     ids: list[str] = []
+    new: list[str] = []
     for ev in events:
         if isinstance(ev, PlanApplied):
-            for a in (*ev.allocs, *ev.stopped, *ev.preempted):
-                ids.append(a.id)
+            for a in ev.allocs:
+                (new if trust_new and a.create_index == 0 else ids).append(a.id)
                 if a.previous_allocation:
                     ids.append(a.previous_allocation)
+            ids.extend(a.id for a in (*ev.stopped, *ev.preempted))
     state.prefetch_allocs(ids)
+    state.assume_absent(new)
+
+
+def _project(state: SqlState, events: list[tuple[int, Event]], *, trust_new: bool = False) -> None:
+    """Reduce `events` into the projections through `state` (one transaction's writer)."""
+    _prefetch(state, [e for _, e in events], trust_new=trust_new)
+    for position, ev in events:
+        apply(state, position, ev)
+    state.flush()
 
 
 class EventStore:
@@ -84,15 +99,17 @@ class EventStore:
         events: Sequence[Event | NewEvent],
         *,
         fence: tuple[str, int] | None = None,
+        owned: bool = False,
     ) -> list[RecordedEvent]:
-        """Append `events` atomically, update the projections, return them with positions."""
+        """Append `events` atomically, update the projections, return them with positions.
+        `owned`: the caller hands its events over (their allocs may be filled in place)."""
         items = [e if isinstance(e, NewEvent) else NewEvent(e) for e in events]
         if not items:
             return []
         # Encoded before the transaction: the table lock is held for as short a time as can be.
         encoded = [(encode_event_json(i.event), json.dumps(i.metadata)) for i in items]
         with self.engine.begin() as conn:
-            return self._append(conn, items, encoded, fence)
+            return self._append(conn, items, encoded, fence, owned)
 
     def _append(
         self,
@@ -100,6 +117,7 @@ class EventStore:
         items: list[NewEvent],
         encoded: list[tuple[str, str]],
         fence: tuple[str, int] | None,
+        owned: bool,
     ) -> list[RecordedEvent]:
         conn.exec_driver_sql("LOCK TABLE events IN EXCLUSIVE MODE")
         if fence is not None:
@@ -143,11 +161,17 @@ class EventStore:
             ),
             params,
         )
-        state = SqlState(conn)
-        _prefetch(state, [r.event for r in recorded])
-        for r in recorded:
-            apply(state, r.position, r.event)
-        state.flush()
+        events = [(r.position, r.event) for r in recorded]
+        if any(isinstance(e, PlanApplied) and e.allocs for _, e in events):
+            # New placements are not looked up (a thousand-ID query under the lock); should
+            # one exist after all, its insert fails and the projection is redone with lookups.
+            try:
+                with conn.begin_nested():
+                    _project(SqlState(conn, owns_events=owned), events, trust_new=True)
+            except (IntegrityError, psycopg.errors.UniqueViolation):
+                _project(SqlState(conn), events)
+        else:
+            _project(SqlState(conn, owns_events=owned), events)
         conn.execute(text("SELECT pg_notify(:c, :p)"), {"c": NOTIFY_CHANNEL, "p": str(position)})
         return recorded
 

@@ -49,8 +49,12 @@ def _row_json(row: dict[str, Any]) -> str:
 class SqlState:
     """A `StateWriter` for one transaction on `conn`."""
 
-    def __init__(self, conn: Connection) -> None:
+    def __init__(self, conn: Connection, *, owns_events: bool = False) -> None:
         self.conn = conn
+        # The reducer may fill the events' allocs in place (see reducer._write_alloc): set by
+        # an appender that does not use its events' allocs afterwards except to reduce them
+        # again (the plan applier's own replica).
+        self.owns_events = owns_events
         self.index = 0
         self._nodes: dict[str, Any] = {}
         self._jobs: dict[tuple[str, str], Any] = {}
@@ -125,6 +129,14 @@ class SqlState:
         for alloc_id, doc in rows:
             self._allocs[alloc_id] = Allocation.model_validate_json(doc)
         for i in want:
+            if i not in self._allocs:
+                self._allocs[i] = _DELETED
+                self._absent_allocs.add(i)
+
+    def assume_absent(self, ids: Iterable[str]) -> None:
+        """Take allocs as not in the table without looking (new placements: fresh IDs). Were
+        one there after all, its COPY fails on the primary key and the caller starts over."""
+        for i in ids:
             if i not in self._allocs:
                 self._allocs[i] = _DELETED
                 self._absent_allocs.add(i)
