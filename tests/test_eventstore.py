@@ -30,7 +30,7 @@ from drover.common.events import (
     NodeRegistered,
     NodeStatusUpdated,
 )
-from drover.common.store import ConcurrencyError, EventStore, FencedError, NewEvent, migrate
+from drover.common.store import ConcurrencyError, EventStore, FencedError, NewEvent, eventstore, migrate
 from drover.scheduler import evaluate_plan, schedule
 from drover.scheduler.planapply import plan_applied_event
 
@@ -186,10 +186,13 @@ def test_rebuild_reproduces_the_live_projections(store: EventStore) -> None:
     assert {row[7] for row in rows} == {"run", "stop"} and "running" in {row[8] for row in rows}
 
 
-def test_a_placement_taken_for_new_that_exists_is_looked_up_after_all(store: EventStore) -> None:
-    """The plan applier's appends take placements with CreateIndex 0 as new without looking them
-    up; one that exists after all must still be reduced as an update (what the client owns kept),
-    not inserted twice - and the applier's owned events must reduce as a replay does."""
+def test_a_placement_taken_for_new_that_exists_is_looked_up_after_all(
+    store: EventStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Large appends take placements with CreateIndex 0 as new without looking them up; one
+    that exists after all must still be reduced as an update (what the client owns kept), not
+    inserted twice - and the applier's owned events must reduce as a replay does."""
+    monkeypatch.setattr(eventstore, "TRUST_NEW_FROM", 1)  # the shortcut even for a small plan
     now = 1_700_000_000_000_000_000
     store.append([NodeRegistered(node=node(i)) for i in range(2)])
     store.append([JobRegistered(job=job(count=2))])

@@ -210,8 +210,12 @@ def create_app(settings: Settings, store: EventStore | None = None) -> FastAPI:
         wait = parse_wait(request.query_params.get("wait"))
         if index:
             await watcher.wait_past(index, wait)
-        current = await asyncio.to_thread(reads.index)
-        result = await asyncio.to_thread(fn)
+
+        def read() -> tuple[int, Any]:
+            # The index first: what the answer shows is at least as new as the index it carries.
+            return reads.index(), fn()
+
+        current, result = await asyncio.to_thread(read)
         if result is None:
             raise ApiError(404, "not found")
         return Response(
@@ -259,8 +263,7 @@ def create_app(settings: Settings, store: EventStore | None = None) -> FastAPI:
 
     async def register(job: Job) -> dict[str, Any]:
         for _ in range(5):
-            existing = await asyncio.to_thread(reads.job, job.namespace, job.id)
-            stream_version = await asyncio.to_thread(reads.job_stream_version, job.namespace, job.id)
+            existing, stream_version = await asyncio.to_thread(reads.job_for_register, job.namespace, job.id)
             version = 0
             if existing is not None:
                 version = existing.version + (
@@ -330,7 +333,7 @@ def create_app(settings: Settings, store: EventStore | None = None) -> FastAPI:
     @app.get("/v1/job/{job_id}/allocations")
     async def job_allocs(job_id: str, request: Request, namespace: str = "default") -> Response:
         def fn() -> Any:
-            if reads.job(namespace, job_id) is None:
+            if not reads.job_exists(namespace, job_id):
                 return None
             return [_alloc_stub(a) for a in reads.allocs(namespace=namespace, job_id=job_id)]
 
@@ -339,7 +342,7 @@ def create_app(settings: Settings, store: EventStore | None = None) -> FastAPI:
     @app.get("/v1/job/{job_id}/evaluations")
     async def job_evals(job_id: str, request: Request, namespace: str = "default") -> Response:
         def fn() -> Any:
-            if reads.job(namespace, job_id) is None:
+            if not reads.job_exists(namespace, job_id):
                 return None
             return reads.evals(namespace=namespace, job_id=job_id)
 
@@ -348,7 +351,7 @@ def create_app(settings: Settings, store: EventStore | None = None) -> FastAPI:
     @app.get("/v1/job/{job_id}/deployments")
     async def job_deployments(job_id: str, request: Request, namespace: str = "default") -> Response:
         def fn() -> Any:
-            if reads.job(namespace, job_id) is None:
+            if not reads.job_exists(namespace, job_id):
                 return None
             return reads.deployments(namespace, job_id)
 
@@ -357,7 +360,7 @@ def create_app(settings: Settings, store: EventStore | None = None) -> FastAPI:
     @app.get("/v1/job/{job_id}/deployment")
     async def job_latest_deployment(job_id: str, request: Request, namespace: str = "default") -> Response:
         def fn() -> Any:
-            if reads.job(namespace, job_id) is None:
+            if not reads.job_exists(namespace, job_id):
                 return None
             deps = reads.deployments(namespace, job_id)
             # Nomad answers null when the job has no deployment.

@@ -36,6 +36,28 @@ class Reads:
         )
         return self._with_status(namespace, [Job.model_validate_json(docs[0])])[0] if docs else None
 
+    def job_exists(self, namespace: str, job_id: str) -> bool:
+        """Whether the job is registered (what its sub-resources check before answering)."""
+        with self.store.engine.connect() as conn:
+            row = conn.execute(
+                text("SELECT 1 FROM jobs WHERE namespace = :ns AND id = :id"), {"ns": namespace, "id": job_id}
+            ).first()
+        return row is not None
+
+    def job_for_register(self, namespace: str, job_id: str) -> tuple[Job | None, int]:
+        """The job as registered now (without its derived status) and its stream's version, in
+        one connection: what a register compares against and appends after."""
+        with self.store.engine.connect() as conn:
+            doc = conn.execute(
+                text("SELECT doc::text FROM jobs WHERE namespace = :ns AND id = :id"),
+                {"ns": namespace, "id": job_id},
+            ).scalar()
+            version = conn.execute(
+                text("SELECT coalesce(max(version), 0) FROM events WHERE stream = :s"),
+                {"s": f"job:{namespace}/{job_id}"},
+            ).scalar_one()
+        return (Job.model_validate_json(doc) if doc is not None else None), int(version)
+
     def _with_status(self, namespace: str, jobs: list[Job]) -> list[Job]:
         """The jobs with Status derived from their allocs and evals now (two grouped queries)."""
         if not jobs:

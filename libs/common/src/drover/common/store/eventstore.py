@@ -27,6 +27,9 @@ from drover.common.store.projections import PROJECTION_TABLES, SqlState
 
 # The append transaction notifies this channel (delivered at commit) so tailers wake at once.
 NOTIFY_CHANNEL = "drover_events"
+# Placements in one append from which new ones are not looked up: below it, the one lookup
+# query costs less than the savepoint that guards the shortcut.
+TRUST_NEW_FROM = 64
 
 
 class ConcurrencyError(Exception):
@@ -162,7 +165,7 @@ class EventStore:
             params,
         )
         events = [(r.position, r.event) for r in recorded]
-        if any(isinstance(e, PlanApplied) and e.allocs for _, e in events):
+        if sum(len(e.allocs) for _, e in events if isinstance(e, PlanApplied)) >= TRUST_NEW_FROM:
             # New placements are not looked up (a thousand-ID query under the lock); should
             # one exist after all, its insert fails and the projection is redone with lookups.
             try:
