@@ -66,6 +66,13 @@ def main() -> None:
     ap.add_argument("--jobs", type=int, default=100)
     ap.add_argument("--count", type=int, default=1000)
     ap.add_argument("--workers", type=int, default=3)
+    ap.add_argument(
+        "--submit-over",
+        type=float,
+        default=0.0,
+        help="spread the big jobs' registers evenly over this many seconds (default: all at once, "
+        "the issue's load; a spread load shows probe latency on a machine that is not saturated)",
+    )
     ap.add_argument("--timeline", help="write each probe's wall-clock register/placed times here (JSON)")
     ap.add_argument(
         "--log-level", default="INFO", help="the services' DROVER_LOG_LEVEL (DEBUG logs stage timings)"
@@ -93,6 +100,7 @@ def main() -> None:
         "nodes": args.nodes,
         "jobs": args.jobs,
         "count": args.count,
+        "submit_over_s": args.submit_over,
     }
     registered: list[str] = []
     beating = threading.Event()
@@ -164,6 +172,9 @@ def main() -> None:
         def submit(k: int) -> None:
             with httpx.Client(base_url=base, timeout=60) as h:
                 for j in range(k, args.jobs, 10):
+                    if args.submit_over:
+                        # Spread evenly: job j is due at j/jobs of the way through.
+                        time.sleep(max(0.0, wall0 + args.submit_over * j / args.jobs - time.time()))
                     h.put(
                         "/v1/jobs", json=job_json(f"big-{j:03d}", args.count, cpu=100, mem=64)
                     ).raise_for_status()

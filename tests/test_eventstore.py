@@ -4,6 +4,9 @@ concurrent writers, fencing, and projections equal to a replay of the log."""
 from __future__ import annotations
 
 import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 
 import pytest
 
@@ -22,6 +25,7 @@ from drover.common import (
     TaskState,
 )
 from drover.common.canonicalize import canonicalize
+from drover.common.embedded import EmbeddedPostgres
 from drover.common.events import (
     AllocClientUpdate,
     AllocsClientUpdated,
@@ -228,3 +232,25 @@ def test_a_placement_taken_for_new_that_exists_is_looked_up_after_all(
     assert rows[0][5]["ClientStatus"] == "running" and rows[0][5]["CreateIndex"] == first.create_index
     store.rebuild_projections()
     assert store.projection_dump() == dump
+
+
+def test_pooled_connections_survive_a_postgres_restart(tmp_path: Path) -> None:
+    """Connections are checked before use only after sitting idle (not on every operation, a
+    round trip each); one left over from before a restart is replaced, not handed out."""
+    pg = EmbeddedPostgres(tmp_path / "pg")  # durable: what was committed survives the kill
+    url = pg.start()
+    try:
+        migrate(url)
+        store = EventStore(url)
+        store.append([NodeRegistered(node=node(i)) for i in range(4)])
+        with ThreadPoolExecutor(4) as pool:  # several pooled connections, all idle afterwards
+            assert list(pool.map(lambda _: store.last_position(), range(8))) == [4] * 8
+        pg.kill()
+        pg.start()
+        time.sleep(eventstore.PING_AFTER_IDLE + 0.2)
+        with ThreadPoolExecutor(4) as pool:
+            assert list(pool.map(lambda _: store.last_position(), range(8))) == [4] * 8
+        assert store.append([NodeRegistered(node=node(9))])[0].position == 5
+        store.close()
+    finally:
+        pg.stop()

@@ -11,14 +11,15 @@ append is refused by the database itself (fencing).
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
 import psycopg
-from sqlalchemy import Connection, Engine, create_engine, text
-from sqlalchemy.exc import IntegrityError
+from sqlalchemy import Connection, Engine, create_engine, event, text
+from sqlalchemy.exc import DisconnectionError, IntegrityError
 
 from drover.common.events import Event, PlanApplied, decode_event, encode_event_json
 from drover.common.reducer import apply
@@ -30,6 +31,8 @@ NOTIFY_CHANNEL = "drover_events"
 # Placements in one append from which new ones are not looked up: below it, the one lookup
 # query costs less than the savepoint that guards the shortcut.
 TRUST_NEW_FROM = 64
+# Seconds a pooled connection may sit idle before it is checked at checkout (see below).
+PING_AFTER_IDLE = 1.0
 
 
 class ConcurrencyError(Exception):
@@ -89,9 +92,31 @@ def _project(state: SqlState, events: list[tuple[int, Event]], *, trust_new: boo
     state.flush()
 
 
+def _ping_when_idle(engine: Engine) -> None:
+    """Check a pooled connection (one round trip) before use only if it sat idle longer than
+    PING_AFTER_IDLE: one Postgres dropped meanwhile (a restart) is replaced instead of failing
+    its caller, and busy connections skip what would be a round trip on every operation."""
+
+    @event.listens_for(engine, "checkin")
+    def _checkin(dbapi_conn: Any, record: Any) -> None:
+        record.info["idle_since"] = time.monotonic()
+
+    @event.listens_for(engine, "checkout")
+    def _checkout(dbapi_conn: Any, record: Any, proxy: Any) -> None:
+        since = record.info.get("idle_since")
+        if since is not None and time.monotonic() - since > PING_AFTER_IDLE:
+            try:
+                engine.dialect.do_ping(dbapi_conn)
+            except Exception as e:
+                raise DisconnectionError from e  # the pool replaces it and checks out again
+
+
 class EventStore:
     def __init__(self, url: str, *, pool_size: int = 5, engine: Engine | None = None) -> None:
-        self.engine = engine or create_engine(url, pool_size=pool_size, max_overflow=10, pool_pre_ping=True)
+        if engine is None:
+            engine = create_engine(url, pool_size=pool_size, max_overflow=10)
+            _ping_when_idle(engine)
+        self.engine = engine
 
     def close(self) -> None:
         self.engine.dispose()
