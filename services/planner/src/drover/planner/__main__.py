@@ -22,7 +22,7 @@ from drover.common.service import run_service
 from drover.common.settings import Settings
 from drover.common.store import EventStore, FencedError, RecordedEvent, libpq_url
 from drover.common.telemetry import extract, tracer
-from drover.planner.applier import LEASE, PlanApplier, Prepared
+from drover.planner.applier import LEASE, PlanApplier, Prepared, plan_size
 from drover.scheduler.wire import PlanRequest, PlanResponse, decode_request, encode_response
 
 log = logging.getLogger("drover.planner")
@@ -43,13 +43,14 @@ class PlanQueue:
         self._ready = asyncio.Event()
 
     def put(self, req: PlanRequest, msg: Msg) -> None:
-        plan = req.plan
-        size = sum(len(v) for v in plan.node_allocation.values()) + sum(
-            len(v) for v in plan.node_update.values()
-        )
         self._seq += 1
-        heapq.heappush(self._heap, (time.monotonic() + size * PLAN_WEIGHT, self._seq, req, msg))
+        arrival = time.monotonic() + plan_size(req) * PLAN_WEIGHT
+        heapq.heappush(self._heap, (arrival, self._seq, req, msg))
         self._ready.set()
+
+    def peek_size(self) -> int:
+        """The size of the plan `pop` would return."""
+        return plan_size(self._heap[0][2])
 
     def __bool__(self) -> bool:
         return bool(self._heap)
@@ -155,7 +156,9 @@ async def run(settings: Settings, stop: asyncio.Event) -> None:
             prepared, msg, task = inflight
             if not queue and not task.done():
                 await queue.wait(task)
-            item = queue.pop() if queue else None
+            # A larger plan next is verified only once the in-flight one is answered: a
+            # count-10 job's plan does not wait for a 1,000-alloc plan's verification.
+            item = queue.pop() if queue and queue.peek_size() <= plan_size(prepared.req) else None
             nxt = await prepare(*item, prepared) if item is not None else None
             try:
                 recorded = await task

@@ -60,6 +60,12 @@ def chunk(ev: PlanApplied) -> list[PlanApplied]:
     return out
 
 
+def plan_size(req: PlanRequest) -> int:
+    """Allocs a plan places or stops."""
+    plan = req.plan
+    return sum(len(v) for v in plan.node_allocation.values()) + sum(len(v) for v in plan.node_update.values())
+
+
 @dataclass
 class Prepared:
     """A verified plan: the events to append, or the answer when there is nothing to append."""
@@ -71,6 +77,13 @@ class Prepared:
     answer: PlanResponse | None = None
     started: float = 0.0
     verified: float = 0.0
+
+    @property
+    def size(self) -> int:
+        plan = self.req.plan
+        return sum(len(v) for v in plan.node_allocation.values()) + sum(
+            len(v) for v in plan.node_update.values()
+        )
 
 
 class PlanApplier:
