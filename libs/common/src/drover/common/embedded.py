@@ -125,12 +125,6 @@ class EmbeddedPostgres:
             str(self.data_dir),
             "-c",
             "max_connections=200",
-            # Plans are large transactions (a 1,000-alloc plan writes ~3 MB of WAL and rows):
-            # room for them in memory rather than PostgreSQL's 128 MB / 4 MB defaults.
-            "-c",
-            "shared_buffers=512MB",
-            "-c",
-            "wal_buffers=32MB",
         ]
         if not self.durable:
             # Throwaway test servers: crash safety of the OS is not what the tests exercise.

@@ -7,22 +7,12 @@ no node is ever over-committed rests here.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
-
 from drover.common.alloc import Allocation
-from drover.common.deployment import Deployment
-from drover.common.evaluation import Evaluation
-from drover.common.events import Event, PlanApplied
-from drover.common.job import Job
-from drover.common.node import NODE_ELIGIBLE, Node
+from drover.common.events import PlanApplied
+from drover.common.node import NODE_ELIGIBLE
 from drover.common.reducer import apply
 from drover.scheduler.plan import Plan, PlanResult
-from drover.scheduler.state import InMemoryState, JobKey, StateSnapshot
-
-# The index an optimistic state stamps the pending plan's writes with: above any snapshot a
-# plan can have been computed on (the pending plan commits after all of them), so a plan of the
-# same job computed before it is stale, as it will be once the pending one has committed.
-PENDING_INDEX = 1 << 62
+from drover.scheduler.state import InMemoryState, StateSnapshot
 
 
 def node_fits(state: StateSnapshot, node_id: str, plan: Plan) -> tuple[bool, str]:
@@ -151,115 +141,3 @@ def plan_applied_event(result: PlanResult, now: int) -> PlanApplied:
 def apply_plan_result(state: InMemoryState, result: PlanResult, index: int, now: int) -> None:
     """Write a committed plan into `state` at `index`, through the event reducer."""
     apply(state, index, plan_applied_event(result, now))
-
-
-def _usage(a: Allocation) -> tuple[int, int, int]:
-    r = a.resources
-    return r.cpu, r.memory_mb, r.disk_mb
-
-
-class OptimisticState:
-    """`base` with a plan that is being committed applied on top: what the plan applier verifies
-    the next plan against while the previous one commits (Nomad's plan applier does the same
-    with an optimistic snapshot). The pending events go through the one reducer into a small
-    overlay; reads merge it over the base *as the base is at the time of the read*, so the base
-    may move on meanwhile - even take in the pending plan itself - without anything counted
-    twice: a node's usage is the base's, less the live base version of every pending alloc on
-    it, plus the pending version where that is live."""
-
-    owns_events = False
-    drop_metrics = False
-
-    def __init__(self, base: InMemoryState, pending: Sequence[Event]) -> None:
-        self.base = base
-        self._allocs: dict[str, Allocation] = {}
-        # Pending allocs by every node they touch (where they are now and where they go).
-        self._on_node: dict[str, set[str]] = {}
-        self._by_job: dict[JobKey, set[str]] = {}
-        self._evals: dict[str, Evaluation] = {}
-        self._deployments: dict[str, Deployment] = {}
-        self._jobs: dict[JobKey, Job] = {}
-        for ev in pending:
-            apply(self, PENDING_INDEX, ev)
-
-    # --- reads (StateSnapshot) ---
-    @property
-    def index(self) -> int:
-        return self.base.index
-
-    def node(self, node_id: str) -> Node | None:
-        return self.base.node(node_id)
-
-    def all_nodes(self) -> Iterable[Node]:
-        return self.base.all_nodes()
-
-    def job(self, namespace: str, job_id: str) -> Job | None:
-        job = self._jobs.get((namespace, job_id))
-        return job if job is not None else self.base.job(namespace, job_id)
-
-    def job_version(self, namespace: str, job_id: str, version: int) -> Job | None:
-        return self.base.job_version(namespace, job_id, version)
-
-    def alloc(self, alloc_id: str) -> Allocation | None:
-        alloc = self._allocs.get(alloc_id)
-        return alloc if alloc is not None else self.base.alloc(alloc_id)
-
-    def allocs_by_job(self, namespace: str, job_id: str) -> list[Allocation]:
-        pending = self._by_job.get((namespace, job_id), set())
-        out = [a for a in self.base.allocs_by_job(namespace, job_id) if a.id not in pending]
-        return out + [self._allocs[i] for i in pending]
-
-    def allocs_by_node(self, node_id: str) -> list[Allocation]:
-        pending = self._on_node.get(node_id, set())
-        out = [a for a in self.base.allocs_by_node(node_id) if a.id not in pending]
-        return out + [self._allocs[i] for i in pending if self._allocs[i].node_id == node_id]
-
-    def node_usage(self, node_id: str) -> tuple[int, int, int]:
-        cpu, mem, disk = self.base.node_usage(node_id)
-        for alloc_id in self._on_node.get(node_id, ()):
-            for a, sign in ((self.base.alloc(alloc_id), -1), (self._allocs[alloc_id], 1)):
-                if a is not None and a.node_id == node_id and not a.terminal_status():
-                    c, m, d = _usage(a)
-                    cpu, mem, disk = cpu + sign * c, mem + sign * m, disk + sign * d
-        return cpu, mem, disk
-
-    def eval(self, eval_id: str) -> Evaluation | None:
-        ev = self._evals.get(eval_id)
-        return ev if ev is not None else self.base.eval(eval_id)
-
-    def deployment(self, deployment_id: str) -> Deployment | None:
-        dep = self._deployments.get(deployment_id)
-        return dep if dep is not None else self.base.deployment(deployment_id)
-
-    def latest_deployment(self, namespace: str, job_id: str) -> Deployment | None:
-        return self.base.latest_deployment(namespace, job_id)
-
-    # --- writes (the reducer's, for the pending events only) ---
-    def bump(self, index: int | None = None) -> int:
-        return PENDING_INDEX
-
-    def upsert_alloc(self, alloc: Allocation) -> None:
-        self._allocs[alloc.id] = alloc
-        self._on_node.setdefault(alloc.node_id, set()).add(alloc.id)
-        old = self.base.alloc(alloc.id)
-        if old is not None:
-            self._on_node.setdefault(old.node_id, set()).add(alloc.id)
-        self._by_job.setdefault((alloc.namespace, alloc.job_id), set()).add(alloc.id)
-
-    def upsert_eval(self, ev: Evaluation) -> None:
-        self._evals[ev.id] = ev
-
-    def upsert_deployment(self, dep: Deployment) -> None:
-        self._deployments[dep.id] = dep
-
-    def upsert_job(self, job: Job) -> None:
-        self._jobs[(job.namespace, job.id)] = job
-
-    def upsert_node(self, node: Node) -> None:
-        raise TypeError("a plan does not change nodes")
-
-    def delete_node(self, node_id: str) -> None:
-        raise TypeError("a plan does not change nodes")
-
-    def delete_job(self, namespace: str, job_id: str) -> None:
-        raise TypeError("a plan does not delete jobs")

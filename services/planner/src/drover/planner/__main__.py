@@ -11,7 +11,6 @@ import logging
 import os
 import socket
 import time
-from typing import Any
 
 from nats.aio.msg import Msg
 
@@ -20,9 +19,9 @@ from drover.common.leader import hold_leadership, wait_for_leadership
 from drover.common.replica import Replica
 from drover.common.service import run_service
 from drover.common.settings import Settings
-from drover.common.store import EventStore, FencedError, RecordedEvent, libpq_url
+from drover.common.store import EventStore, FencedError, libpq_url
 from drover.common.telemetry import extract, tracer
-from drover.planner.applier import LEASE, PlanApplier, Prepared, plan_size
+from drover.planner.applier import LEASE, PlanApplier
 from drover.scheduler.wire import PlanRequest, PlanResponse, decode_request, encode_response
 
 log = logging.getLogger("drover.planner")
@@ -43,32 +42,13 @@ class PlanQueue:
         self._ready = asyncio.Event()
 
     def put(self, req: PlanRequest, msg: Msg) -> None:
+        plan = req.plan
+        size = sum(len(v) for v in plan.node_allocation.values()) + sum(
+            len(v) for v in plan.node_update.values()
+        )
         self._seq += 1
-        arrival = time.monotonic() + plan_size(req) * PLAN_WEIGHT
-        heapq.heappush(self._heap, (arrival, self._seq, req, msg))
+        heapq.heappush(self._heap, (time.monotonic() + size * PLAN_WEIGHT, self._seq, req, msg))
         self._ready.set()
-
-    def peek_size(self) -> int:
-        """The size of the plan `pop` would return."""
-        return plan_size(self._heap[0][2])
-
-    def __bool__(self) -> bool:
-        return bool(self._heap)
-
-    def pop(self) -> tuple[PlanRequest, Msg]:
-        _, _, req, msg = heapq.heappop(self._heap)
-        return req, msg
-
-    async def wait(self, other: asyncio.Future[Any]) -> None:
-        """Until a plan is queued or `other` is done."""
-        self._ready.clear()
-        if self._heap:
-            return
-        ready = asyncio.ensure_future(self._ready.wait())
-        try:
-            await asyncio.wait([ready, other], return_when=asyncio.FIRST_COMPLETED)
-        finally:
-            ready.cancel()
 
     async def get(self, timeout: float) -> tuple[PlanRequest, Msg] | None:
         if not self._heap:
@@ -111,85 +91,26 @@ async def run(settings: Settings, stop: asyncio.Event) -> None:
     sub = await nc.subscribe(PLAN_SUBJECT, queue="planner", cb=on_plan)
 
     watcher = asyncio.create_task(hold_leadership(lock_conn, stop))
-
-    async def answer(msg: Msg, resp: PlanResponse) -> None:
-        try:
-            await msg.respond(encode_response(resp))
-        except Exception as e:  # the worker retries; a committed plan's eval is then done
-            log.warning("could not answer a plan: %s", e)
-
-    async def prepare(req: PlanRequest, msg: Msg, pending: Prepared | None) -> Prepared | None:
-        """Verify a plan; answer it at once when there is nothing to commit (or it failed)."""
-        try:
-            with _tracer.start_as_current_span("planner.apply", context=extract(msg.headers)):
-                prepared = await applier.prepare(req, pending)
-        except Exception as e:
-            log.exception("plan failed")
-            await answer(msg, PlanResponse(full=False, error=str(e)))
-            return None
-        return prepared
-
-    def start_append(prepared: Prepared, msg: Msg) -> asyncio.Task[list[RecordedEvent]]:
-        # The task inherits the span: the appended events carry the plan's trace onwards.
-        with _tracer.start_as_current_span("planner.commit", context=extract(msg.headers)):
-            return asyncio.create_task(applier.append(prepared))
-
-    # One plan is appended at a time (`inflight`); while it is, the next plan in the queue is
-    # verified against the state with the in-flight plan applied optimistically, and its append
-    # starts as soon as the previous one is in. The previous plan's replica update and answer
-    # then overlap the next append.
-    inflight: tuple[Prepared, Msg, asyncio.Task[list[RecordedEvent]]] | None = None
     try:
         while not stop.is_set():
-            if inflight is None:
-                item = await queue.get(0.5)
-                if item is None:
-                    continue
-                nxt = await prepare(*item, None)
-                if nxt is None:
-                    continue
-                if nxt.answer is not None:
-                    await answer(item[1], nxt.answer)
-                    continue
-                inflight = (nxt, item[1], start_append(nxt, item[1]))
+            item = await queue.get(0.5)
+            if item is None:
                 continue
-            prepared, msg, task = inflight
-            if not queue and not task.done():
-                await queue.wait(task)
-            # A larger plan next is verified only once the in-flight one is answered: a
-            # count-10 job's plan does not wait for a 1,000-alloc plan's verification.
-            item = queue.pop() if queue and queue.peek_size() <= plan_size(prepared.req) else None
-            nxt = await prepare(*item, prepared) if item is not None else None
+            req, msg = item
             try:
-                recorded = await task
+                with _tracer.start_as_current_span("planner.apply", context=extract(msg.headers)):
+                    resp = await applier.apply(req)
             except FencedError:
                 log.error("fenced: a newer leader exists; stepping down")
                 stop.set()
                 break
             except Exception as e:
                 log.exception("plan failed")
-                await answer(msg, PlanResponse(full=False, error=str(e)))
-                inflight = None
-                if item is not None and nxt is not None:
-                    # It was verified as if the failed plan had committed: verify it again.
-                    queue.put(*item)
-                continue
-            inflight = None
-            if item is not None and nxt is not None:
-                if nxt.answer is None:
-                    inflight = (nxt, item[1], start_append(nxt, item[1]))
-                else:
-                    # Nothing to commit; the worker refreshes to at least the plan just in.
-                    nxt.answer.index = max(nxt.answer.index, recorded[-1].position)
-            with _tracer.start_as_current_span("planner.finish", context=extract(msg.headers)):
-                resp = await applier.finish(prepared, recorded)
-            await answer(msg, resp)
-            if item is not None and nxt is not None and nxt.answer is not None:
-                await answer(item[1], nxt.answer)
-        if inflight is not None:
-            # Stopping: let the append in flight end before the connections close.
-            with contextlib.suppress(Exception):
-                await inflight[2]
+                resp = PlanResponse(full=False, error=str(e))
+            try:
+                await msg.respond(encode_response(resp))
+            except Exception as e:  # the worker retries; a committed plan's eval is then done
+                log.warning("could not answer a plan: %s", e)
     finally:
         watcher.cancel()
         await sub.unsubscribe()
