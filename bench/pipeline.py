@@ -67,6 +67,11 @@ def main() -> None:
     ap.add_argument("--count", type=int, default=1000)
     ap.add_argument("--workers", type=int, default=3)
     ap.add_argument(
+        "--large-evals",
+        type=int,
+        help="DROVER_LARGE_EVALS for the broker: large evals out at once (default: the broker's)",
+    )
+    ap.add_argument(
         "--submit-over",
         type=float,
         default=0.0,
@@ -91,7 +96,10 @@ def main() -> None:
         tmp / "logs",
         workers=args.workers,
         planners=1,
-        env={"DROVER_LOG_LEVEL": args.log_level},
+        env={
+            "DROVER_LOG_LEVEL": args.log_level,
+            **({"DROVER_LARGE_EVALS": str(args.large_evals)} if args.large_evals else {}),
+        },
     ).start()
     base = str(cluster.http.base_url)
     store = EventStore(db_url)
@@ -101,6 +109,7 @@ def main() -> None:
         "jobs": args.jobs,
         "count": args.count,
         "submit_over_s": args.submit_over,
+        "large_evals": args.large_evals,
     }
     registered: list[str] = []
     beating = threading.Event()

@@ -166,3 +166,19 @@ def test_with_two_workers_no_slot_is_kept() -> None:
     for i in range(2):
         b.upsert(ev(f"big{i}", f"j{i}", idx=i + 1), NOW, cost=1000)
     assert [e.id for e in b.due(NOW).dispatch] == ["big0", "big1"]
+
+
+def test_large_evals_out_at_once_are_bounded_apart() -> None:
+    b = EvalBroker(window=3, large=1)
+    for i in range(3):
+        b.upsert(ev(f"big{i}", f"j{i}", idx=i + 1), NOW, cost=1000)
+    assert [e.id for e in b.due(NOW).dispatch] == ["big0"]  # one large at a time
+    for i in range(2):
+        b.upsert(ev(f"small{i}", f"s{i}", idx=10 + i), NOW + SECOND, cost=10)
+    assert [e.id for e in b.due(NOW + SECOND).dispatch] == ["small0", "small1"]
+    b.upsert(ev("big0", "j0", idx=1, status="complete"), NOW + SECOND)
+    assert [e.id for e in b.due(NOW + SECOND).dispatch] == ["big1"]
+    # Never more than the window allows, and a slot is kept for small evals.
+    assert EvalBroker(window=3, large=5).large_window == 2
+    assert EvalBroker(window=2, large=1).large_window == 1
+    assert EvalBroker(window=1, large=1).large_window == 1

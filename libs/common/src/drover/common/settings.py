@@ -15,9 +15,13 @@ class Settings(BaseSettings):
     api_port: int = 4646
     # Largest request body the API accepts (bytes); larger gets 413.
     max_body_bytes: int = 8 * 1024 * 1024
-    # Scheduling workers `drover up` starts, and how many evals the broker hands out at once
-    # (with three or more, one slot is kept for small evals).
+    # Scheduling workers `drover up` starts, and how many evals the broker hands out at once.
     workers: int = 3
+    # How many of those may be large evals (more than 100 placements) at once; unset: all but
+    # one slot when there are three or more. Concurrent large evals compete for the same nodes
+    # and redo the placements they lose: fewer trade throughput for latency (ARCHITECTURE.md,
+    # Performance, has both measured).
+    large_evals: int | None = None
     # Seconds an eval may stay unacked before it is redelivered (Nomad's nack timeout: 60 s).
     eval_ack_wait: float = 60.0
     # Client heartbeats (seconds): the least TTL handed to a node, the grace after it before the

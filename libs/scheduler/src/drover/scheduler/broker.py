@@ -9,9 +9,11 @@
   its own size x COST_WEIGHT, so nothing starves (Nomad is plain FIFO here: a count-10 job
   waits behind every large job queued before it).
 - With a dispatch window (the number of workers), at most that many evals are handed out at
-  once, so the order above still applies to everything not yet started; with three or more
-  workers one slot is kept for small evals, so a small job never waits for a large one to
-  finish scheduling.
+  once, so the order above still applies to everything not yet started; at most `large` of
+  them are large ones (with two or more workers at least one slot is kept for small evals), so
+  a small job never waits for a large one to finish scheduling. Large evals in flight at once
+  compete for the same nodes (binpacking fills the fullest first): the later plans lose nodes
+  to the earlier and are scheduled again, and the extra work saturates a small machine.
 - Evals with WaitUntil in the future are held until then.
 - Blocked evals: one per job (a newer one cancels the older). They are released when capacity
   may have appeared - a node of a class they did not find ineligible becomes usable, or an alloc
@@ -58,10 +60,16 @@ def _key(ev: Evaluation) -> JobKey:
 
 
 class EvalBroker:
-    def __init__(self, window: int | None = None) -> None:
-        # At most `window` evals out at once (None: no limit); see the module notes.
+    def __init__(self, window: int | None = None, large: int | None = None) -> None:
+        # At most `window` evals out at once (None: no limit), and at most `large` of them large
+        # (None: all but one slot when there are three or more); see the module notes.
         self.window = window
-        self.large_window = None if window is None else (window - 1 if window >= 3 else window)
+        if window is None:
+            self.large_window: int | None = None
+        elif large is None:
+            self.large_window = window - 1 if window >= 3 else window
+        else:
+            self.large_window = max(1, min(large, window - 1 if window >= 2 else window))
         self.cost: dict[str, int] = {}
         self.arrival: dict[str, int] = {}
         self.inflight: dict[JobKey, str] = {}

@@ -37,9 +37,9 @@ _tracer = tracer("drover.broker")
 
 
 class BrokerService:
-    def __init__(self, replica: Replica, window: int | None = None) -> None:
+    def __init__(self, replica: Replica, window: int | None = None, large: int | None = None) -> None:
         self.replica = replica
-        self.broker = EvalBroker(window)
+        self.broker = EvalBroker(window, large)
         self.wake = asyncio.Event()
         # Trace context of the event that last wrote each eval, passed on to the worker.
         self.trace_of: dict[str, dict[str, Any]] = {}
@@ -104,7 +104,7 @@ async def run(settings: Settings, stop: asyncio.Event) -> None:
     relay_task = asyncio.create_task(relay.run(stop))
     replica = Replica(store, js)
     # One eval per worker at a time: what is not yet handed out can still be reordered.
-    svc = BrokerService(replica, window=max(1, settings.workers))
+    svc = BrokerService(replica, window=max(1, settings.workers), large=settings.large_evals)
     replica.listeners.append(svc.on_event)
     await replica.start()
     svc.seed()

@@ -97,20 +97,27 @@ async def run(settings: Settings, stop: asyncio.Event) -> None:
             if item is None:
                 continue
             req, msg = item
+            answered = False
+
+            async def answer(resp: PlanResponse, msg: Msg = msg) -> None:
+                nonlocal answered
+                answered = True
+                try:
+                    await msg.respond(encode_response(resp))
+                except Exception as e:  # the worker retries; a committed plan's eval is then done
+                    log.warning("could not answer a plan: %s", e)
+
             try:
                 with _tracer.start_as_current_span("planner.apply", context=extract(msg.headers)):
-                    resp = await applier.apply(req)
+                    await applier.apply(req, answer)
             except FencedError:
                 log.error("fenced: a newer leader exists; stepping down")
                 stop.set()
                 break
             except Exception as e:
                 log.exception("plan failed")
-                resp = PlanResponse(full=False, error=str(e))
-            try:
-                await msg.respond(encode_response(resp))
-            except Exception as e:  # the worker retries; a committed plan's eval is then done
-                log.warning("could not answer a plan: %s", e)
+                if not answered:
+                    await answer(PlanResponse(full=False, error=str(e)))
     finally:
         watcher.cancel()
         await sub.unsubscribe()

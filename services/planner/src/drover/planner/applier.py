@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+from collections.abc import Awaitable, Callable
 
 from drover.common.events import EvalsUpserted, Event, PlanApplied
 from drover.common.replica import Replica
@@ -21,6 +22,8 @@ from drover.scheduler.wire import PlanRequest, PlanResponse
 log = logging.getLogger("drover.planner")
 
 LEASE = "plan-applier"
+# How the service answers a plan's worker.
+Answer = Callable[[PlanResponse], Awaitable[None]]
 # Allocs per PlanApplied event: keeps every relayed message well under NATS's payload limit.
 ALLOCS_PER_EVENT = 200
 
@@ -63,7 +66,9 @@ class PlanApplier:
         self.epoch = epoch
         self.fenced = False
 
-    async def apply(self, req: PlanRequest) -> PlanResponse:
+    async def apply(self, req: PlanRequest, answer: Answer) -> None:
+        """Verify and commit one plan and `answer` it; then bring the replica up to the commit
+        (before the next plan: the answer needs only the index, so it does not wait for that)."""
         plan = req.plan
         t0 = time.perf_counter()
         await self.replica.wait_for(plan.snapshot_index)
@@ -71,7 +76,8 @@ class PlanApplier:
         state = self.replica.state
         current = state.eval(plan.eval_id)
         if current is not None and current.terminal_status():
-            return PlanResponse(full=False, index=state.index, error="eval already processed")
+            await answer(PlanResponse(full=False, index=state.index, error="eval already processed"))
+            return
         result = evaluate_plan(state, plan)
         full = not result.rejected_nodes
         now = time.time_ns()
@@ -91,7 +97,8 @@ class PlanApplier:
             ]
             events.append(EvalsUpserted(evals=stamped))
         if not events:
-            return PlanResponse(full=full, index=state.index, rejected_nodes=result.rejected_nodes)
+            await answer(PlanResponse(full=full, index=state.index, rejected_nodes=result.rejected_nodes))
+            return
         t2 = time.perf_counter()
         try:
             meta = inject()
@@ -106,6 +113,13 @@ class PlanApplier:
             self.fenced = True
             raise
         t3 = time.perf_counter()
+        placed = sum(len(v) for v in result.node_allocation.values())
+        await answer(
+            PlanResponse(
+                full=full, index=recorded[-1].position, rejected_nodes=result.rejected_nodes, placed=placed
+            )
+        )
+        t4 = time.perf_counter()
         await self.replica.apply_recorded([(r.position, r.event) for r in recorded])
         log.debug(
             "plan for %s: waited %.0f ms for the replica, evaluated in %.0f ms, appended in %.0f ms, "
@@ -114,9 +128,5 @@ class PlanApplier:
             (t1 - t0) * 1000,
             (t2 - t1) * 1000,
             (t3 - t2) * 1000,
-            (time.perf_counter() - t3) * 1000,
-        )
-        placed = sum(len(v) for v in result.node_allocation.values())
-        return PlanResponse(
-            full=full, index=recorded[-1].position, rejected_nodes=result.rejected_nodes, placed=placed
+            (time.perf_counter() - t4) * 1000,
         )
