@@ -4,11 +4,19 @@ from __future__ import annotations
 
 from typing import Any
 
-from sqlalchemy import text
+from sqlalchemy import Connection, text
 
 from drover.common import Allocation, Deployment, Evaluation, Job, Node
 from drover.common.job import derive_job_status
 from drover.common.store import EventStore
+
+
+def _job_stream_version(conn: Connection, namespace: str, job_id: str) -> int:
+    v = conn.execute(
+        text("SELECT coalesce(max(version), 0) FROM events WHERE stream = :s"),
+        {"s": f"job:{namespace}/{job_id}"},
+    ).scalar_one()
+    return int(v)
 
 
 class Reads:
@@ -52,11 +60,8 @@ class Reads:
                 text("SELECT doc::text FROM jobs WHERE namespace = :ns AND id = :id"),
                 {"ns": namespace, "id": job_id},
             ).scalar()
-            version = conn.execute(
-                text("SELECT coalesce(max(version), 0) FROM events WHERE stream = :s"),
-                {"s": f"job:{namespace}/{job_id}"},
-            ).scalar_one()
-        return (Job.model_validate_json(doc) if doc is not None else None), int(version)
+            version = _job_stream_version(conn, namespace, job_id)
+        return (Job.model_validate_json(doc) if doc is not None else None), version
 
     def _with_status(self, namespace: str, jobs: list[Job]) -> list[Job]:
         """The jobs with Status derived from their allocs and evals now (two grouped queries)."""
@@ -119,11 +124,7 @@ class Reads:
 
     def job_stream_version(self, namespace: str, job_id: str) -> int:
         with self.store.engine.connect() as conn:
-            v = conn.execute(
-                text("SELECT coalesce(max(version), 0) FROM events WHERE stream = :s"),
-                {"s": f"job:{namespace}/{job_id}"},
-            ).scalar_one()
-        return int(v)
+            return _job_stream_version(conn, namespace, job_id)
 
     def allocs(self, *, namespace: str | None = None, job_id: str | None = None, node_id: str | None = None,
                eval_id: str | None = None, prefix: str = "") -> list[Allocation]:  # fmt: skip
