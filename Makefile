@@ -29,8 +29,8 @@ test: install
 	$(RUN) pytest -n 2
 
 lint: install
-	$(RUN) ruff check libs tests bench
-	$(RUN) ruff format --check libs tests bench
+	$(RUN) ruff check libs services tests bench
+	$(RUN) ruff format --check libs services tests bench
 	$(RUN) mypy libs/common/src libs/scheduler/src libs/cli/src services/*/src
 
 bench: install
