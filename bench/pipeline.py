@@ -8,6 +8,7 @@ register-to-placed latency of the probes under that load (and the p50 of their r
 alone), CPU seconds per process during the load, and the peak RSS of every service.
 
     python -m bench.pipeline --out bench/out/pipeline.json [--nodes 5000 --jobs 100 --count 1000]
+        [--large-evals N] [--submit-over SECONDS] [--log-level DEBUG --timeline probes.json]
 """
 
 from __future__ import annotations
