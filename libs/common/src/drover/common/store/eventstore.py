@@ -300,12 +300,8 @@ class EventStore:
                 ).all()
                 if not rows:
                     break
-                state = SqlState(conn)
                 events = [(int(r[0]), decode_event(r[1])) for r in rows]
-                _prefetch(state, [e for _, e in events])
-                for pos, ev in events:
-                    apply(state, pos, ev)
-                state.flush()
+                _project(SqlState(conn), events)
                 last = events[-1][0]
             return last
 
