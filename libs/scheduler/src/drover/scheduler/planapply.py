@@ -2,14 +2,20 @@
 apply a committed result to an in-memory state.
 
 The serial applier service calls `evaluate_plan` on its own up-to-date state; the guarantee that
-no node is ever over-committed rests here.
+no node is ever over-committed rests here. While a large plan that only adds allocs is being
+committed, smaller plans of other jobs are verified against `PendingPlacements` (the state with
+that plan's placements added) and may commit before it: see `adds_only`.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 from drover.common.alloc import Allocation
+from drover.common.deployment import Deployment
 from drover.common.events import PlanApplied
-from drover.common.node import NODE_ELIGIBLE
+from drover.common.job import Job
+from drover.common.node import NODE_ELIGIBLE, Node
 from drover.common.reducer import apply
 from drover.scheduler.plan import Plan, PlanResult
 from drover.scheduler.state import InMemoryState, StateSnapshot
@@ -141,3 +147,78 @@ def plan_applied_event(result: PlanResult, now: int) -> PlanApplied:
 def apply_plan_result(state: InMemoryState, result: PlanResult, index: int, now: int) -> None:
     """Write a committed plan into `state` at `index`, through the event reducer."""
     apply(state, index, plan_applied_event(result, now))
+
+
+def adds_only(state: StateSnapshot, result: PlanResult) -> bool:
+    """Whether a verified result only adds load: new allocs placed, nothing stopped, preempted
+    or updated in place. Such a plan may be overtaken: a plan verified against the state with
+    its placements added (`PendingPlacements`) fits whether it commits before or after it,
+    because every state in between holds a subset of what was verified - no index shows a node
+    over-committed. (A plan that frees room is not: a plan counting on that room must commit
+    after it.)"""
+    if result.node_update or result.node_preemptions:
+        return False
+    return all(
+        state.alloc(a.id) is None and not a.terminal_status()
+        for allocs in result.node_allocation.values()
+        for a in allocs
+    )
+
+
+class PendingPlacements:
+    """`base` with the placements of an `adds_only` plan that is being committed: what a plan of
+    another job is verified against meanwhile. Reads merge the pending allocs over the base as
+    the base is at the time of the read; once the base has taken the plan in, its own copies
+    count and the pending ones are ignored, so nothing counts twice."""
+
+    def __init__(self, base: StateSnapshot, result: PlanResult) -> None:
+        self.base = base
+        self.namespace = result.namespace
+        self.job_id = result.job_id
+        self._by_node = {n: list(v) for n, v in result.node_allocation.items() if v}
+        self._allocs = {a.id: a for v in self._by_node.values() for a in v}
+
+    def _pending(self, allocs: Iterable[Allocation]) -> list[Allocation]:
+        return [a for a in allocs if self.base.alloc(a.id) is None]
+
+    @property
+    def index(self) -> int:
+        return self.base.index
+
+    def node(self, node_id: str) -> Node | None:
+        return self.base.node(node_id)
+
+    def all_nodes(self) -> Iterable[Node]:
+        return self.base.all_nodes()
+
+    def job(self, namespace: str, job_id: str) -> Job | None:
+        return self.base.job(namespace, job_id)
+
+    def job_version(self, namespace: str, job_id: str, version: int) -> Job | None:
+        return self.base.job_version(namespace, job_id, version)
+
+    def allocs_by_job(self, namespace: str, job_id: str) -> list[Allocation]:
+        out = self.base.allocs_by_job(namespace, job_id)
+        if (namespace, job_id) == (self.namespace, self.job_id):
+            out = out + self._pending(self._allocs.values())
+        return out
+
+    def allocs_by_node(self, node_id: str) -> list[Allocation]:
+        return self.base.allocs_by_node(node_id) + self._pending(self._by_node.get(node_id, ()))
+
+    def alloc(self, alloc_id: str) -> Allocation | None:
+        found = self.base.alloc(alloc_id)
+        return found if found is not None else self._allocs.get(alloc_id)
+
+    def node_usage(self, node_id: str) -> tuple[int, int, int]:
+        cpu, mem, disk = self.base.node_usage(node_id)
+        for a in self._pending(self._by_node.get(node_id, ())):
+            r = a.resources
+            cpu, mem, disk = cpu + r.cpu, mem + r.memory_mb, disk + r.disk_mb
+        return cpu, mem, disk
+
+    def latest_deployment(self, namespace: str, job_id: str) -> Deployment | None:
+        return self.base.latest_deployment(namespace, job_id)
+
+    def deployment(self, deployment_id: str) -> Deployment | None:
+        return self.base.deployment(deployment_id)

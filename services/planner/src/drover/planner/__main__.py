@@ -1,6 +1,12 @@
 """`drover-planner`: the plan applier service. Every instance waits for leadership (a Postgres
 advisory lock held on a dedicated connection); the leader takes a new lease epoch and serves
-plan submissions one at a time; the others stand by."""
+plan submissions one at a time; the others stand by.
+
+Plans are verified strictly one after another, each against the newest state. One exception
+to committing them in that order: a large plan that only adds allocs commits in the background,
+and meanwhile small plans of other jobs are verified against the state with its placements
+added and committed at once - a count-10 job's plan does not wait for a 1,000-alloc commit.
+Whichever commits first, no index shows a node over-committed (see `planapply.adds_only`)."""
 
 from __future__ import annotations
 
@@ -11,6 +17,8 @@ import logging
 import os
 import socket
 import time
+from dataclasses import dataclass
+from typing import Any
 
 from nats.aio.msg import Msg
 
@@ -19,9 +27,9 @@ from drover.common.leader import hold_leadership, wait_for_leadership
 from drover.common.replica import Replica
 from drover.common.service import run_service
 from drover.common.settings import Settings
-from drover.common.store import EventStore, FencedError, libpq_url
+from drover.common.store import EventStore, FencedError, RecordedEvent, libpq_url
 from drover.common.telemetry import extract, tracer
-from drover.planner.applier import LEASE, PlanApplier
+from drover.planner.applier import LEASE, PlanApplier, Verified, plan_size
 from drover.scheduler.wire import PlanRequest, PlanResponse, decode_request, encode_response
 
 log = logging.getLogger("drover.planner")
@@ -29,6 +37,9 @@ _tracer = tracer("drover.planner")
 LEADER_LOCK_KEY = 4_646_001
 # Seconds a plan counts as arriving later per alloc it places or stops.
 PLAN_WEIGHT = 0.001
+# Plans of at least this many allocs that only add commit in the background; smaller plans of
+# other jobs may overtake them.
+BACKGROUND_FROM = 100
 
 
 class PlanQueue:
@@ -50,6 +61,21 @@ class PlanQueue:
         heapq.heappush(self._heap, (time.monotonic() + size * PLAN_WEIGHT, self._seq, req, msg))
         self._ready.set()
 
+    def peek(self) -> PlanRequest | None:
+        """The plan `get` would return next."""
+        return self._heap[0][2] if self._heap else None
+
+    async def wait(self, other: asyncio.Future[Any]) -> None:
+        """Until a plan is queued or `other` is done."""
+        if self._heap:
+            return
+        self._ready.clear()
+        ready = asyncio.ensure_future(self._ready.wait())
+        try:
+            await asyncio.wait({ready, other}, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            ready.cancel()
+
     async def get(self, timeout: float) -> tuple[PlanRequest, Msg] | None:
         if not self._heap:
             self._ready.clear()
@@ -59,6 +85,30 @@ class PlanQueue:
             return None
         _, _, req, msg = heapq.heappop(self._heap)
         return req, msg
+
+
+@dataclass
+class Background:
+    """A large plan that only adds, committing while smaller plans of other jobs go ahead."""
+
+    verified: Verified
+    msg: Msg
+    task: asyncio.Task[list[RecordedEvent]]
+    settled: bool = False
+
+    def may_overtake(self, req: PlanRequest) -> bool:
+        plan, pending = req.plan, self.verified.pending
+        assert pending is not None
+        if plan_size(req) >= BACKGROUND_FROM or plan.eval_id == self.verified.req.plan.eval_id:
+            return False
+        return plan.job is None or (plan.job.namespace, plan.job.id) != (pending.namespace, pending.job_id)
+
+
+async def _respond(msg: Msg, resp: PlanResponse) -> None:
+    try:
+        await msg.respond(encode_response(resp))
+    except Exception as e:  # the worker retries; a committed plan's eval is then done
+        log.warning("could not answer a plan: %s", e)
 
 
 async def run(settings: Settings, stop: asyncio.Event) -> None:
@@ -91,33 +141,88 @@ async def run(settings: Settings, stop: asyncio.Event) -> None:
     sub = await nc.subscribe(PLAN_SUBJECT, queue="planner", cb=on_plan)
 
     watcher = asyncio.create_task(hold_leadership(lock_conn, stop))
+
+    async def serve(req: PlanRequest, msg: Msg, background: Background | None) -> Background | None:
+        """Verify and commit one plan and answer it - or, for a large plan that only adds when
+        nothing is in the background, start its commit there and return it."""
+        answered = False
+
+        async def answer(resp: PlanResponse) -> None:
+            nonlocal answered
+            answered = True
+            await _respond(msg, resp)
+
+        try:
+            with _tracer.start_as_current_span("planner.apply", context=extract(msg.headers)):
+                pending = background.verified.pending if background is not None else None
+                verified = await applier.verify(req, pending)
+                if verified.answer is not None:
+                    await answer(verified.answer)
+                    return None
+                if background is None and verified.pending is not None and plan_size(req) >= BACKGROUND_FROM:
+                    # The task inherits the span: the appended events carry the plan's trace.
+                    return Background(verified, msg, asyncio.create_task(applier.commit(verified)))
+                recorded = await applier.commit(verified)
+
+                async def settle_first() -> None:
+                    # The background plan committed meanwhile: into the replica first, from
+                    # memory (this plan's events may come after it in the log).
+                    if background is not None and background.task.done() and not background.settled:
+                        await settle(background)
+
+                await applier.finish(verified, recorded, answer, settle_first)
+        except FencedError:
+            raise
+        except Exception as e:
+            log.exception("plan failed")
+            if not answered:
+                await answer(PlanResponse(full=False, error=str(e)))
+        return None
+
+    async def settle(bg: Background) -> None:
+        """Answer the background plan once its commit is in (or failed)."""
+        bg.settled = True
+        try:
+            recorded = await bg.task
+        except FencedError:
+            raise
+        except Exception as e:
+            log.exception("plan failed")
+            await _respond(bg.msg, PlanResponse(full=False, error=str(e)))
+            return
+        with _tracer.start_as_current_span("planner.finish", context=extract(bg.msg.headers)):
+            await applier.finish(bg.verified, recorded, lambda resp: _respond(bg.msg, resp))
+
+    background: Background | None = None
     try:
         while not stop.is_set():
-            item = await queue.get(0.5)
-            if item is None:
-                continue
-            req, msg = item
-            answered = False
-
-            async def answer(resp: PlanResponse, msg: Msg = msg) -> None:
-                nonlocal answered
-                answered = True
-                try:
-                    await msg.respond(encode_response(resp))
-                except Exception as e:  # the worker retries; a committed plan's eval is then done
-                    log.warning("could not answer a plan: %s", e)
-
             try:
-                with _tracer.start_as_current_span("planner.apply", context=extract(msg.headers)):
-                    await applier.apply(req, answer)
+                if background is not None and background.settled:
+                    background = None
+                if background is not None:
+                    head = queue.peek()
+                    if background.task.done() or (head is not None and not background.may_overtake(head)):
+                        # A plan that may not overtake waits for the background commit.
+                        bg, background = background, None
+                        await settle(bg)
+                    elif head is None:
+                        await queue.wait(background.task)
+                    else:
+                        item = await queue.get(0)
+                        assert item is not None
+                        await serve(*item, background)
+                    continue
+                item = await queue.get(0.5)
+                if item is not None:
+                    background = await serve(*item, None)
             except FencedError:
                 log.error("fenced: a newer leader exists; stepping down")
                 stop.set()
                 break
-            except Exception as e:
-                log.exception("plan failed")
-                if not answered:
-                    await answer(PlanResponse(full=False, error=str(e)))
+        if background is not None:
+            # Stopping: let the commit in flight end before the connections close.
+            with contextlib.suppress(Exception):
+                await background.task
     finally:
         watcher.cancel()
         await sub.unsubscribe()

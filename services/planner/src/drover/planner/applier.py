@@ -11,12 +11,14 @@ import asyncio
 import logging
 import time
 from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
 
 from drover.common.events import EvalsUpserted, Event, PlanApplied
 from drover.common.replica import Replica
-from drover.common.store import EventStore, FencedError, NewEvent
+from drover.common.store import EventStore, FencedError, NewEvent, RecordedEvent
 from drover.common.telemetry import inject
-from drover.scheduler.planapply import evaluate_plan, plan_applied_event
+from drover.scheduler.planapply import PendingPlacements, adds_only, evaluate_plan, plan_applied_event
+from drover.scheduler.state import StateSnapshot
 from drover.scheduler.wire import PlanRequest, PlanResponse
 
 log = logging.getLogger("drover.planner")
@@ -59,25 +61,53 @@ def chunk(ev: PlanApplied) -> list[PlanApplied]:
     return out
 
 
+def plan_size(req: PlanRequest) -> int:
+    """Allocs a plan places or stops."""
+    plan = req.plan
+    return sum(len(v) for v in plan.node_allocation.values()) + sum(len(v) for v in plan.node_update.values())
+
+
+@dataclass
+class Verified:
+    """A verified plan: the events to commit, or the answer when there is nothing to commit.
+    `pending` is set for a plan that only adds (`adds_only`): plans of other jobs may be
+    verified against it and commit while it does."""
+
+    req: PlanRequest
+    events: list[Event] = field(default_factory=list)
+    rejected_nodes: list[str] = field(default_factory=list)
+    placed: int = 0
+    answer: PlanResponse | None = None
+    pending: PendingPlacements | None = None
+    started: float = 0.0
+    verified: float = 0.0
+
+
 class PlanApplier:
+    """Verifies (`verify`), commits (`commit`) and answers (`finish`) plans; the service runs
+    them one at a time, except that a large plan that only adds may commit in the background
+    while smaller plans of other jobs are verified against it and committed."""
+
     def __init__(self, store: EventStore, replica: Replica, epoch: int) -> None:
         self.store = store
         self.replica = replica
         self.epoch = epoch
         self.fenced = False
 
-    async def apply(self, req: PlanRequest, answer: Answer) -> None:
-        """Verify and commit one plan and `answer` it; then bring the replica up to the commit
-        (before the next plan: the answer needs only the index, so it does not wait for that)."""
+    async def verify(self, req: PlanRequest, pending: PendingPlacements | None = None) -> Verified:
+        """Check the plan node by node against the newest state: the replica, with the
+        placements of the plan committing in the background (`pending`) added."""
         plan = req.plan
         t0 = time.perf_counter()
         await self.replica.wait_for(plan.snapshot_index)
-        t1 = time.perf_counter()
-        state = self.replica.state
-        current = state.eval(plan.eval_id)
+        state: StateSnapshot = self.replica.state
+        if pending is not None:
+            pending.base = state
+            state = pending
+        current = self.replica.state.eval(plan.eval_id)
         if current is not None and current.terminal_status():
-            await answer(PlanResponse(full=False, index=state.index, error="eval already processed"))
-            return
+            answer = PlanResponse(full=False, index=state.index, error="eval already processed")
+            return Verified(req, answer=answer, started=t0)
         result = evaluate_plan(state, plan)
         full = not result.rejected_nodes
         now = time.time_ns()
@@ -96,37 +126,66 @@ class PlanApplier:
                 for e in req.evals
             ]
             events.append(EvalsUpserted(evals=stamped))
+        placed = sum(len(v) for v in result.node_allocation.values())
+        out = Verified(req, events, result.rejected_nodes, placed, started=t0, verified=time.perf_counter())
         if not events:
-            await answer(PlanResponse(full=full, index=state.index, rejected_nodes=result.rejected_nodes))
-            return
-        t2 = time.perf_counter()
+            out.answer = PlanResponse(full=full, index=state.index, rejected_nodes=result.rejected_nodes)
+        elif pending is None and adds_only(state, result):
+            out.pending = PendingPlacements(state, result)
+        return out
+
+    async def commit(self, verified: Verified) -> list[RecordedEvent]:
+        """Append the plan's events in one transaction, fenced by the leader's epoch."""
+        meta = inject()
         try:
-            meta = inject()
             # Owned: the events are only reduced again, into this applier's own replica.
-            recorded = await asyncio.to_thread(
+            return await asyncio.to_thread(
                 self.store.append,
-                [NewEvent(e, metadata=meta) for e in events],
+                [NewEvent(e, metadata=meta) for e in verified.events],
                 fence=(LEASE, self.epoch),
                 owned=True,
             )
         except FencedError:
             self.fenced = True
             raise
-        t3 = time.perf_counter()
-        placed = sum(len(v) for v in result.node_allocation.values())
+
+    async def finish(
+        self,
+        verified: Verified,
+        recorded: list[RecordedEvent],
+        answer: Answer,
+        before_apply: Callable[[], Awaitable[None]] | None = None,
+    ) -> None:
+        """Answer a committed plan, then bring the replica up to the commit (the answer needs
+        only the index; the replica must have the plan before the next one is verified).
+        `before_apply` runs in between (the service applies a plan committed before it)."""
+        t0 = time.perf_counter()
         await answer(
             PlanResponse(
-                full=full, index=recorded[-1].position, rejected_nodes=result.rejected_nodes, placed=placed
+                full=not verified.rejected_nodes,
+                index=recorded[-1].position,
+                rejected_nodes=verified.rejected_nodes,
+                placed=verified.placed,
             )
         )
-        t4 = time.perf_counter()
+        if before_apply is not None:
+            await before_apply()
         await self.replica.apply_recorded([(r.position, r.event) for r in recorded])
         log.debug(
-            "plan for %s: waited %.0f ms for the replica, evaluated in %.0f ms, appended in %.0f ms, "
+            "plan for %s (%d placed, %d nodes refused): verified in %.0f ms, committed %.0f ms later, "
             "applied in %.0f ms",
-            plan.eval_id,
-            (t1 - t0) * 1000,
-            (t2 - t1) * 1000,
-            (t3 - t2) * 1000,
-            (time.perf_counter() - t4) * 1000,
+            verified.req.plan.eval_id,
+            verified.placed,
+            len(verified.rejected_nodes),
+            (verified.verified - verified.started) * 1000,
+            (t0 - verified.verified) * 1000,
+            (time.perf_counter() - t0) * 1000,
         )
+
+    async def apply(self, req: PlanRequest, answer: Answer) -> None:
+        """Verify, commit and answer one plan."""
+        verified = await self.verify(req)
+        if verified.answer is not None:
+            await answer(verified.answer)
+            return
+        await self.finish(verified, await self.commit(verified), answer)
