@@ -17,6 +17,7 @@ import logging
 import os
 import socket
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -61,14 +62,18 @@ class PlanQueue:
         heapq.heappush(self._heap, (time.monotonic() + size * PLAN_WEIGHT, self._seq, req, msg))
         self._ready.set()
 
-    def peek(self) -> PlanRequest | None:
-        """The plan `get` would return next."""
-        return self._heap[0][2] if self._heap else None
+    def take(self, may: Callable[[PlanRequest], bool]) -> tuple[PlanRequest, Msg] | None:
+        """The first plan in order that `may` allows, taken out of the queue."""
+        allowed = [entry for entry in self._heap if may(entry[2])]
+        if not allowed:
+            return None
+        entry = min(allowed)
+        self._heap.remove(entry)
+        heapq.heapify(self._heap)
+        return entry[2], entry[3]
 
     async def wait(self, other: asyncio.Future[Any]) -> None:
-        """Until a plan is queued or `other` is done."""
-        if self._heap:
-            return
+        """Until another plan is queued or `other` is done."""
         self._ready.clear()
         ready = asyncio.ensure_future(self._ready.wait())
         try:
@@ -166,8 +171,12 @@ async def run(settings: Settings, stop: asyncio.Event) -> None:
 
                 async def settle_first() -> None:
                     # The background plan committed meanwhile: into the replica first, from
-                    # memory (this plan's events may come after it in the log).
-                    if background is not None and background.task.done() and not background.settled:
+                    # memory, rather than read back from the log as a gap before this plan.
+                    if (
+                        background is not None
+                        and background.verified.returned.is_set()
+                        and not background.settled
+                    ):
                         await settle(background)
 
                 await applier.finish(verified, recorded, answer, settle_first)
@@ -200,16 +209,14 @@ async def run(settings: Settings, stop: asyncio.Event) -> None:
                 if background is not None and background.settled:
                     background = None
                 if background is not None:
-                    head = queue.peek()
-                    if background.task.done() or (head is not None and not background.may_overtake(head)):
-                        # A plan that may not overtake waits for the background commit.
-                        bg, background = background, None
-                        await settle(bg)
-                    elif head is None:
+                    if background.task.done():
+                        await settle(background)
+                        continue
+                    # Smaller plans of other jobs go ahead; the rest wait for the commit.
+                    item = queue.take(background.may_overtake)
+                    if item is None:
                         await queue.wait(background.task)
                     else:
-                        item = await queue.get(0)
-                        assert item is not None
                         await serve(*item, background)
                     continue
                 item = await queue.get(0.5)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import threading
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
@@ -79,6 +80,9 @@ class Verified:
     placed: int = 0
     answer: PlanResponse | None = None
     pending: PendingPlacements | None = None
+    # Set by the committing thread as soon as the append returns (before the awaiting task
+    # resumes): a plan committed after this one can tell whether this one is in the log.
+    returned: threading.Event = field(default_factory=threading.Event)
     started: float = 0.0
     verified: float = 0.0
 
@@ -137,14 +141,20 @@ class PlanApplier:
     async def commit(self, verified: Verified) -> list[RecordedEvent]:
         """Append the plan's events in one transaction, fenced by the leader's epoch."""
         meta = inject()
+
+        def append() -> list[RecordedEvent]:
+            try:
+                # Owned: the events are only reduced again, into this applier's own replica.
+                return self.store.append(
+                    [NewEvent(e, metadata=meta) for e in verified.events],
+                    fence=(LEASE, self.epoch),
+                    owned=True,
+                )
+            finally:
+                verified.returned.set()
+
         try:
-            # Owned: the events are only reduced again, into this applier's own replica.
-            return await asyncio.to_thread(
-                self.store.append,
-                [NewEvent(e, metadata=meta) for e in verified.events],
-                fence=(LEASE, self.epoch),
-                owned=True,
-            )
+            return await asyncio.to_thread(append)
         except FencedError:
             self.fenced = True
             raise
