@@ -49,7 +49,7 @@ class PlanQueue:
     wait behind a queued 1,000-alloc one, and a large plan is passed over for a bounded time."""
 
     def __init__(self) -> None:
-        self._heap: list[tuple[float, int, PlanRequest, Msg]] = []
+        self._heap: list[tuple[float, int, float, PlanRequest, Msg]] = []
         self._seq = 0
         self._ready = asyncio.Event()
 
@@ -59,18 +59,19 @@ class PlanQueue:
             len(v) for v in plan.node_update.values()
         )
         self._seq += 1
-        heapq.heappush(self._heap, (time.monotonic() + size * PLAN_WEIGHT, self._seq, req, msg))
+        now = time.monotonic()
+        heapq.heappush(self._heap, (now + size * PLAN_WEIGHT, self._seq, now, req, msg))
         self._ready.set()
 
-    def take(self, may: Callable[[PlanRequest], bool]) -> tuple[PlanRequest, Msg] | None:
+    def take(self, may: Callable[[PlanRequest], bool]) -> tuple[PlanRequest, Msg, float] | None:
         """The first plan in order that `may` allows, taken out of the queue."""
-        allowed = [entry for entry in self._heap if may(entry[2])]
+        allowed = [entry for entry in self._heap if may(entry[3])]
         if not allowed:
             return None
         entry = min(allowed)
         self._heap.remove(entry)
         heapq.heapify(self._heap)
-        return entry[2], entry[3]
+        return entry[3], entry[4], entry[2]
 
     async def wait(self, other: asyncio.Future[Any]) -> None:
         """Until another plan is queued or `other` is done."""
@@ -81,15 +82,15 @@ class PlanQueue:
         finally:
             ready.cancel()
 
-    async def get(self, timeout: float) -> tuple[PlanRequest, Msg] | None:
+    async def get(self, timeout: float) -> tuple[PlanRequest, Msg, float] | None:
         if not self._heap:
             self._ready.clear()
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._ready.wait(), timeout)
         if not self._heap:
             return None
-        _, _, req, msg = heapq.heappop(self._heap)
-        return req, msg
+        _, _, arrived, req, msg = heapq.heappop(self._heap)
+        return req, msg, arrived
 
 
 @dataclass
@@ -147,7 +148,9 @@ async def run(settings: Settings, stop: asyncio.Event) -> None:
 
     watcher = asyncio.create_task(hold_leadership(lock_conn, stop))
 
-    async def serve(req: PlanRequest, msg: Msg, background: Background | None) -> Background | None:
+    async def serve(
+        req: PlanRequest, msg: Msg, arrived: float, background: Background | None
+    ) -> Background | None:
         """Verify and commit one plan and answer it - or, for a large plan that only adds when
         nothing is in the background, start its commit there and return it."""
         answered = False
@@ -160,7 +163,7 @@ async def run(settings: Settings, stop: asyncio.Event) -> None:
         try:
             with _tracer.start_as_current_span("planner.apply", context=extract(msg.headers)):
                 pending = background.verified.pending if background is not None else None
-                verified = await applier.verify(req, pending)
+                verified = await applier.verify(req, pending, arrived)
                 if verified.answer is not None:
                     await answer(verified.answer)
                     return None

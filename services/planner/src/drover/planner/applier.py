@@ -83,6 +83,7 @@ class Verified:
     # Set by the committing thread as soon as the append returns (before the awaiting task
     # resumes): a plan committed after this one can tell whether this one is in the log.
     returned: threading.Event = field(default_factory=threading.Event)
+    queued: float = 0.0
     started: float = 0.0
     verified: float = 0.0
 
@@ -98,11 +99,14 @@ class PlanApplier:
         self.epoch = epoch
         self.fenced = False
 
-    async def verify(self, req: PlanRequest, pending: PendingPlacements | None = None) -> Verified:
+    async def verify(
+        self, req: PlanRequest, pending: PendingPlacements | None = None, arrived: float = 0.0
+    ) -> Verified:
         """Check the plan node by node against the newest state: the replica, with the
         placements of the plan committing in the background (`pending`) added."""
         plan = req.plan
-        t0 = time.perf_counter()
+        t0 = time.monotonic()
+        queued = t0 - arrived if arrived else 0.0
         await self.replica.wait_for(plan.snapshot_index)
         state: StateSnapshot = self.replica.state
         if pending is not None:
@@ -111,7 +115,7 @@ class PlanApplier:
         current = self.replica.state.eval(plan.eval_id)
         if current is not None and current.terminal_status():
             answer = PlanResponse(full=False, index=state.index, error="eval already processed")
-            return Verified(req, answer=answer, started=t0)
+            return Verified(req, answer=answer, started=t0, queued=queued)
         result = evaluate_plan(state, plan)
         full = not result.rejected_nodes
         now = time.time_ns()
@@ -131,7 +135,9 @@ class PlanApplier:
             ]
             events.append(EvalsUpserted(evals=stamped))
         placed = sum(len(v) for v in result.node_allocation.values())
-        out = Verified(req, events, result.rejected_nodes, placed, started=t0, verified=time.perf_counter())
+        out = Verified(
+            req, events, result.rejected_nodes, placed, started=t0, verified=time.monotonic(), queued=queued
+        )
         if not events:
             out.answer = PlanResponse(full=full, index=state.index, rejected_nodes=result.rejected_nodes)
         elif pending is None and adds_only(state, result):
@@ -169,7 +175,7 @@ class PlanApplier:
         """Answer a committed plan, then bring the replica up to the commit (the answer needs
         only the index; the replica must have the plan before the next one is verified).
         `before_apply` runs in between (the service applies a plan committed before it)."""
-        t0 = time.perf_counter()
+        t0 = time.monotonic()
         await answer(
             PlanResponse(
                 full=not verified.rejected_nodes,
@@ -182,14 +188,15 @@ class PlanApplier:
             await before_apply()
         await self.replica.apply_recorded([(r.position, r.event) for r in recorded])
         log.debug(
-            "plan for %s (%d placed, %d nodes refused): verified in %.0f ms, committed %.0f ms later, "
-            "applied in %.0f ms",
+            "plan for %s (%d placed, %d nodes refused): queued %.0f ms, verified in %.0f ms, committed "
+            "%.0f ms later, applied in %.0f ms",
             verified.req.plan.eval_id,
             verified.placed,
             len(verified.rejected_nodes),
+            verified.queued * 1000,
             (verified.verified - verified.started) * 1000,
             (t0 - verified.verified) * 1000,
-            (time.perf_counter() - t0) * 1000,
+            (time.monotonic() - t0) * 1000,
         )
 
     async def apply(self, req: PlanRequest, answer: Answer) -> None:
