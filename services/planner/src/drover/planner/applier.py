@@ -3,6 +3,8 @@
 Each plan is checked node by node (`evaluate_plan`); what fits is committed in one append with
 the leader's lease epoch, so a deposed leader's commit is refused by the database. A plan for an
 eval that is already finished is refused whole: that is what makes a redelivered eval harmless.
+A large plan that only adds may commit in the background while smaller plans of other jobs are
+verified against it (`PendingPlacements`) and committed (the service decides: drover.planner).
 """
 
 from __future__ import annotations
@@ -198,11 +200,3 @@ class PlanApplier:
             (t0 - verified.verified) * 1000,
             (time.monotonic() - t0) * 1000,
         )
-
-    async def apply(self, req: PlanRequest, answer: Answer) -> None:
-        """Verify, commit and answer one plan."""
-        verified = await self.verify(req)
-        if verified.answer is not None:
-            await answer(verified.answer)
-            return
-        await self.finish(verified, await self.commit(verified), answer)
