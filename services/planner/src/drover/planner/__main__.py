@@ -30,7 +30,7 @@ from drover.common.service import run_service
 from drover.common.settings import Settings
 from drover.common.store import EventStore, FencedError, RecordedEvent, libpq_url
 from drover.common.telemetry import extract, tracer
-from drover.planner.applier import LEASE, PlanApplier, Verified, plan_size
+from drover.planner.applier import BACKGROUND_FROM, LEASE, PlanApplier, Verified, plan_size
 from drover.scheduler.wire import PlanRequest, PlanResponse, decode_request, encode_response
 
 log = logging.getLogger("drover.planner")
@@ -38,9 +38,6 @@ _tracer = tracer("drover.planner")
 LEADER_LOCK_KEY = 4_646_001
 # Seconds a plan counts as arriving later per alloc it places or stops.
 PLAN_WEIGHT = 0.001
-# Plans of at least this many allocs that only add commit in the background; smaller plans of
-# other jobs may overtake them.
-BACKGROUND_FROM = 100
 
 
 class PlanQueue:
@@ -54,10 +51,7 @@ class PlanQueue:
         self._ready = asyncio.Event()
 
     def put(self, req: PlanRequest, msg: Msg) -> None:
-        plan = req.plan
-        size = sum(len(v) for v in plan.node_allocation.values()) + sum(
-            len(v) for v in plan.node_update.values()
-        )
+        size = plan_size(req)
         self._seq += 1
         now = time.monotonic()
         heapq.heappush(self._heap, (now + size * PLAN_WEIGHT, self._seq, now, req, msg))
@@ -167,7 +161,7 @@ async def run(settings: Settings, stop: asyncio.Event) -> None:
                 if verified.answer is not None:
                     await answer(verified.answer)
                     return None
-                if background is None and verified.pending is not None and plan_size(req) >= BACKGROUND_FROM:
+                if background is None and verified.pending is not None:
                     # The task inherits the span: the appended events carry the plan's trace.
                     return Background(verified, msg, asyncio.create_task(applier.commit(verified)))
                 recorded = await applier.commit(verified)

@@ -29,6 +29,9 @@ log = logging.getLogger("drover.planner")
 LEASE = "plan-applier"
 # How the service answers a plan's worker.
 Answer = Callable[[PlanResponse], Awaitable[None]]
+# Plans of at least this many allocs that only add may commit in the background; smaller plans
+# of other jobs may overtake them.
+BACKGROUND_FROM = 100
 # Allocs per PlanApplied event: keeps every relayed message well under NATS's payload limit.
 ALLOCS_PER_EVENT = 200
 
@@ -73,8 +76,8 @@ def plan_size(req: PlanRequest) -> int:
 @dataclass
 class Verified:
     """A verified plan: the events to commit, or the answer when there is nothing to commit.
-    `pending` is set for a plan that only adds (`adds_only`): plans of other jobs may be
-    verified against it and commit while it does."""
+    `pending` is set for a plan of BACKGROUND_FROM allocs or more that only adds (`adds_only`):
+    it may commit in the background, plans of other jobs verified against it meanwhile."""
 
     req: PlanRequest
     events: list[Event] = field(default_factory=list)
@@ -142,7 +145,7 @@ class PlanApplier:
         )
         if not events:
             out.answer = PlanResponse(full=full, index=state.index, rejected_nodes=result.rejected_nodes)
-        elif pending is None and adds_only(state, result):
+        elif pending is None and plan_size(req) >= BACKGROUND_FROM and adds_only(state, result):
             out.pending = PendingPlacements(state, result)
         return out
 
