@@ -23,6 +23,7 @@ from drover.common import (
     Task,
     TaskGroup,
     TaskState,
+    events,
 )
 from drover.common.canonicalize import canonicalize
 from drover.common.embedded import EmbeddedPostgres
@@ -140,7 +141,11 @@ def test_migrations_are_idempotent(database_url: str) -> None:
     migrate(database_url)
 
 
-def test_rebuild_reproduces_the_live_projections(store: EventStore) -> None:
+@pytest.mark.parametrize("columns_from", [1, 10_000], ids=["placements in columns", "as a list"])
+def test_rebuild_reproduces_the_live_projections(
+    store: EventStore, monkeypatch: pytest.MonkeyPatch, columns_from: int
+) -> None:
+    monkeypatch.setattr(events, "COLUMNS_FROM", columns_from)  # how plans are stored
     store.append([NodeRegistered(node=node(i)) for i in range(4)])
     store.append([JobRegistered(job=job(count=5))])
     for version, count in ((0, 5), (1, 2)):
@@ -188,6 +193,10 @@ def test_rebuild_reproduces_the_live_projections(store: EventStore) -> None:
         a.id: (a.desired_status, a.client_status) for a in replayed.allocs.values()
     }
     assert {row[7] for row in rows} == {"run", "stop"} and "running" in {row[8] for row in rows}
+    stored = store.read_raw(0, 1000)
+    assert any(
+        t == "PlanApplied" and ('"Placements"' in data) is (columns_from == 1) for _, t, data, _ in stored
+    )
 
 
 def test_a_placement_taken_for_new_that_exists_is_looked_up_after_all(

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any, ClassVar, Literal
 
-from pydantic import Field, TypeAdapter
+from pydantic import Field, TypeAdapter, model_validator
 
 from drover.common.alloc import (
     Allocation,
@@ -24,6 +24,7 @@ from drover.common.deployment import Deployment
 from drover.common.evaluation import Evaluation
 from drover.common.job import Job
 from drover.common.node import DrainStrategy, Node
+from drover.common.placements import COLUMNS_FROM, Placements, ReplicaPlacements, encode_placements
 
 
 class Event(NomadModel):
@@ -148,9 +149,27 @@ class PlanApplied(Event):
     deployment: Deployment | None = None
     deployment_updates: list[dict[str, str]] = Field(default_factory=list)
     at: int = 0
+    # Allocs as stored in columns (drover.common.placements): decoding moves them into
+    # `allocs`, so this is set only on the way in.
+    placements: Placements | None = Field(default=None, exclude=True)
 
     def stream(self) -> str:
         return f"plan:{self.eval_id}"
+
+    @model_validator(mode="after")
+    def _take_placements(self) -> PlanApplied:
+        if self.placements is not None:
+            self.allocs = [*self.allocs, *self.placements.allocs()]
+            self.placements = None
+        return self
+
+    def to_json(self) -> str:
+        """The stored form: a plan of COLUMNS_FROM allocs or more has them in columns."""
+        if len(self.allocs) < COLUMNS_FROM:
+            return self.model_dump_json(by_alias=True, exclude_defaults=True)
+        body = self.model_dump_json(by_alias=True, exclude_defaults=True, exclude={"allocs"})
+        placements = f'"Placements":{encode_placements(self.allocs)}'
+        return "{" + placements + ("}" if body == "{}" else "," + body[1:])
 
 
 class ReplicaPlanApplied(PlanApplied):
@@ -159,6 +178,7 @@ class ReplicaPlanApplied(PlanApplied):
     allocs: list[ReplicaAllocation] = Field(default_factory=list)  # type: ignore[assignment]
     stopped: list[ReplicaAllocation] = Field(default_factory=list)  # type: ignore[assignment]
     preempted: list[ReplicaAllocation] = Field(default_factory=list)  # type: ignore[assignment]
+    placements: ReplicaPlacements | None = Field(default=None, exclude=True)  # type: ignore[assignment]
 
 
 class AllocClientUpdate(NomadModel):
@@ -283,6 +303,10 @@ def encode_event(ev: Event) -> dict[str, Any]:
 def encode_event_json(ev: Event) -> str:
     """The event as it is stored and relayed: JSON without the members that hold their default
     (decoding restores them), which makes a placement about a third of its full size."""
-    body = ev.model_dump_json(by_alias=True, exclude_defaults=True)
+    body = (
+        ev.to_json()
+        if isinstance(ev, PlanApplied)
+        else ev.model_dump_json(by_alias=True, exclude_defaults=True)
+    )
     # `Type` is itself a default (each event's literal), so it is put back in front.
     return f'{{"Type":"{ev.type}"' + ("}" if body == "{}" else "," + body[1:])

@@ -1,13 +1,16 @@
-"""What workers and the plan applier say to each other over NATS (compressed JSON)."""
+"""What workers and the plan applier say to each other over NATS (compressed JSON). A plan's
+placements travel in columns, as the log stores them (drover.common.placements)."""
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 
-from pydantic import TypeAdapter
+from pydantic import BaseModel, TypeAdapter
 
 from drover.common.bus import pack, unpack
 from drover.common.evaluation import Evaluation
+from drover.common.placements import COLUMNS_FROM, Placements, encode_placements
 from drover.scheduler.plan import Plan
 
 
@@ -33,12 +36,31 @@ _REQ: TypeAdapter[PlanRequest] = TypeAdapter(PlanRequest)
 _RESP: TypeAdapter[PlanResponse] = TypeAdapter(PlanResponse)
 
 
+class _Columns(BaseModel):
+    """A request whose placements are in columns, the rest of the plan as it is."""
+
+    request: PlanRequest
+    placements: Placements
+
+
 def encode_request(req: PlanRequest) -> bytes:
-    return pack(_REQ.dump_json(req, by_alias=True, exclude_defaults=True))
+    placed = req.plan.placements()
+    if len(placed) < COLUMNS_FROM:
+        return pack(_REQ.dump_json(req, by_alias=True, exclude_defaults=True))
+    rest = dataclasses.replace(req, plan=dataclasses.replace(req.plan, node_allocation={}))
+    body = _REQ.dump_json(rest, by_alias=True, exclude_defaults=True).decode()
+    return pack(f'{{"request":{body},"placements":{encode_placements(placed)}}}'.encode())
 
 
 def decode_request(data: bytes) -> PlanRequest:
-    return _REQ.validate_json(unpack(data))
+    raw = unpack(data)
+    if not raw.startswith(b'{"request":'):
+        return _REQ.validate_json(raw)
+    columns = _Columns.model_validate_json(raw)
+    req = columns.request
+    for a in columns.placements.allocs():  # grouped by node again, in the order they were sent
+        req.plan.append_alloc(a)
+    return req
 
 
 def encode_response(resp: PlanResponse) -> bytes:

@@ -1,0 +1,109 @@
+"""Codec benchmark: what a 1,000-alloc plan costs to store, relay and follow, per alloc.
+
+A real plan (the scheduling core placing 1,000 allocs on 5,000 nodes, metrics and all) is
+encoded and decoded as the services do it: the plan applier encodes it for the log as
+`PlanApplied` events of ALLOCS_PER_EVENT allocs,
+six replicas decode it (replica form), a rebuild decodes it in full; workers encode the plan
+request and the applier decodes it. Each is timed with the placements in columns (what Drover
+stores) and as a plain list (the form before columns), median of --repeats runs, with the
+garbage collector's survivors frozen as the services run (drover.common.gctune).
+
+    python -m bench.codec --out bench/out/codec.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import statistics
+import time
+from collections.abc import Callable
+from typing import Any
+
+from bench.report import write
+from bench.scheduler import NOW, build_cluster, build_job
+from drover.common import Evaluation
+from drover.common.bus import pack
+from drover.common.events import PlanApplied, decode_event, encode_event_json
+from drover.planner.applier import ALLOCS_PER_EVENT
+from drover.scheduler import schedule
+from drover.scheduler.planapply import evaluate_plan, plan_applied_event
+from drover.scheduler.wire import _REQ, PlanRequest, decode_request, encode_request
+
+ALLOCS = 1000
+
+
+def _as_list(events: list[PlanApplied]) -> list[str]:
+    """The list form: every alloc whole, defaults left out."""
+    return [
+        '{"Type":"PlanApplied",' + ev.model_dump_json(by_alias=True, exclude_defaults=True)[1:]
+        for ev in events
+    ]
+
+
+def _encode(events: list[PlanApplied]) -> list[str]:
+    return [encode_event_json(ev) for ev in events]
+
+
+def _decode(stored: list[str], replica: bool) -> list[Any]:
+    return [decode_event(s, replica=replica) for s in stored]
+
+
+def _timed(fn: Callable[[], Any], repeats: int) -> float:
+    """Median microseconds per alloc of `fn`."""
+    runs = []
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        fn()
+        runs.append((time.perf_counter() - t0) / ALLOCS * 1e6)
+    return round(statistics.median(runs), 2)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--out", default="bench/out/codec.json")
+    ap.add_argument("--repeats", type=int, default=9)
+    args = ap.parse_args()
+    state = build_cluster(5000, 25)
+    job = build_job(ALLOCS, [])
+    state.upsert_job(job)
+    ev = Evaluation(id="bench-eval", job_id=job.id, type=job.type, triggered_by="job-register")
+    res = schedule(state, ev, NOW)
+    event = plan_applied_event(evaluate_plan(state, res.plan), NOW)
+    assert len(event.allocs) == ALLOCS
+    events = [
+        event.model_copy(update={"allocs": event.allocs[i : i + ALLOCS_PER_EVENT]})
+        for i in range(0, ALLOCS, ALLOCS_PER_EVENT)
+    ]
+    request = PlanRequest(plan=res.plan, evals=[res.eval])
+    columns, plain = _encode(events), _as_list(events)
+    assert all('"Placements"' in s for s in columns)
+    wire_columns = encode_request(request)
+    wire_plain = pack(_REQ.dump_json(request, by_alias=True, exclude_defaults=True))
+    assert _decode(columns, False) == _decode(plain, False) == events
+    assert decode_request(wire_columns) == decode_request(wire_plain) == request
+    gc.freeze()
+    r = args.repeats
+    forms: dict[str, dict[str, float]] = {}
+    for name, stored, wire in (("columns", columns, wire_columns), ("list", plain, wire_plain)):
+        forms[name] = {
+            "stored_bytes_per_alloc": round(sum(map(len, stored)) / ALLOCS, 1),
+            "store_encode_us": _timed(
+                (lambda: _encode(events)) if name == "columns" else (lambda: _as_list(events)), r
+            ),
+            "replica_decode_us": _timed(lambda s=stored: _decode(s, True), r),  # type: ignore[misc]
+            "full_decode_us": _timed(lambda s=stored: _decode(s, False), r),  # type: ignore[misc]
+            "plan_request_bytes_per_alloc": round(len(wire) / ALLOCS, 1),
+            "plan_request_encode_us": _timed(
+                (lambda: encode_request(request))
+                if name == "columns"
+                else (lambda: pack(_REQ.dump_json(request, by_alias=True, exclude_defaults=True))),
+                r,
+            ),
+            "plan_request_decode_us": _timed(lambda w=wire: decode_request(w), r),  # type: ignore[misc]
+        }
+    write({"benchmark": "codec", "allocs": ALLOCS, "per_alloc": forms}, args.out)
+
+
+if __name__ == "__main__":
+    main()
