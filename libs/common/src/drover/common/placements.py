@@ -4,8 +4,8 @@ The allocs of one plan are nearly all alike (same job, group, eval, resources, s
 their IDs, names and nodes differ, and their placement metrics. Stored as a list, every replica
 parses and builds every member of every alloc (half the cost of following the log, which six
 processes do). In columns, the members they share are written once (`Template`), those that
-differ as one list per member (`Columns`), and the metrics apart (`Metrics`), which replicas
-skip unparsed. A replica builds each alloc as a copy of the decoded template with its own
+differ as one list per member (`Columns`), and the metrics apart (`Metrics`, one JSON text in a
+string), which replicas skip unparsed. A replica builds each alloc as a copy of the decoded template with its own
 column values put in: about half the decode time of the list form, and half its bytes
 (`bench/codec.py` measures both forms). Plans of fewer than `COLUMNS_FROM` allocs keep the
 list form.
@@ -13,6 +13,7 @@ list form.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from typing import Any
 
@@ -45,8 +46,9 @@ def _varies(allocs: Sequence[Allocation], name: str) -> bool:
     return False
 
 
-def encode_placements(allocs: Sequence[Allocation]) -> str:
-    """`allocs` (at least one) as the JSON object stored under a PlanApplied's `Placements`."""
+def encode_placements(allocs: Sequence[Allocation], *, metrics_text: bool = True) -> str:
+    """`allocs` (at least one) as the JSON object stored under a PlanApplied's `Placements`.
+    `metrics_text`: the metrics as one JSON text in a string, for readers that skip them."""
     varying = [name for name in _FIELDS if _varies(allocs, name)]
     template = allocs[0].model_dump_json(by_alias=True, exclude_defaults=True, exclude={"metrics", *varying})
     columns = ",".join(
@@ -59,7 +61,10 @@ def encode_placements(allocs: Sequence[Allocation]) -> str:
     out = f'{{"Template":{template},"Columns":{{{columns}}}'
     metrics = [a.metrics for a in allocs]
     if any(m is not None for m in metrics):
-        out += ',"Metrics":' + _METRICS.dump_json(metrics, by_alias=True, exclude_defaults=True).decode()
+        text = _METRICS.dump_json(metrics, by_alias=True, exclude_defaults=True).decode()
+        # In a string, a replica skips them without parsing what it holds (skipping them as
+        # JSON took a third of its decode time).
+        out += ',"Metrics":' + (json.dumps(text) if metrics_text else text)
     return out + "}"
 
 
@@ -101,15 +106,16 @@ class Placements(NomadModel):
 
     template: Allocation = Field(default_factory=Allocation)
     columns: dict[str, list[Any]] = Field(default_factory=dict)
-    metrics: list[AllocMetric | None] | None = None
+    # One per alloc (or null), as JSON text or as a list (see encode_placements).
+    metrics: list[AllocMetric | None] | str | None = Field(default=None, union_mode="left_to_right")
 
     def allocs(self) -> list[Allocation]:
-        return _build(Allocation, self.template, self.columns, self.metrics)
+        metrics = _METRICS.validate_json(self.metrics) if isinstance(self.metrics, str) else self.metrics
+        return _build(Allocation, self.template, self.columns, metrics)
 
 
 class ReplicaPlacements(NomadModel):
-    """The same as a replica reads it: the metrics are not declared, so they are skipped
-    unparsed."""
+    """The same as a replica reads it: the metrics are not declared, so they are skipped."""
 
     template: ReplicaAllocation = Field(default_factory=ReplicaAllocation)
     columns: dict[str, list[Any]] = Field(default_factory=dict)

@@ -49,7 +49,9 @@ def encode_request(req: PlanRequest) -> bytes:
         return pack(_REQ.dump_json(req, by_alias=True, exclude_defaults=True))
     rest = dataclasses.replace(req, plan=dataclasses.replace(req.plan, node_allocation={}))
     body = _REQ.dump_json(rest, by_alias=True, exclude_defaults=True).decode()
-    return pack(f'{{"request":{body},"placements":{encode_placements(placed)}}}'.encode())
+    # The applier reads every alloc's metrics: they go as JSON, not as text to skip.
+    placements = encode_placements(placed, metrics_text=False)
+    return pack(f'{{"request":{body},"placements":{placements}}}'.encode())
 
 
 def decode_request(data: bytes) -> PlanRequest:
