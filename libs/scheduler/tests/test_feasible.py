@@ -476,3 +476,112 @@ def test_ready_nodes_are_remembered_until_a_node_changes() -> None:
     assert [n.id for n in ready_nodes_cached(state, job)[0]] == ["n2"]
     # another datacenter list is another entry
     assert ready_nodes_cached(state, Job(id="k", datacenters=["dc2"]))[0] == []
+
+
+def test_a_node_table_reads_the_usage_the_state_keeps_node_by_node() -> None:
+    """The table of cached ready nodes gathers usage from the state's flat array at once; it
+    must hold what the state says node by node, after placements, stops and new nodes, and
+    for nodes that never held an alloc."""
+    from drover.common import Allocation, Resources
+    from drover.scheduler.feasible import ready_nodes_table
+    from drover.scheduler.stack import NodeTable
+    from drover.scheduler.state import InMemoryState
+
+    state = InMemoryState()
+    job = Job(id="j", datacenters=["dc1"])
+
+    def alloc(i: int, node: str, **kw: object) -> Allocation:
+        return Allocation(
+            id=f"a{i}",
+            node_id=node,
+            job_id="j",
+            resources=Resources(cpu=100 * i, memory_mb=i, disk_mb=2 * i),
+            **kw,
+        )  # type: ignore[arg-type]
+
+    state.upsert_alloc(alloc(1, "n9"))  # usage on a node not registered yet
+    for i in range(4):
+        state.upsert_node(Node(id=f"n{i}", datacenter="dc1"))
+    for i, node in enumerate(["n0", "n2", "n2", "n3"], start=2):
+        state.upsert_alloc(alloc(i, node))
+    state.upsert_alloc(alloc(5, "n3", desired_status="stop"))  # frees what a5 held on n3
+
+    def tables() -> tuple[NodeTable, NodeTable]:
+        ready = ready_nodes_table(state, job)
+        assert ready.usage_slots is not None
+        return NodeTable(ready, state), NodeTable(list(ready.nodes), state)
+
+    for _ in range(2):
+        fast, slow = tables()
+        assert [n.id for n in fast.nodes] == ["n0", "n1", "n2", "n3"]
+        for got in (fast, slow):
+            assert list(got.used_cpu) == [200, 0, 700, 0]
+            assert list(got.used_mem) == [2, 0, 7, 0] and list(got.used_disk) == [4, 0, 14, 0]
+        assert [state.node_usage(n) for n in ("n0", "n1", "n2", "n3", "n9", "nx")] == [
+            (200, 2, 4),
+            (0, 0, 0),
+            (700, 7, 14),
+            (0, 0, 0),
+            (100, 1, 2),
+            (0, 0, 0),
+        ]
+        state.upsert_node(Node(id="n9", datacenter="dc1"))  # a new node: a new cached table
+        state.upsert_alloc(alloc(6, "n1"))
+        state.upsert_alloc(alloc(6, "n0"))  # moved: n1 back to nothing
+        fast, slow = tables()
+        assert list(fast.used_cpu) == list(slow.used_cpu) == [800, 0, 700, 0, 100]
+        state.delete_node("n9")
+        state.upsert_alloc(alloc(6, "n0", desired_status="stop"))
+
+
+def _kinds_of_nodes() -> list[Node]:
+    """Nodes of eight computed classes, interleaved: two kernels, two node classes, some
+    without the job's driver."""
+    nodes = []
+    for i in range(60):
+        node = Node(
+            id=f"n{i:02d}",
+            datacenter="dc1",
+            node_class=("gpu", "")[i % 2],
+            attributes={"kernel.name": ("linux", "windows", "linux")[i % 3], "unique.hostname": f"h{i}"},
+            drivers={"mock": DriverInfo()} if i % 5 else {"raw_exec": DriverInfo()},
+        )
+        nodes.append(node.model_copy(update={"computed_class": compute_class(node)}))
+    return nodes
+
+
+ROWS_CASES: dict[str, tuple[list[Constraint], list[Constraint]]] = {
+    "no constraints": ([], []),
+    "job constraint": ([Constraint(ltarget="${attr.kernel.name}", rtarget="linux", operand="=")], []),
+    "group constraint on the class": ([], [Constraint(ltarget="${node.class}", rtarget="gpu", operand="=")]),
+    "both": (
+        [Constraint(ltarget="${attr.kernel.name}", rtarget="windows", operand="!=")],
+        [Constraint(ltarget="${node.class}", rtarget="gpu", operand="!=")],
+    ),
+    "escaped": ([Constraint(ltarget="${attr.unique.hostname}", rtarget="h1[0-9]", operand="regexp")], []),
+}
+
+
+@pytest.mark.parametrize("job_cs,tg_cs", ROWS_CASES.values(), ids=ROWS_CASES.keys())
+def test_checking_class_by_class_gives_what_checking_node_by_node_does(
+    job_cs: list[Constraint], tg_cs: list[Constraint]
+) -> None:
+    from drover.scheduler.feasible import ready_nodes_table
+    from drover.scheduler.state import InMemoryState
+
+    state = InMemoryState()
+    for node in _kinds_of_nodes():
+        state.upsert_node(node)
+    tg = TaskGroup(name="g", constraints=tg_cs, tasks=[Task(name="t", driver="mock")])
+    job = Job(id="j", datacenters=["dc1"], constraints=job_cs, task_groups=[tg])
+    ready = ready_nodes_table(state, job)
+    assert len(ready.class_rows) == 8 and sum(map(len, ready.class_rows.values())) == 60
+    by_node = FeasibilityChecker(job).check(tg, ready.nodes)
+    by_class = FeasibilityChecker(job).check_rows(tg, ready.nodes, ready.class_rows)
+    assert by_class.mask is not None
+    assert [n.id for n, ok in zip(ready.nodes, by_class.mask, strict=True) if ok] == [
+        n.id for n in by_node.nodes
+    ]
+    by_class.mask = None
+    assert by_class == by_node
+    assert 0 < len(by_node.nodes) < 60 or not (job_cs or tg_cs)

@@ -7,6 +7,7 @@ event stream and hand it (or a copy) to the scheduler.
 
 from __future__ import annotations
 
+from array import array
 from collections.abc import Iterable
 from typing import Protocol
 
@@ -73,7 +74,11 @@ class InMemoryState:
         self.deployments: dict[str, Deployment] = {}
         self._by_job: dict[JobKey, dict[str, Allocation]] = {}
         self._by_node: dict[str, dict[str, Allocation]] = {}
-        self._usage: dict[str, list[int]] = {}
+        # Usage of non-terminal allocs per node: cpu, memory, disk at 3 * slot. A flat array
+        # rather than a dict of lists, so a scheduler can take every node's usage at once
+        # (usage_slots, usage_buffer) instead of asking node by node.
+        self._slot: dict[str, int] = {}
+        self._used = array("q")
         self._latest_deployment: dict[JobKey, str] = {}
         # Bumped on every node change; `derived` holds what readers compute from the node set
         # alone (the scheduler's ready-node tables), valid while the version stands.
@@ -110,8 +115,26 @@ class InMemoryState:
         return self.evals.get(eval_id)
 
     def node_usage(self, node_id: str) -> tuple[int, int, int]:
-        u = self._usage.get(node_id)
-        return (u[0], u[1], u[2]) if u else (0, 0, 0)
+        slot = self._slot.get(node_id)
+        if slot is None:
+            return (0, 0, 0)
+        i, used = 3 * slot, self._used
+        return (used[i], used[i + 1], used[i + 2])
+
+    def usage_slots(self, node_ids: Iterable[str]) -> list[int]:
+        """Where each node's usage is in `usage_buffer` (3 * slot: cpu, memory, disk)."""
+        return [self._slot_of(n) for n in node_ids]
+
+    def usage_buffer(self) -> array[int]:
+        """Every node's usage, by slot; read it at once, before the state changes again."""
+        return self._used
+
+    def _slot_of(self, node_id: str) -> int:
+        slot = self._slot.get(node_id)
+        if slot is None:
+            slot = self._slot[node_id] = len(self._used) // 3
+            self._used.extend((0, 0, 0))
+        return slot
 
     def latest_deployment(self, namespace: str, job_id: str) -> Deployment | None:
         dep_id = self._latest_deployment.get((namespace, job_id))
@@ -209,7 +232,9 @@ class InMemoryState:
         self._by_node.get(old.node_id, {}).pop(alloc_id, None)
 
     def _add_usage(self, node_id: str, u: tuple[int, int, int], sign: int) -> None:
-        cur = self._usage.setdefault(node_id, [0, 0, 0])
-        cur[0] += sign * u[0]
-        cur[1] += sign * u[1]
-        cur[2] += sign * u[2]
+        slot = self._slot.get(node_id)
+        i = 3 * (slot if slot is not None else self._slot_of(node_id))
+        used = self._used
+        used[i] += sign * u[0]
+        used[i + 1] += sign * u[1]
+        used[i + 2] += sign * u[2]

@@ -30,7 +30,7 @@ from drover.common.evaluation import (
     TRIGGER_QUEUED_ALLOCS,
 )
 from drover.common.node import NODE_STATUS_DISCONNECTED, NODE_STATUS_DOWN
-from drover.scheduler.feasible import FeasibilityChecker, node_in_job_pool, ready_nodes_cached
+from drover.scheduler.feasible import FeasibilityChecker, node_in_job_pool, ready_nodes_table
 from drover.scheduler.plan import Plan, SchedulerResult
 from drover.scheduler.reconcile import ALLOC_IN_PLACE, PlaceRequest, Reconciler, new_uuid_fn
 from drover.scheduler.reschedule import new_reschedule_tracker
@@ -135,10 +135,10 @@ class GenericScheduler:
     def _ensure_table(self) -> NodeTable:
         if self._table is None:
             assert self.job is not None
-            ready, by_dc, in_pool, caps = ready_nodes_cached(self.state, self.job)
-            self.nodes_available, self.nodes_in_pool = by_dc, in_pool
-            self._table = NodeTable(ready, self.state, caps)
-            self._order = self.rng.permutation(len(ready)).astype(np.int64)
+            ready = ready_nodes_table(self.state, self.job)
+            self.nodes_available, self.nodes_in_pool = dict(ready.available), ready.in_pool
+            self._table = NodeTable(ready, self.state)
+            self._order = self.rng.permutation(len(ready.nodes)).astype(np.int64)
             self._checker = FeasibilityChecker(self.job)
             for allocs in self.plan.node_update.values():
                 for a in allocs:

@@ -21,7 +21,7 @@ import numpy as np
 from drover.common import Allocation, AllocMetric, Job, Node, NodeScoreMeta, Spread, TaskGroup
 from drover.common.job import CONSTRAINT_DISTINCT_HOSTS
 from drover.scheduler.constraints import is_escaped, matches, resolve_target
-from drover.scheduler.feasible import FeasibilityChecker, distinct_constraints
+from drover.scheduler.feasible import FeasibilityChecker, ReadyNodes, distinct_constraints
 from drover.scheduler.rank import (
     MAX_SKIP,
     BoolArray,
@@ -35,7 +35,7 @@ from drover.scheduler.rank import (
     limit_window_array,
 )
 from drover.scheduler.spread import SpreadState, build_spread
-from drover.scheduler.state import StateSnapshot
+from drover.scheduler.state import InMemoryState, StateSnapshot
 
 # At most this many changed rows are refreshed one by one (GroupStack._refresh_row); more go
 # through the vector path.
@@ -50,12 +50,27 @@ SPREAD_MIN_LIMIT = 100
 class NodeTable:
     """The candidate nodes of one eval, with capacity and proposed usage as arrays."""
 
-    def __init__(self, nodes: Sequence[Node], state: StateSnapshot, caps: FloatArray | None = None) -> None:
-        self.nodes = list(nodes)
-        self.row = {n.id: i for i, n in enumerate(self.nodes)}
+    def __init__(
+        self, nodes: Sequence[Node] | ReadyNodes, state: StateSnapshot, caps: FloatArray | None = None
+    ) -> None:
+        slots = None
+        # Rows of each computed class, when known: feasibility is then decided class by class.
+        self.class_rows: dict[str, IntArray] | None = None
+        if isinstance(nodes, ReadyNodes):
+            # Rows, capacities and classes are the cached ones (read only); usage is gathered
+            # from the state's flat array in one step instead of node by node.
+            self.nodes, self.row, caps, slots = list(nodes.nodes), nodes.row, nodes.caps, nodes.usage_slots
+            self.class_rows = nodes.class_rows
+        else:
+            self.nodes = list(nodes)
+            self.row = {n.id: i for i, n in enumerate(self.nodes)}
         if caps is None:
             caps = np.array([n.capacity() for n in self.nodes], dtype=np.float64).reshape(-1, 3)
-        used = np.array([state.node_usage(n.id) for n in self.nodes], dtype=np.float64).reshape(-1, 3)
+        if slots is not None and isinstance(state, InMemoryState):
+            by_slot = np.frombuffer(state.usage_buffer(), dtype=np.int64).reshape(-1, 3)
+            used = by_slot[slots].astype(np.float64)
+        else:
+            used = np.array([state.node_usage(n.id) for n in self.nodes], dtype=np.float64).reshape(-1, 3)
         self.cap_cpu, self.cap_mem, self.cap_disk = caps[:, 0].copy(), caps[:, 1].copy(), caps[:, 2].copy()
         self.used_cpu, self.used_mem, self.used_disk = used[:, 0].copy(), used[:, 1].copy(), used[:, 2].copy()
         # 1/capacity, 0 where a node has none: binpack multiplies instead of dividing and
@@ -130,10 +145,15 @@ class GroupStack:
         self.batch = batch
         self.full_scan = full_scan
         n = len(table)
-        feas = checker.check(tg, table.nodes)
+        if table.class_rows is not None:
+            feas = checker.check_rows(tg, table.nodes, table.class_rows)
+            assert feas.mask is not None
+            self.feasible: BoolArray = feas.mask
+        else:
+            feas = checker.check(tg, table.nodes)
+            feasible_ids = {nd.id for nd in feas.nodes}
+            self.feasible = np.array([nd.id in feasible_ids for nd in table.nodes], dtype=bool)
         self.feasible_set = feas
-        feasible_ids = {nd.id for nd in feas.nodes}
-        self.feasible: BoolArray = np.array([nd.id in feasible_ids for nd in table.nodes], dtype=bool)
         ask = tg.combined_resources()
         self.ask_cpu, self.ask_mem, self.ask_disk = float(ask.cpu), float(ask.memory_mb), float(ask.disk_mb)
 

@@ -23,7 +23,7 @@ from drover.common.evaluation import (
     TRIGGER_PREEMPTION,
     TRIGGER_ROLLING_UPDATE,
 )
-from drover.scheduler.feasible import FeasibilityChecker, ready_nodes_cached
+from drover.scheduler.feasible import FeasibilityChecker, ready_nodes_table
 from drover.scheduler.generic import eval_seed, finish_failed
 from drover.scheduler.names import alloc_name
 from drover.scheduler.plan import DesiredUpdates, Plan, SchedulerResult
@@ -88,9 +88,10 @@ class SystemScheduler:
                 self._stop(a, ALLOC_NOT_NEEDED)
             return self._finish()
 
-        ready, by_dc, in_pool, caps = ready_nodes_cached(self.state, job)
+        nodes = ready_nodes_table(self.state, job)
+        ready, by_dc, in_pool = list(nodes.nodes), dict(nodes.available), nodes.in_pool
         ready_ids = {n.id for n in ready}
-        table = NodeTable(ready, self.state, caps)
+        table = NodeTable(nodes, self.state)
         checker = FeasibilityChecker(job)
         by_node_tg: dict[tuple[str, str], Allocation] = {}
         done_sysbatch: set[tuple[str, str]] = set()
