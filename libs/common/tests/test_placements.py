@@ -122,13 +122,14 @@ def test_columns_are_smaller_and_hold_only_what_differs() -> None:
     assert len(encode_event_json(ev)) < len(as_list) * 0.7
 
 
+@pytest.mark.parametrize("plan", ["canaries and reschedules", "two groups"])
 @pytest.mark.parametrize("replica", [False, True], ids=["full", "replica"])
-def test_columns_and_list_reduce_to_the_same_state(replica: bool) -> None:
+def test_columns_and_list_reduce_to_the_same_state(replica: bool, plan: str) -> None:
     """Both stored forms of one plan (logs written before columns hold the list form) give the
     same state, placing and then updating allocs."""
-    placed = PLANS["canaries and reschedules"]
+    placed = PLANS[plan]
     update = [a.model_copy(update={"client_status": "running", "metrics": None}) for a in placed]
-    states = []
+    states, usage = [], []
     for columns in (True, False):
         state = InMemoryState(drop_metrics=replica)
         for pos, allocs in enumerate((placed, update), start=1):
@@ -141,7 +142,14 @@ def test_columns_and_list_reduce_to_the_same_state(replica: bool) -> None:
             assert ("Placements" in stored) is columns
             apply(state, pos, decode_event(stored, replica=replica))
         states.append({k: a.model_dump() for k, a in state.allocs.items()})
+        usage.append({f"n{i}": state.node_usage(f"n{i}") for i in range(7)})
     assert states[0] == states[1]
+    assert usage[0] == usage[1] and sum(u[0] for u in usage[0].values()) == sum(
+        a.resources.cpu for a in placed
+    )
+    assert {k: a["resources"] for k, a in states[0].items()} == {
+        a.id: a.resources.model_dump() for a in placed
+    }
     assert len(states[0]) == len(placed)
     assert all(a["modify_index"] == 2 and a["create_index"] == 1 for a in states[0].values())
 

@@ -65,6 +65,8 @@ class InMemoryState:
         # reducer then keeps an event's allocs themselves instead of copies.
         self.owns_events = owns_events
         self._interned: dict[tuple[object, ...], object] = {}
+        self._last_resources: tuple[object, object] = (None, None)
+        self._last_transition: tuple[object, object] = (None, None)
         self._index = 0
         self.nodes: dict[str, Node] = {}
         self.jobs: dict[JobKey, Job] = {}
@@ -205,14 +207,25 @@ class InMemoryState:
         for all code reading a replica), so sharing is safe; it more than halves a replica's
         memory (bench/memory.py)."""
         fields = alloc.__dict__
+        # The allocs of one plan come in sharing one resources and one transition object (see
+        # drover.common.placements): the last one seen is looked up once, not per alloc. The
+        # pair holds the object it was seen as, so that one cannot be freed and its id reused.
         r = fields["resources"]
-        fields["resources"] = self._interned.setdefault(
-            ("resources", r.cpu, r.cores, r.memory_mb, r.memory_max_mb, r.disk_mb), r
-        )
+        seen, shared = self._last_resources
+        if r is not seen:
+            shared = self._interned.setdefault(
+                ("resources", r.cpu, r.cores, r.memory_mb, r.memory_max_mb, r.disk_mb), r
+            )
+            self._last_resources = (r, shared)
+        fields["resources"] = shared
         t = fields["desired_transition"]
-        fields["desired_transition"] = self._interned.setdefault(
-            ("transition", t.migrate, t.reschedule, t.force_reschedule, t.no_shutdown_delay), t
-        )
+        seen, shared = self._last_transition
+        if t is not seen:
+            shared = self._interned.setdefault(
+                ("transition", t.migrate, t.reschedule, t.force_reschedule, t.no_shutdown_delay), t
+            )
+            self._last_transition = (t, shared)
+        fields["desired_transition"] = shared
         object.__setattr__(alloc, "__pydantic_fields_set__", _NO_FIELDS_SET)
         for name, empty in _SHARED_EMPTY.items():
             if not fields[name]:
