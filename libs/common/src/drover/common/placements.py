@@ -17,7 +17,7 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
-from pydantic import Field, TypeAdapter
+from pydantic import BaseModel, Field, TypeAdapter
 
 from drover.common.alloc import Allocation, AllocMetric, ReplicaAllocation
 from drover.common.base import NomadModel
@@ -39,6 +39,15 @@ _METRICS: TypeAdapter[list[AllocMetric | None]] = TypeAdapter(list[AllocMetric |
 
 def _varies(allocs: Sequence[Allocation], name: str) -> bool:
     first = allocs[0].__dict__[name]
+    if isinstance(first, BaseModel):
+        # Equal models are compared by their members: pydantic's __eq__ costs several times
+        # as much, and most allocs hold a model of their own for an empty transition.
+        kind, members = type(first), first.__dict__
+        for a in allocs:
+            v = a.__dict__[name]
+            if v is not first and (type(v) is not kind or v.__dict__ != members):
+                return True
+        return False
     for a in allocs:
         v = a.__dict__[name]
         if v is not first and v != first:
