@@ -82,6 +82,9 @@ class Worker:
         current = self.replica.state.eval(ev.id)
         if current is None or current.terminal_status():
             return  # a redelivery of an eval already done with
+        if deliveries > 1:
+            # Redelivered: a worker died or nacked it, or it was not acked within the ack wait.
+            log.info("eval %s of %s delivered again (delivery %d)", ev.id, ev.job_id, deliveries)
         now = time.time_ns()
         if deliveries > DELIVERY_LIMIT:
             await self.submit(
@@ -115,6 +118,13 @@ class Worker:
                 return
             attempts = 0 if resp.placed else attempts + 1
             if attempts >= limit:
+                log.warning(
+                    "eval %s of %s: %d plans in a row placed nothing; failed, blocked until capacity "
+                    "frees up or for a minute",
+                    current.id,
+                    current.job_id,
+                    attempts,
+                )
                 fail = max_attempts_failure(current, attempts, time.time_ns(), self.rng)
                 await self.submit(Plan(eval_id=current.id, priority=current.priority, job=None), fail)
                 return
