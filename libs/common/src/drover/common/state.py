@@ -226,6 +226,13 @@ class InMemoryState:
             )
             self._last_transition = (t, shared)
         fields["desired_transition"] = shared
+        # The node's ID and name: its own strings, not a copy per alloc (a decoder may make one
+        # per alloc: 120 MB at 1,000,000 allocs).
+        node = self.nodes.get(fields["node_id"])
+        if node is not None:
+            fields["node_id"] = node.id
+            if fields["node_name"] == node.name:
+                fields["node_name"] = node.name
         object.__setattr__(alloc, "__pydantic_fields_set__", _NO_FIELDS_SET)
         for name, empty in _SHARED_EMPTY.items():
             if not fields[name]:
