@@ -4,11 +4,11 @@ The allocs of one plan are nearly all alike (same job, group, eval, resources, s
 their IDs, names and nodes differ, and their placement metrics. Stored as a list, every replica
 parses and builds every member of every alloc (half the cost of following the log, which six
 processes do). In columns, the members they share are written once (`Template`), those that
-differ as one list per member (`Columns`), and the metrics apart (`Metrics`, one JSON text in a
-string), which replicas skip unparsed. A replica builds each alloc as a copy of the decoded template with its own
-column values put in: about half the decode time of the list form, and half its bytes
-(`bench/codec.py` measures both forms). Plans of fewer than `COLUMNS_FROM` allocs keep the
-list form.
+differ as one list per member (`Columns`), and the metrics apart (`Metrics`, one JSON text in
+a string), which replicas skip unparsed. A replica builds each alloc as a copy of the decoded
+template with its own column values put in: under half the decode time of the list form, and
+about half its bytes (`bench/codec.py` measures both forms). Plans of fewer than
+`COLUMNS_FROM` allocs keep the list form.
 """
 
 from __future__ import annotations
