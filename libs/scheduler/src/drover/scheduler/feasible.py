@@ -299,15 +299,7 @@ class FeasibilityChecker:
             if node.node_class:
                 by_class[node.node_class] = by_class.get(node.node_class, 0) + 1
 
-        return FeasibleSet(
-            nodes=feasible,
-            nodes_evaluated=len(nodes),
-            nodes_filtered=len(nodes) - len(feasible),
-            class_filtered=by_class,
-            constraint_filtered=by_reason,
-            class_eligibility=self._eligibility({tg.name}, seen.union(by_cls)),
-            escaped=escaped,
-        )
+        return self._outcome(tg, nodes, feasible, by_class, by_reason, seen.union(by_cls), escaped)
 
     def check_rows(
         self, tg: TaskGroup, nodes: Sequence[Node], class_rows: dict[str, IntArray]
@@ -334,15 +326,28 @@ class FeasibilityChecker:
             if node.node_class:  # part of the computed class: the same for all its nodes
                 by_class[node.node_class] = by_class.get(node.node_class, 0) + len(rows)
         feasible = [nodes[i] for i in np.flatnonzero(mask).tolist()]
+        outcome = self._outcome(tg, nodes, feasible, by_class, by_reason, set(class_rows), False)
+        outcome.mask = mask
+        return outcome
+
+    def _outcome(
+        self,
+        tg: TaskGroup,
+        nodes: Sequence[Node],
+        feasible: list[Node],
+        by_class: dict[str, int],
+        by_reason: dict[str, int],
+        classes: set[str],
+        escaped: bool,
+    ) -> FeasibleSet:
         return FeasibleSet(
             nodes=feasible,
             nodes_evaluated=len(nodes),
             nodes_filtered=len(nodes) - len(feasible),
             class_filtered=by_class,
             constraint_filtered=by_reason,
-            class_eligibility=self._eligibility({tg.name}, set(class_rows)),
-            escaped=False,
-            mask=mask,
+            class_eligibility=self._eligibility({tg.name}, classes),
+            escaped=escaped,
         )
 
     def class_eligibility(self) -> dict[str, bool]:
