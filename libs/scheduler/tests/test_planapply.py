@@ -17,12 +17,14 @@ from drover.common import (
     AllocMetric,
     Deployment,
     DeploymentState,
+    Job,
     Node,
     NodeCpuResources,
     NodeDiskResources,
     NodeMemoryResources,
     NodeResources,
     Resources,
+    TaskGroup,
     TaskState,
 )
 from drover.common.alloc import (
@@ -564,3 +566,28 @@ def test_a_plan_older_than_a_commit_of_the_same_job_is_refused_whole() -> None:
     result = evaluate_plan(state, second)
     assert result.node_allocation == {} and result.rejected_nodes and result.refresh_index == 11
     assert sorted(a.name for a in state.allocs.values()) == ["web.g[0]", "web.g[1]", "web.g[2]"]
+
+
+def test_a_plan_computed_before_another_plan_of_its_job_committed_is_refused_whole() -> None:
+    """Its reconciliation may repeat what the committed plan did, so no node of it commits;
+    the result says why (the applier logs it), and a plan computed after the commit goes in."""
+    state = InMemoryState()
+    for n in ("n1", "n2"):
+        state.upsert_node(mk_node(n, status="ready"))
+    state.bump(2)
+    job = Job(id="web", task_groups=[TaskGroup(name="g", count=2)])
+
+    def plan(alloc_id: str, node: str, snapshot: int) -> Plan:
+        p = Plan(eval_id=f"e-{alloc_id}", priority=50, job=job, snapshot_index=snapshot)
+        p.append_alloc(mk_alloc(alloc_id, node))
+        return p
+
+    first, second = plan("a1", "n1", 2), plan("a2", "n2", 2)  # both from index 2
+    committed = evaluate_plan(state, first)
+    assert not committed.stale and not committed.rejected_nodes
+    apply_plan_result(state, committed, 3, NOW)
+    late = evaluate_plan(state, second)
+    assert late.stale and late.rejected_nodes == ["n2"] and not late.node_allocation
+    assert late.refresh_index == state.index
+    fresh = evaluate_plan(state, plan("a3", "n2", state.index))
+    assert not fresh.stale and "n2" in fresh.node_allocation

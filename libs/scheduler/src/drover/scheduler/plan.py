@@ -97,6 +97,8 @@ class PlanResult:
     rejected_nodes: list[str] = field(default_factory=list)
     refresh_index: int = 0
     alloc_index: int = 0
+    # Refused whole: another plan of the job committed after this plan's snapshot.
+    stale: bool = False
 
     def full_commit(self, plan: Plan) -> tuple[bool, int, int]:
         """(all committed?, placements expected, placements committed)."""

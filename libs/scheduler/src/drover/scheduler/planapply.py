@@ -96,6 +96,7 @@ def evaluate_plan(state: StateSnapshot, plan: Plan) -> PlanResult:
         # refreshes and schedules again.
         result.rejected_nodes = sorted(nodes)
         result.refresh_index = state.index
+        result.stale = True
         result.deployment, result.deployment_updates = None, []
         return result
     for node_id in sorted(nodes):

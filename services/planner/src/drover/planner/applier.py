@@ -122,6 +122,16 @@ class PlanApplier:
             answer = PlanResponse(full=False, index=state.index, error="eval already processed")
             return Verified(req, answer=answer, started=t0, queued=queued)
         result = evaluate_plan(state, plan)
+        if result.stale:
+            # Rare, and a worker whose plans keep being refused fails its eval for a minute.
+            log.info(
+                "plan for eval %s of %s refused whole: a plan of the job committed after its "
+                "snapshot %d (now at %d)",
+                plan.eval_id,
+                plan.job.id if plan.job is not None else "",
+                plan.snapshot_index,
+                state.index,
+            )
         full = not result.rejected_nodes
         now = time.time_ns()
         events: list[Event] = []
