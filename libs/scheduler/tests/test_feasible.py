@@ -456,26 +456,27 @@ def test_ten_thousand_nodes_in_twenty_classes_cost_twenty_checks() -> None:
 
 
 def test_ready_nodes_are_remembered_until_a_node_changes() -> None:
-    from drover.scheduler.feasible import ready_nodes_cached
+    from drover.scheduler.feasible import ready_nodes_table
     from drover.scheduler.state import InMemoryState
 
     state = InMemoryState()
     for i in range(3):
         state.upsert_node(Node(id=f"n{i}", datacenter="dc1"))
     job = Job(id="j", datacenters=["dc1"])
-    ready, available, in_pool, caps = ready_nodes_cached(state, job)
-    assert [n.id for n in ready] == ["n0", "n1", "n2"] and available == {"dc1": 3} and in_pool == 3
-    assert caps.shape == (3, 3)
+    ready = ready_nodes_table(state, job)
+    assert [n.id for n in ready.nodes] == ["n0", "n1", "n2"] and ready.available == {"dc1": 3}
+    assert ready.in_pool == 3 and ready.caps.shape == (3, 3)
+    assert ready.row == {"n0": 0, "n1": 1, "n2": 2}
     assert state.derived  # remembered
-    ready.clear()  # callers get their own copies
-    assert len(ready_nodes_cached(state, job)[0]) == 3
+    assert ready_nodes_table(state, job) is ready
     state.upsert_node(Node(id="n1", datacenter="dc1", status=NODE_STATUS_DOWN))
-    ready, available, _, caps = ready_nodes_cached(state, job)
-    assert [n.id for n in ready] == ["n0", "n2"] and available == {"dc1": 2} and caps.shape == (2, 3)
+    ready = ready_nodes_table(state, job)
+    assert [n.id for n in ready.nodes] == ["n0", "n2"] and ready.available == {"dc1": 2}
+    assert ready.caps.shape == (2, 3) and ready.row == {"n0": 0, "n2": 1}
     state.delete_node("n0")
-    assert [n.id for n in ready_nodes_cached(state, job)[0]] == ["n2"]
+    assert [n.id for n in ready_nodes_table(state, job).nodes] == ["n2"]
     # another datacenter list is another entry
-    assert ready_nodes_cached(state, Job(id="k", datacenters=["dc2"]))[0] == []
+    assert ready_nodes_table(state, Job(id="k", datacenters=["dc2"])).nodes == []
 
 
 def test_a_node_table_reads_the_usage_the_state_keeps_node_by_node() -> None:

@@ -31,7 +31,6 @@ __all__ = [
     "ReadyNodes",
     "distinct_constraints",
     "node_in_job_pool",
-    "ready_nodes_cached",
     "ready_nodes_in_pool",
     "ready_nodes_table",
     "task_group_constraints",
@@ -112,12 +111,6 @@ def ready_nodes_table(state: StateSnapshot, job: Job) -> ReadyNodes:
     if derived is not None:
         derived[key] = out
     return out
-
-
-def ready_nodes_cached(state: StateSnapshot, job: Job) -> tuple[list[Node], dict[str, int], int, FloatArray]:
-    """`ready_nodes_table`'s nodes, counts and capacities (copies of the lists)."""
-    r = ready_nodes_table(state, job)
-    return list(r.nodes), dict(r.available), r.in_pool, r.caps
 
 
 def ready_nodes_in_pool(nodes: Iterable[Node], job: Job) -> tuple[list[Node], dict[str, int], int]:
