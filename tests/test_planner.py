@@ -6,7 +6,9 @@ over-committed at any index."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
+from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 import pytest
@@ -16,12 +18,14 @@ from drover.common.bus import PLAN_SUBJECT, connect
 from drover.common.canonicalize import canonicalize
 from drover.common.events import EvalsUpserted, JobRegistered, NodeRegistered, PlanApplied
 from drover.common.relay import Relay
+from drover.common.replica import Replica
 from drover.common.settings import Settings
 from drover.common.store import EventStore, libpq_url
 from drover.planner import __main__ as planner
 from drover.scheduler import schedule
 from drover.scheduler.plan import Plan
 from drover.scheduler.wire import PlanRequest, decode_response, encode_request
+from drover.worker.__main__ import Worker
 
 from .invariants import check_log
 from .test_eventstore import node
@@ -48,36 +52,9 @@ def job(job_id: str, count: int) -> Job:
     return canonicalize(j)
 
 
-async def test_a_small_plan_overtakes_a_large_commit_and_no_node_is_over_committed(
-    store: EventStore,
-    database_url: str,
-    nats_url: str,
-    js_fresh: Any,
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    # Nodes of five 800-MHz slots. The large plan (100 allocs) is computed first; a spare node
-    # joins; the small plan puts five allocs on a node the large plan uses (they cannot fit
-    # both) and five on the spare (they fit).
-    store.append([NodeRegistered(node=node(i)) for i in range(25)])
-    big, small = job("big", 100), job("small", 10)
-    evals = [
-        Evaluation(id=f"e-{j.id}", job_id=j.id, type="service", triggered_by="job-register")
-        for j in (big, small)
-    ]
-    store.append([JobRegistered(job=big), JobRegistered(job=small), EvalsUpserted(evals=evals)])
-    big_res = schedule(store.replay(), evals[0], NOW)
-    store.append([NodeRegistered(node=node(99))])
-    small_res = schedule(store.replay(), evals[1], NOW)
-    taken = next(iter(big_res.plan.node_allocation))
-    allocs = [a for v in small_res.plan.node_allocation.values() for a in v]
-    small_res.plan.node_allocation = {
-        n: [a.model_copy(update={"node_id": n, "node_name": n}) for a in part]
-        for n, part in ((taken, allocs[:5]), ("n99", allocs[5:]))
-    }
-    results = [big_res, small_res]
-
-    # Hold the large commit back (in its thread, before it appends) so that it is surely still
-    # in flight when the small plan arrives.
+def hold_back_large_appends(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Hold each append of 100 allocs or more back BIG_COMMIT_DELAY (in its thread, before it
+    appends), so that a large commit is surely still in flight when the next plan arrives."""
     append = EventStore.append
 
     def slow_append(self: EventStore, events: Any, **kw: Any) -> Any:
@@ -86,8 +63,16 @@ async def test_a_small_plan_overtakes_a_large_commit_and_no_node_is_over_committ
         return append(self, events, **kw)
 
     monkeypatch.setattr(EventStore, "append", slow_append)
+
+
+@contextlib.asynccontextmanager
+async def plan_applier(
+    store: EventStore, database_url: str, nats_url: str, js: Any
+) -> AsyncIterator[tuple[Any, Callable[[Any], Any]]]:
+    """The planner service and the relay, until the block ends; yields the NATS connection and
+    a function that submits a scheduling result's plan as a worker does (a pending answer)."""
     stop = asyncio.Event()
-    relay = asyncio.create_task(Relay(store, js_fresh, libpq_url(database_url)).run(stop))
+    relay = asyncio.create_task(Relay(store, js, libpq_url(database_url)).run(stop))
     service = asyncio.create_task(planner.run(Settings(database_url=database_url, nats_url=nats_url), stop))
     nc = await connect(nats_url, "test")
     try:
@@ -102,27 +87,119 @@ async def test_a_small_plan_overtakes_a_large_commit_and_no_node_is_over_committ
                 assert time.monotonic() < deadline, "no plan applier answered"
                 await asyncio.sleep(0.1)
 
-        def request(i: int) -> Any:
-            r = results[i]
-            payload = encode_request(PlanRequest(plan=r.plan, evals=[r.eval]))
+        def request(res: Any) -> Any:
+            payload = encode_request(PlanRequest(plan=res.plan, evals=[res.eval]))
             return asyncio.create_task(nc.request(PLAN_SUBJECT, payload, timeout=20))
 
-        big_answer = request(0)
-        await asyncio.sleep(0.3)  # the large plan is verified and committing
-        small_answer = await request(1)
-        assert not big_answer.done(), "the small plan was answered only after the large commit"
-        small_resp = decode_response(small_answer.data)
-        big_resp = decode_response((await big_answer).data)
+        yield nc, request
     finally:
         stop.set()
         await asyncio.gather(service, relay)
         await nc.close()
 
-    assert not small_resp.error and not big_resp.error
+
+async def test_a_small_plan_overtakes_a_large_commit_and_no_node_is_over_committed(
+    store: EventStore,
+    database_url: str,
+    nats_url: str,
+    js_fresh: Any,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Nodes of five 800-MHz slots. The large plan (100 allocs) is computed first; two spare
+    # nodes join. The small plan puts five allocs on a node the large plan uses (they cannot
+    # fit both) and five on a spare (they fit); the free plan puts five on the other spare.
+    store.append([NodeRegistered(node=node(i)) for i in range(25)])
+    big, small, free = job("big", 100), job("small", 10), job("free", 5)
+    evals = [
+        Evaluation(id=f"e-{j.id}", job_id=j.id, type="service", triggered_by="job-register")
+        for j in (big, small, free)
+    ]
+    store.append([*(JobRegistered(job=j) for j in (big, small, free)), EvalsUpserted(evals=evals)])
+    big_res = schedule(store.replay(), evals[0], NOW)
+    store.append([NodeRegistered(node=node(98)), NodeRegistered(node=node(99))])
+    small_res = schedule(store.replay(), evals[1], NOW)
+    free_res = schedule(store.replay(), evals[2], NOW)
+    taken = next(iter(big_res.plan.node_allocation))
+    allocs = [a for v in small_res.plan.node_allocation.values() for a in v]
+    small_res.plan.node_allocation = {
+        n: [a.model_copy(update={"node_id": n, "node_name": n}) for a in part]
+        for n, part in ((taken, allocs[:5]), ("n99", allocs[5:]))
+    }
+    free_allocs = [a for v in free_res.plan.node_allocation.values() for a in v]
+    free_res.plan.node_allocation = {
+        "n98": [a.model_copy(update={"node_id": "n98", "node_name": "n98"}) for a in free_allocs]
+    }
+    hold_back_large_appends(monkeypatch)
+    async with plan_applier(store, database_url, nats_url, js_fresh) as (_, request):
+        big_answer = request(big_res)
+        await asyncio.sleep(0.3)  # the large plan is verified and committing
+        free_resp = decode_response((await request(free_res)).data)
+        assert not big_answer.done(), "the free plan was answered only after the large commit"
+        small_answer = request(small_res)
+        big_resp = decode_response((await big_answer).data)
+        small_resp = decode_response((await small_answer).data)
+
+    assert not small_resp.error and not big_resp.error and not free_resp.error
     assert big_resp.full and big_resp.placed == 100
+    assert free_resp.full and free_resp.placed == 5 and free_resp.index < big_resp.index
     # Verified against the large plan's placements, not yet committed: the node it shares
     # with the large plan is refused.
     assert small_resp.rejected_nodes == [taken] and small_resp.placed == 5
-    assert small_resp.index < big_resp.index  # and it committed first
+    commits = {r.event.job_id: r.position for r in store.iter_all() if isinstance(r.event, PlanApplied)}
+    assert commits["small"] < commits["big"]  # it committed first
+    # But its worker is told to refresh to a state with the large plan in it: from the state it
+    # had, it would pick the refused node again (and again, until it gave up for a minute).
+    assert small_resp.index >= big_resp.index
     state = check_log(store)  # no node over-committed at any index, no alloc created twice
-    assert sum(1 for a in state.allocs.values() if not a.terminal_status()) == 105
+    assert sum(1 for a in state.allocs.values() if not a.terminal_status()) == 110
+
+
+async def test_a_worker_refused_for_a_background_plan_s_placements_retries_after_it(
+    store: EventStore,
+    database_url: str,
+    nats_url: str,
+    js_fresh: Any,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Twenty nodes of five 800-MHz slots, which the large plan (100 allocs) fills. While it
+    # commits, a worker schedules a count-5 job from a state without it: the nodes it picks
+    # are refused. Told at once to refresh to that same state, it would pick them again and
+    # again, and fail the eval after five refusals within the one commit (blocked for a minute:
+    # max plan attempts). Answered after the commit, it refreshes once, finds the cluster full
+    # and blocks the eval as any job that does not fit.
+    store.append([NodeRegistered(node=node(i)) for i in range(20)])
+    big, small = job("big", 100), job("small", 5)
+    evals = [
+        Evaluation(id=f"e-{j.id}", job_id=j.id, type="service", triggered_by="job-register")
+        for j in (big, small)
+    ]
+    store.append([JobRegistered(job=big), JobRegistered(job=small), EvalsUpserted(evals=evals)])
+    big_res = schedule(store.replay(), evals[0], NOW)
+    assert {n: len(v) for n, v in big_res.plan.node_allocation.items()} == {f"n{i}": 5 for i in range(20)}
+    hold_back_large_appends(monkeypatch)
+    async with plan_applier(store, database_url, nats_url, js_fresh) as (nc, request):
+        replica = Replica(store, nc.jetstream())
+        await replica.start()
+        worker = Worker(nc, replica)
+        submitted = []
+        submit = worker.submit
+
+        async def counted(plan: Plan, evs: list[Evaluation]) -> Any:
+            submitted.append(sum(len(v) for v in plan.node_allocation.values()))
+            return await submit(plan, evs)
+
+        worker.submit = counted  # type: ignore[method-assign]
+        big_answer = request(big_res)
+        await asyncio.sleep(0.3)  # the large plan is verified and committing
+        ev = replica.state.eval("e-small")
+        assert ev is not None
+        await worker.process(ev, 1)
+        big_resp = decode_response((await big_answer).data)
+
+    assert big_resp.full and big_resp.placed == 100
+    assert submitted == [5, 0]  # refused once; then nothing to place
+    state = check_log(store)
+    done = state.eval("e-small")
+    assert done is not None and done.status == "complete"
+    blocked = [e for e in state.evals.values() if e.job_id == "small" and e.status == "blocked"]
+    assert len(blocked) == 1 and blocked[0].triggered_by != "max-plan-attempts"

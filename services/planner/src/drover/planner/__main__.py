@@ -6,7 +6,9 @@ Plans are verified strictly one after another, each against the newest state. On
 to committing them in that order: a large plan that only adds allocs commits in the background,
 and meanwhile small plans of other jobs are verified against the state with its placements
 added and committed at once - a count-10 job's plan does not wait for a 1,000-alloc commit.
-Whichever commits first, no index shows a node over-committed (see `planapply.adds_only`)."""
+Whichever commits first, no index shows a node over-committed (see `planapply.adds_only`).
+A plan that went ahead and was refused nodes is answered only once the background plan is in
+the log, with its index: its worker must refresh to a state that has those placements."""
 
 from __future__ import annotations
 
@@ -18,7 +20,7 @@ import os
 import socket
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from nats.aio.msg import Msg
@@ -95,6 +97,9 @@ class Background:
     msg: Msg
     task: asyncio.Task[list[RecordedEvent]]
     settled: bool = False
+    # Answers to plans that went ahead of this one and were refused nodes, held until it is in
+    # the log (see `serve`).
+    deferred: list[tuple[Msg, PlanResponse]] = field(default_factory=list)
 
     def may_overtake(self, req: PlanRequest) -> bool:
         plan, pending = req.plan, self.verified.pending
@@ -152,6 +157,14 @@ async def run(settings: Settings, stop: asyncio.Event) -> None:
         async def answer(resp: PlanResponse) -> None:
             nonlocal answered
             answered = True
+            if background is not None and resp.rejected_nodes and not resp.error:
+                # Refused nodes while verified against the background plan's placements: its
+                # worker must refresh to a state that has them, or it schedules the same nodes
+                # from the same snapshot again, is refused again, and after a few rounds fails
+                # the eval for a minute (max plan attempts). Answered once that plan is in the
+                # log, with its index.
+                background.deferred.append((msg, resp))
+                return
             await _respond(msg, resp)
 
         try:
@@ -195,9 +208,16 @@ async def run(settings: Settings, stop: asyncio.Event) -> None:
         except Exception as e:
             log.exception("plan failed")
             await _respond(bg.msg, PlanResponse(full=False, error=str(e)))
+            await answer_deferred(bg)
             return
         with _tracer.start_as_current_span("planner.finish", context=extract(bg.msg.headers)):
             await applier.finish(bg.verified, recorded, lambda resp: _respond(bg.msg, resp))
+        await answer_deferred(bg, recorded[-1].position)
+
+    async def answer_deferred(bg: Background, index: int = 0) -> None:
+        for msg, resp in bg.deferred:
+            await _respond(msg, replace(resp, index=max(resp.index, index)))
+        bg.deferred.clear()
 
     background: Background | None = None
     try:
@@ -227,6 +247,7 @@ async def run(settings: Settings, stop: asyncio.Event) -> None:
             # Stopping: let the commit in flight end before the connections close.
             with contextlib.suppress(Exception):
                 await background.task
+            await answer_deferred(background)
     finally:
         watcher.cancel()
         await sub.unsubscribe()
