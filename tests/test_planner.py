@@ -1,7 +1,8 @@
 """The plan applier service on real NATS and PostgreSQL: while a large plan that only adds commits
 in the background, a small plan of another job is verified against the state with the large
-plan's placements added, answered and committed first - and the log shows no node
-over-committed at any index."""
+plan's placements added and committed first - and the log shows no node over-committed at any
+index. One refused nodes meanwhile is answered after the large plan, with its index, so that a
+worker does not schedule the same refused nodes from the same state again."""
 
 from __future__ import annotations
 
