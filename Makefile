@@ -37,6 +37,7 @@ bench: install
 	@mkdir -p bench/out
 	$(RUN) python -m bench.scheduler --out bench/out/scheduler.json
 	$(RUN) python -m bench.codec --out bench/out/codec.json
+	$(RUN) python -m bench.append --out bench/out/append.json
 	$(RUN) python -m bench.pipeline --out bench/out/pipeline.json
 	$(RUN) python -m bench.memory --out bench/out/memory.json
 	$(RUN) python -m bench.heartbeats --out bench/out/heartbeats.json

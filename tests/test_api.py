@@ -11,8 +11,11 @@ import pytest
 from fastapi.testclient import TestClient
 
 from drover.api.app import create_app
+from drover.common.events import EvalsUpserted
 from drover.common.settings import Settings
 from drover.common.store import EventStore
+from drover.scheduler import evaluate_plan, schedule
+from drover.scheduler.planapply import plan_applied_event
 
 from .cluster import job_json, node_json
 
@@ -143,6 +146,40 @@ def test_plan_is_a_dry_run(client: TestClient, store: EventStore) -> None:
     assert r.json()["Annotations"]["DesiredTGUpdates"]["web"]["Place"] == 4
     assert store.last_position() == before
     assert client.get("/v1/job/web").status_code == 404
+
+
+def _commit_plan(store: EventStore, eval_id: str) -> None:
+    """Do what a worker and the plan applier would for `eval_id` (no services run here)."""
+    state = store.replay()
+    ev = state.eval(eval_id)
+    assert ev is not None
+    res = schedule(state, ev, 1_700_000_000_000_000_000)
+    committed = evaluate_plan(state, res.plan)
+    store.append([plan_applied_event(committed, 1_700_000_000_000_000_000), EvalsUpserted(evals=[res.eval])])
+
+
+def test_an_eval_s_allocations_are_the_ones_it_last_wrote(client: TestClient, store: EventStore) -> None:
+    def names(eval_id: str) -> list[str]:
+        r = client.get(f"/v1/evaluation/{eval_id}/allocations")
+        assert r.status_code == 200, r.text
+        assert all(a["EvalID"] == eval_id for a in r.json())
+        return sorted(a["Name"] for a in r.json())
+
+    for i in range(2):
+        client.put("/v1/drover/node/register", json={"Node": node_json(f"n{i}")})
+    first = client.put("/v1/jobs", json=job_json("web", 3)).json()["EvalID"]
+    _commit_plan(store, first)
+    other = client.put("/v1/jobs", json=job_json("other", 2)).json()["EvalID"]
+    _commit_plan(store, other)
+    assert names(first) == [f"web.web[{i}]" for i in range(3)]
+    assert names(other) == ["other.web[0]", "other.web[1]"]
+    second = client.put("/v1/job/web/scale", json={"Count": 5, "Target": {"Group": "web"}}).json()["EvalID"]
+    _commit_plan(store, second)
+    # As in Nomad, an alloc updated in place takes the updating eval's ID.
+    assert names(first) == []
+    assert names(second) == [f"web.web[{i}]" for i in range(5)]
+    assert names(other) == ["other.web[0]", "other.web[1]"]
+    assert client.get("/v1/evaluation/nope/allocations").status_code == 404
 
 
 def test_blocking_query_returns_when_the_index_moves(client: TestClient, store: EventStore) -> None:

@@ -3,12 +3,14 @@ concurrent writers, fencing, and projections equal to a replay of the log."""
 
 from __future__ import annotations
 
+import json
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
+from alembic import command
 
 from drover.common import (
     DriverInfo,
@@ -36,6 +38,7 @@ from drover.common.events import (
     NodeStatusUpdated,
 )
 from drover.common.store import ConcurrencyError, EventStore, FencedError, NewEvent, eventstore, migrate
+from drover.common.store.migrate import alembic_config
 from drover.scheduler import evaluate_plan, schedule
 from drover.scheduler.planapply import plan_applied_event
 
@@ -141,6 +144,27 @@ def test_migrations_are_idempotent(database_url: str) -> None:
     migrate(database_url)
 
 
+def test_migration_0003_keeps_every_alloc_document(database_url: str, store: EventStore) -> None:
+    store.append([NodeRegistered(node=node(i)) for i in range(2)] + [JobRegistered(job=job(count=3))])
+    state = store.replay()
+    ev = Evaluation(id="e0", job_id="web", type="service", triggered_by="job-register")
+    res = schedule(state, ev, 1_700_000_000_000_000_000)
+    store.append([plan_applied_event(evaluate_plan(state, res.plan), 1_700_000_000_000_000_000)])
+    before = store.projection_dump()
+    assert len(before["allocs"]) == 3
+
+    def alloc_indexes() -> set[str]:
+        with store.engine.connect() as conn:
+            rows = conn.exec_driver_sql("SELECT indexname FROM pg_indexes WHERE tablename = 'allocs'")
+            return {r[0] for r in rows}
+
+    command.downgrade(alembic_config(database_url), "0002")
+    assert "allocs_eval" in alloc_indexes()
+    migrate(database_url)
+    assert alloc_indexes() == {"allocs_pkey", "allocs_job", "allocs_node"}
+    assert store.projection_dump() == before
+
+
 @pytest.mark.parametrize("columns_from", [1, 10_000], ids=["placements in columns", "as a list"])
 def test_rebuild_reproduces_the_live_projections(
     store: EventStore, monkeypatch: pytest.MonkeyPatch, columns_from: int
@@ -188,7 +212,10 @@ def test_rebuild_reproduces_the_live_projections(
     assert replayed.allocs[live[0].id].client_status == "running"
     # The status columns (job status and a node's jobs are read from them) follow the documents.
     rows = before["allocs"]
-    assert all((row[5]["DesiredStatus"], row[5]["ClientStatus"]) == (row[7], row[8]) for row in rows)
+    docs = [json.loads(row[5]) for row in rows]  # kept as the text the services wrote
+    assert all(
+        (d["DesiredStatus"], d["ClientStatus"]) == (row[7], row[8]) for d, row in zip(docs, rows, strict=True)
+    )
     assert {row[0]: (row[7], row[8]) for row in rows} == {
         a.id: (a.desired_status, a.client_status) for a in replayed.allocs.values()
     }
@@ -238,7 +265,8 @@ def test_a_placement_taken_for_new_that_exists_is_looked_up_after_all(
     after = store.replay().allocs[first.id]
     assert after.create_index == first.create_index and after.modify_index == rec[0].position
     assert after.client_status == "running" and "t" in after.task_states
-    assert rows[0][5]["ClientStatus"] == "running" and rows[0][5]["CreateIndex"] == first.create_index
+    doc = json.loads(rows[0][5])
+    assert doc["ClientStatus"] == "running" and doc["CreateIndex"] == first.create_index
     store.rebuild_projections()
     assert store.projection_dump() == dump
 

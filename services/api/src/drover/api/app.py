@@ -671,9 +671,12 @@ def create_app(settings: Settings, store: EventStore | None = None) -> FastAPI:
     @app.get("/v1/evaluation/{eval_id}/allocations")
     async def eval_allocs(eval_id: str, request: Request) -> Response:
         def fn() -> Any:
-            if reads.eval(eval_id) is None:
+            ev = reads.eval(eval_id)
+            if ev is None:
                 return None
-            return [_alloc_stub(a) for a in reads.allocs(eval_id=eval_id)]
+            # An eval's allocs are its job's: found by the job's index, filtered by the eval.
+            allocs = reads.allocs(namespace=ev.namespace, job_id=ev.job_id, eval_id=eval_id)
+            return [_alloc_stub(a) for a in allocs]
 
         return await blocking_read(request, fn)
 

@@ -200,7 +200,7 @@ class Reads:
     def deployment_allocs(self, dep: Deployment) -> list[Allocation]:
         docs = self._docs(
             "SELECT doc::text FROM allocs WHERE namespace = :ns AND job_id = :job "
-            "AND doc->>'DeploymentID' = :id ORDER BY id",
+            "AND CAST(doc AS json)->>'DeploymentID' = :id ORDER BY id",
             ns=dep.namespace,
             job=dep.job_id,
             id=dep.id,

@@ -19,8 +19,9 @@ from drover.common.node import Node
 
 T = TypeVar("T", bound=BaseModel)
 PROJECTION_TABLES = ("nodes", "jobs", "job_versions", "allocs", "evals", "deployments")
-# Tables whose `doc` is `json` (kept as sent; see migration 0002), the others' is `jsonb`.
-_JSON_DOC_TABLES = frozenset({"allocs"})
+# Tables whose `doc` is `text` (kept as sent, never parsed; see migrations 0002 and 0003), the
+# others' is `jsonb`.
+_TEXT_DOC_TABLES = frozenset({"allocs"})
 _DELETED = object()
 # SQL types of the projection columns (for the arrays `_upsert` sends).
 _COLUMN_TYPES = {
@@ -291,7 +292,7 @@ class SqlState:
             return
         cols = list(rows[0])
         payload = "[" + ",".join(_row_json(r) for r in rows) + "]"
-        doc = "r->'doc'" if table in _JSON_DOC_TABLES else "CAST(r->'doc' AS jsonb)"
+        doc = "CAST(r->'doc' AS text)" if table in _TEXT_DOC_TABLES else "CAST(r->'doc' AS jsonb)"
         select = ", ".join(doc if c == "doc" else f"CAST(r->>'{c}' AS {_COLUMN_TYPES[c]})" for c in cols)
         updates = ", ".join(f"{c} = EXCLUDED.{c}" for c in cols if c not in key)
         sql = (
