@@ -20,6 +20,8 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from pydantic import TypeAdapter
+
 from bench.report import write
 from bench.scheduler import NOW, build_cluster, build_job
 from drover.common import Evaluation
@@ -28,9 +30,11 @@ from drover.common.events import PlanApplied, decode_event, encode_event_json
 from drover.planner.applier import ALLOCS_PER_EVENT
 from drover.scheduler import schedule
 from drover.scheduler.planapply import evaluate_plan, plan_applied_event
-from drover.scheduler.wire import _REQ, PlanRequest, decode_request, encode_request
+from drover.scheduler.wire import PlanRequest, decode_request, encode_request
 
 ALLOCS = 1000
+# The request's list form (what workers sent before columns): the whole request as it is.
+_REQ: TypeAdapter[PlanRequest] = TypeAdapter(PlanRequest)
 
 
 def _as_list(events: list[PlanApplied]) -> list[str]:

@@ -182,6 +182,46 @@ def test_an_eval_s_allocations_are_the_ones_it_last_wrote(client: TestClient, st
     assert client.get("/v1/evaluation/nope/allocations").status_code == 404
 
 
+def test_lists_page_as_nomad_s_do(client: TestClient, store: EventStore) -> None:
+    for i in range(5):
+        client.put("/v1/drover/node/register", json={"Node": node_json(f"n{i}")})
+    for name in ("a", "b", "c"):
+        client.put("/v1/jobs", json=job_json(name, 2))
+    for ev in client.get("/v1/evaluations").json():
+        _commit_plan(store, ev["ID"])
+
+    def walk(path: str, per_page: int) -> list[list[str]]:
+        pages, token = [], ""
+        while True:
+            r = client.get(path, params={"per_page": per_page, "next_token": token})
+            assert r.status_code == 200, r.text
+            pages.append([x["ID"] for x in r.json()])
+            token = r.headers.get("X-Nomad-NextToken", "")
+            if not token:
+                return pages
+            assert token == client.get(path).json()[sum(map(len, pages))]["ID"]  # the next one
+
+    assert walk("/v1/nodes", 2) == [["n0", "n1"], ["n2", "n3"], ["n4"]]
+    assert walk("/v1/jobs", 2) == [["a", "b"], ["c"]]
+    for path, total, per_page in (("/v1/evaluations", 3, 2), ("/v1/allocations", 6, 4)):
+        every = [x["ID"] for x in client.get(path).json()]
+        assert len(every) == total and every == sorted(every)
+        pages = walk(path, per_page)
+        assert [len(p) for p in pages] == [per_page, total - per_page] and sum(pages, []) == every
+        assert walk(path, total) == [every]  # exactly one page: no token
+    assert "X-Nomad-NextToken" not in client.get("/v1/allocations").headers
+    for bad in ("-1", "two", "1.5"):
+        r = client.get("/v1/allocations", params={"per_page": bad})
+        assert r.status_code == 400 and "per_page" in r.text
+
+
+def test_a_list_prefix_is_taken_literally(client: TestClient) -> None:
+    for node_id in ("rack_1-a", "rackx1-b", "rack%1-c"):
+        client.put("/v1/drover/node/register", json={"Node": node_json(node_id)})
+    assert [n["ID"] for n in client.get("/v1/nodes", params={"prefix": "rack_"}).json()] == ["rack_1-a"]
+    assert [n["ID"] for n in client.get("/v1/nodes", params={"prefix": "rack%"}).json()] == ["rack%1-c"]
+
+
 def test_blocking_query_returns_when_the_index_moves(client: TestClient, store: EventStore) -> None:
     client.put("/v1/jobs", json=job_json("web", 1))
     index = store.last_position()

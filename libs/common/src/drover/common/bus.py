@@ -13,6 +13,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import zlib
 from typing import Any
 
@@ -50,11 +51,15 @@ async def connect(url: str, name: str) -> Client:
 
 
 async def close(nc: Client, timeout: float = 3.0) -> None:
-    """Drain the connection, but never hang a shutdown on it."""
-    try:
-        await asyncio.wait_for(nc.drain(), timeout)
-    except Exception:
-        await nc.close()
+    """Send what is still buffered, then close; never hang a shutdown on it.
+
+    Not a drain: a drain waits for every message already received to be handled, and a
+    replica's subscription may hold thousands nobody will handle once the service stops (a
+    drain cut short by a timeout leaves nats-py's internal futures failing in the log).
+    Messages received and not acked are redelivered; a replica resumes from its position."""
+    with contextlib.suppress(Exception):
+        await asyncio.wait_for(nc.flush(), timeout)
+    await nc.close()
 
 
 async def ensure_streams(js: JetStreamContext) -> None:

@@ -12,6 +12,7 @@ import re
 import time
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable
+from dataclasses import dataclass
 from typing import Any
 
 import psycopg
@@ -109,6 +110,38 @@ def parse_index(value: str | None) -> int:
     if not value.isdigit():
         raise ApiError(400, "Invalid index")
     return int(value)
+
+
+def parse_per_page(value: str | None) -> int:
+    if value is None or value == "":
+        return 0
+    if not value.isdigit():
+        raise ApiError(400, "Invalid per_page: a non-negative integer")
+    return int(value)
+
+
+@dataclass
+class Paged:
+    """One page of a list read, and the ID the next page starts at ("" on the last)."""
+
+    items: list[Any]
+    next_token: str = ""
+
+
+def paged(request: Request, fetch: Callable[[str, int], list[Any]]) -> Callable[[], Paged]:
+    """A list read paged as Nomad's are: ?per_page= items (0 or none: all) from the item whose
+    ID is ?next_token=, in ID order; the next page's token goes in X-Nomad-NextToken. Bad
+    parameters fail before the read (and before any wait)."""
+    per_page = parse_per_page(request.query_params.get("per_page"))
+    token = request.query_params.get("next_token", "")
+
+    def read() -> Paged:
+        items = fetch(token, per_page + 1 if per_page else 0)
+        if per_page and len(items) > per_page:
+            return Paged(items[:per_page], items[per_page].id)
+        return Paged(items)
+
+    return read
 
 
 def as_json(obj: Any) -> Any:
@@ -218,14 +251,15 @@ def create_app(settings: Settings, store: EventStore | None = None) -> FastAPI:
         current, result = await asyncio.to_thread(read)
         if result is None:
             raise ApiError(404, "not found")
+        headers = {"X-Nomad-Index": str(current), "X-Nomad-KnownLeader": "true", "X-Nomad-LastContact": "0"}
+        if isinstance(result, Paged):
+            if result.next_token:
+                headers["X-Nomad-NextToken"] = result.next_token
+            result = result.items
         return Response(
             content=json.dumps(None if result is NO_DEPLOYMENT else as_json(result)),
             media_type="application/json",
-            headers={
-                "X-Nomad-Index": str(current),
-                "X-Nomad-KnownLeader": "true",
-                "X-Nomad-LastContact": "0",
-            },
+            headers=headers,
         )
 
     def traced(events: list[Event | NewEvent]) -> list[NewEvent]:
@@ -300,8 +334,11 @@ def create_app(settings: Settings, store: EventStore | None = None) -> FastAPI:
     # --- jobs ---
     @app.get("/v1/jobs")
     async def list_jobs(request: Request, prefix: str = "", namespace: str = "default") -> Response:
-        def fn() -> Any:
-            return [_job_stub(j) for j in reads.jobs(namespace, prefix)]
+        read = paged(request, lambda start, limit: reads.jobs(namespace, prefix, start=start, limit=limit))
+
+        def fn() -> Paged:
+            page = read()
+            return Paged([_job_stub(j) for j in page.items], page.next_token)
 
         return await blocking_read(request, fn)
 
@@ -489,7 +526,13 @@ def create_app(settings: Settings, store: EventStore | None = None) -> FastAPI:
     # --- allocations and evaluations ---
     @app.get("/v1/allocations")
     async def list_allocs(request: Request, prefix: str = "") -> Response:
-        return await blocking_read(request, lambda: [_alloc_stub(a) for a in reads.allocs(prefix=prefix)])
+        read = paged(request, lambda start, limit: reads.allocs(prefix=prefix, start=start, limit=limit))
+
+        def fn() -> Paged:
+            page = read()
+            return Paged([_alloc_stub(a) for a in page.items], page.next_token)
+
+        return await blocking_read(request, fn)
 
     @app.get("/v1/drover/allocs/changes")
     async def alloc_changes(request: Request, node_prefix: str = "") -> Response:
@@ -662,7 +705,9 @@ def create_app(settings: Settings, store: EventStore | None = None) -> FastAPI:
 
     @app.get("/v1/evaluations")
     async def list_evals(request: Request, prefix: str = "") -> Response:
-        return await blocking_read(request, lambda: reads.evals(prefix=prefix))
+        return await blocking_read(
+            request, paged(request, lambda start, limit: reads.evals(prefix=prefix, start=start, limit=limit))
+        )
 
     @app.get("/v1/evaluation/{eval_id}")
     async def read_eval(eval_id: str, request: Request) -> Response:
@@ -683,7 +728,13 @@ def create_app(settings: Settings, store: EventStore | None = None) -> FastAPI:
     # --- nodes ---
     @app.get("/v1/nodes")
     async def list_nodes(request: Request, prefix: str = "") -> Response:
-        return await blocking_read(request, lambda: [_node_stub(n) for n in reads.nodes(prefix)])
+        read = paged(request, lambda start, limit: reads.nodes(prefix, start=start, limit=limit))
+
+        def fn() -> Paged:
+            page = read()
+            return Paged([_node_stub(n) for n in page.items], page.next_token)
+
+        return await blocking_read(request, fn)
 
     @app.get("/v1/node/{node_id}")
     async def read_node(node_id: str, request: Request) -> Response:

@@ -11,6 +11,22 @@ from drover.common.job import derive_job_status
 from drover.common.store import EventStore
 
 
+def _like_prefix(prefix: str) -> str:
+    """A LIKE pattern matching `prefix` literally at the start."""
+    return prefix.replace("\\", "\\\\").replace("%", r"\%").replace("_", r"\_") + "%"
+
+
+def _page(where: list[str], params: dict[str, Any], start: str, limit: int) -> str:
+    """Keyset paging on ID: rows from ID `start` on, at most `limit` (0: all)."""
+    if start:
+        where.append("id >= :start")
+        params["start"] = start
+    if limit:
+        params["limit"] = limit
+        return " LIMIT :limit"
+    return ""
+
+
 def _job_stream_version(conn: Connection, namespace: str, job_id: str) -> int:
     v = conn.execute(
         text("SELECT coalesce(max(version), 0) FROM events WHERE stream = :s"),
@@ -30,11 +46,12 @@ class Reads:
     def index(self) -> int:
         return self.store.last_position()
 
-    def jobs(self, namespace: str, prefix: str = "") -> list[Job]:
+    def jobs(self, namespace: str, prefix: str = "", *, start: str = "", limit: int = 0) -> list[Job]:
+        where = ["namespace = :ns", "id LIKE :p"]
+        params: dict[str, Any] = {"ns": namespace, "p": _like_prefix(prefix)}
+        tail = _page(where, params, start, limit)
         docs = self._docs(
-            "SELECT doc::text FROM jobs WHERE namespace = :ns AND id LIKE :p ORDER BY id",
-            ns=namespace,
-            p=prefix.replace("%", r"\%").replace("_", r"\_") + "%",
+            f"SELECT doc::text FROM jobs WHERE {' AND '.join(where)} ORDER BY id{tail}", **params
         )
         return self._with_status(namespace, [Job.model_validate_json(d) for d in docs])
 
@@ -127,8 +144,9 @@ class Reads:
             return _job_stream_version(conn, namespace, job_id)
 
     def allocs(self, *, namespace: str | None = None, job_id: str | None = None, node_id: str | None = None,
-               eval_id: str | None = None, prefix: str = "") -> list[Allocation]:  # fmt: skip
-        where, params = ["id LIKE :p"], {"p": prefix + "%"}
+               eval_id: str | None = None, prefix: str = "", start: str = "", limit: int = 0) -> list[Allocation]:  # fmt: skip
+        where = ["id LIKE :p"]
+        params: dict[str, Any] = {"p": _like_prefix(prefix)}
         for col, val in (
             ("namespace", namespace),
             ("job_id", job_id),
@@ -138,7 +156,10 @@ class Reads:
             if val is not None:
                 where.append(f"{col} = :{col}")
                 params[col] = val
-        docs = self._docs(f"SELECT doc::text FROM allocs WHERE {' AND '.join(where)} ORDER BY id", **params)
+        tail = _page(where, params, start, limit)
+        docs = self._docs(
+            f"SELECT doc::text FROM allocs WHERE {' AND '.join(where)} ORDER BY id{tail}", **params
+        )
         return [Allocation.model_validate_json(d) for d in docs]
 
     def alloc_changes(self, since: int, node_prefix: str) -> list[Allocation]:
@@ -155,24 +176,39 @@ class Reads:
         return Allocation.model_validate_json(docs[0]) if docs else None
 
     def evals(
-        self, *, namespace: str | None = None, job_id: str | None = None, prefix: str = ""
+        self,
+        *,
+        namespace: str | None = None,
+        job_id: str | None = None,
+        prefix: str = "",
+        start: str = "",
+        limit: int = 0,
     ) -> list[Evaluation]:
-        where, params = ["id LIKE :p"], {"p": prefix + "%"}
+        where = ["id LIKE :p"]
+        params: dict[str, Any] = {"p": _like_prefix(prefix)}
         if namespace is not None:
             where.append("namespace = :ns")
             params["ns"] = namespace
         if job_id is not None:
             where.append("job_id = :job")
             params["job"] = job_id
-        docs = self._docs(f"SELECT doc::text FROM evals WHERE {' AND '.join(where)} ORDER BY id", **params)
+        tail = _page(where, params, start, limit)
+        docs = self._docs(
+            f"SELECT doc::text FROM evals WHERE {' AND '.join(where)} ORDER BY id{tail}", **params
+        )
         return [Evaluation.model_validate_json(d) for d in docs]
 
     def eval(self, eval_id: str) -> Evaluation | None:
         docs = self._docs("SELECT doc::text FROM evals WHERE id = :id", id=eval_id)
         return Evaluation.model_validate_json(docs[0]) if docs else None
 
-    def nodes(self, prefix: str = "") -> list[Node]:
-        docs = self._docs("SELECT doc::text FROM nodes WHERE id LIKE :p ORDER BY id", p=prefix + "%")
+    def nodes(self, prefix: str = "", *, start: str = "", limit: int = 0) -> list[Node]:
+        where = ["id LIKE :p"]
+        params: dict[str, Any] = {"p": _like_prefix(prefix)}
+        tail = _page(where, params, start, limit)
+        docs = self._docs(
+            f"SELECT doc::text FROM nodes WHERE {' AND '.join(where)} ORDER BY id{tail}", **params
+        )
         return [Node.model_validate_json(d) for d in docs]
 
     def node(self, node_id: str) -> Node | None:

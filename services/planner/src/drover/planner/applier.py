@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 
 from drover.common.events import EvalsUpserted, Event, PlanApplied
 from drover.common.replica import Replica
-from drover.common.store import EventStore, FencedError, NewEvent, RecordedEvent
+from drover.common.store import EventStore, NewEvent, RecordedEvent
 from drover.common.telemetry import inject
 from drover.scheduler.planapply import PendingPlacements, adds_only, evaluate_plan, plan_applied_event
 from drover.scheduler.state import StateSnapshot
@@ -102,7 +102,6 @@ class PlanApplier:
         self.store = store
         self.replica = replica
         self.epoch = epoch
-        self.fenced = False
 
     async def verify(
         self, req: PlanRequest, pending: PendingPlacements | None = None, arrived: float = 0.0
@@ -174,11 +173,7 @@ class PlanApplier:
             finally:
                 verified.returned.set()
 
-        try:
-            return await asyncio.to_thread(append)
-        except FencedError:
-            self.fenced = True
-            raise
+        return await asyncio.to_thread(append)
 
     async def finish(
         self,
