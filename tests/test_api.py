@@ -207,7 +207,9 @@ def test_lists_page_as_nomad_s_do(client: TestClient, store: EventStore) -> None
         every = [x["ID"] for x in client.get(path).json()]
         assert len(every) == total and every == sorted(every)
         pages = walk(path, per_page)
-        assert [len(p) for p in pages] == [per_page, total - per_page] and [i for p in pages for i in p] == every
+        assert [len(p) for p in pages] == [per_page, total - per_page] and [
+            i for p in pages for i in p
+        ] == every
         assert walk(path, total) == [every]  # exactly one page: no token
     assert "X-Nomad-NextToken" not in client.get("/v1/allocations").headers
     for bad in ("-1", "two", "1.5"):
