@@ -104,20 +104,21 @@ def parse_wait(value: str | None) -> float:
     return min(float(m.group(1)) * _UNITS[m.group(2)], MAX_WAIT)
 
 
-def parse_index(value: str | None) -> int:
+def _count(value: str | None, problem: str) -> int:
+    """A non-negative integer query parameter; absent or empty is 0."""
     if value is None or value == "":
         return 0
     if not value.isdigit():
-        raise ApiError(400, "Invalid index")
+        raise ApiError(400, problem)
     return int(value)
+
+
+def parse_index(value: str | None) -> int:
+    return _count(value, "Invalid index")
 
 
 def parse_per_page(value: str | None) -> int:
-    if value is None or value == "":
-        return 0
-    if not value.isdigit():
-        raise ApiError(400, "Invalid per_page: a non-negative integer")
-    return int(value)
+    return _count(value, "Invalid per_page: a non-negative integer")
 
 
 @dataclass
