@@ -167,7 +167,7 @@ class Reads:
         docs = self._docs(
             "SELECT doc::text FROM allocs WHERE modify_index > :since AND node_id LIKE :p ORDER BY modify_index",
             since=since,
-            p=node_prefix.replace("%", r"\%").replace("_", r"\_") + "%",
+            p=_like_prefix(node_prefix),
         )
         return [Allocation.model_validate_json(d) for d in docs]
 
