@@ -70,6 +70,13 @@ def test_register_read_and_index_header(client: TestClient, store: EventStore) -
         ("get", "/v1/node/nope", None, 404, ""),
         ("get", "/v1/jobs?index=abc", None, 400, "Invalid index"),
         ("get", "/v1/jobs?index=1&wait=forever", None, 400, "Invalid wait time"),
+        (
+            "get",
+            "/v1/allocations?index=x&wait=forever&per_page=-1",
+            None,
+            400,
+            "Invalid index\nInvalid wait time\nInvalid per_page",
+        ),
         ("put", "/v1/drover/node/register", b'{"Node": {"Datacenter": "dc1"}}', 400, "ID"),
         ("put", "/v1/drover/node/nope/status", b'{"Status": "ready"}', 404, ""),
         (

@@ -129,14 +129,25 @@ class Paged:
     next_token: str = ""
 
 
+def check_read_params(request: Request) -> None:
+    """Refuse a read whose query parameters are bad, listing every problem, before it waits."""
+    problems = []
+    for name, parse in (("index", parse_index), ("wait", parse_wait), ("per_page", parse_per_page)):
+        try:
+            parse(request.query_params.get(name))
+        except ApiError as e:
+            problems.append(e.message)
+    if problems:
+        raise ApiError(400, "\n".join(problems))
+
+
 def paged(request: Request, fetch: Callable[[str, int], list[Any]]) -> Callable[[], Paged]:
     """A list read paged as Nomad's are: ?per_page= items (0 or none: all) from the item whose
-    ID is ?next_token=, in ID order; the next page's token goes in X-Nomad-NextToken. Bad
-    parameters fail before the read (and before any wait)."""
-    per_page = parse_per_page(request.query_params.get("per_page"))
-    token = request.query_params.get("next_token", "")
+    ID is ?next_token=, in ID order; the next page's token goes in X-Nomad-NextToken."""
 
     def read() -> Paged:
+        per_page = parse_per_page(request.query_params.get("per_page"))
+        token = request.query_params.get("next_token", "")
         items = fetch(token, per_page + 1 if per_page else 0)
         if per_page and len(items) > per_page:
             return Paged(items[:per_page], items[per_page].id)
@@ -240,6 +251,7 @@ def create_app(settings: Settings, store: EventStore | None = None) -> FastAPI:
 
     async def blocking_read(request: Request, fn: Callable[[], Any]) -> Response:
         """Run a read, after waiting (blocking query) until the index passes ?index."""
+        check_read_params(request)
         index = parse_index(request.query_params.get("index"))
         wait = parse_wait(request.query_params.get("wait"))
         if index:
