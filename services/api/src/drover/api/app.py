@@ -129,16 +129,19 @@ class Paged:
     next_token: str = ""
 
 
-def check_read_params(request: Request) -> None:
-    """Refuse a read whose query parameters are bad, listing every problem, before it waits."""
+def read_params(request: Request) -> tuple[int, float]:
+    """A read's ?index= and ?wait=; bad query parameters (per_page too) are refused together,
+    every problem listed, before the read waits."""
     problems = []
+    parsed: dict[str, float] = {}
     for name, parse in (("index", parse_index), ("wait", parse_wait), ("per_page", parse_per_page)):
         try:
-            parse(request.query_params.get(name))
+            parsed[name] = parse(request.query_params.get(name))
         except ApiError as e:
             problems.append(e.message)
     if problems:
         raise ApiError(400, "\n".join(problems))
+    return int(parsed["index"]), parsed["wait"]
 
 
 def paged(request: Request, fetch: Callable[[str, int], list[Any]]) -> Callable[[], Paged]:
@@ -251,9 +254,7 @@ def create_app(settings: Settings, store: EventStore | None = None) -> FastAPI:
 
     async def blocking_read(request: Request, fn: Callable[[], Any]) -> Response:
         """Run a read, after waiting (blocking query) until the index passes ?index."""
-        check_read_params(request)
-        index = parse_index(request.query_params.get("index"))
-        wait = parse_wait(request.query_params.get("wait"))
+        index, wait = read_params(request)
         if index:
             await watcher.wait_past(index, wait)
 
