@@ -96,6 +96,41 @@ def test_optimistic_concurrency_refuses_and_writes_nothing(store: EventStore) ->
     assert store.last_position() == 2
 
 
+@pytest.mark.parametrize("per_insert", [eventstore.EVENTS_PER_INSERT, 1, 2])
+def test_one_append_numbers_each_stream_s_events_in_turn(
+    store: EventStore, per_insert: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # However many statements the append's events are written in.
+    monkeypatch.setattr(eventstore, "EVENTS_PER_INSERT", per_insert)
+    store.append([NodeRegistered(node=node(1))])
+    rec = store.append(
+        [
+            NodeStatusUpdated(node_id="n1", status="down", at=1),
+            NewEvent(JobRegistered(job=job()), expected_version=0),
+            NewEvent(NodeStatusUpdated(node_id="n1", status="ready", at=2), expected_version=2),
+            NewEvent(JobRegistered(job=job(version=1)), expected_version=1),
+        ]
+    )
+    assert [(r.position, r.stream, r.version) for r in rec] == [
+        (2, "node:n1", 2),
+        (3, "job:default/web", 1),
+        (4, "node:n1", 3),
+        (5, "job:default/web", 2),
+    ]
+    assert [(r.position, r.version) for r in store.read(1)] == [(2, 2), (3, 1), (4, 3), (5, 2)]
+    # An expectation that a stream's earlier event in the same append already moved past.
+    with pytest.raises(ConcurrencyError):
+        store.append(
+            [
+                NodeStatusUpdated(node_id="n1", status="down", at=3),
+                NewEvent(NodeStatusUpdated(node_id="n1", status="ready", at=4), expected_version=3),
+            ]
+        )
+    assert store.last_position() == 5
+    node_doc = store.replay().node("n1")
+    assert node_doc is not None and node_doc.status == "ready" and node_doc.modify_index == 4
+
+
 def test_gap_free_under_concurrent_writers(store: EventStore) -> None:
     writers, per_writer = 6, 40
     seen: list[int] = []

@@ -19,18 +19,54 @@ from typing import Any
 
 import psycopg
 from sqlalchemy import Connection, Engine, create_engine, event, text
-from sqlalchemy.exc import DisconnectionError, IntegrityError
+from sqlalchemy.exc import DisconnectionError
 
-from drover.common.events import Event, PlanApplied, decode_event, encode_event_json
+from drover.common.events import (
+    AllocsClientUpdated,
+    Event,
+    JobDeregistered,
+    JobRegistered,
+    NodeDrainUpdated,
+    NodeEligibilityUpdated,
+    NodeRegistered,
+    NodeStatusUpdated,
+    PlanApplied,
+    decode_event,
+    encode_event_json,
+    evals_of,
+)
 from drover.common.reducer import apply
 from drover.common.state import InMemoryState
-from drover.common.store.projections import PROJECTION_TABLES, SqlState
+from drover.common.store.projections import PROJECTION_TABLES, SqlState, Statement
 
 # The append transaction notifies this channel (delivered at commit) so tailers wake at once.
 NOTIFY_CHANNEL = "drover_events"
 # Placements in one append from which new ones are not looked up: below it, the one lookup
 # query costs less than the savepoint that guards the shortcut.
 TRUST_NEW_FROM = 64
+
+
+def _insert_events_sql(nth: list[int]) -> str:
+    """The head of an append, run after the lock is granted (a statement of its own, so its
+    snapshot is taken after the lock): event i gets the next position after the log's last,
+    plus i, and its stream's version plus `nth[i]` (which of this append's events of that
+    stream it is). Rows as VALUES: Postgres parses a text array of large documents slowly."""
+    rows = ",".join(f"(%s, %s, %s, %s, {i}, {k})" for i, k in enumerate(nth, 1))
+    return (
+        f"WITH new (stream, type, data, metadata, ord, nth) AS (VALUES {rows}), "
+        "head AS (SELECT coalesce(max(position), 0) AS position FROM events), "
+        "versions AS (SELECT stream, max(version) AS version FROM events "
+        "WHERE stream IN (SELECT stream FROM new) GROUP BY stream) "
+        "INSERT INTO events (position, stream, version, type, data, metadata) "
+        "SELECT head.position + new.ord, new.stream, coalesce(versions.version, 0) + new.nth, "
+        "new.type, CAST(new.data AS json), CAST(new.metadata AS jsonb) "
+        "FROM new CROSS JOIN head LEFT JOIN versions ON versions.stream = new.stream "
+        "RETURNING position, version"
+    )
+
+
+EVENTS_PER_INSERT = 5000
+_FENCE = "SELECT epoch FROM leases WHERE name = %s"
 # Seconds a pooled connection may sit idle before it is checked at checkout (see below).
 PING_AFTER_IDLE = 1.0
 
@@ -69,27 +105,55 @@ class RecordedEvent:
 
 
 def _prefetch(state: SqlState, events: Sequence[Event], *, trust_new: bool = False) -> None:
-    """Load the allocs the events touch in one query. With `trust_new`, placements the
-    scheduler just created (CreateIndex 0: a fresh ID) are taken as absent without a lookup."""
-    ids: list[str] = []
+    """Load what the events will read in one query: the allocs, evals, deployments, nodes and
+    jobs they name. With `trust_new`, placements the scheduler just created (CreateIndex 0: a
+    fresh ID) are taken as absent without a lookup. Anything else is read when asked for."""
+    allocs: list[str] = []
     new: list[str] = []
+    evals: list[str] = []
+    deployments: list[str] = []
+    nodes: list[str] = []
+    jobs: list[tuple[str, str]] = []
     for ev in events:
+        evals.extend(e.id for e in evals_of(ev))
         if isinstance(ev, PlanApplied):
             for a in ev.allocs:
-                (new if trust_new and a.create_index == 0 else ids).append(a.id)
+                (new if trust_new and a.create_index == 0 else allocs).append(a.id)
                 if a.previous_allocation:
-                    ids.append(a.previous_allocation)
-            ids.extend(a.id for a in (*ev.stopped, *ev.preempted))
-    state.prefetch_allocs(ids)
+                    allocs.append(a.previous_allocation)
+            for a in (*ev.stopped, *ev.preempted):
+                allocs.append(a.id)
+                nodes.append(a.node_id)
+            if ev.deployment is not None:
+                deployments.append(ev.deployment.id)
+            deployments.extend(str(u.get("DeploymentID", "")) for u in ev.deployment_updates)
+        elif isinstance(ev, AllocsClientUpdated):
+            allocs.extend(u.id for u in ev.updates)
+        elif isinstance(ev, JobRegistered):
+            jobs.append((ev.job.namespace, ev.job.id))
+        elif isinstance(ev, JobDeregistered):
+            jobs.append((ev.namespace, ev.job_id))
+        elif isinstance(ev, NodeRegistered):
+            nodes.append(ev.node.id)
+        elif isinstance(ev, (NodeStatusUpdated, NodeEligibilityUpdated, NodeDrainUpdated)):
+            nodes.append(ev.node_id)
+    state.prefetch(allocs=allocs, evals=evals, deployments=deployments, nodes=nodes, jobs=jobs)
     state.assume_absent(new)
 
 
-def _project(state: SqlState, events: list[tuple[int, Event]], *, trust_new: bool = False) -> None:
-    """Reduce `events` into the projections through `state` (one transaction's writer)."""
+def _project(
+    state: SqlState,
+    events: list[tuple[int, Event]],
+    *,
+    trust_new: bool = False,
+    then: Sequence[Statement] = (),
+) -> None:
+    """Reduce `events` into the projections through `state` (one transaction's writer); the
+    statements `then` go in the same round trip as the writes."""
     _prefetch(state, [e for _, e in events], trust_new=trust_new)
     for position, ev in events:
         apply(state, position, ev)
-    state.flush()
+    state.flush(then)
 
 
 def _ping_when_idle(engine: Engine) -> None:
@@ -147,60 +211,57 @@ class EventStore:
         fence: tuple[str, int] | None,
         owned: bool,
     ) -> list[RecordedEvent]:
-        conn.exec_driver_sql("LOCK TABLE events IN EXCLUSIVE MODE")
-        if fence is not None:
-            name, epoch = fence
-            row = conn.execute(text("SELECT epoch FROM leases WHERE name = :n"), {"n": name}).first()
-            if row is None or int(row[0]) != epoch:
-                raise FencedError(f"lease {name!r} epoch {epoch} is not current")
-        streams = sorted({i.event.stream() for i in items})
-        rows = conn.execute(
-            text("SELECT stream, max(version) FROM events WHERE stream = ANY(:s) GROUP BY stream"),
-            {"s": streams},
-        )
-        versions: dict[str, int] = {s: 0 for s in streams}
-        versions.update({r[0]: int(r[1]) for r in rows})
-        position = int(conn.exec_driver_sql("SELECT coalesce(max(position), 0) FROM events").scalar_one())
+        # The lock, the fence, and the events written with their positions and versions
+        # (computed by the server, after the lock), in one round trip.
+        raw = conn.connection.dbapi_connection
+        assert isinstance(raw, psycopg.Connection)
+        # In statements of at most EVENTS_PER_INSERT rows (Postgres takes 65,535 parameters);
+        # each statement numbers its rows after what the ones before it wrote.
+        chunks: list[tuple[list[int], list[str]]] = []
+        for start in range(0, len(items), EVENTS_PER_INSERT):
+            seen: dict[str, int] = {}
+            nth: list[int] = []
+            params: list[str] = []
+            for item, (data, metadata) in zip(
+                items[start : start + EVENTS_PER_INSERT],
+                encoded[start : start + EVENTS_PER_INSERT],
+                strict=True,
+            ):
+                stream = item.event.stream()
+                seen[stream] = seen.get(stream, 0) + 1
+                nth.append(seen[stream])
+                params += [stream, item.event.type, data, metadata]
+            chunks.append((nth, params))
+        with raw.pipeline():
+            raw.execute("LOCK TABLE events IN EXCLUSIVE MODE")
+            fenced = raw.execute(_FENCE, (fence[0],)) if fence is not None else None
+            inserted = [raw.execute(_insert_events_sql(nth), params) for nth, params in chunks]
+            epoch = fenced.fetchone() if fenced is not None else None
+            rows = sorted(row for cur in inserted for row in cur.fetchall())
+        if fence is not None and (epoch is None or int(epoch[0]) != fence[1]):
+            raise FencedError(f"lease {fence[0]!r} epoch {fence[1]} is not current")
         recorded: list[RecordedEvent] = []
-        params: list[dict[str, Any]] = []
-        for item, (data, metadata) in zip(items, encoded, strict=True):
+        for item, (position, version) in zip(items, rows, strict=True):
             stream = item.event.stream()
-            if item.expected_version is not None and versions[stream] != item.expected_version:
+            if item.expected_version is not None and version - 1 != item.expected_version:
                 raise ConcurrencyError(
-                    f"stream {stream} is at version {versions[stream]}, expected {item.expected_version}"
+                    f"stream {stream} is at version {version - 1}, expected {item.expected_version}"
                 )
-            versions[stream] += 1
-            position += 1
-            recorded.append(RecordedEvent(position, stream, versions[stream], item.event, item.metadata))
-            params.append(
-                {
-                    "p": position,
-                    "s": stream,
-                    "v": versions[stream],
-                    "t": item.event.type,
-                    "d": data,
-                    "m": metadata,
-                }
-            )
-        conn.execute(
-            text(
-                "INSERT INTO events (position, stream, version, type, data, metadata) "
-                "VALUES (:p, :s, :v, :t, CAST(:d AS json), CAST(:m AS jsonb))"
-            ),
-            params,
-        )
+            recorded.append(RecordedEvent(position, stream, version, item.event, item.metadata))
         events = [(r.position, r.event) for r in recorded]
+        notify: Statement = ("SELECT pg_notify(%s, %s)", (NOTIFY_CHANNEL, str(recorded[-1].position)))
         if sum(len(e.allocs) for _, e in events if isinstance(e, PlanApplied)) >= TRUST_NEW_FROM:
             # New placements are not looked up (a thousand-ID query under the lock); should
             # one exist after all, its insert fails and the projection is redone with lookups.
+            state = SqlState(conn, owns_events=owned)
+            state.queue("SAVEPOINT trust_new")
             try:
-                with conn.begin_nested():
-                    _project(SqlState(conn, owns_events=owned), events, trust_new=True)
-            except (IntegrityError, psycopg.errors.UniqueViolation):
-                _project(SqlState(conn), events)
+                _project(state, events, trust_new=True, then=[("RELEASE SAVEPOINT trust_new", None), notify])
+            except psycopg.errors.UniqueViolation:
+                raw.execute("ROLLBACK TO SAVEPOINT trust_new")
+                _project(SqlState(conn), events, then=[notify])
         else:
-            _project(SqlState(conn, owns_events=owned), events)
-        conn.execute(text("SELECT pg_notify(:c, :p)"), {"c": NOTIFY_CHANNEL, "p": str(position)})
+            _project(SqlState(conn, owns_events=owned), events, then=[notify])
         return recorded
 
     # --- leases ---

@@ -1,15 +1,22 @@
 """The SQL projections: the reducer's `StateWriter` over the projection tables, inside the
-appending transaction. Writes are buffered and flushed with one executemany per table; reads
-see the buffer first, so a batch of events reduces exactly as it would in memory."""
+appending transaction. Writes are buffered and flushed with one statement per table; reads
+see the buffer first, so a batch of events reduces exactly as it would in memory.
+
+An append holds the log's lock while this runs, and under load every round trip to the
+server costs far more than its query (the appending thread waits for a core, and for the
+GIL, after each one), so statements are pipelined: what needs no answer is queued and sent
+with the next statement that does, and the writes go in one pipeline with the caller's last
+statements."""
 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from typing import Any, TypeVar
 
+import psycopg
 from pydantic import BaseModel
-from sqlalchemy import Connection, text
+from sqlalchemy import Connection
 
 from drover.common.alloc import Allocation
 from drover.common.deployment import Deployment
@@ -23,6 +30,8 @@ PROJECTION_TABLES = ("nodes", "jobs", "job_versions", "allocs", "evals", "deploy
 # others' is `jsonb`.
 _TEXT_DOC_TABLES = frozenset({"allocs"})
 _DELETED = object()
+# A statement for the raw (psycopg) connection: SQL with %s placeholders, and its parameters.
+Statement = tuple[str, Any]
 # SQL types of the projection columns (for the arrays `_upsert` sends).
 _COLUMN_TYPES = {
     "id": "text",
@@ -52,11 +61,16 @@ class SqlState:
 
     def __init__(self, conn: Connection, *, owns_events: bool = False) -> None:
         self.conn = conn
+        raw = conn.connection.dbapi_connection
+        assert isinstance(raw, psycopg.Connection)
+        self.raw: psycopg.Connection[Any] = raw
+        # Statements whose answer nobody waits for, sent with the next round trip.
+        self._queued: list[Statement] = []
         # The reducer may fill the events' allocs in place (see reducer._write_alloc): set by
         # an appender that does not use its events' allocs afterwards except to reduce them
         # again (the plan applier's own replica).
         self.owns_events = owns_events
-        self.index = 0
+        self.index: int = 0
         self._nodes: dict[str, Any] = {}
         self._jobs: dict[tuple[str, str], Any] = {}
         self._job_versions: dict[tuple[str, str, int], Job] = {}
@@ -70,69 +84,124 @@ class SqlState:
             k: set() for k in ("nodes", "jobs", "allocs", "evals", "deployments")
         }
 
+    # --- round trips ---
+    def queue(self, sql: str, params: Any = None) -> None:
+        """Send `sql` with the next statement that needs an answer (or at flush)."""
+        self._queued.append((sql, params))
+
+    def run(self, statements: list[Statement]) -> None:
+        """Every queued statement and then `statements`, in one round trip."""
+        todo, self._queued = [*self._queued, *statements], []
+        if len(todo) == 1:
+            self.raw.execute(*todo[0])
+        elif todo:
+            with self.raw.pipeline():
+                for sql, params in todo:
+                    self.raw.execute(sql, params)
+
+    def fetch(self, sql: str, params: Any = None) -> list[tuple[Any, ...]]:
+        """The rows of `sql`, sent with whatever is queued (one round trip)."""
+        if not self._queued:
+            return self.raw.execute(sql, params).fetchall()
+        with self.raw.pipeline():
+            for q in self._queued:
+                self.raw.execute(*q)
+            self._queued = []
+            return self.raw.execute(sql, params).fetchall()
+
     # --- reads ---
-    def _load(
-        self, cache: dict[Any, Any], key: Any, sql: str, params: dict[str, Any], model: type[T]
-    ) -> T | None:
+    def _load(self, cache: dict[Any, Any], key: Any, sql: str, params: Any, model: type[T]) -> T | None:
         if key in cache:
             v = cache[key]
             return None if v is _DELETED else v
-        row = self.conn.execute(text(sql), params).first()
-        obj = model.model_validate_json(row[0]) if row is not None else None
+        rows = self.fetch(sql, params)
+        obj = model.model_validate_json(rows[0][0]) if rows else None
         cache[key] = obj if obj is not None else _DELETED
         if obj is None and cache is self._allocs:
             self._absent_allocs.add(key)
         return obj
 
     def node(self, node_id: str) -> Node | None:
-        return self._load(
-            self._nodes, node_id, "SELECT doc::text FROM nodes WHERE id = :id", {"id": node_id}, Node
-        )
+        return self._load(self._nodes, node_id, "SELECT doc::text FROM nodes WHERE id = %s", (node_id,), Node)
 
     def job(self, namespace: str, job_id: str) -> Job | None:
         return self._load(
             self._jobs,
             (namespace, job_id),
-            "SELECT doc::text FROM jobs WHERE namespace = :ns AND id = :id",
-            {"ns": namespace, "id": job_id},
+            "SELECT doc::text FROM jobs WHERE namespace = %s AND id = %s",
+            (namespace, job_id),
             Job,
         )
 
     def alloc(self, alloc_id: str) -> Allocation | None:
         return self._load(
-            self._allocs,
-            alloc_id,
-            "SELECT doc::text FROM allocs WHERE id = :id",
-            {"id": alloc_id},
-            Allocation,
+            self._allocs, alloc_id, "SELECT doc::text FROM allocs WHERE id = %s", (alloc_id,), Allocation
         )
 
     def eval(self, eval_id: str) -> Evaluation | None:
         return self._load(
-            self._evals, eval_id, "SELECT doc::text FROM evals WHERE id = :id", {"id": eval_id}, Evaluation
+            self._evals, eval_id, "SELECT doc::text FROM evals WHERE id = %s", (eval_id,), Evaluation
         )
 
     def deployment(self, deployment_id: str) -> Deployment | None:
         return self._load(
             self._deployments,
             deployment_id,
-            "SELECT doc::text FROM deployments WHERE id = :id",
-            {"id": deployment_id},
+            "SELECT doc::text FROM deployments WHERE id = %s",
+            (deployment_id,),
             Deployment,
         )
 
+    def prefetch(
+        self,
+        *,
+        allocs: Iterable[str] = (),
+        evals: Iterable[str] = (),
+        deployments: Iterable[str] = (),
+        nodes: Iterable[str] = (),
+        jobs: Iterable[tuple[str, str]] = (),
+    ) -> None:
+        """Load what a batch of events will read, of every table, in one query: a plan
+        touches hundreds of allocs, a register its job and its eval."""
+        wanted: list[tuple[str, dict[Any, Any], list[Any], type[BaseModel]]] = [
+            ("allocs", self._allocs, list(set(allocs)), Allocation),
+            ("evals", self._evals, list(set(evals)), Evaluation),
+            ("deployments", self._deployments, list(set(deployments)), Deployment),
+            ("nodes", self._nodes, list(set(nodes)), Node),
+        ]
+        parts: list[str] = []
+        params: list[Any] = []
+        for table, cache, ids, _ in wanted:
+            ids[:] = [i for i in ids if i and i not in cache]
+            if ids:
+                parts.append(f"SELECT '{table}', '', id, doc::text FROM {table} WHERE id = ANY(%s)")
+                params.append(ids)
+        job_keys = [k for k in set(jobs) if k not in self._jobs]
+        if job_keys:
+            parts.append(
+                "SELECT 'jobs', namespace, id, doc::text FROM jobs "
+                "WHERE (namespace, id) IN (SELECT * FROM unnest(%s::text[], %s::text[]))"
+            )
+            params.extend([[k[0] for k in job_keys], [k[1] for k in job_keys]])
+        if not parts:
+            return
+        models: dict[str, tuple[dict[Any, Any], type[BaseModel]]] = {t: (c, m) for t, c, _, m in wanted}
+        models["jobs"] = (self._jobs, Job)
+        for table, namespace, key, doc in self.fetch(" UNION ALL ".join(parts), params):
+            cache, model = models[table]
+            cache[(namespace, key) if table == "jobs" else key] = model.model_validate_json(doc)
+        for table, cache, ids, _ in wanted:
+            for i in ids:
+                if i not in cache:
+                    cache[i] = _DELETED
+                    if table == "allocs":
+                        self._absent_allocs.add(i)
+        for k in job_keys:
+            self._jobs.setdefault(k, _DELETED)
+
     def prefetch_allocs(self, ids: Iterable[str]) -> None:
         """Load many allocs in one query (a plan touches hundreds)."""
-        want = [i for i in set(ids) if i and i not in self._allocs]
-        if not want:
-            return
-        rows = self.conn.execute(text("SELECT id, doc::text FROM allocs WHERE id = ANY(:ids)"), {"ids": want})
-        for alloc_id, doc in rows:
-            self._allocs[alloc_id] = Allocation.model_validate_json(doc)
-        for i in want:
-            if i not in self._allocs:
-                self._allocs[i] = _DELETED
-                self._absent_allocs.add(i)
+        self.prefetch(allocs=ids)
 
     def assume_absent(self, ids: Iterable[str]) -> None:
         """Take allocs as not in the table without looking (new placements: fresh IDs). Were
@@ -178,17 +247,23 @@ class SqlState:
         self._deployments[dep.id] = dep
         self._dirty["deployments"].add(dep.id)
 
-    def flush(self) -> None:
-        """Write every buffered change: one statement per table and kind."""
+    def flush(self, then: Sequence[Statement] = ()) -> None:
+        """Write every buffered change: one statement per table and kind, the new allocs
+        COPYed first, then the rest in one pipeline with what is queued and `then`."""
+        writes: list[Statement] = []
         nodes, gone_nodes = self._split(self._nodes, "nodes")
         self._upsert(
-            "nodes", ("id",), [{"id": n.id, "doc": _doc(n), "modify_index": n.modify_index} for n in nodes]
+            writes,
+            "nodes",
+            ("id",),
+            [{"id": n.id, "doc": _doc(n), "modify_index": n.modify_index} for n in nodes],
         )
         if gone_nodes:
-            self.conn.execute(text("DELETE FROM nodes WHERE id = ANY(:ids)"), {"ids": gone_nodes})
+            writes.append(("DELETE FROM nodes WHERE id = ANY(%s)", (gone_nodes,)))
 
         jobs, gone_jobs = self._split(self._jobs, "jobs")
         self._upsert(
+            writes,
             "jobs",
             ("namespace", "id"),
             [
@@ -198,27 +273,24 @@ class SqlState:
         )
         for ns, job_id in gone_jobs:
             for table in ("jobs", "job_versions"):
-                self.conn.execute(
-                    text(f"DELETE FROM {table} WHERE namespace = :ns AND id = :id"),
-                    {"ns": ns, "id": job_id},
-                )
+                writes.append((f"DELETE FROM {table} WHERE namespace = %s AND id = %s", (ns, job_id)))
         versions = [
             {"namespace": j.namespace, "id": j.id, "version": j.version, "doc": _doc(j)}
             for (ns, jid, _), j in self._job_versions.items()
             if self._jobs.get((ns, jid)) is not _DELETED
         ]
         self._job_versions.clear()
-        self._upsert("job_versions", ("namespace", "id", "version"), versions)
+        self._upsert(writes, "job_versions", ("namespace", "id", "version"), versions)
 
         allocs, _ = self._split(self._allocs, "allocs")
         new = [a for a in allocs if a.id in self._absent_allocs]
         new_ids = {a.id for a in new}
         if new:
+            # COPY cannot be pipelined: what is queued (a savepoint) goes first.
+            self.run([])
             keys = ("id", "namespace", "job_id", "node_id", "eval_id", "desired_status", "client_status")
             cols = (*keys, "doc", "modify_index")
-            dbapi = self.conn.connection.dbapi_connection
-            assert dbapi is not None
-            with dbapi.cursor().copy(f"COPY allocs ({', '.join(cols)}) FROM STDIN") as copy:
+            with self.raw.cursor().copy(f"COPY allocs ({', '.join(cols)}) FROM STDIN") as copy:
                 for a in new:
                     fields = (
                         a.id,
@@ -232,6 +304,7 @@ class SqlState:
                     copy.write_row((*fields, _doc(a), a.modify_index))
             self._absent_allocs -= new_ids
         self._upsert(
+            writes,
             "allocs",
             ("id",),
             [
@@ -252,6 +325,7 @@ class SqlState:
         )
         evals, _ = self._split(self._evals, "evals")
         self._upsert(
+            writes,
             "evals",
             ("id",),
             [
@@ -268,6 +342,7 @@ class SqlState:
         )
         deps, _ = self._split(self._deployments, "deployments")
         self._upsert(
+            writes,
             "deployments",
             ("id",),
             [
@@ -282,12 +357,16 @@ class SqlState:
                 for d in deps
             ],
         )
+        self.run([*writes, *then])
 
-    def _upsert(self, table: str, key: tuple[str, ...], rows: list[dict[str, Any]]) -> None:
+    @staticmethod
+    def _upsert(
+        writes: list[Statement], table: str, key: tuple[str, ...], rows: list[dict[str, Any]]
+    ) -> None:
         """INSERT ... ON CONFLICT (key) DO UPDATE for many rows in one statement: the rows go
         as one JSON array (each `doc`, already JSON text, spliced in as it is), which Postgres
-        unpacks with json_array_elements - one round trip and one plan, where an executemany
-        runs a statement per row."""
+        unpacks with json_array_elements - one plan, where an executemany runs a statement
+        per row."""
         if not rows:
             return
         cols = list(rows[0])
@@ -297,10 +376,10 @@ class SqlState:
         updates = ", ".join(f"{c} = EXCLUDED.{c}" for c in cols if c not in key)
         sql = (
             f"INSERT INTO {table} ({', '.join(cols)}) SELECT {select} "
-            "FROM json_array_elements(CAST(:rows AS json)) AS r "
+            "FROM json_array_elements(CAST(%s AS json)) AS r "
             f"ON CONFLICT ({', '.join(key)}) DO UPDATE SET {updates}"
         )
-        self.conn.execute(text(sql), {"rows": payload})
+        writes.append((sql, (payload,)))
 
     def _split(self, cache: dict[Any, Any], table: str) -> tuple[list[Any], list[Any]]:
         up: list[Any] = []
