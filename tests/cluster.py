@@ -14,7 +14,7 @@ import httpx
 
 from drover.common.embedded import free_port, wait_for_port
 
-SERVICES = ("broker", "planner", "worker", "watcher", "api")
+SERVICES = ("relay", "broker", "planner", "worker", "watcher", "api")
 
 
 class Cluster:
@@ -35,7 +35,14 @@ class Cluster:
         self.log_dir = log_dir
         self.port = free_port()
         self.procs: dict[str, list[subprocess.Popen[bytes]]] = {}
-        self.counts = {"broker": 1, "planner": planners, "worker": workers, "watcher": watchers, "api": 1}
+        self.counts = {
+            "relay": 1,
+            "broker": 1,
+            "planner": planners,
+            "worker": workers,
+            "watcher": watchers,
+            "api": 1,
+        }
         self.http = httpx.Client(base_url=f"http://127.0.0.1:{self.port}", timeout=30)
 
     def env(self) -> dict[str, str]:

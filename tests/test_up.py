@@ -60,6 +60,7 @@ def test_up_runs_everything_stops_cleanly_and_keeps_its_data(tmp_path: Path) -> 
         }
         assert {
             "drover.api",
+            "drover.relay",
             "drover.broker",
             "drover.worker",
             "drover.planner",

@@ -56,6 +56,7 @@ def run_up(settings: Settings) -> None:
         logs = data_dir / "logs"
         logs.mkdir(exist_ok=True)
         plan = [
+            ("relay", 1),
             ("broker", 1),
             ("planner", 2),
             ("worker", max(1, settings.workers)),

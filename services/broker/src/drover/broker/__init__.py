@@ -1,1 +1,1 @@
-"""The eval broker service (and the event relay): turns the log's evals into ready work."""
+"""The eval broker service: turns the log's evals into ready work."""

@@ -1,7 +1,7 @@
-"""`drover-broker`: runs the relay (log -> EVENTS) and the eval broker: it follows every eval
-in the log on its replica, applies the broker's rules (drover.scheduler.broker) and publishes
-ready evals to the EVALS work queue; cancellations are written to the log. Its queue is rebuilt
-from the log when it restarts."""
+"""`drover-broker`: the eval broker. It follows every eval in the log on its replica (fed by
+the EVENTS stream, which `drover-relay` fills), applies the broker's rules
+(drover.scheduler.broker) and publishes ready evals to the EVALS work queue; cancellations are
+written to the log. Its queue is rebuilt from the log when it restarts."""
 
 from __future__ import annotations
 
@@ -24,11 +24,10 @@ from drover.common.events import (
     PlanApplied,
     evals_of,
 )
-from drover.common.relay import Relay
 from drover.common.replica import Replica
 from drover.common.service import run_service
 from drover.common.settings import Settings
-from drover.common.store import EventStore, libpq_url
+from drover.common.store import EventStore
 from drover.common.telemetry import extract, inject, tracer
 from drover.scheduler.broker import EvalBroker
 
@@ -100,8 +99,6 @@ async def run(settings: Settings, stop: asyncio.Event) -> None:
     nc = await connect(settings.nats_url, "broker")
     js = nc.jetstream()
     await ensure_streams(js)
-    relay = Relay(store, js, libpq_url(settings.database_url))
-    relay_task = asyncio.create_task(relay.run(stop))
     replica = Replica(store, js)
     # One eval per worker at a time: what is not yet handed out can still be reordered.
     svc = BrokerService(replica, window=max(1, settings.workers), large=settings.large_evals)
@@ -151,7 +148,6 @@ async def run(settings: Settings, stop: asyncio.Event) -> None:
                 await asyncio.wait_for(svc.wake.wait(), timeout)
     finally:
         stop.set()
-        await relay_task
         await close(nc)
         store.close()
 

@@ -1,0 +1,37 @@
+"""`drover-relay`: publishes every committed event, in log order, onto the EVENTS stream
+(drover.common.relay). Every consumer of the stream waits on it - the broker hears of a new
+eval, a worker's replica reaches the eval's index - so it runs as a process of its own: in
+the broker's it waited for the broker's event loop, busy following large plans, and the eval
+of a small job registered under load was heard ~13 ms later for it. More than one may run:
+a re-published event is dropped by the stream's duplicate window, and consumers skip
+positions they have applied."""
+
+from __future__ import annotations
+
+import asyncio
+
+from drover.common.bus import close, connect, ensure_streams
+from drover.common.relay import Relay
+from drover.common.service import run_service
+from drover.common.settings import Settings
+from drover.common.store import EventStore, libpq_url
+
+
+async def run(settings: Settings, stop: asyncio.Event) -> None:
+    store = EventStore(settings.database_url, pool_size=1)
+    nc = await connect(settings.nats_url, "relay")
+    try:
+        js = nc.jetstream()
+        await ensure_streams(js)
+        await Relay(store, js, libpq_url(settings.database_url)).run(stop)
+    finally:
+        await close(nc)
+        store.close()
+
+
+def main() -> None:
+    run_service("relay", run)
+
+
+if __name__ == "__main__":
+    main()
