@@ -7,7 +7,9 @@ with 5,000 registered nodes, this appends, as the plan applier does, real plans 
 scheduling core: 1,000 placements in events of ALLOCS_PER_EVENT, and 10 placements; and a job
 register. Reported per kind, median of --repeats: the whole append, and the part after the
 events are encoded (the transaction: the lock is taken first thing in it, so this is the
-time the lock is held, commit included).
+time the lock is held, commit included) - on an idle process, and again beside a CPU-bound
+thread in the same process, as the plan applier's commit runs beside its busy event loop
+(every round trip to the server then also waits for the GIL).
 
     python -m bench.append --out bench/out/append.json
 """
@@ -17,6 +19,7 @@ from __future__ import annotations
 import argparse
 import statistics
 import tempfile
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -88,6 +91,14 @@ def _summary(runs: list[tuple[float, float]]) -> dict[str, float]:
     }
 
 
+def _busy(stop: threading.Event) -> None:
+    """A CPU-bound thread: pure Python, never waiting, as a busy event loop is."""
+    x = 0
+    while not stop.is_set():
+        for i in range(10_000):
+            x += i
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--out", default="bench/out/append.json")
@@ -109,22 +120,33 @@ def main() -> None:
             nodes = [NodeRegistered(node=n) for n in cluster.nodes.values()]
             for i in range(0, len(nodes), 500):
                 log.append(list(nodes[i : i + 500]))
-            big: list[tuple[float, float]] = []
-            small: list[tuple[float, float]] = []
-            register: list[tuple[float, float]] = []
-            for r in range(args.repeats):
-                for job_id, count, runs in ((f"big-{r}", 1000, big), (f"probe-{r}", 10, small)):
-                    job = _job(job_id, count)
-                    register.append(log.append([JobRegistered(job=job)]))
-                    runs.append(log.append(log.plan(job)))
-            result: dict[str, Any] = {
-                "benchmark": "append",
-                "nodes": len(nodes),
-                "repeats": args.repeats,
-                "plan_1000_allocs": _summary(big),
-                "plan_10_allocs": _summary(small),
-                "job_register": _summary(register),
-            }
+            result: dict[str, Any] = {"benchmark": "append", "nodes": len(nodes), "repeats": args.repeats}
+            for mode in ("idle", "beside_busy_thread"):
+                stop = threading.Event()
+                busy = threading.Thread(target=_busy, args=(stop,))
+                if mode != "idle":
+                    busy.start()
+                big: list[tuple[float, float]] = []
+                small: list[tuple[float, float]] = []
+                register: list[tuple[float, float]] = []
+                try:
+                    for r in range(args.repeats):
+                        for job_id, count, runs in (
+                            (f"big-{mode}-{r}", 1000, big),
+                            (f"probe-{mode}-{r}", 10, small),
+                        ):
+                            job = _job(job_id, count)
+                            register.append(log.append([JobRegistered(job=job)]))
+                            runs.append(log.append(log.plan(job)))
+                finally:
+                    stop.set()
+                    if busy.is_alive():
+                        busy.join()
+                result[mode] = {
+                    "plan_1000_allocs": _summary(big),
+                    "plan_10_allocs": _summary(small),
+                    "job_register": _summary(register),
+                }
             store.close()
         finally:
             if pg is not None:
