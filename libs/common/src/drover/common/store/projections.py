@@ -199,10 +199,6 @@ class SqlState:
         for k in job_keys:
             self._jobs.setdefault(k, _DELETED)
 
-    def prefetch_allocs(self, ids: Iterable[str]) -> None:
-        """Load many allocs in one query (a plan touches hundreds)."""
-        self.prefetch(allocs=ids)
-
     def assume_absent(self, ids: Iterable[str]) -> None:
         """Take allocs as not in the table without looking (new placements: fresh IDs). Were
         one there after all, its COPY fails on the primary key and the caller starts over."""
