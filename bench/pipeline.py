@@ -212,7 +212,9 @@ def main() -> None:
                 if not pending:
                     placed = int(
                         conn.execute(
-                            text("SELECT count(*) FROM allocs WHERE job_id = ANY(:jobs) AND desired_status = 'run'"),
+                            text(
+                                "SELECT count(*) FROM allocs WHERE job_id = ANY(:jobs) AND desired_status = 'run'"
+                            ),
                             {"jobs": big_jobs},
                         ).scalar_one()
                     )
