@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx
-from sqlalchemy import text
+from sqlalchemy import Connection, text
 
 from bench import report
 from drover.common.embedded import EmbeddedNats, EmbeddedPostgres
@@ -58,6 +58,16 @@ def machine_cpu_seconds() -> float:
     parts = [int(x) for x in Path("/proc/stat").read_text().splitlines()[0].split()[1:]]
     idle = parts[3] + parts[4]
     return (sum(parts[:8]) - idle) / os.sysconf("SC_CLK_TCK")
+
+
+def placed_allocs(conn: Connection, jobs: list[str]) -> int:
+    """Allocs of `jobs` that are to run."""
+    return int(
+        conn.execute(
+            text("SELECT count(*) FROM allocs WHERE job_id = ANY(:jobs) AND desired_status = 'run'"),
+            {"jobs": jobs},
+        ).scalar_one()
+    )
 
 
 def main() -> None:
@@ -210,25 +220,13 @@ def main() -> None:
                     ).scalar_one()
                 )
                 if not pending:
-                    placed = int(
-                        conn.execute(
-                            text(
-                                "SELECT count(*) FROM allocs WHERE job_id = ANY(:jobs) AND desired_status = 'run'"
-                            ),
-                            {"jobs": big_jobs},
-                        ).scalar_one()
-                    )
+                    placed = placed_allocs(conn, big_jobs)
             if placed >= want:
                 break
             time.sleep(1.0)
         cpu = {name: round(cpu_seconds(pid) - cpu0[name], 1) for name, pid in services}
         with store.engine.connect() as conn:
-            placed = int(
-                conn.execute(
-                    text("SELECT count(*) FROM allocs WHERE job_id = ANY(:jobs) AND desired_status = 'run'"),
-                    {"jobs": big_jobs},
-                ).scalar_one()
-            )
+            placed = placed_allocs(conn, big_jobs)
         cpu["machine"] = round(machine_cpu_seconds() - machine0, 1)
         stop.set()
         prober.join(timeout=30)
