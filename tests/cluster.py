@@ -13,6 +13,7 @@ from typing import Any
 import httpx
 
 from drover.common.embedded import free_port, wait_for_port
+from drover.common.lanes import worker_lanes
 
 SERVICES = ("relay", "broker", "planner", "worker", "watcher", "api")
 
@@ -61,8 +62,14 @@ class Cluster:
     def spawn(self, service: str) -> subprocess.Popen[bytes]:
         n = len(self.procs.get(service, []))
         log = open(self.log_dir / f"{service}-{n}.log", "ab")  # noqa: SIM115 - owned by the child
+        env = self.env()
+        if service == "worker":
+            # Lanes as `drover up` assigns them; workers spawned later go round them again.
+            large = env.get("DROVER_LARGE_EVALS")
+            lanes = worker_lanes(self.counts["worker"], int(large) if large else None)
+            env.setdefault("DROVER_WORKER_LANE", lanes[n % len(lanes)])
         proc = subprocess.Popen(
-            [sys.executable, "-m", f"drover.{service}"], env=self.env(), stdout=log, stderr=subprocess.STDOUT
+            [sys.executable, "-m", f"drover.{service}"], env=env, stdout=log, stderr=subprocess.STDOUT
         )
         self.procs.setdefault(service, []).append(proc)
         return proc

@@ -16,6 +16,7 @@ from pathlib import Path
 from rich.console import Console
 
 from drover.common.embedded import EmbeddedNats, EmbeddedPostgres
+from drover.common.lanes import worker_lanes
 from drover.common.settings import Settings
 from drover.common.store import migrate
 
@@ -64,11 +65,16 @@ def run_up(settings: Settings) -> None:
             ("api", 1),
         ]
         children = [Child(svc, i) for svc, n in plan for i in range(n)]
+        lanes = worker_lanes(max(1, settings.workers), settings.large_evals)
 
         def spawn(c: Child) -> None:
             log = open(logs / f"{c.service}-{c.index}.log", "ab")  # noqa: SIM115 - owned by the child
+            lane = {"DROVER_WORKER_LANE": lanes[c.index]} if c.service == "worker" else {}
             c.proc = subprocess.Popen(
-                [sys.executable, "-m", f"drover.{c.service}"], env=env, stdout=log, stderr=subprocess.STDOUT
+                [sys.executable, "-m", f"drover.{c.service}"],
+                env={**env, **lane},
+                stdout=log,
+                stderr=subprocess.STDOUT,
             )
 
         for c in children:

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from typing import Literal
+
+from pydantic import Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 
@@ -22,6 +25,10 @@ class Settings(BaseSettings):
     # and redo the placements they lose: fewer trade throughput for latency (ARCHITECTURE.md,
     # Performance, has both measured).
     large_evals: int | None = None
+    # This worker's lane: "small" or "large" evals first (`drover up` assigns them; unset: small
+    # first). A large-lane worker lowers its CPU priority by `large_lane_nice` (ARCHITECTURE.md).
+    worker_lane: Literal["", "small", "large"] = ""
+    large_lane_nice: int = Field(default=10, ge=0, le=19)
     # Seconds an eval may stay unacked before it is redelivered (Nomad's nack timeout: 60 s).
     eval_ack_wait: float = 60.0
     # Client heartbeats (seconds): the least TTL handed to a node, the grace after it before the

@@ -14,6 +14,9 @@
   a small job never waits for a large one to finish scheduling. Large evals in flight at once
   compete for the same nodes (binpacking fills the fullest first): the later plans lose nodes
   to the earlier and are scheduled again, and the extra work saturates a small machine.
+- With lanes (`worker_lanes`: three workers or more), large evals go to workers of the large
+  lane and small ones to the small lane, so the large lane's workers can run at a lower CPU
+  priority; either lane takes the other's work when it has none of its own.
 - Evals with WaitUntil in the future are held until then.
 - Blocked evals: one per job (a newer one cancels the older). They are released when capacity
   may have appeared - a node of a class they did not find ineligible becomes usable, or an alloc
@@ -37,14 +40,13 @@ from drover.common.evaluation import (
     TRIGGER_MAX_PLANS,
     Evaluation,
 )
+from drover.common.lanes import is_large, large_window
 
 CANCELED_NEWER_EVAL = "canceled after more recent eval was processed"
 CANCELED_NEWER_BLOCKED = "canceled: a newer blocked eval replaced it"
 MAX_PLAN_RELEASE = 1 * MINUTE
 # How much later a placement makes an eval count as having arrived (ns per placement).
 COST_WEIGHT = 50 * MILLISECOND
-# Evals whose jobs ask for at most this many placements count as small.
-SMALL_EVAL = 100
 
 JobKey = tuple[str, str]
 
@@ -64,12 +66,7 @@ class EvalBroker:
         # At most `window` evals out at once (None: no limit), and at most `large` of them large
         # (None: all but one slot when there are three or more); see the module notes.
         self.window = window
-        if window is None:
-            self.large_window: int | None = None
-        elif large is None:
-            self.large_window = window - 1 if window >= 3 else window
-        else:
-            self.large_window = max(1, min(large, window - 1 if window >= 2 else window))
+        self.large_window = large_window(window, large)
         self.cost: dict[str, int] = {}
         self.arrival: dict[str, int] = {}
         self.inflight: dict[JobKey, str] = {}
@@ -198,6 +195,10 @@ class EvalBroker:
             out.dispatch.append(ev)
         return out
 
+    def is_large(self, eval_id: str) -> bool:
+        """Whether the eval counts as large (by the cost it was last given)."""
+        return is_large(self.cost.get(eval_id, 1))
+
     def _order(self, ev: Evaluation) -> tuple[int, int, int]:
         virtual = self.arrival.get(ev.id, 0) + self.cost.get(ev.id, 1) * COST_WEIGHT
         return (-ev.priority, virtual, ev.create_index)
@@ -207,16 +208,16 @@ class EvalBroker:
             return ready
         out: list[Evaluation] = []
         busy = len(self.inflight)
-        large = sum(1 for eid in self.inflight.values() if self.cost.get(eid, 1) > SMALL_EVAL)
+        large = sum(1 for eid in self.inflight.values() if self.is_large(eid))
         for ev in ready:
             if busy >= self.window:
                 break
-            is_large = self.cost.get(ev.id, 1) > SMALL_EVAL
-            if is_large and large >= self.large_window:
+            big = self.is_large(ev.id)
+            if big and large >= self.large_window:
                 continue
             out.append(ev)
             busy += 1
-            large += is_large
+            large += big
         return out
 
     def next_wakeup(self) -> int | None:

@@ -11,7 +11,14 @@ import logging
 import time
 from typing import Any
 
-from drover.common.bus import EVALS_SUBJECT, MSG_ID_HEADER, close, connect, ensure_streams
+from drover.common.bus import (
+    EVALS_LARGE_SUBJECT,
+    EVALS_SUBJECT,
+    MSG_ID_HEADER,
+    close,
+    connect,
+    ensure_streams,
+)
 from drover.common.evaluation import Evaluation
 from drover.common.events import (
     AllocsClientUpdated,
@@ -24,6 +31,7 @@ from drover.common.events import (
     PlanApplied,
     evals_of,
 )
+from drover.common.lanes import worker_lanes
 from drover.common.replica import Replica
 from drover.common.service import run_service
 from drover.common.settings import Settings
@@ -102,6 +110,8 @@ async def run(settings: Settings, stop: asyncio.Event) -> None:
     replica = Replica(store, js)
     # One eval per worker at a time: what is not yet handed out can still be reordered.
     svc = BrokerService(replica, window=max(1, settings.workers), large=settings.large_evals)
+    # With worker lanes, large evals have a subject of their own (drover.common.lanes).
+    lanes = any(worker_lanes(max(1, settings.workers), settings.large_evals))
     replica.listeners.append(svc.on_event)
     await replica.start()
     svc.seed()
@@ -132,7 +142,7 @@ async def run(settings: Settings, stop: asyncio.Event) -> None:
                         "broker.dispatch", context=parent, attributes={"eval.id": ev.id}
                     ):
                         await js.publish(
-                            EVALS_SUBJECT,
+                            EVALS_LARGE_SUBJECT if lanes and svc.broker.is_large(ev.id) else EVALS_SUBJECT,
                             ev.model_dump_json(by_alias=True).encode(),
                             headers=inject({MSG_ID_HEADER: f"{ev.id}:{ev.modify_index}"}),
                         )

@@ -1,11 +1,17 @@
 """`drover-worker`: pull ready evals from the EVALS work queue, schedule each on the in-memory
 replica, submit the plan to the plan applier, refresh and retry on a partial commit; ack when
-the eval's outcome is committed. Run as many as you like."""
+the eval's outcome is committed. Run as many as you like.
+
+A worker of the large lane (DROVER_WORKER_LANE=large, which `drover up` gives one worker per
+large eval the broker may hand out) takes large evals first and lowers its CPU priority (nice
+DROVER_LARGE_LANE_NICE, 10), so on a busy machine scheduling 1,000 allocs gives way to what a
+small job waits for; the small lane takes small evals first."""
 
 from __future__ import annotations
 
 import asyncio
 import logging
+import os
 import random
 import time
 from collections.abc import Awaitable
@@ -14,9 +20,11 @@ from nats.aio.client import Client
 from nats.aio.msg import Msg
 from nats.errors import NoRespondersError
 from nats.errors import TimeoutError as NatsTimeout
+from nats.js import JetStreamContext
 from nats.js.api import AckPolicy, ConsumerConfig
 
 from drover.common.bus import (
+    EVALS_LARGE_SUBJECT,
     EVALS_STREAM,
     EVALS_SUBJECT,
     PLAN_SUBJECT,
@@ -25,6 +33,7 @@ from drover.common.bus import (
     ensure_streams,
 )
 from drover.common.evaluation import EVAL_STATUS_BLOCKED, Evaluation
+from drover.common.lanes import LANE_LARGE
 from drover.common.replica import Replica
 from drover.common.service import run_service
 from drover.common.settings import Settings
@@ -44,6 +53,14 @@ from drover.scheduler.wire import PlanRequest, PlanResponse, decode_response, en
 log = logging.getLogger("drover.worker")
 _tracer = tracer("drover.worker")
 DURABLE = "workers"
+DURABLE_LARGE = "workers-large"
+# Seconds a worker waits for an eval of its own lane before it looks at the other lane's, and
+# how long it waits there. A small-lane worker looks rarely: while it does, its own lane's
+# evals go to the next worker waiting. A large-lane worker looks often, so a burst of small
+# evals is shared out.
+SMALL_LANE_WAIT = 1.0
+LARGE_LANE_WAIT = 0.25
+OTHER_LANE_WAIT = 0.05
 PLAN_TIMEOUT = 15.0
 
 
@@ -131,6 +148,14 @@ class Worker:
             await self.replica.wait_for(resp.index)
 
 
+async def _fetch(sub: JetStreamContext.PullSubscription, wait: float) -> list[Msg]:
+    """At most one eval from `sub`, waiting up to `wait` seconds for it."""
+    try:
+        return await sub.fetch(1, timeout=wait)
+    except NatsTimeout:
+        return []
+
+
 async def _settle(op: Awaitable[None]) -> None:
     """Ack or nack; if NATS is away the eval is simply redelivered later."""
     try:
@@ -156,23 +181,28 @@ async def run(settings: Settings, stop: asyncio.Event) -> None:
     replica = Replica(store, js)
     await replica.start()
     worker = Worker(nc, replica)
-    sub = await js.pull_subscribe(
-        EVALS_SUBJECT,
-        durable=DURABLE,
-        stream=EVALS_STREAM,
-        config=ConsumerConfig(
-            ack_policy=AckPolicy.EXPLICIT, ack_wait=settings.eval_ack_wait, max_ack_pending=-1
-        ),
+    if settings.worker_lane == LANE_LARGE and settings.large_lane_nice:
+        os.nice(settings.large_lane_nice)
+    config = ConsumerConfig(
+        ack_policy=AckPolicy.EXPLICIT, ack_wait=settings.eval_ack_wait, max_ack_pending=-1
     )
+    small = await js.pull_subscribe(EVALS_SUBJECT, durable=DURABLE, stream=EVALS_STREAM, config=config)
+    large = await js.pull_subscribe(
+        EVALS_LARGE_SUBJECT, durable=DURABLE_LARGE, stream=EVALS_STREAM, config=config
+    )
+    # Its own lane's evals first; the other lane's when it has none (an idle large-lane worker
+    # helps with a burst of small jobs, and either lane keeps going if the other has no worker).
+    own, other = (large, small) if settings.worker_lane == LANE_LARGE else (small, large)
+    own_wait = LARGE_LANE_WAIT if settings.worker_lane == LANE_LARGE else SMALL_LANE_WAIT
     idle_since = time.perf_counter()
     while not stop.is_set():
         try:
-            msgs: list[Msg] = await sub.fetch(1, timeout=1.0)
-        except NatsTimeout:
-            continue
+            msgs: list[Msg] = await _fetch(own, own_wait) or await _fetch(other, OTHER_LANE_WAIT)
         except Exception as e:
             log.warning("fetch: %s", e)
             await asyncio.sleep(0.5)
+            continue
+        if not msgs:
             continue
         log.debug("idle %.0f ms before the next eval", (time.perf_counter() - idle_since) * 1000)
         for msg in msgs:

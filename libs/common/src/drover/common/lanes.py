@@ -1,0 +1,39 @@
+"""Worker lanes: which evals count as large, how many may be out at once, and which worker
+takes which (the broker publishes by it, `drover up` assigns it)."""
+
+from __future__ import annotations
+
+# Evals whose jobs ask for at most this many placements count as small.
+SMALL_EVAL = 100
+
+# Worker lanes (see `worker_lanes`).
+LANE_SMALL = "small"
+LANE_LARGE = "large"
+
+
+def large_window(window: int | None, large: int | None) -> int | None:
+    """How many large evals may be out at once: `large` if given, else all but one slot when
+    there are three or more; never every slot of two or more (one is kept for small evals)."""
+    if window is None:
+        return None
+    if large is None:
+        return window - 1 if window >= 3 else window
+    return max(1, min(large, window - 1 if window >= 2 else window))
+
+
+def is_large(cost: int) -> bool:
+    return cost > SMALL_EVAL
+
+
+def worker_lanes(workers: int, large: int | None) -> list[str]:
+    """The lane of each of `workers` workers: one per large eval the broker may have out at once
+    takes large evals, the rest small ones - when that leaves a slot for small evals (three
+    workers or more by default); otherwise none has a lane and every eval goes to any worker.
+
+    Lanes let large evals run at a lower CPU priority than everything a small job waits for
+    (the large lane's workers lower theirs): on a saturated machine the scheduling of large
+    jobs then gives way to the small ones' register, plan and commit."""
+    n = large_window(workers, large)
+    if n is None or workers < 2 or n >= workers:
+        return [""] * max(0, workers)
+    return [LANE_LARGE] * n + [LANE_SMALL] * (workers - n)

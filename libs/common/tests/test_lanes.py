@@ -1,0 +1,50 @@
+from __future__ import annotations
+
+import pytest
+
+from drover.common.lanes import LANE_LARGE as L
+from drover.common.lanes import LANE_SMALL as S
+from drover.common.lanes import is_large, large_window, worker_lanes
+
+
+@pytest.mark.parametrize(
+    ("window", "large", "want"),
+    [
+        (None, None, None),
+        (None, 3, None),
+        (1, None, 1),
+        (2, None, 2),
+        (3, None, 2),
+        (5, None, 4),
+        (1, 1, 1),
+        (2, 1, 1),
+        (2, 5, 1),  # with two or more slots, one is always kept for small evals
+        (3, 5, 2),
+        (3, 1, 1),
+        (3, 0, 1),
+    ],
+)
+def test_large_window(window: int | None, large: int | None, want: int | None) -> None:
+    assert large_window(window, large) == want
+
+
+@pytest.mark.parametrize(
+    ("workers", "large", "want"),
+    [
+        (0, None, []),
+        (1, None, [""]),
+        (2, None, ["", ""]),  # both may take large evals at once: no lanes
+        (2, 1, [L, S]),
+        (3, None, [L, L, S]),
+        (3, 1, [L, S, S]),
+        (4, None, [L, L, L, S]),
+        (4, 2, [L, L, S, S]),
+        (1, 1, [""]),
+    ],
+)
+def test_worker_lanes(workers: int, large: int | None, want: list[str]) -> None:
+    assert worker_lanes(workers, large) == want
+
+
+def test_large_is_more_than_a_hundred_placements() -> None:
+    assert [is_large(n) for n in (1, 100, 101, 1000)] == [False, False, True, True]

@@ -1,0 +1,66 @@
+"""Worker lanes, end to end: with three workers, large evals go to the two large-lane workers,
+which run at a lower CPU priority, and small evals to the third; each lane takes the other's
+work when it has no worker of its own."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from nats.js import JetStreamContext
+
+from drover.common.bus import EVALS_STREAM
+
+from .cluster import Cluster, job_json, node_json
+from .test_e2e import live
+
+
+def nice_of(pid: int) -> int:
+    return int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[16])
+
+
+async def delivered(js: JetStreamContext) -> dict[str, int]:
+    """Evals each lane's consumer has handed out so far."""
+    out = {}
+    for durable in ("workers", "workers-large"):
+        info = await js.consumer_info(EVALS_STREAM, durable)
+        out[durable] = info.delivered.consumer_seq
+    return out
+
+
+def placed(c: Cluster, job: str, count: int) -> Any:
+    c.put("/v1/jobs", job_json(job, count, cpu=10, mem=10))
+    c.wait(lambda: len(live(c, job)) == count, timeout=15, describe=lambda: f"{job}: {len(live(c, job))}")
+
+
+async def test_large_and_small_evals_go_to_their_lanes(
+    database_url: str, nats_url: str, tmp_path: Path, js_fresh: JetStreamContext
+) -> None:
+    c = Cluster(database_url, nats_url, tmp_path, workers=3).start()
+    try:
+        for i in range(20):
+            c.put("/v1/drover/node/register", {"Node": node_json(f"node-{i}")})
+        workers = c.procs["worker"]
+        # Two large-lane workers (the broker's default of two large evals out at once) at nice 10.
+        c.wait(lambda: [nice_of(p.pid) for p in workers] == [10, 10, 0])
+
+        placed(c, "warmup", 1)  # every worker has made its consumers by now
+        before = await delivered(js_fresh)
+        placed(c, "big", 150)
+        placed(c, "small", 5)
+        after = await delivered(js_fresh)
+        assert after["workers-large"] - before["workers-large"] == 1  # the 150-alloc job's eval
+        assert after["workers"] - before["workers"] == 1  # the 5-alloc job's
+
+        # No small-lane worker: a large-lane worker takes the small eval.
+        c.kill("worker", 2)
+        placed(c, "small-2", 5)
+        # No large-lane worker either: a small-lane worker takes the large eval.
+        c.kill("worker", 0)
+        c.kill("worker", 1)
+        c.extra_env["DROVER_WORKER_LANE"] = "small"
+        c.spawn("worker")
+        placed(c, "big-2", 150)
+        assert nice_of(c.procs["worker"][3].pid) == 0
+    finally:
+        c.stop()
