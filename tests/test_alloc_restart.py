@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from .cluster import Cluster
-from .test_client import ENV, Agents, agents, allocs, raw_exec_job  # noqa: F401 - the agents fixture
+from .test_client import AGENT_START, ENV, Agents, agents, allocs, raw_exec_job  # noqa: F401 - the agents fixture
 
 
 @pytest.fixture
@@ -36,7 +36,7 @@ def test_an_alloc_restart_runs_the_task_again_in_place(
 ) -> None:
     c = cluster
     agents.start("a1", "--enable-raw-exec")
-    c.wait(lambda: [n for n in c.get("/v1/nodes") if n["Status"] == "ready"], timeout=15)
+    c.wait(lambda: [n for n in c.get("/v1/nodes") if n["Status"] == "ready"], timeout=AGENT_START)
     starts = tmp_path / "starts"
     c.put("/v1/jobs", raw_exec_job("svc", "/bin/sh", "-c", f"echo $$ >> {starts}; exec sleep 60"))
     (alloc,) = c.wait(lambda: [a for a in allocs(c, "svc") if a["ClientStatus"] == "running"], timeout=15)
@@ -77,7 +77,7 @@ def test_an_alloc_restart_runs_the_task_again_in_place(
     agents.procs["a1"].kill()
     agents.procs.pop("a1").wait()
     agents.start("a1", "--enable-raw-exec")
-    c.wait(lambda: "re-attached" in (tmp_path / "agent-a1.log").read_text(), timeout=15)
+    c.wait(lambda: "re-attached" in (tmp_path / "agent-a1.log").read_text(), timeout=AGENT_START)
     time.sleep(2)
     assert len(starts.read_text().split()) == 3
     assert _task(c, aid)["Restarts"] == 2

@@ -17,6 +17,11 @@ import pytest
 
 from .cluster import Cluster
 
+# Seconds a new agent process has to register and report ready. A deadline for start-up (a
+# Python process importing the client on a machine running other tests' services), not a
+# figure under test: at 15 s, an agent under a loaded suite once had not yet started.
+AGENT_START = 45
+
 ENV = {"DROVER_HEARTBEAT_MIN_TTL": "1", "DROVER_HEARTBEAT_GRACE": "1", "DROVER_FAILOVER_HEARTBEAT_TTL": "5"}
 S = 1_000_000_000
 
@@ -37,7 +42,7 @@ class Agents:
 
     def node_id(self, name: str) -> str:
         path = self.tmp / name / "client" / "node-id"
-        self.cluster.wait(path.exists)
+        self.cluster.wait(path.exists, timeout=AGENT_START)
         return path.read_text().strip()
 
     def stop(self, name: str) -> None:
@@ -105,7 +110,8 @@ def test_a_real_command_runs_and_its_node_is_fingerprinted(
     agents.start("a1", "--enable-raw-exec", "--meta", "rack=r1")
     node_id = agents.node_id("a1")
     c.wait(
-        lambda: [n for n in c.get("/v1/nodes") if n["ID"] == node_id and n["Status"] == "ready"], timeout=15
+        lambda: [n for n in c.get("/v1/nodes") if n["ID"] == node_id and n["Status"] == "ready"],
+        timeout=AGENT_START,
     )
     node = c.get(f"/v1/node/{node_id}")
     assert node["Name"] == "a1" and node["Meta"] == {"rack": "r1"}
@@ -142,7 +148,7 @@ def test_a_failing_command_is_restarted_locally_then_rescheduled_on_another_node
     c = cluster
     for name in ("a1", "a2"):
         agents.start(name, "--enable-raw-exec")
-    c.wait(lambda: len([n for n in c.get("/v1/nodes") if n["Status"] == "ready"]) == 2, timeout=15)
+    c.wait(lambda: len([n for n in c.get("/v1/nodes") if n["Status"] == "ready"]) == 2, timeout=AGENT_START)
     # No deployment (max_parallel 0): the timeline is the reschedule block's alone (failures
     # inside a deployment: test_deployment_health).
     job = raw_exec_job(
@@ -172,12 +178,15 @@ def test_a_failing_command_is_restarted_locally_then_rescheduled_on_another_node
 def test_a_stopped_agents_allocs_are_lost_and_replaced_elsewhere(cluster: Cluster, agents: Agents) -> None:
     c = cluster
     agents.start("a1", "--enable-raw-exec")
-    c.wait(lambda: [n for n in c.get("/v1/nodes") if n["Status"] == "ready"], timeout=15)
+    c.wait(lambda: [n for n in c.get("/v1/nodes") if n["Status"] == "ready"], timeout=AGENT_START)
     c.put("/v1/jobs", raw_exec_job("web", "/bin/sleep", "60"))
     (first,) = c.wait(lambda: [a for a in allocs(c, "web") if a["ClientStatus"] == "running"], timeout=15)
     agents.start("a2", "--enable-raw-exec")
     a2 = agents.node_id("a2")
-    c.wait(lambda: [n for n in c.get("/v1/nodes") if n["ID"] == a2 and n["Status"] == "ready"], timeout=15)
+    c.wait(
+        lambda: [n for n in c.get("/v1/nodes") if n["ID"] == a2 and n["Status"] == "ready"],
+        timeout=AGENT_START,
+    )
 
     agents.stop("a1")
     c.wait(lambda: c.get(f"/v1/node/{first['NodeID']}")["Status"] == "down", timeout=15)
@@ -194,7 +203,7 @@ def test_a_driver_the_nodes_do_not_enable_is_refused_with_its_reason(
 ) -> None:
     c = cluster
     agents.start("plain")  # raw_exec disabled, as by default
-    c.wait(lambda: [n for n in c.get("/v1/nodes") if n["Status"] == "ready"], timeout=15)
+    c.wait(lambda: [n for n in c.get("/v1/nodes") if n["Status"] == "ready"], timeout=AGENT_START)
     resp = c.put("/v1/jobs", raw_exec_job("needs-raw", "/bin/true"))
     ev = c.wait(lambda: (e := c.get(f"/v1/evaluation/{resp['EvalID']}"))["Status"] == "complete" and e)
     failed = ev["FailedTGAllocs"]["g"]
@@ -223,7 +232,7 @@ def test_a_restarted_agent_picks_up_the_tasks_it_was_running(
 
 def _restarted_agent(c: Cluster, agents: Agents, tmp_path: Path) -> None:
     agents.start("a1", "--enable-raw-exec")
-    c.wait(lambda: [n for n in c.get("/v1/nodes") if n["Status"] == "ready"], timeout=15)
+    c.wait(lambda: [n for n in c.get("/v1/nodes") if n["Status"] == "ready"], timeout=AGENT_START)
     marker = tmp_path / "go"
     # runs until the marker appears, then exits 3 (a service task: restarted per the block)
     script = f"while [ ! -e {marker} ]; do sleep 0.1; done; rm {marker}; exit 3"
@@ -241,7 +250,7 @@ def _restarted_agent(c: Cluster, agents: Agents, tmp_path: Path) -> None:
     agents.procs.pop("a1").wait()
     os.kill(pid, 0)  # still running
     agents.start("a1", "--enable-raw-exec")
-    c.wait(lambda: "re-attached" in (tmp_path / "agent-a1.log").read_text(), timeout=15)
+    c.wait(lambda: "re-attached" in (tmp_path / "agent-a1.log").read_text(), timeout=AGENT_START)
     task = c.get(f"/v1/allocation/{alloc['ID']}")["TaskStates"]["t"]
     assert task["State"] == "running" and task["Restarts"] == 0  # picked up, not started again
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 from .cluster import Cluster
-from .test_client import Agents, agents, allocs, cluster, service_job  # noqa: F401 - fixtures
+from .test_client import AGENT_START, Agents, agents, allocs, cluster, service_job  # noqa: F401 - fixtures
 
 S = 1_000_000_000
 
@@ -29,7 +29,7 @@ def test_healthy_allocs_complete_the_deployment_and_failed_ones_are_replaced_unt
     c = cluster
     for name in ("a1", "a2"):
         agents.start(name)
-    c.wait(lambda: len([n for n in c.get("/v1/nodes") if n["Status"] == "ready"]) == 2, timeout=20)
+    c.wait(lambda: len([n for n in c.get("/v1/nodes") if n["Status"] == "ready"]) == 2, timeout=AGENT_START)
 
     # Healthy: the update block's defaults but a 1 s min_healthy_time.
     c.put("/v1/jobs", mock_job("steady", 2, {"run_for": "10m"}, Update={"MinHealthyTime": S}))
@@ -91,7 +91,7 @@ def test_auto_revert_rolls_a_failed_deployment_back_to_the_last_stable_version(
 ) -> None:
     c = cluster
     agents.start("a1")
-    c.wait(lambda: [n for n in c.get("/v1/nodes") if n["Status"] == "ready"], timeout=20)
+    c.wait(lambda: [n for n in c.get("/v1/nodes") if n["Status"] == "ready"], timeout=AGENT_START)
     # No progress deadline: the first unhealthy alloc fails the deployment.
     update = {"MinHealthyTime": S, "AutoRevert": True, "ProgressDeadline": 0}
     c.put("/v1/jobs", mock_job("rev", 1, {"run_for": "10m"}, Update=update))
@@ -137,7 +137,7 @@ def test_operators_promote_pause_and_fail_deployments(
 ) -> None:
     c = cluster
     agents.start("a1")
-    c.wait(lambda: [n for n in c.get("/v1/nodes") if n["Status"] == "ready"], timeout=20)
+    c.wait(lambda: [n for n in c.get("/v1/nodes") if n["Status"] == "ready"], timeout=AGENT_START)
     update = {"MaxParallel": 1, "Canary": 1, "MinHealthyTime": S}
 
     def latest(version: int) -> dict[str, Any] | None:

@@ -14,7 +14,7 @@ import signal
 from typing import Any
 
 from .cluster import Cluster
-from .test_client import Agents, agents, allocs, cluster, service_job  # noqa: F401 - fixtures
+from .test_client import AGENT_START, Agents, agents, allocs, cluster, service_job  # noqa: F401 - fixtures
 
 S = 1_000_000_000
 
@@ -48,7 +48,10 @@ def test_a_frozen_agent_disconnects_then_keeps_or_loses_its_allocs_per_the_disco
     c = cluster
     agents.start("a1")
     a1 = agents.node_id("a1")
-    c.wait(lambda: [n for n in c.get("/v1/nodes") if n["ID"] == a1 and n["Status"] == "ready"], timeout=15)
+    c.wait(
+        lambda: [n for n in c.get("/v1/nodes") if n["ID"] == a1 and n["Status"] == "ready"],
+        timeout=AGENT_START,
+    )
     c.put(
         "/v1/jobs", tolerant_job("stay", {"LostAfter": 60 * S, "Replace": True, "Reconcile": "keep_original"})
     )
@@ -57,7 +60,10 @@ def test_a_frozen_agent_disconnects_then_keeps_or_loses_its_allocs_per_the_disco
     (expire,) = c.wait(lambda: [a for a in live(c, "expire") if a[2] == "running"], timeout=15)
     agents.start("a2")
     a2 = agents.node_id("a2")
-    c.wait(lambda: [n for n in c.get("/v1/nodes") if n["ID"] == a2 and n["Status"] == "ready"], timeout=15)
+    c.wait(
+        lambda: [n for n in c.get("/v1/nodes") if n["ID"] == a2 and n["Status"] == "ready"],
+        timeout=AGENT_START,
+    )
 
     agents.procs["a1"].send_signal(signal.SIGSTOP)
     try:

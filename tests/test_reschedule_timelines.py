@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from .cluster import Cluster
-from .test_client import ENV, Agents, agents  # noqa: F401 - the agents fixture
+from .test_client import AGENT_START, ENV, Agents, agents  # noqa: F401 - the agents fixture
 
 S = 1_000_000_000
 
@@ -72,7 +72,7 @@ def test_reschedule_timelines(cluster: Cluster, agents: Agents) -> None:  # noqa
     c = cluster
     for name in ("a1", "a2"):
         agents.start(name)
-    c.wait(lambda: len([n for n in c.get("/v1/nodes") if n["Status"] == "ready"]) == 2, timeout=20)
+    c.wait(lambda: len([n for n in c.get("/v1/nodes") if n["Status"] == "ready"]) == 2, timeout=AGENT_START)
     policy = {"Interval": 3600 * S, "Delay": 5 * S}
     jobs = {
         "constant": failing_job(
