@@ -1,5 +1,5 @@
-"""Worker lanes, end to end: with three workers, large evals go to the two large-lane workers,
-which run at a lower CPU priority, and small evals to the third; each lane takes the other's
+"""Worker lanes, end to end: with three workers, large evals go to the large-lane worker, which
+runs at a lower CPU priority, and small evals to the other two; each lane takes the other's
 work when it has no worker of its own."""
 
 from __future__ import annotations
@@ -41,8 +41,8 @@ async def test_large_and_small_evals_go_to_their_lanes(
         for i in range(20):
             c.put("/v1/drover/node/register", {"Node": node_json(f"node-{i}")})
         workers = c.procs["worker"]
-        # Two large-lane workers (the broker's default of two large evals out at once) at nice 10.
-        c.wait(lambda: [nice_of(p.pid) for p in workers] == [10, 10, 0])
+        # One large-lane worker (the broker's default of one large eval out at once) at nice 10.
+        c.wait(lambda: [nice_of(p.pid) for p in workers] == [10, 0, 0])
 
         placed(c, "warmup", 1)  # every worker has made its consumers by now
         before = await delivered(js_fresh)
@@ -52,12 +52,12 @@ async def test_large_and_small_evals_go_to_their_lanes(
         assert after["workers-large"] - before["workers-large"] == 1  # the 150-alloc job's eval
         assert after["workers"] - before["workers"] == 1  # the 5-alloc job's
 
-        # No small-lane worker: a large-lane worker takes the small eval.
+        # No small-lane worker: the large-lane worker takes the small eval.
+        c.kill("worker", 1)
         c.kill("worker", 2)
         placed(c, "small-2", 5)
         # No large-lane worker either: a small-lane worker takes the large eval.
         c.kill("worker", 0)
-        c.kill("worker", 1)
         c.extra_env["DROVER_WORKER_LANE"] = "small"
         c.spawn("worker")
         placed(c, "big-2", 150)

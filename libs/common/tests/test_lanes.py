@@ -14,8 +14,8 @@ from drover.common.lanes import is_large, large_window, worker_lanes
         (None, 3, None),
         (1, None, 1),
         (2, None, 2),
-        (3, None, 2),
-        (5, None, 4),
+        (3, None, 1),  # one large eval at a time by default
+        (5, None, 1),
         (1, 1, 1),
         (2, 1, 1),
         (2, 5, 1),  # with two or more slots, one is always kept for small evals
@@ -35,9 +35,10 @@ def test_large_window(window: int | None, large: int | None, want: int | None) -
         (1, None, [""]),
         (2, None, ["", ""]),  # both may take large evals at once: no lanes
         (2, 1, [L, S]),
-        (3, None, [L, L, S]),
+        (3, None, [L, S, S]),
         (3, 1, [L, S, S]),
-        (4, None, [L, L, L, S]),
+        (4, None, [L, S, S, S]),
+        (3, 2, [L, L, S]),
         (4, 2, [L, L, S, S]),
         (1, 1, [""]),
     ],

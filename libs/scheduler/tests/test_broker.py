@@ -150,8 +150,20 @@ def test_the_window_bounds_evals_out_at_once() -> None:
     assert [e.id for e in b.due(NOW).dispatch] == ["e3"]
 
 
-def test_with_three_workers_one_slot_is_kept_for_small_evals() -> None:
+def test_with_three_workers_one_large_eval_is_out_at_a_time_by_default() -> None:
     b = EvalBroker(window=3)
+    for i in range(3):
+        b.upsert(ev(f"big{i}", f"j{i}", idx=i + 1), NOW, cost=1000)
+    assert [e.id for e in b.due(NOW).dispatch] == ["big0"]  # the other slots are for small evals
+    for i in range(2):
+        b.upsert(ev(f"small{i}", f"s{i}", idx=9 + i), NOW + SECOND, cost=10)
+    assert [e.id for e in b.due(NOW + SECOND).dispatch] == ["small0", "small1"]
+    b.upsert(ev("big0", "j0", idx=1, status="complete"), NOW + SECOND)
+    assert [e.id for e in b.due(NOW + SECOND).dispatch] == ["big1"]
+
+
+def test_with_three_workers_two_large_evals_when_asked_keep_a_slot_for_small_ones() -> None:
+    b = EvalBroker(window=3, large=2)
     for i in range(3):
         b.upsert(ev(f"big{i}", f"j{i}", idx=i + 1), NOW, cost=1000)
     assert [e.id for e in b.due(NOW).dispatch] == ["big0", "big1"]  # big2 waits: slot kept

@@ -12,12 +12,17 @@ LANE_LARGE = "large"
 
 
 def large_window(window: int | None, large: int | None) -> int | None:
-    """How many large evals may be out at once: `large` if given, else all but one slot when
-    there are three or more; never every slot of two or more (one is kept for small evals)."""
+    """How many large evals may be out at once: `large` if given, else one when there are three
+    slots or more; never every slot of two or more (one is kept for small evals).
+
+    One by default: large evals out together compete for the cores with everything a small job
+    waits for, and for the same nodes (each redoes what it loses). A second one buys ~10% more
+    placements/s on a saturated machine for a ~30% higher small-job latency (ARCHITECTURE.md,
+    Performance); `DROVER_LARGE_EVALS` chooses throughput instead."""
     if window is None:
         return None
     if large is None:
-        return window - 1 if window >= 3 else window
+        return 1 if window >= 3 else window
     return max(1, min(large, window - 1 if window >= 2 else window))
 
 

@@ -20,9 +20,9 @@ class Settings(BaseSettings):
     max_body_bytes: int = 8 * 1024 * 1024
     # Scheduling workers `drover up` starts, and how many evals the broker hands out at once.
     workers: int = 3
-    # How many of those may be large evals (more than 100 placements) at once; unset: all but
-    # one slot when there are three or more. Concurrent large evals compete for the same nodes
-    # and redo the placements they lose: fewer trade throughput for latency (ARCHITECTURE.md,
+    # How many of those may be large evals (more than 100 placements) at once; unset: one when
+    # there are three or more, else every slot. Concurrent large evals compete for the cores and
+    # the same nodes: fewer trade throughput for small jobs' latency (ARCHITECTURE.md,
     # Performance, has both measured).
     large_evals: int | None = None
     # This worker's lane: "small" or "large" evals first (`drover up` assigns them; unset: small

@@ -141,6 +141,8 @@ async def run(settings: Settings, stop: asyncio.Event) -> None:
             with contextlib.suppress(Exception):
                 await msg.respond(encode_response(PlanResponse(full=False, error=f"bad plan: {e}")))
             return
+        if log.isEnabledFor(logging.DEBUG):
+            log.debug("plan for %s (%d allocs) arrived", req.plan.eval_id, plan_size(req))
         queue.put(req, msg)
 
     sub = await nc.subscribe(PLAN_SUBJECT, queue="planner", cb=on_plan)
