@@ -186,6 +186,7 @@ def test_a_stopped_agents_allocs_are_lost_and_replaced_elsewhere(cluster: Cluste
     c.wait(
         lambda: [n for n in c.get("/v1/nodes") if n["ID"] == a2 and n["Status"] == "ready"],
         timeout=AGENT_START,
+        describe=lambda: (a2, [(n["ID"], n["Name"], n["Status"]) for n in c.get("/v1/nodes")]),
     )
 
     agents.stop("a1")
