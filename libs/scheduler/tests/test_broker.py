@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from drover.common import Evaluation
 from drover.scheduler.broker import CANCELED_NEWER_EVAL, EvalBroker
 
@@ -150,18 +152,6 @@ def test_the_window_bounds_evals_out_at_once() -> None:
     assert [e.id for e in b.due(NOW).dispatch] == ["e3"]
 
 
-def test_with_three_workers_one_large_eval_is_out_at_a_time_by_default() -> None:
-    b = EvalBroker(window=3)
-    for i in range(3):
-        b.upsert(ev(f"big{i}", f"j{i}", idx=i + 1), NOW, cost=1000)
-    assert [e.id for e in b.due(NOW).dispatch] == ["big0"]  # the other slots are for small evals
-    for i in range(2):
-        b.upsert(ev(f"small{i}", f"s{i}", idx=9 + i), NOW + SECOND, cost=10)
-    assert [e.id for e in b.due(NOW + SECOND).dispatch] == ["small0", "small1"]
-    b.upsert(ev("big0", "j0", idx=1, status="complete"), NOW + SECOND)
-    assert [e.id for e in b.due(NOW + SECOND).dispatch] == ["big1"]
-
-
 def test_with_three_workers_two_large_evals_when_asked_keep_a_slot_for_small_ones() -> None:
     b = EvalBroker(window=3, large=2)
     for i in range(3):
@@ -180,8 +170,9 @@ def test_with_two_workers_no_slot_is_kept() -> None:
     assert [e.id for e in b.due(NOW).dispatch] == ["big0", "big1"]
 
 
-def test_large_evals_out_at_once_are_bounded_apart() -> None:
-    b = EvalBroker(window=3, large=1)
+@pytest.mark.parametrize("large", [1, None])  # one is also the default with three workers
+def test_large_evals_out_at_once_are_bounded_apart(large: int | None) -> None:
+    b = EvalBroker(window=3, large=large)
     for i in range(3):
         b.upsert(ev(f"big{i}", f"j{i}", idx=i + 1), NOW, cost=1000)
     assert [e.id for e in b.due(NOW).dispatch] == ["big0"]  # one large at a time
