@@ -18,6 +18,7 @@ from drover.client.agent import Agent
 from drover.client.config import AgentConfig, load
 from drover.common.drivers import DRIVER_RAW_EXEC
 from drover.common.gctune import tune
+from drover.common.service import run_loop
 from drover.common.telemetry import setup_logging
 
 
@@ -69,7 +70,7 @@ def main(argv: list[str] | None = None) -> None:
             loop.add_signal_handler(sig, stop.set)
         await agent.run(stop)
 
-    asyncio.run(amain())
+    run_loop(amain())
 
 
 if __name__ == "__main__":

@@ -29,6 +29,7 @@ from typing import Any
 import httpx
 
 from drover.common.durations import SECOND, parse_duration
+from drover.common.service import run_loop
 from drover.common.telemetry import setup_logging
 
 log = logging.getLogger("drover.sim")
@@ -321,7 +322,7 @@ def main(argv: list[str] | None = None) -> None:
             loop.add_signal_handler(sig, stop.set)
         return await run(args, stop)
 
-    out = asyncio.run(amain())
+    out = run_loop(amain())
     last_beat = out.pop("last_beat")
     print(json.dumps(out))
     if args.stats is not None:
