@@ -96,6 +96,34 @@ def test_optimistic_concurrency_refuses_and_writes_nothing(store: EventStore) ->
     assert store.last_position() == 2
 
 
+def test_reads_run_outside_a_transaction_and_appends_on_the_same_connection_inside_one(
+    database_url: str,
+) -> None:
+    """Reads take no BEGIN/ROLLBACK round trips; the one pooled connection they use goes back to
+    transactional for an append, so a refused append still writes nothing."""
+    s = EventStore(database_url, pool_size=1)
+    try:
+        s.append([NewEvent(JobRegistered(job=job()), expected_version=0)])
+        with s.reader.connect() as conn:
+            conn.exec_driver_sql("SELECT 1")
+            # No transaction block is open after a statement (psycopg's IDLE, not INTRANS).
+            assert conn.connection.dbapi_connection.info.transaction_status.name == "IDLE"
+        assert s.last_position() == 1 and [r[0] for r in s.read_raw(0)] == [1]
+        with s.engine.connect() as conn:
+            conn.exec_driver_sql("SELECT 1")
+            assert conn.connection.dbapi_connection.info.transaction_status.name == "INTRANS"
+        with pytest.raises(ConcurrencyError):
+            s.append(
+                [
+                    NodeRegistered(node=node(1)),
+                    NewEvent(JobRegistered(job=job(version=1)), expected_version=0),
+                ]
+            )
+        assert s.last_position() == 1 and s.replay().nodes == {}
+    finally:
+        s.close()
+
+
 @pytest.mark.parametrize("per_insert", [eventstore.EVENTS_PER_INSERT, 1, 2])
 def test_one_append_numbers_each_stream_s_events_in_turn(
     store: EventStore, per_insert: int, monkeypatch: pytest.MonkeyPatch

@@ -40,7 +40,7 @@ class Reads:
         self.store = store
 
     def _docs(self, sql: str, **params: Any) -> list[str]:
-        with self.store.engine.connect() as conn:
+        with self.store.reader.connect() as conn:
             return [r[0] for r in conn.execute(text(sql), params)]
 
     def index(self) -> int:
@@ -63,7 +63,7 @@ class Reads:
 
     def job_exists(self, namespace: str, job_id: str) -> bool:
         """Whether the job is registered (what its sub-resources check before answering)."""
-        with self.store.engine.connect() as conn:
+        with self.store.reader.connect() as conn:
             row = conn.execute(
                 text("SELECT 1 FROM jobs WHERE namespace = :ns AND id = :id"), {"ns": namespace, "id": job_id}
             ).first()
@@ -72,7 +72,7 @@ class Reads:
     def job_for_register(self, namespace: str, job_id: str) -> tuple[Job | None, int]:
         """The job as registered now (without its derived status) and its stream's version, in
         one connection: what a register compares against and appends after."""
-        with self.store.engine.connect() as conn:
+        with self.store.reader.connect() as conn:
             doc = conn.execute(
                 text("SELECT doc::text FROM jobs WHERE namespace = :ns AND id = :id"),
                 {"ns": namespace, "id": job_id},
@@ -85,7 +85,7 @@ class Reads:
         if not jobs:
             return jobs
         ids = [j.id for j in jobs]
-        with self.store.engine.connect() as conn:
+        with self.store.reader.connect() as conn:
             allocs = {
                 r[0]: bool(r[1])
                 for r in conn.execute(
@@ -140,7 +140,7 @@ class Reads:
         return Job.model_validate_json(docs[0]) if docs else None
 
     def job_stream_version(self, namespace: str, job_id: str) -> int:
-        with self.store.engine.connect() as conn:
+        with self.store.reader.connect() as conn:
             return _job_stream_version(conn, namespace, job_id)
 
     def allocs(self, *, namespace: str | None = None, job_id: str | None = None, node_id: str | None = None,
@@ -244,7 +244,7 @@ class Reads:
         return [Allocation.model_validate_json(d) for d in docs]
 
     def jobs_with_allocs_on(self, node_id: str) -> list[tuple[str, str]]:
-        with self.store.engine.connect() as conn:
+        with self.store.reader.connect() as conn:
             rows = conn.execute(
                 text(
                     "SELECT DISTINCT namespace, job_id FROM allocs WHERE node_id = :n "
@@ -255,7 +255,7 @@ class Reads:
         return [(r[0], r[1]) for r in rows]
 
     def node_count(self) -> int:
-        with self.store.engine.connect() as conn:
+        with self.store.reader.connect() as conn:
             return int(conn.exec_driver_sql("SELECT count(*) FROM nodes").scalar_one())
 
     def nodes_by_id(self, node_ids: list[str]) -> dict[str, Node]:
@@ -266,7 +266,7 @@ class Reads:
     def node_statuses(self, node_ids: list[str]) -> dict[str, str]:
         """The status of each of `node_ids` that exists (heartbeats read only this: decoding
         every node of a 5,000-node batch was most of the API's work under load)."""
-        with self.store.engine.connect() as conn:
+        with self.store.reader.connect() as conn:
             rows = conn.execute(
                 text("SELECT id, doc->>'Status' FROM nodes WHERE id = ANY(:ids)"), {"ids": node_ids}
             ).all()
