@@ -4,6 +4,7 @@ restarts of the relay."""
 from __future__ import annotations
 
 import asyncio
+import time
 
 from nats.js import JetStreamContext
 
@@ -76,3 +77,40 @@ async def test_relay_wakes_on_commit(
     stop.set()
     await task
     assert elapsed < 1.0
+
+
+class CommitsDuringAnEmptyRead(EventStore):
+    """A real store whose next read that finds nothing is followed, before it returns, by a
+    real commit: its NOTIFY arrives while the relay is still in that read."""
+
+    armed = False
+
+    def read_raw(self, after: int = 0, limit: int = 1000) -> list[tuple[int, str, str, dict[str, object]]]:
+        rows = super().read_raw(after, limit)
+        if self.armed and not rows:
+            self.armed = False
+            self.append([NodeRegistered(node=Node(id="late"))])
+            time.sleep(0.2)  # the relay's loop takes the NOTIFY in before this read returns
+        return rows
+
+
+async def test_a_commit_notified_during_an_empty_read_is_relayed_at_once(
+    database_url: str, js_fresh: JetStreamContext
+) -> None:
+    store = CommitsDuringAnEmptyRead(database_url)
+    relay = Relay(store, js_fresh, libpq_url(database_url))
+    stop = asyncio.Event()
+    task = asyncio.create_task(relay.run(stop, poll=5.0))  # a long poll: only the NOTIFY is quick
+    try:
+        await asyncio.sleep(0.3)
+        t0 = asyncio.get_running_loop().time()
+        store.armed = True
+        relay._wake.set()  # the next pass reads, finds nothing, and the commit lands meanwhile
+        while (await js_fresh.stream_info(EVENTS_STREAM)).state.messages < 1:
+            assert asyncio.get_running_loop().time() - t0 < 3.0, "the NOTIFY was dropped"
+            await asyncio.sleep(0.005)
+        assert asyncio.get_running_loop().time() - t0 < 1.0
+    finally:
+        stop.set()
+        await task
+        store.close()

@@ -74,6 +74,9 @@ class Relay:
             self.log_id = await asyncio.to_thread(self.store.log_id)
             self.position = await last_relayed(self.js, self.log_id)
             while not stop.is_set():
+                # Cleared before reading, not after: a commit notified while the read is under
+                # way (and too late for it) must wake the next pass, not wait for the poll.
+                self._wake.clear()
                 try:
                     moved = await self.pump()
                 except Exception as e:  # NATS or Postgres away: retry, never lose the place
@@ -83,7 +86,6 @@ class Relay:
                         self.position = await last_relayed(self.js, self.log_id)
                     continue
                 if not moved:
-                    self._wake.clear()
                     with contextlib.suppress(TimeoutError):
                         await asyncio.wait_for(self._wake.wait(), poll)
         finally:

@@ -9,6 +9,7 @@ import asyncio
 import contextlib
 import logging
 import time
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from drover.common.bus import (
@@ -101,6 +102,49 @@ class BrokerService:
                         self.broker.unblock(node.computed_class, position)
         self.wake.set()
 
+    async def dispatch(
+        self,
+        stop: asyncio.Event,
+        publish: Callable[[Evaluation], Awaitable[None]],
+        cancel: Callable[[list[Evaluation]], Awaitable[None]],
+    ) -> None:
+        """Hand out what is due (`publish`) and write cancellations (`cancel`) until `stop`,
+        waking on every event heard and on the next delayed eval's time."""
+        # Work handed out but not yet published/written: kept until it is, so a NATS or
+        # Postgres outage delays it but never drops it.
+        to_publish: list[Evaluation] = []
+        to_cancel: list[Evaluation] = []
+        while not stop.is_set():
+            # Cleared before looking, not after: an eval heard while this pass awaits its
+            # publishes must wake the next pass (clearing after them dropped that wake-up, and
+            # the eval waited for the next event or the timeout: 110-250 ms under load).
+            self.wake.clear()
+            out = self.broker.due(time.time_ns())
+            to_cancel.extend(out.cancel)
+            to_publish.extend(out.dispatch)
+            for ev in out.dispatch:
+                log.debug(
+                    "dispatch eval %s of %s, created %.0f ms ago",
+                    ev.id,
+                    ev.job_id,
+                    (time.time_ns() - ev.create_time) / 1e6 if ev.create_time else -1,
+                )
+            try:
+                if to_cancel:
+                    await cancel(to_cancel)
+                    to_cancel = []
+                while to_publish:
+                    await publish(to_publish[0])
+                    to_publish.pop(0)
+            except Exception as e:
+                log.warning("broker: %s; retrying", e)
+                await asyncio.sleep(0.5)
+                continue
+            nxt = self.broker.next_wakeup()
+            timeout = 1.0 if nxt is None else max(0.0, min(1.0, (nxt - time.time_ns()) / 1e9))
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self.wake.wait(), timeout)
+
 
 async def run(settings: Settings, stop: asyncio.Event) -> None:
     store = EventStore(settings.database_url)
@@ -115,47 +159,21 @@ async def run(settings: Settings, stop: asyncio.Event) -> None:
     replica.listeners.append(svc.on_event)
     await replica.start()
     svc.seed()
-    # Work the broker handed out but that is not yet published/written: kept until it is, so
-    # a NATS or Postgres outage delays it but never drops it.
-    to_publish: list[Evaluation] = []
-    to_cancel: list[Evaluation] = []
+
+    async def publish(ev: Evaluation) -> None:
+        parent = extract(svc.trace_of.get(ev.id))
+        with _tracer.start_as_current_span("broker.dispatch", context=parent, attributes={"eval.id": ev.id}):
+            await js.publish(
+                EVALS_LARGE_SUBJECT if lanes and svc.broker.is_large(ev.id) else EVALS_SUBJECT,
+                ev.model_dump_json(by_alias=True).encode(),
+                headers=inject({MSG_ID_HEADER: f"{ev.id}:{ev.modify_index}"}),
+            )
+
+    async def cancel(evals: list[Evaluation]) -> None:
+        await asyncio.to_thread(store.append, [EvalsUpserted(evals=evals)])
+
     try:
-        while not stop.is_set():
-            out = svc.broker.due(time.time_ns())
-            to_cancel.extend(out.cancel)
-            to_publish.extend(out.dispatch)
-            for ev in out.dispatch:
-                log.debug(
-                    "dispatch eval %s of %s, created %.0f ms ago",
-                    ev.id,
-                    ev.job_id,
-                    (time.time_ns() - ev.create_time) / 1e6 if ev.create_time else -1,
-                )
-            try:
-                if to_cancel:
-                    await asyncio.to_thread(store.append, [EvalsUpserted(evals=to_cancel)])
-                    to_cancel = []
-                while to_publish:
-                    ev = to_publish[0]
-                    parent = extract(svc.trace_of.get(ev.id))
-                    with _tracer.start_as_current_span(
-                        "broker.dispatch", context=parent, attributes={"eval.id": ev.id}
-                    ):
-                        await js.publish(
-                            EVALS_LARGE_SUBJECT if lanes and svc.broker.is_large(ev.id) else EVALS_SUBJECT,
-                            ev.model_dump_json(by_alias=True).encode(),
-                            headers=inject({MSG_ID_HEADER: f"{ev.id}:{ev.modify_index}"}),
-                        )
-                    to_publish.pop(0)
-            except Exception as e:
-                log.warning("broker: %s; retrying", e)
-                await asyncio.sleep(0.5)
-                continue
-            svc.wake.clear()
-            nxt = svc.broker.next_wakeup()
-            timeout = 1.0 if nxt is None else max(0.0, min(1.0, (nxt - time.time_ns()) / 1e9))
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(svc.wake.wait(), timeout)
+        await svc.dispatch(stop, publish, cancel)
     finally:
         stop.set()
         await close(nc)

@@ -198,6 +198,7 @@ async def run(settings: Settings, stop: asyncio.Event) -> None:
     pending: list[str] = []
     try:
         while not stop.is_set():
+            watcher.wake.clear()  # before looking: a wake-up during the append below is kept
             now = time.time_ns()
             pending.extend(watcher.tracker.expired(now))
             if pending:
@@ -215,7 +216,6 @@ async def run(settings: Settings, stop: asyncio.Event) -> None:
                     log.warning("could not record missed heartbeats: %s; retrying", e)
                     await asyncio.sleep(0.5)
                     continue
-            watcher.wake.clear()
             nxt = watcher.tracker.next_deadline()
             timeout = 1.0 if nxt is None else max(0.01, min(1.0, (nxt - time.time_ns()) / SECOND))
             with contextlib.suppress(TimeoutError):
