@@ -37,7 +37,7 @@ from drover.common.events import (
 )
 from drover.common.reducer import apply
 from drover.common.state import InMemoryState
-from drover.common.store.projections import PROJECTION_TABLES, SqlState, Statement
+from drover.common.store.projections import PROJECTION_TABLES, Prefetch, SqlState, Statement
 
 # The append transaction notifies this channel (delivered at commit) so tailers wake at once.
 NOTIFY_CHANNEL = "drover_events"
@@ -104,10 +104,13 @@ class RecordedEvent:
     recorded_at: datetime | None = None
 
 
-def _prefetch(state: SqlState, events: Sequence[Event], *, trust_new: bool = False) -> None:
-    """Load what the events will read in one query: the allocs, evals, deployments, nodes and
-    jobs they name. With `trust_new`, placements the scheduler just created (CreateIndex 0: a
-    fresh ID) are taken as absent without a lookup. Anything else is read when asked for."""
+def _prefetch_query(
+    state: SqlState, events: Sequence[Event], *, trust_new: bool = False
+) -> tuple[Prefetch | None, list[str]]:
+    """The one query that loads what the events will read: the allocs, evals, deployments,
+    nodes and jobs they name (None if `state` knows them all); and, with `trust_new`, the
+    placements the scheduler just created (CreateIndex 0: a fresh ID), to be taken as absent
+    without a lookup. Anything else is read when asked for."""
     allocs: list[str] = []
     new: list[str] = []
     evals: list[str] = []
@@ -137,7 +140,15 @@ def _prefetch(state: SqlState, events: Sequence[Event], *, trust_new: bool = Fal
             nodes.append(ev.node.id)
         elif isinstance(ev, (NodeStatusUpdated, NodeEligibilityUpdated, NodeDrainUpdated)):
             nodes.append(ev.node_id)
-    state.prefetch(allocs=allocs, evals=evals, deployments=deployments, nodes=nodes, jobs=jobs)
+    query = state.prefetch_query(allocs=allocs, evals=evals, deployments=deployments, nodes=nodes, jobs=jobs)
+    return query, new
+
+
+def _prefetch(state: SqlState, events: Sequence[Event], *, trust_new: bool = False) -> None:
+    """Load what the events will read (`_prefetch_query`), in a round trip of its own."""
+    query, new = _prefetch_query(state, events, trust_new=trust_new)
+    if query is not None:
+        query.take(state.fetch(*query.statement))
     state.assume_absent(new)
 
 
@@ -215,8 +226,9 @@ class EventStore:
         fence: tuple[str, int] | None,
         owned: bool,
     ) -> list[RecordedEvent]:
-        # The lock, the fence, and the events written with their positions and versions
-        # (computed by the server, after the lock), in one round trip.
+        # The lock, the fence, the events written with their positions and versions (computed
+        # by the server, after the lock) and the lookup of what the reducer will read (after the
+        # lock too: it sees every append before this one), in one round trip.
         raw = conn.connection.dbapi_connection
         assert isinstance(raw, psycopg.Connection)
         # In statements of at most EVENTS_PER_INSERT rows (Postgres takes 65,535 parameters);
@@ -236,12 +248,22 @@ class EventStore:
                 nth.append(seen[stream])
                 params += [stream, item.event.type, data, metadata]
             chunks.append((nth, params))
+        appended = [i.event for i in items]
+        trust_new = sum(len(e.allocs) for e in appended if isinstance(e, PlanApplied)) >= TRUST_NEW_FROM
+        state = SqlState(conn, owns_events=owned)
+        query, new = _prefetch_query(state, appended, trust_new=trust_new)
         with raw.pipeline():
             raw.execute("LOCK TABLE events IN EXCLUSIVE MODE")
             fenced = raw.execute(_FENCE, (fence[0],)) if fence is not None else None
             inserted = [raw.execute(_insert_events_sql(nth), params) for nth, params in chunks]
+            if trust_new:
+                # New placements are not looked up (a thousand-ID query under the lock); should
+                # one exist after all, its insert fails and the projection is redone with lookups.
+                raw.execute("SAVEPOINT trust_new")
+            found = raw.execute(*query.statement) if query is not None else None
             epoch = fenced.fetchone() if fenced is not None else None
             rows = sorted(row for cur in inserted for row in cur.fetchall())
+            prefetched = found.fetchall() if found is not None else []
         if fence is not None and (epoch is None or int(epoch[0]) != fence[1]):
             raise FencedError(f"lease {fence[0]!r} epoch {fence[1]} is not current")
         recorded: list[RecordedEvent] = []
@@ -252,20 +274,28 @@ class EventStore:
                     f"stream {stream} is at version {version - 1}, expected {item.expected_version}"
                 )
             recorded.append(RecordedEvent(position, stream, version, item.event, item.metadata))
+        if query is not None:
+            query.take(prefetched)
+        state.assume_absent(new)
         events = [(r.position, r.event) for r in recorded]
-        notify: Statement = ("SELECT pg_notify(%s, %s)", (NOTIFY_CHANNEL, str(recorded[-1].position)))
-        if sum(len(e.allocs) for _, e in events if isinstance(e, PlanApplied)) >= TRUST_NEW_FROM:
-            # New placements are not looked up (a thousand-ID query under the lock); should
-            # one exist after all, its insert fails and the projection is redone with lookups.
-            state = SqlState(conn, owns_events=owned)
-            state.queue("SAVEPOINT trust_new")
-            try:
-                _project(state, events, trust_new=True, then=[("RELEASE SAVEPOINT trust_new", None), notify])
-            except psycopg.errors.UniqueViolation:
-                raw.execute("ROLLBACK TO SAVEPOINT trust_new")
-                _project(SqlState(conn), events, then=[notify])
-        else:
-            _project(SqlState(conn, owns_events=owned), events, then=[notify])
+        # The commit goes in the writes' round trip (the connection is then idle, and the
+        # transaction's own commit has nothing left to do): one round trip less under the lock.
+        last: list[Statement] = [
+            ("SELECT pg_notify(%s, %s)", (NOTIFY_CHANNEL, str(recorded[-1].position))),
+            ("COMMIT", None),
+        ]
+        if not trust_new:
+            for position, ev in events:
+                apply(state, position, ev)
+            state.flush(last)
+            return recorded
+        try:
+            for position, ev in events:
+                apply(state, position, ev)
+            state.flush([("RELEASE SAVEPOINT trust_new", None), *last])
+        except psycopg.errors.UniqueViolation:
+            raw.execute("ROLLBACK TO SAVEPOINT trust_new")
+            _project(SqlState(conn), events, then=last)
         return recorded
 
     # --- leases ---

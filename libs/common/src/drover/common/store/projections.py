@@ -56,6 +56,39 @@ def _row_json(row: dict[str, Any]) -> str:
     return "{" + ",".join(f'"{c}":' + (v if c == "doc" else json.dumps(v)) for c, v in row.items()) + "}"
 
 
+class Prefetch:
+    """A prefetch query (`SqlState.prefetch_query`) and what it looks for."""
+
+    def __init__(
+        self,
+        state: SqlState,
+        statement: Statement,
+        wanted: list[tuple[str, dict[Any, Any], list[Any], type[BaseModel]]],
+        job_keys: list[tuple[str, str]],
+    ) -> None:
+        self.state = state
+        self.statement = statement
+        self.wanted = wanted
+        self.job_keys = job_keys
+
+    def take(self, rows: Iterable[tuple[Any, ...]]) -> None:
+        """Cache the documents found, and what was not found as absent."""
+        st = self.state
+        models: dict[str, tuple[dict[Any, Any], type[BaseModel]]] = {t: (c, m) for t, c, _, m in self.wanted}
+        models["jobs"] = (st._jobs, Job)
+        for table, namespace, key, doc in rows:
+            cache, model = models[table]
+            cache[(namespace, key) if table == "jobs" else key] = model.model_validate_json(doc)
+        for table, cache, ids, _ in self.wanted:
+            for i in ids:
+                if i not in cache:
+                    cache[i] = _DELETED
+                    if table == "allocs":
+                        st._absent_allocs.add(i)
+        for k in self.job_keys:
+            st._jobs.setdefault(k, _DELETED)
+
+
 class SqlState:
     """A `StateWriter` for one transaction on `conn`."""
 
@@ -163,6 +196,23 @@ class SqlState:
     ) -> None:
         """Load what a batch of events will read, of every table, in one query: a plan
         touches hundreds of allocs, a register its job and its eval."""
+        query = self.prefetch_query(
+            allocs=allocs, evals=evals, deployments=deployments, nodes=nodes, jobs=jobs
+        )
+        if query is not None:
+            query.take(self.fetch(*query.statement))
+
+    def prefetch_query(
+        self,
+        *,
+        allocs: Iterable[str] = (),
+        evals: Iterable[str] = (),
+        deployments: Iterable[str] = (),
+        nodes: Iterable[str] = (),
+        jobs: Iterable[tuple[str, str]] = (),
+    ) -> Prefetch | None:
+        """`prefetch` as a query to send with other statements (an append sends it with its
+        insert) and what takes its rows in; None if everything is known already."""
         wanted: list[tuple[str, dict[Any, Any], list[Any], type[BaseModel]]] = [
             ("allocs", self._allocs, list(set(allocs)), Allocation),
             ("evals", self._evals, list(set(evals)), Evaluation),
@@ -184,20 +234,8 @@ class SqlState:
             )
             params.extend([[k[0] for k in job_keys], [k[1] for k in job_keys]])
         if not parts:
-            return
-        models: dict[str, tuple[dict[Any, Any], type[BaseModel]]] = {t: (c, m) for t, c, _, m in wanted}
-        models["jobs"] = (self._jobs, Job)
-        for table, namespace, key, doc in self.fetch(" UNION ALL ".join(parts), params):
-            cache, model = models[table]
-            cache[(namespace, key) if table == "jobs" else key] = model.model_validate_json(doc)
-        for table, cache, ids, _ in wanted:
-            for i in ids:
-                if i not in cache:
-                    cache[i] = _DELETED
-                    if table == "allocs":
-                        self._absent_allocs.add(i)
-        for k in job_keys:
-            self._jobs.setdefault(k, _DELETED)
+            return None
+        return Prefetch(self, (" UNION ALL ".join(parts), params), wanted, job_keys)
 
     def assume_absent(self, ids: Iterable[str]) -> None:
         """Take allocs as not in the table without looking (new placements: fresh IDs). Were
