@@ -67,7 +67,7 @@ from drover.common.node import (
     DrainStrategy,
 )
 from drover.common.settings import Settings
-from drover.common.store import ConcurrencyError, EventStore, NewEvent, libpq_url
+from drover.common.store import ConcurrencyError, EventStore, NewEvent, RecordedEvent, libpq_url
 from drover.common.store.eventstore import NOTIFY_CHANNEL
 from drover.common.telemetry import inject, tracer
 from drover.common.validation import validate_job
@@ -309,9 +309,12 @@ def create_app(settings: Settings, store: EventStore | None = None) -> FastAPI:
             raise ApiError(400, "Job is invalid:\n" + "\n".join(problems))
         return job
 
-    async def register(job: Job) -> dict[str, Any]:
+    def register_in_thread(job: Job) -> tuple[Evaluation, list[RecordedEvent]]:
+        """Read the job as registered now, version the new one against it and append both, in
+        one trip to a thread (a hop back to a busy event loop between the read and the append
+        would be waited for under load), retrying if the job changed in between."""
         for _ in range(5):
-            existing, stream_version = await asyncio.to_thread(reads.job_for_register, job.namespace, job.id)
+            existing, stream_version = reads.job_for_register(job.namespace, job.id)
             version = 0
             if existing is not None:
                 version = existing.version + (
@@ -328,22 +331,27 @@ def create_app(settings: Settings, store: EventStore | None = None) -> FastAPI:
                         EvalsUpserted(evals=[ev]),
                     ]
                     t0 = time.perf_counter()
-                    recorded = await asyncio.to_thread(store.append, traced(events))
+                    recorded = store.append(traced(events))
                     log.debug("job %s registered at %d: append took %.0f ms", job.id,
                               recorded[-1].position, (time.perf_counter() - t0) * 1000)  # fmt: skip
             except ConcurrencyError:
                 continue
-            await watcher.set(recorded[-1].position)
-            return {
-                "EvalID": ev.id,
-                "EvalCreateIndex": recorded[1].position,
-                "JobModifyIndex": recorded[0].position,
-                "Warnings": "",
-                "Index": recorded[-1].position,
-                "LastContact": 0,
-                "KnownLeader": True,
-            }
+            return ev, recorded
         raise ApiError(409, "job was modified concurrently; try again")
+
+    async def register(job: Job) -> dict[str, Any]:
+        # The thread runs in a copy of this task's context: the span is the request's child.
+        ev, recorded = await asyncio.to_thread(register_in_thread, job)
+        await watcher.set(recorded[-1].position)
+        return {
+            "EvalID": ev.id,
+            "EvalCreateIndex": recorded[1].position,
+            "JobModifyIndex": recorded[0].position,
+            "Warnings": "",
+            "Index": recorded[-1].position,
+            "LastContact": 0,
+            "KnownLeader": True,
+        }
 
     # --- jobs ---
     @app.get("/v1/jobs")

@@ -71,14 +71,16 @@ class Reads:
 
     def job_for_register(self, namespace: str, job_id: str) -> tuple[Job | None, int]:
         """The job as registered now (without its derived status) and its stream's version, in
-        one connection: what a register compares against and appends after."""
+        one query: what a register compares against and appends after."""
         with self.store.reader.connect() as conn:
-            doc = conn.execute(
-                text("SELECT doc::text FROM jobs WHERE namespace = :ns AND id = :id"),
-                {"ns": namespace, "id": job_id},
-            ).scalar()
-            version = _job_stream_version(conn, namespace, job_id)
-        return (Job.model_validate_json(doc) if doc is not None else None), version
+            doc, version = conn.execute(
+                text(
+                    "SELECT (SELECT doc::text FROM jobs WHERE namespace = :ns AND id = :id), "
+                    "(SELECT coalesce(max(version), 0) FROM events WHERE stream = :s)"
+                ),
+                {"ns": namespace, "id": job_id, "s": f"job:{namespace}/{job_id}"},
+            ).one()
+        return (Job.model_validate_json(doc) if doc is not None else None), int(version)
 
     def _with_status(self, namespace: str, jobs: list[Job]) -> list[Job]:
         """The jobs with Status derived from their allocs and evals now (two grouped queries)."""
