@@ -185,23 +185,6 @@ class SqlState:
             Deployment,
         )
 
-    def prefetch(
-        self,
-        *,
-        allocs: Iterable[str] = (),
-        evals: Iterable[str] = (),
-        deployments: Iterable[str] = (),
-        nodes: Iterable[str] = (),
-        jobs: Iterable[tuple[str, str]] = (),
-    ) -> None:
-        """Load what a batch of events will read, of every table, in one query: a plan
-        touches hundreds of allocs, a register its job and its eval."""
-        query = self.prefetch_query(
-            allocs=allocs, evals=evals, deployments=deployments, nodes=nodes, jobs=jobs
-        )
-        if query is not None:
-            query.take(self.fetch(*query.statement))
-
     def prefetch_query(
         self,
         *,
@@ -211,8 +194,10 @@ class SqlState:
         nodes: Iterable[str] = (),
         jobs: Iterable[tuple[str, str]] = (),
     ) -> Prefetch | None:
-        """`prefetch` as a query to send with other statements (an append sends it with its
-        insert) and what takes its rows in; None if everything is known already."""
+        """What a batch of events will read, of every table, as one query (a plan touches
+        hundreds of allocs, a register its job and its eval) to send with other statements (an
+        append sends it with its insert), and what takes its rows in; None if everything is
+        known already."""
         wanted: list[tuple[str, dict[Any, Any], list[Any], type[BaseModel]]] = [
             ("allocs", self._allocs, list(set(allocs)), Allocation),
             ("evals", self._evals, list(set(evals)), Evaluation),
