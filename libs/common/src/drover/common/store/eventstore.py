@@ -284,16 +284,13 @@ class EventStore:
             ("SELECT pg_notify(%s, %s)", (NOTIFY_CHANNEL, str(recorded[-1].position))),
             ("COMMIT", None),
         ]
-        if not trust_new:
-            for position, ev in events:
-                apply(state, position, ev)
-            state.flush(last)
-            return recorded
         try:
             for position, ev in events:
                 apply(state, position, ev)
-            state.flush([("RELEASE SAVEPOINT trust_new", None), *last])
+            state.flush([("RELEASE SAVEPOINT trust_new", None), *last] if trust_new else last)
         except psycopg.errors.UniqueViolation:
+            if not trust_new:
+                raise
             raw.execute("ROLLBACK TO SAVEPOINT trust_new")
             _project(SqlState(conn), events, then=last)
         return recorded
