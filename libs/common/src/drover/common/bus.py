@@ -65,6 +65,19 @@ async def close(nc: Client, timeout: float = 3.0) -> None:
     await nc.close()
 
 
+async def connect_streams(url: str, name: str) -> tuple[Client, JetStreamContext]:
+    """What every service starts with: a connection (`connect`), its JetStream context, and the
+    streams ensured (`ensure_streams`)."""
+    nc = await connect(url, name)
+    js = nc.jetstream()
+    try:
+        await ensure_streams(js)
+    except BaseException:
+        await close(nc)
+        raise
+    return nc, js
+
+
 async def ensure_streams(js: JetStreamContext) -> None:
     configs = [
         StreamConfig(

@@ -17,8 +17,7 @@ from drover.common.bus import (
     EVALS_SUBJECT,
     MSG_ID_HEADER,
     close,
-    connect,
-    ensure_streams,
+    connect_streams,
 )
 from drover.common.evaluation import Evaluation
 from drover.common.events import (
@@ -148,9 +147,7 @@ class BrokerService:
 
 async def run(settings: Settings, stop: asyncio.Event) -> None:
     store = EventStore(settings.database_url)
-    nc = await connect(settings.nats_url, "broker")
-    js = nc.jetstream()
-    await ensure_streams(js)
+    nc, js = await connect_streams(settings.nats_url, "broker")
     replica = Replica(store, js)
     # One eval per worker at a time: what is not yet handed out can still be reordered.
     svc = BrokerService(replica, window=max(1, settings.workers), large=settings.large_evals)

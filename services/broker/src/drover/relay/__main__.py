@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import asyncio
 
-from drover.common.bus import close, connect, ensure_streams
+from drover.common.bus import close, connect_streams
 from drover.common.relay import Relay
 from drover.common.service import run_service
 from drover.common.settings import Settings
@@ -19,10 +19,8 @@ from drover.common.store import EventStore, libpq_url
 
 async def run(settings: Settings, stop: asyncio.Event) -> None:
     store = EventStore(settings.database_url, pool_size=1)
-    nc = await connect(settings.nats_url, "relay")
+    nc, js = await connect_streams(settings.nats_url, "relay")
     try:
-        js = nc.jetstream()
-        await ensure_streams(js)
         await Relay(store, js, libpq_url(settings.database_url)).run(stop)
     finally:
         await close(nc)

@@ -25,7 +25,7 @@ from typing import Any
 
 from nats.aio.msg import Msg
 
-from drover.common.bus import PLAN_SUBJECT, close, connect, ensure_streams
+from drover.common.bus import PLAN_SUBJECT, close, connect_streams
 from drover.common.leader import hold_leadership, wait_for_leadership
 from drover.common.replica import Replica
 from drover.common.service import run_service
@@ -118,9 +118,7 @@ async def _respond(msg: Msg, resp: PlanResponse) -> None:
 
 async def run(settings: Settings, stop: asyncio.Event) -> None:
     store = EventStore(settings.database_url)
-    nc = await connect(settings.nats_url, "planner")
-    js = nc.jetstream()
-    await ensure_streams(js)
+    nc, js = await connect_streams(settings.nats_url, "planner")
     holder = f"{socket.gethostname()}:{os.getpid()}"
     lock_conn = await wait_for_leadership(libpq_url(settings.database_url), LEADER_LOCK_KEY, stop)
     if lock_conn is None:

@@ -22,7 +22,7 @@ from typing import Any
 from nats.aio.msg import Msg
 
 from drover.common.alloc import DesiredTransition
-from drover.common.bus import HEARTBEAT_SUBJECT, close, connect, ensure_streams
+from drover.common.bus import HEARTBEAT_SUBJECT, close, connect_streams
 from drover.common.events import (
     AllocsTransitioned,
     EvalsUpserted,
@@ -167,9 +167,7 @@ async def drain(replica: Replica, store: EventStore, epoch: int, stop: asyncio.E
 
 async def run(settings: Settings, stop: asyncio.Event) -> None:
     store = EventStore(settings.database_url)
-    nc = await connect(settings.nats_url, "watcher")
-    js = nc.jetstream()
-    await ensure_streams(js)
+    nc, js = await connect_streams(settings.nats_url, "watcher")
     holder = f"{socket.gethostname()}:{os.getpid()}"
     lock_conn = await wait_for_leadership(libpq_url(settings.database_url), LEADER_LOCK_KEY, stop)
     if lock_conn is None:

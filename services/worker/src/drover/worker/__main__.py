@@ -29,8 +29,7 @@ from drover.common.bus import (
     EVALS_SUBJECT,
     PLAN_SUBJECT,
     close,
-    connect,
-    ensure_streams,
+    connect_streams,
 )
 from drover.common.evaluation import EVAL_STATUS_BLOCKED, Evaluation
 from drover.common.lanes import LANE_LARGE
@@ -175,9 +174,7 @@ async def _keep_alive(msg: Msg, every: float) -> None:
 
 async def run(settings: Settings, stop: asyncio.Event) -> None:
     store = EventStore(settings.database_url)
-    nc = await connect(settings.nats_url, "worker")
-    js = nc.jetstream()
-    await ensure_streams(js)
+    nc, js = await connect_streams(settings.nats_url, "worker")
     replica = Replica(store, js)
     await replica.start()
     worker = Worker(nc, replica)
