@@ -171,3 +171,82 @@ def test_a_state_owning_its_events_keeps_their_allocs_and_reduces_the_same() -> 
         assert a.model_dump() == b.model_dump()
     assert owning.alloc("a0").desired_status == "stop" and owning.alloc("a0").create_index == 1  # type: ignore[union-attr]
     assert owning.node_usage("n1") == copying.node_usage("n1") == (250, 64, 0)
+
+
+def _placed(n: int, start: int, job: str, **kw: object) -> list[Allocation]:
+    return [
+        Allocation(
+            id=f"{job}-{i}",
+            eval_id=f"e-{job}",
+            name=f"{job}.web[{i}]",
+            node_id=f"n{i % 3}",
+            job_id=job,
+            task_group="web",
+            resources=Resources(cpu=100 + (i % 2), memory_mb=64),
+            metrics=AllocMetric(nodes_evaluated=3),
+            **kw,  # type: ignore[arg-type]
+        )
+        for i in range(start, start + n)
+    ]
+
+
+def _fast_path_events() -> list[PlanApplied]:
+    from drover.common.deployment import Deployment, DeploymentState
+
+    dep = Deployment(
+        id="d1", job_id="api", task_groups={"web": DeploymentState(desired_total=20, progress_deadline=7)}
+    )
+    first = _placed(20, 0, "web")  # columns (>= 16 allocs), new
+    moved = first[3].model_copy(update={"metrics": None, "node_id": "n2", "client_status": "running"})
+    return [
+        PlanApplied(eval_id="e1", job_id="web", allocs=first, at=5),
+        # known and new allocs in one plan: the known one takes the general path
+        PlanApplied(eval_id="e2", job_id="web", allocs=[moved, *_placed(2, 20, "web")], at=6),
+        # new allocs of a deployment are counted in it
+        PlanApplied(
+            eval_id="e3", job_id="api", deployment=dep, allocs=_placed(18, 0, "api", deployment_id="d1"), at=7
+        ),
+        # a replacement links its previous alloc (the general path)
+        PlanApplied(
+            eval_id="e4",
+            job_id="web",
+            stopped=[first[0].model_copy(update={"metrics": None, "desired_status": "stop"})],
+            allocs=_placed(1, 30, "web", previous_allocation="web-0"),
+            at=8,
+        ),
+        # a plan of terminal new allocs adds no usage
+        PlanApplied(
+            eval_id="e5", job_id="done", allocs=_placed(17, 0, "done", client_status="complete"), at=9
+        ),
+    ]
+
+
+def test_a_replicas_fast_path_for_new_placements_reduces_the_same_state() -> None:
+    """`InMemoryState.place_new` (a replica owning its events) against the general path (a
+    state that copies), over new, known, deployment, replacement and terminal placements."""
+    copying, owning = InMemoryState(drop_metrics=True), InMemoryState(drop_metrics=True, owns_events=True)
+    for pos, ev in enumerate(_fast_path_events(), start=1):
+        stored = encode_event_json(ev)
+        apply(copying, pos, decode_event(stored, replica=True))
+        apply(owning, pos, decode_event(stored, replica=True))
+    assert len(owning.allocs) == len(copying.allocs) == 20 + 2 + 18 + 1 + 17
+    for alloc_id, a in copying.allocs.items():
+        b = owning.alloc(alloc_id)
+        assert b is not None and b.model_dump() == a.model_dump()
+        assert b.metrics is None
+    assert owning.alloc("web-0").next_allocation == "web-30"  # type: ignore[union-attr]
+    assert owning.alloc("web-3").node_id == "n2"  # type: ignore[union-attr]
+    assert owning.alloc("web-1").create_index == 1 and owning.alloc("web-20").create_index == 2  # type: ignore[union-attr]
+    for node in ("n0", "n1", "n2"):
+        assert owning.node_usage(node) == copying.node_usage(node)
+        assert {a.id for a in owning.allocs_by_node(node)} == {a.id for a in copying.allocs_by_node(node)}
+    for job in ("web", "api", "done"):
+        assert sorted(a.id for a in owning.allocs_by_job("default", job)) == sorted(
+            a.id for a in copying.allocs_by_job("default", job)
+        )
+    assert sum(owning.node_usage(n)[0] for n in ("n0", "n1", "n2")) == sum(
+        a.resources.cpu for a in copying.allocs.values() if not a.terminal_status()
+    )
+    dep_a, dep_b = copying.deployment("d1"), owning.deployment("d1")
+    assert dep_a is not None and dep_b is not None and dep_a.model_dump() == dep_b.model_dump()
+    assert dep_b.task_groups["web"].placed_allocs == 18 and dep_b.task_groups["web"].require_progress_by == 14

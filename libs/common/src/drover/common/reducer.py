@@ -236,7 +236,33 @@ def _plan_applied(state: StateWriter, index: int, ev: PlanApplied) -> None:
     for a in ev.preempted:
         _upsert_alloc(state, index, a, ev.at)
     placed_by_dep: dict[tuple[str, str], int] = {}
-    for a in ev.allocs:
+    allocs: list[Allocation] = ev.allocs
+    place_new = getattr(state, "place_new", None)
+    if (
+        place_new is not None
+        and getattr(state, "owns_events", False)
+        and getattr(state, "drop_metrics", False)
+        and not any(a.previous_allocation for a in allocs)
+    ):
+        # A replica's fast path for new placements: what `_write_alloc` gives an alloc without
+        # an old one, put in by the state itself; the allocs it already holds go on below.
+        update: dict[str, object] = {
+            "modify_index": index,
+            "alloc_modify_index": index,
+            "create_index": index,
+            "metrics": None,
+        }
+        if ev.at:
+            update["modify_time"] = ev.at
+        known = place_new(allocs, update)
+        if len(known) < len(allocs):
+            known_ids = {a.id for a in known}
+            for a in allocs:
+                if a.deployment_id and a.id not in known_ids:
+                    key = (a.deployment_id, a.task_group)
+                    placed_by_dep[key] = placed_by_dep.get(key, 0) + 1
+        allocs = known
+    for a in allocs:
         old = state.alloc(a.id)
         is_new = old is None
         _write_alloc(state, index, a, ev.at, old)

@@ -238,6 +238,42 @@ class InMemoryState:
             if not fields[name]:
                 fields[name] = empty
 
+    def place_new(self, allocs: Iterable[Allocation], update: dict[str, object]) -> list[Allocation]:
+        """Insert the allocs of `allocs` this state does not hold yet, each with `update` put
+        into it in place, and return the others (for the caller's general path). Only for a
+        state that owns its events and drops metrics (a replica): a plan's new placements are
+        most of what replicas apply, and this is `upsert_alloc` without what a new alloc never
+        needs (an old copy to undo), with what the allocs of one event share looked up once."""
+        known: list[Allocation] = []
+        by_id, by_node, slot_of, used = self.allocs, self._by_node, self._slot, self._used
+        job_key: JobKey | None = None
+        by_job: dict[str, Allocation] = {}
+        for a in allocs:
+            if a.id in by_id:
+                known.append(a)
+                continue
+            fields = a.__dict__
+            fields.update(update)
+            self._compact(a)
+            key = (fields["namespace"], fields["job_id"])
+            if key != job_key:
+                job_key, by_job = key, self._by_job.setdefault(key, {})
+            by_id[a.id] = a
+            by_job[a.id] = a
+            node_id = fields["node_id"]
+            on_node = by_node.get(node_id)
+            if on_node is None:
+                on_node = by_node[node_id] = {}
+            on_node[a.id] = a
+            if not a.terminal_status():
+                slot = slot_of.get(node_id)
+                i = 3 * (slot if slot is not None else self._slot_of(node_id))
+                r = fields["resources"]
+                used[i] += r.cpu
+                used[i + 1] += r.memory_mb
+                used[i + 2] += r.disk_mb
+        return known
+
     def upsert_allocs(self, allocs: Iterable[Allocation]) -> None:
         for a in allocs:
             self.upsert_alloc(a)
