@@ -4,7 +4,7 @@ import pytest
 
 from drover.common.lanes import LANE_LARGE as L
 from drover.common.lanes import LANE_SMALL as S
-from drover.common.lanes import is_large, large_window, worker_lanes
+from drover.common.lanes import broker_limits, is_large, large_window, worker_lanes
 
 
 @pytest.mark.parametrize(
@@ -49,3 +49,25 @@ def test_worker_lanes(workers: int, large: int | None, want: list[str]) -> None:
 
 def test_large_is_more_than_a_hundred_placements() -> None:
     assert [is_large(n) for n in (1, 100, 101, 1000)] == [False, False, True, True]
+
+
+@pytest.mark.parametrize(
+    ("workers", "large", "depth", "want"),
+    [
+        # three workers, one large lane: it takes two large evals, a slot each stays small
+        (3, None, 2, (4, 2)),
+        (3, None, 1, (3, None)),
+        (5, 2, 2, (7, 4)),
+        (4, 1, 3, (6, 3)),
+        # no lanes (fewer than three workers by default): one eval per worker, as given
+        (2, None, 2, (2, None)),
+        (1, None, 2, (1, None)),
+    ],
+)
+def test_broker_limits(workers: int, large: int | None, depth: int, want: tuple[int, int | None]) -> None:
+    window, large_limit = broker_limits(workers, large, depth)
+    assert (window, large_limit) == want
+    if large_limit is not None:
+        # what the broker then allows: every large-lane worker's depth, and the small slots
+        assert large_window(window, large_limit) == large_limit
+        assert window - large_limit == worker_lanes(workers, large).count(S)

@@ -142,3 +142,38 @@ def test_the_view_does_not_change_the_base() -> None:
     assert {n: view.node_usage(n) for n in base.nodes} != before
     assert {n: base.node_usage(n) for n in base.nodes} == before
     assert base.allocs_by_job("default", "c") == []
+
+
+@pytest.mark.parametrize("overlay", [True, False], ids=["with the submitted plan", "without"])
+def test_a_plan_scheduled_while_the_previous_one_commits_counts_its_placements(overlay: bool) -> None:
+    """A worker schedules its next eval while its previous plan is being committed (the large
+    lane's depth): against the replica with that plan's placements added, the next plan fits
+    whole once the first is in; against the replica alone it picks the nodes the first filled."""
+    # Room for both (30 allocs fit, 10 are placed), and binpacking wants the same nodes.
+    first_job, next_job = make_job("c", count=8), make_job("d", count=8)
+    log = [*base_log(), JobRegistered(job=first_job), JobRegistered(job=next_job)]
+    base = replayed(log)
+    first = schedule(base, make_eval(first_job), NOW).plan
+    view = PendingPlacements.of_plan(base, first) if overlay else base
+    # The view reads usage through the base's flat array, as the node tables do.
+    if overlay:
+        for node_id in base.nodes:
+            slot = base.usage_slots([node_id])[0]
+            assert tuple(view.usage_buffer()[3 * slot : 3 * slot + 3]) == view.node_usage(node_id)  # type: ignore[union-attr]
+    second = schedule(view, make_eval(next_job), NOW).plan
+    assert second.snapshot_index == base.index
+    first_result = evaluate_plan(base, first)
+    assert not first_result.rejected_nodes
+    log.append(plan_applied_event(first_result, NOW))
+    after = replayed(log)
+    second_result = evaluate_plan(after, second)
+    placed = sum(len(v) for v in second_result.node_allocation.values())
+    if overlay:
+        assert not second_result.rejected_nodes and placed == 8
+        # once the base holds the first plan, the view counts it once
+        view_after = PendingPlacements.of_plan(after, first)
+        assert all(view_after.node_usage(n) == after.node_usage(n) for n in after.nodes)
+    else:
+        assert second_result.rejected_nodes and placed < 8
+    log.append(plan_applied_event(second_result, NOW))
+    assert over_committed(log) == []

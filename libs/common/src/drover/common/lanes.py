@@ -42,3 +42,13 @@ def worker_lanes(workers: int, large: int | None) -> list[str]:
     if n is None or workers < 2 or n >= workers:
         return [""] * max(0, workers)
     return [LANE_LARGE] * n + [LANE_SMALL] * (workers - n)
+
+
+def broker_limits(workers: int, large: int | None, depth: int) -> tuple[int, int | None]:
+    """The broker's dispatch window and large-eval limit (`EvalBroker(window, large)`): a slot
+    per worker, and with lanes `depth` large evals per large-lane worker, which schedules the
+    next while the previous one's plan is being committed (drover.worker)."""
+    n = worker_lanes(workers, large).count(LANE_LARGE)
+    if n == 0 or depth <= 1:
+        return workers, large
+    return workers + n * (depth - 1), n * depth

@@ -294,3 +294,12 @@ class InMemoryState:
         used[i] += sign * u[0]
         used[i + 1] += sign * u[1]
         used[i + 2] += sign * u[2]
+
+
+def has_flat_usage(state: object) -> bool:
+    """Whether `state` keeps every node's usage in one flat array (`usage_slots`,
+    `usage_buffer`) that agrees with its `node_usage`: an `InMemoryState` that does not
+    override `node_usage`, or a view over one that says so (`flat_usage`)."""
+    if isinstance(state, InMemoryState):
+        return type(state).node_usage is InMemoryState.node_usage
+    return bool(getattr(state, "flat_usage", False))

@@ -13,13 +13,14 @@ import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
+from typing import cast
 
 import numpy as np
 
 from drover.common.alloc import AllocMetric
 from drover.common.job import Constraint, Job, TaskGroup
 from drover.common.node import NODE_ELIGIBLE, NODE_STATUS_READY, Node, compute_class
-from drover.common.state import InMemoryState, StateSnapshot
+from drover.common.state import InMemoryState, StateSnapshot, has_flat_usage
 from drover.scheduler.constraints import DISTINCT_OPERANDS, is_escaped, matches
 from drover.scheduler.rank import BoolArray, FloatArray, IntArray
 
@@ -100,8 +101,9 @@ def ready_nodes_table(state: StateSnapshot, job: Job) -> ReadyNodes:
     ready, available, in_pool = ready_nodes_in_pool(state.all_nodes(), job)
     caps = np.array([n.capacity() for n in ready], dtype=np.float64).reshape(-1, 3)
     slots = None
-    if isinstance(state, InMemoryState) and type(state).node_usage is InMemoryState.node_usage:
-        slots = np.array(state.usage_slots(n.id for n in ready), dtype=np.int64)
+    if has_flat_usage(state):
+        flat = cast(InMemoryState, state)  # or a view over one with the same slots
+        slots = np.array(flat.usage_slots(n.id for n in ready), dtype=np.int64)
     by_class: dict[str, list[int]] = {}
     for i, n in enumerate(ready):
         by_class.setdefault(n.computed_class or compute_class(n), []).append(i)

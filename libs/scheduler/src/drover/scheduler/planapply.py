@@ -9,7 +9,9 @@ that plan's placements added) and may commit before it: see `adds_only`.
 
 from __future__ import annotations
 
+from array import array
 from collections.abc import Iterable
+from typing import cast
 
 from drover.common.alloc import Allocation
 from drover.common.deployment import Deployment
@@ -17,6 +19,7 @@ from drover.common.events import PlanApplied
 from drover.common.job import Job
 from drover.common.node import NODE_ELIGIBLE, Node
 from drover.common.reducer import apply
+from drover.common.state import has_flat_usage
 from drover.scheduler.plan import Plan, PlanResult
 from drover.scheduler.state import InMemoryState, StateSnapshot
 
@@ -168,9 +171,11 @@ def adds_only(state: StateSnapshot, result: PlanResult) -> bool:
 
 class PendingPlacements:
     """`base` with the placements of an `adds_only` plan that is being committed: what a plan of
-    another job is verified against meanwhile. Reads merge the pending allocs over the base as
-    the base is at the time of the read; once the base has taken the plan in, its own copies
-    count and the pending ones are ignored, so nothing counts twice."""
+    another job is verified against meanwhile (the plan applier), or scheduled against (a
+    worker, while its previous plan is being committed). Reads merge the pending allocs over the
+    base as the base is at the time of the read; once the base has taken the plan in, its own
+    copies count and the pending ones are ignored, so nothing counts twice. Only new allocs
+    count: a pending in-place update or stop changes nothing here."""
 
     def __init__(self, base: StateSnapshot, result: PlanResult) -> None:
         self.base = base
@@ -179,8 +184,50 @@ class PendingPlacements:
         self._by_node = {n: list(v) for n, v in result.node_allocation.items() if v}
         self._allocs = {a.id: a for v in self._by_node.values() for a in v}
 
+    @classmethod
+    def of_plan(cls, base: StateSnapshot, plan: Plan) -> PendingPlacements:
+        """`base` with a submitted plan's new placements, before its answer."""
+        job = plan.job
+        return cls(
+            base,
+            PlanResult(
+                eval_id=plan.eval_id,
+                namespace=job.namespace if job is not None else "default",
+                job_id=job.id if job is not None else "",
+                node_allocation=plan.node_allocation,
+            ),
+        )
+
     def _pending(self, allocs: Iterable[Allocation]) -> list[Allocation]:
-        return [a for a in allocs if self.base.alloc(a.id) is None]
+        return [a for a in allocs if self.base.alloc(a.id) is None and not a.terminal_status()]
+
+    # What the scheduler's node tables read when the base keeps usage in one flat array: the
+    # base's node tables (node set unchanged) and its slots, over a copy of its usage with the
+    # pending placements added.
+    @property
+    def flat_usage(self) -> bool:
+        return has_flat_usage(self.base)
+
+    @property
+    def derived(self) -> dict[object, object] | None:
+        return getattr(self.base, "derived", None)
+
+    def usage_slots(self, node_ids: Iterable[str]) -> list[int]:
+        return cast(InMemoryState, self.base).usage_slots(node_ids)
+
+    def usage_buffer(self) -> array[int]:
+        pending = [(n, p) for n, p in ((n, self._pending(v)) for n, v in self._by_node.items()) if p]
+        # Slots first: finding one may add it to the base's array.
+        slots = self.usage_slots(n for n, _ in pending)
+        buf = array("q", cast(InMemoryState, self.base).usage_buffer())
+        for (_, allocs), slot in zip(pending, slots, strict=True):
+            i = 3 * slot
+            for a in allocs:
+                r = a.resources
+                buf[i] += r.cpu
+                buf[i + 1] += r.memory_mb
+                buf[i + 2] += r.disk_mb
+        return buf
 
     @property
     def index(self) -> int:

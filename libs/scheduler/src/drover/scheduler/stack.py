@@ -15,11 +15,13 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+from typing import cast
 
 import numpy as np
 
 from drover.common import Allocation, AllocMetric, Job, Node, NodeScoreMeta, Spread, TaskGroup
 from drover.common.job import CONSTRAINT_DISTINCT_HOSTS
+from drover.common.state import has_flat_usage
 from drover.scheduler.constraints import is_escaped, matches, resolve_target
 from drover.scheduler.feasible import FeasibilityChecker, ReadyNodes, distinct_constraints
 from drover.scheduler.rank import (
@@ -66,8 +68,9 @@ class NodeTable:
             self.row = {n.id: i for i, n in enumerate(self.nodes)}
         if caps is None:
             caps = np.array([n.capacity() for n in self.nodes], dtype=np.float64).reshape(-1, 3)
-        if slots is not None and isinstance(state, InMemoryState):
-            by_slot = np.frombuffer(state.usage_buffer(), dtype=np.int64).reshape(-1, 3)
+        if slots is not None and has_flat_usage(state):
+            flat = cast(InMemoryState, state)  # or a view over one with the same slots
+            by_slot = np.frombuffer(flat.usage_buffer(), dtype=np.int64).reshape(-1, 3)
             used = by_slot[slots].astype(np.float64)
         else:
             used = np.array([state.node_usage(n.id) for n in self.nodes], dtype=np.float64).reshape(-1, 3)

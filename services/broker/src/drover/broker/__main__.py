@@ -31,7 +31,7 @@ from drover.common.events import (
     PlanApplied,
     evals_of,
 )
-from drover.common.lanes import worker_lanes
+from drover.common.lanes import broker_limits, worker_lanes
 from drover.common.replica import Replica
 from drover.common.service import run_service
 from drover.common.settings import Settings
@@ -149,8 +149,10 @@ async def run(settings: Settings, stop: asyncio.Event) -> None:
     store = EventStore(settings.database_url)
     nc, js = await connect_streams(settings.nats_url, "broker")
     replica = Replica(store, js)
-    # One eval per worker at a time: what is not yet handed out can still be reordered.
-    svc = BrokerService(replica, window=max(1, settings.workers), large=settings.large_evals)
+    # One eval per worker at a time (large-lane workers take `large_lane_depth`): what is not
+    # yet handed out can still be reordered.
+    window, large = broker_limits(max(1, settings.workers), settings.large_evals, settings.large_lane_depth)
+    svc = BrokerService(replica, window=window, large=large)
     # With worker lanes, large evals have a subject of their own (drover.common.lanes).
     lanes = any(worker_lanes(max(1, settings.workers), settings.large_evals))
     replica.listeners.append(svc.on_event)

@@ -5,7 +5,11 @@ the eval's outcome is committed. Run as many as you like.
 A worker of the large lane (DROVER_WORKER_LANE=large, which `drover up` gives one worker per
 large eval the broker may hand out) takes large evals first and lowers its CPU priority (nice
 DROVER_LARGE_LANE_NICE, 10), so on a busy machine scheduling 1,000 allocs gives way to what a
-small job waits for; the small lane takes small evals first."""
+small job waits for; the small lane takes small evals first.
+
+A large-lane worker works on DROVER_LARGE_LANE_DEPTH evals at once (2): while one's plan is being
+committed it schedules the next, against its replica with the submitted plan's placements added
+(`PendingPlacements`), so the next plan does not pick the nodes the first one filled."""
 
 from __future__ import annotations
 
@@ -47,6 +51,8 @@ from drover.scheduler.evalflow import (
     plan_attempts,
 )
 from drover.scheduler.plan import Plan
+from drover.scheduler.planapply import PendingPlacements
+from drover.scheduler.state import StateSnapshot
 from drover.scheduler.wire import PlanRequest, PlanResponse, decode_response, encode_request
 
 log = logging.getLogger("drover.worker")
@@ -64,10 +70,36 @@ PLAN_TIMEOUT = 15.0
 
 
 class Worker:
-    def __init__(self, nc: Client, replica: Replica) -> None:
+    def __init__(self, nc: Client, replica: Replica, depth: int = 1) -> None:
         self.nc = nc
         self.replica = replica
         self.rng = random.Random()
+        # With more than one eval at a time: the plans submitted and not yet known to be in the
+        # replica, by eval ID. The others are scheduled as if they were committed.
+        self.depth = depth
+        self.submitted: dict[str, Plan] = {}
+
+    def state_for(self, eval_id: str) -> StateSnapshot:
+        """The replica, with the placements of the other evals' plans in flight added."""
+        state: StateSnapshot = self.replica.state
+        for other, plan in self.submitted.items():
+            if other != eval_id:
+                state = PendingPlacements.of_plan(state, plan)
+        return state
+
+    async def submit_tracked(self, plan: Plan, evals: list[Evaluation]) -> PlanResponse:
+        """`submit`, with the plan counted as made for the evals scheduled meanwhile until the
+        replica has its commit (or it is known not to have been made)."""
+        if self.depth <= 1 or not plan.node_allocation:
+            return await self.submit(plan, evals)
+        self.submitted[plan.eval_id] = plan
+        try:
+            resp = await self.submit(plan, evals)
+            if resp.index and not resp.error:
+                await self.replica.wait_for(resp.index)
+            return resp
+        finally:
+            self.submitted.pop(plan.eval_id, None)
 
     async def submit(self, plan: Plan, evals: list[Evaluation]) -> PlanResponse:
         payload = encode_request(PlanRequest(plan=plan, evals=evals))
@@ -112,14 +144,14 @@ class Worker:
         attempts = 0
         while True:
             t0 = time.perf_counter()
-            res = schedule(self.replica.state, current, time.time_ns())
+            res = schedule(self.state_for(current.id), current, time.time_ns())
             t1 = time.perf_counter()
             evals = [res.eval, *res.create_evals]
             if res.blocked_eval is not None:
                 evals.append(res.blocked_eval)
             if res.reblock:
                 evals = [res.eval.model_copy(update={"status": EVAL_STATUS_BLOCKED}), *res.create_evals]
-            resp = await self.submit(res.plan, evals)
+            resp = await self.submit_tracked(res.plan, evals)
             log.debug(
                 "eval %s: scheduled in %.0f ms, plan answered in %.0f ms",
                 current.id,
@@ -177,7 +209,8 @@ async def run(settings: Settings, stop: asyncio.Event) -> None:
     nc, js = await connect_streams(settings.nats_url, "worker")
     replica = Replica(store, js)
     await replica.start()
-    worker = Worker(nc, replica)
+    depth = settings.large_lane_depth if settings.worker_lane == LANE_LARGE else 1
+    worker = Worker(nc, replica, depth)
     if settings.worker_lane == LANE_LARGE and settings.large_lane_nice:
         os.nice(settings.large_lane_nice)
     config = ConsumerConfig(
@@ -191,8 +224,37 @@ async def run(settings: Settings, stop: asyncio.Event) -> None:
     # helps with a burst of small jobs, and either lane keeps going if the other has no worker).
     own, other = (large, small) if settings.worker_lane == LANE_LARGE else (small, large)
     own_wait = LARGE_LANE_WAIT if settings.worker_lane == LANE_LARGE else SMALL_LANE_WAIT
+
+    async def handle(msg: Msg) -> None:
+        deliveries = msg.metadata.num_delivered if msg.metadata else 1
+        # Tell JetStream we are still on it, so a long eval is not redelivered meanwhile.
+        beat = asyncio.create_task(_keep_alive(msg, settings.eval_ack_wait / 3))
+        try:
+            ev = Evaluation.model_validate_json(msg.data)
+            with _tracer.start_as_current_span(
+                "worker.schedule", context=extract(msg.headers), attributes={"eval.id": ev.id}
+            ):
+                await worker.process(ev, deliveries)
+            beat.cancel()
+            await _settle(msg.ack())
+        except Exception:
+            beat.cancel()
+            log.exception("eval failed; nack")
+            await _settle(msg.nak(delay=nack_delay(deliveries)))
+
+    busy: set[asyncio.Task[None]] = set()
     idle_since = time.perf_counter()
+
+    def finished(task: asyncio.Task[None]) -> None:
+        nonlocal idle_since
+        busy.discard(task)
+        if not busy:
+            idle_since = time.perf_counter()
+
     while not stop.is_set():
+        if len(busy) >= worker.depth:
+            await asyncio.wait(busy, return_when=asyncio.FIRST_COMPLETED)
+            continue
         try:
             msgs: list[Msg] = await _fetch(own, own_wait) or await _fetch(other, OTHER_LANE_WAIT)
         except Exception as e:
@@ -201,24 +263,14 @@ async def run(settings: Settings, stop: asyncio.Event) -> None:
             continue
         if not msgs:
             continue
-        log.debug("idle %.0f ms before the next eval", (time.perf_counter() - idle_since) * 1000)
+        if not busy:
+            log.debug("idle %.0f ms before the next eval", (time.perf_counter() - idle_since) * 1000)
         for msg in msgs:
-            deliveries = msg.metadata.num_delivered if msg.metadata else 1
-            # Tell JetStream we are still on it, so a long eval is not redelivered meanwhile.
-            beat = asyncio.create_task(_keep_alive(msg, settings.eval_ack_wait / 3))
-            try:
-                ev = Evaluation.model_validate_json(msg.data)
-                with _tracer.start_as_current_span(
-                    "worker.schedule", context=extract(msg.headers), attributes={"eval.id": ev.id}
-                ):
-                    await worker.process(ev, deliveries)
-                beat.cancel()
-                await _settle(msg.ack())
-            except Exception:
-                beat.cancel()
-                log.exception("eval failed; nack")
-                await _settle(msg.nak(delay=nack_delay(deliveries)))
-        idle_since = time.perf_counter()
+            task = asyncio.create_task(handle(msg))
+            busy.add(task)
+            task.add_done_callback(finished)
+    if busy:
+        await asyncio.wait(busy)
     await close(nc)
     store.close()
 
