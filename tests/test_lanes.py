@@ -12,6 +12,7 @@ from nats.js import JetStreamContext
 from drover.common.bus import EVALS_STREAM
 
 from .cluster import Cluster, job_json, node_json
+from .invariants import check_log
 from .test_e2e import live
 
 
@@ -64,3 +65,28 @@ async def test_large_and_small_evals_go_to_their_lanes(
         assert nice_of(c.procs["worker"][3].pid) == 0
     finally:
         c.stop()
+
+
+async def test_a_large_lane_worker_of_depth_two_takes_two_large_evals_at_once(
+    database_url: str, nats_url: str, tmp_path: Path, js_fresh: JetStreamContext, store: Any
+) -> None:
+    # DROVER_LARGE_LANE_DEPTH=2: the broker hands out two large evals at once, both to the
+    # large-lane worker, which schedules the second while the first plan commits.
+    c = Cluster(database_url, nats_url, tmp_path, workers=3, env={"DROVER_LARGE_LANE_DEPTH": "2"}).start()
+    try:
+        for i in range(40):
+            c.put("/v1/drover/node/register", {"Node": node_json(f"node-{i}")})
+        placed(c, "warmup", 1)
+        before = await delivered(js_fresh)
+        for j in range(4):
+            c.put("/v1/jobs", job_json(f"big-{j}", 150, cpu=100, mem=64))
+        for j in range(4):
+            c.wait(
+                lambda j=j: len(live(c, f"big-{j}")) == 150, timeout=30, describe=lambda: "big jobs placed"
+            )
+        after = await delivered(js_fresh)
+        assert after["workers-large"] - before["workers-large"] == 4
+        assert after["workers"] == before["workers"]
+    finally:
+        c.stop()
+    check_log(store)  # no node over-committed at any index, no alloc created twice

@@ -204,3 +204,50 @@ async def test_a_worker_refused_for_a_background_plan_s_placements_retries_after
     assert done is not None and done.status == "complete"
     blocked = [e for e in state.evals.values() if e.job_id == "small" and e.status == "blocked"]
     assert len(blocked) == 1 and blocked[0].triggered_by != "max-plan-attempts"
+
+
+@pytest.mark.parametrize("depth", [2, 1], ids=["counting the plan in flight", "not counting it"])
+async def test_a_worker_scheduling_while_its_previous_plan_commits_counts_that_plan(
+    store: EventStore,
+    database_url: str,
+    nats_url: str,
+    js_fresh: Any,
+    monkeypatch: pytest.MonkeyPatch,
+    depth: int,
+) -> None:
+    # Forty nodes of five slots; two jobs of 100 allocs, room for both. A worker of depth 2 (the
+    # large lane's DROVER_LARGE_LANE_DEPTH) schedules the second while the first plan is still
+    # committing, with that plan's placements counted: both plans commit whole at the first
+    # submission. Not counting them, the second picks nodes the first filled and is refused.
+    store.append([NodeRegistered(node=node(i)) for i in range(40)])
+    first, second = job("first", 100), job("second", 100)
+    evals = [
+        Evaluation(id=f"e-{j.id}", job_id=j.id, type="service", triggered_by="job-register")
+        for j in (first, second)
+    ]
+    store.append([JobRegistered(job=first), JobRegistered(job=second), EvalsUpserted(evals=evals)])
+    hold_back_large_appends(monkeypatch)
+    async with plan_applier(store, database_url, nats_url, js_fresh) as (nc, _):
+        replica = Replica(store, nc.jetstream())
+        await replica.start()
+        worker = Worker(nc, replica, depth)
+        answers: list[tuple[str, int, bool]] = []
+        submit = worker.submit
+
+        async def counted(plan: Plan, evs: list[Evaluation]) -> Any:
+            resp = await submit(plan, evs)
+            answers.append((plan.eval_id, resp.placed, resp.full))
+            return resp
+
+        worker.submit = counted  # type: ignore[method-assign]
+        evs = [replica.state.eval(e.id) for e in evals]
+        assert all(e is not None for e in evs)
+        await asyncio.gather(*(worker.process(e, 1) for e in evs if e is not None))
+
+    state = check_log(store)  # no node over-committed at any index, no alloc twice
+    assert sum(1 for a in state.allocs.values() if not a.terminal_status()) == 200
+    if depth == 2:
+        assert sorted(answers) == [("e-first", 100, True), ("e-second", 100, True)]
+        assert not worker.submitted  # each plan dropped once the replica had it
+    else:
+        assert ("e-second", 100, True) not in answers and len(answers) > 2  # refused, then retried
