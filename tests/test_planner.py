@@ -25,7 +25,7 @@ from drover.common.store import EventStore, libpq_url
 from drover.planner import __main__ as planner
 from drover.scheduler import schedule
 from drover.scheduler.plan import Plan
-from drover.scheduler.wire import PlanRequest, decode_response, encode_request
+from drover.scheduler.wire import PlanRequest, PlanResponse, decode_response, encode_request
 from drover.worker.__main__ import Worker
 
 from .invariants import check_log
@@ -64,6 +64,35 @@ def hold_back_large_appends(monkeypatch: pytest.MonkeyPatch) -> None:
         return append(self, events, **kw)
 
     monkeypatch.setattr(EventStore, "append", slow_append)
+
+
+def with_jobs(store: EventStore, nodes: int, *jobs: Job) -> list[Evaluation]:
+    """`nodes` nodes of five 800-MHz slots, and `jobs` registered, each with a pending eval."""
+    store.append([NodeRegistered(node=node(i)) for i in range(nodes)])
+    evals = [
+        Evaluation(id=f"e-{j.id}", job_id=j.id, type="service", triggered_by="job-register") for j in jobs
+    ]
+    store.append([*(JobRegistered(job=j) for j in jobs), EvalsUpserted(evals=evals)])
+    return evals
+
+
+async def recording_worker(
+    store: EventStore, nc: Any, depth: int = 1
+) -> tuple[Worker, list[tuple[Plan, PlanResponse]]]:
+    """A worker on a replica of its own, recording every plan it submits with its answer."""
+    replica = Replica(store, nc.jetstream())
+    await replica.start()
+    worker = Worker(nc, replica, depth)
+    calls: list[tuple[Plan, PlanResponse]] = []
+    submit = worker.submit
+
+    async def recorded(plan: Plan, evs: list[Evaluation]) -> PlanResponse:
+        resp = await submit(plan, evs)
+        calls.append((plan, resp))
+        return resp
+
+    worker.submit = recorded  # type: ignore[method-assign]
+    return worker, calls
 
 
 @contextlib.asynccontextmanager
@@ -168,36 +197,21 @@ async def test_a_worker_refused_for_a_background_plan_s_placements_retries_after
     # again, and fail the eval after five refusals within the one commit (blocked for a minute:
     # max plan attempts). Answered after the commit, it refreshes once, finds the cluster full
     # and blocks the eval as any job that does not fit.
-    store.append([NodeRegistered(node=node(i)) for i in range(20)])
-    big, small = job("big", 100), job("small", 5)
-    evals = [
-        Evaluation(id=f"e-{j.id}", job_id=j.id, type="service", triggered_by="job-register")
-        for j in (big, small)
-    ]
-    store.append([JobRegistered(job=big), JobRegistered(job=small), EvalsUpserted(evals=evals)])
+    evals = with_jobs(store, 20, job("big", 100), job("small", 5))
     big_res = schedule(store.replay(), evals[0], NOW)
     assert {n: len(v) for n, v in big_res.plan.node_allocation.items()} == {f"n{i}": 5 for i in range(20)}
     hold_back_large_appends(monkeypatch)
     async with plan_applier(store, database_url, nats_url, js_fresh) as (nc, request):
-        replica = Replica(store, nc.jetstream())
-        await replica.start()
-        worker = Worker(nc, replica)
-        submitted = []
-        submit = worker.submit
-
-        async def counted(plan: Plan, evs: list[Evaluation]) -> Any:
-            submitted.append(sum(len(v) for v in plan.node_allocation.values()))
-            return await submit(plan, evs)
-
-        worker.submit = counted  # type: ignore[method-assign]
+        worker, calls = await recording_worker(store, nc)
         big_answer = request(big_res)
         await asyncio.sleep(0.3)  # the large plan is verified and committing
-        ev = replica.state.eval("e-small")
+        ev = worker.replica.state.eval("e-small")
         assert ev is not None
         await worker.process(ev, 1)
         big_resp = decode_response((await big_answer).data)
 
     assert big_resp.full and big_resp.placed == 100
+    submitted = [sum(len(v) for v in plan.node_allocation.values()) for plan, _ in calls]
     assert submitted == [5, 0]  # refused once; then nothing to place
     state = check_log(store)
     done = state.eval("e-small")
@@ -219,31 +233,15 @@ async def test_a_worker_scheduling_while_its_previous_plan_commits_counts_that_p
     # large lane's DROVER_LARGE_LANE_DEPTH) schedules the second while the first plan is still
     # committing, with that plan's placements counted: both plans commit whole at the first
     # submission. Not counting them, the second picks nodes the first filled and is refused.
-    store.append([NodeRegistered(node=node(i)) for i in range(40)])
-    first, second = job("first", 100), job("second", 100)
-    evals = [
-        Evaluation(id=f"e-{j.id}", job_id=j.id, type="service", triggered_by="job-register")
-        for j in (first, second)
-    ]
-    store.append([JobRegistered(job=first), JobRegistered(job=second), EvalsUpserted(evals=evals)])
+    evals = with_jobs(store, 40, job("first", 100), job("second", 100))
     hold_back_large_appends(monkeypatch)
     async with plan_applier(store, database_url, nats_url, js_fresh) as (nc, _):
-        replica = Replica(store, nc.jetstream())
-        await replica.start()
-        worker = Worker(nc, replica, depth)
-        answers: list[tuple[str, int, bool]] = []
-        submit = worker.submit
-
-        async def counted(plan: Plan, evs: list[Evaluation]) -> Any:
-            resp = await submit(plan, evs)
-            answers.append((plan.eval_id, resp.placed, resp.full))
-            return resp
-
-        worker.submit = counted  # type: ignore[method-assign]
-        evs = [replica.state.eval(e.id) for e in evals]
+        worker, calls = await recording_worker(store, nc, depth)
+        evs = [worker.replica.state.eval(e.id) for e in evals]
         assert all(e is not None for e in evs)
         await asyncio.gather(*(worker.process(e, 1) for e in evs if e is not None))
 
+    answers = [(plan.eval_id, resp.placed, resp.full) for plan, resp in calls]
     state = check_log(store)  # no node over-committed at any index, no alloc twice
     assert sum(1 for a in state.allocs.values() if not a.terminal_status()) == 200
     if depth == 2:
