@@ -55,18 +55,21 @@ def test_large_is_more_than_a_hundred_placements() -> None:
     ("workers", "large", "depth", "want"),
     [
         # three workers, one large lane: it takes two large evals, a slot each stays small
-        (3, None, 2, (4, 2)),
-        (3, None, 1, (3, None)),
-        (5, 2, 2, (7, 4)),
-        (4, 1, 3, (6, 3)),
+        # (one while a small eval is out)
+        (3, None, 2, (4, 2, 1)),
+        (3, None, 1, (3, None, None)),
+        (5, 2, 2, (7, 4, 2)),
+        (4, 1, 3, (6, 3, 1)),
         # no lanes (fewer than three workers by default): one eval per worker, as given
-        (2, None, 2, (2, None)),
-        (1, None, 2, (1, None)),
+        (2, None, 2, (2, None, None)),
+        (1, None, 2, (1, None, None)),
     ],
 )
-def test_broker_limits(workers: int, large: int | None, depth: int, want: tuple[int, int | None]) -> None:
-    window, large_limit = broker_limits(workers, large, depth)
-    assert (window, large_limit) == want
+def test_broker_limits(
+    workers: int, large: int | None, depth: int, want: tuple[int, int | None, int | None]
+) -> None:
+    window, large_limit, beside_small = broker_limits(workers, large, depth)
+    assert (window, large_limit, beside_small) == want
     if large_limit is not None:
         # what the broker then allows: every large-lane worker's depth, and the small slots
         assert large_window(window, large_limit) == large_limit

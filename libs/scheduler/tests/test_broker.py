@@ -185,3 +185,19 @@ def test_large_evals_out_at_once_are_bounded_apart(large: int | None) -> None:
     assert EvalBroker(window=3, large=5).large_window == 2
     assert EvalBroker(window=2, large=1).large_window == 1
     assert EvalBroker(window=1, large=1).large_window == 1
+
+
+def test_the_large_lanes_depth_is_used_only_while_no_small_eval_is_out() -> None:
+    # Four slots, two large (one large-lane worker of depth 2), one large beside a small eval.
+    b = EvalBroker(window=4, large=2, large_beside_small=1)
+    for i in range(3):
+        b.upsert(ev(f"big{i}", f"j{i}", idx=i + 1), NOW, cost=1000)
+    assert [e.id for e in b.due(NOW).dispatch] == ["big0", "big1"]  # no small job: the depth
+    b.upsert(ev("small", "js", idx=9), NOW + SECOND, cost=10)
+    assert [e.id for e in b.due(NOW + SECOND).dispatch] == ["small"]
+    b.upsert(ev("big0", "j0", idx=1, status="complete"), NOW + SECOND)
+    assert b.due(NOW + SECOND).dispatch == []  # one large is out, and so is a small one
+    b.upsert(ev("small", "js", idx=9, status="complete"), NOW + SECOND)
+    assert [e.id for e in b.due(NOW + SECOND).dispatch] == ["big2"]
+    # unset, the limit is the same with small evals out or not
+    assert EvalBroker(window=4, large=2).large_beside_small == 2

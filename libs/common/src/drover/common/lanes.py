@@ -44,11 +44,12 @@ def worker_lanes(workers: int, large: int | None) -> list[str]:
     return [LANE_LARGE] * n + [LANE_SMALL] * (workers - n)
 
 
-def broker_limits(workers: int, large: int | None, depth: int) -> tuple[int, int | None]:
-    """The broker's dispatch window and large-eval limit (`EvalBroker(window, large)`): a slot
-    per worker, and with lanes `depth` large evals per large-lane worker, which schedules the
-    next while the previous one's plan is being committed (drover.worker)."""
+def broker_limits(workers: int, large: int | None, depth: int) -> tuple[int, int | None, int | None]:
+    """The broker's dispatch window, large-eval limit and large-eval limit while a small eval
+    is out (`EvalBroker(window, large, large_beside_small)`): a slot per worker, and with lanes
+    `depth` large evals per large-lane worker, which schedules the next while the previous
+    one's plan is being committed (drover.worker) - one each while a small eval is out."""
     n = worker_lanes(workers, large).count(LANE_LARGE)
     if n == 0 or depth <= 1:
-        return workers, large
-    return workers + n * (depth - 1), n * depth
+        return workers, large, None
+    return workers + n * (depth - 1), n * depth, n

@@ -62,11 +62,19 @@ def _key(ev: Evaluation) -> JobKey:
 
 
 class EvalBroker:
-    def __init__(self, window: int | None = None, large: int | None = None) -> None:
+    def __init__(
+        self, window: int | None = None, large: int | None = None, large_beside_small: int | None = None
+    ) -> None:
         # At most `window` evals out at once (None: no limit), and at most `large` of them large
-        # (None: all but one slot when there are three or more); see the module notes.
+        # (None: all but one slot when there are three or more); see the module notes. While a
+        # small eval is out, a large one is handed out only below `large_beside_small` (None:
+        # `large`): the large lane's depth (drover.common.lanes) is used while no small job
+        # waits, its extra evals competing for the cores with what a small job waits for.
         self.window = window
         self.large_window = large_window(window, large)
+        self.large_beside_small: int | None = self.large_window
+        if large_beside_small is not None and self.large_window is not None:
+            self.large_beside_small = min(large_beside_small, self.large_window)
         self.cost: dict[str, int] = {}
         self.arrival: dict[str, int] = {}
         self.inflight: dict[JobKey, str] = {}
@@ -213,7 +221,9 @@ class EvalBroker:
             if busy >= self.window:
                 break
             big = self.is_large(ev.id)
-            if big and large >= self.large_window:
+            # Every eval out is large, or a small one is out too.
+            limit = self.large_window if busy == large else self.large_beside_small
+            if big and limit is not None and large >= limit:
                 continue
             out.append(ev)
             busy += 1

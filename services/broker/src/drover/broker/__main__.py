@@ -44,9 +44,15 @@ _tracer = tracer("drover.broker")
 
 
 class BrokerService:
-    def __init__(self, replica: Replica, window: int | None = None, large: int | None = None) -> None:
+    def __init__(
+        self,
+        replica: Replica,
+        window: int | None = None,
+        large: int | None = None,
+        large_beside_small: int | None = None,
+    ) -> None:
         self.replica = replica
-        self.broker = EvalBroker(window, large)
+        self.broker = EvalBroker(window, large, large_beside_small)
         self.wake = asyncio.Event()
         # Trace context of the event that last wrote each eval, passed on to the worker.
         self.trace_of: dict[str, dict[str, Any]] = {}
@@ -151,8 +157,10 @@ async def run(settings: Settings, stop: asyncio.Event) -> None:
     replica = Replica(store, js)
     # One eval per worker at a time (large-lane workers take `large_lane_depth`): what is not
     # yet handed out can still be reordered.
-    window, large = broker_limits(max(1, settings.workers), settings.large_evals, settings.large_lane_depth)
-    svc = BrokerService(replica, window=window, large=large)
+    window, large, beside_small = broker_limits(
+        max(1, settings.workers), settings.large_evals, settings.large_lane_depth
+    )
+    svc = BrokerService(replica, window=window, large=large, large_beside_small=beside_small)
     # With worker lanes, large evals have a subject of their own (drover.common.lanes).
     lanes = any(worker_lanes(max(1, settings.workers), settings.large_evals))
     replica.listeners.append(svc.on_event)
