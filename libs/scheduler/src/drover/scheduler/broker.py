@@ -16,7 +16,9 @@
   to the earlier and are scheduled again, and the extra work saturates a small machine.
 - With lanes (`worker_lanes`: three workers or more), large evals go to workers of the large
   lane and small ones to the small lane, so the large lane's workers can run at a lower CPU
-  priority; either lane takes the other's work when it has none of its own.
+  priority; either lane takes the other's work when it has none of its own. At a large-lane
+  depth of 2 (`large_beside_small` below `large`), the extra large evals go out only while no
+  small eval is out.
 - Evals with WaitUntil in the future are held until then.
 - Blocked evals: one per job (a newer one cancels the older). They are released when capacity
   may have appeared - a node of a class they did not find ineligible becomes usable, or an alloc
@@ -221,7 +223,7 @@ class EvalBroker:
             if busy >= self.window:
                 break
             big = self.is_large(ev.id)
-            # Every eval out is large, or a small one is out too.
+            # No small eval out: the large lane's whole depth; else `large_beside_small`.
             limit = self.large_window if busy == large else self.large_beside_small
             if big and limit is not None and large >= limit:
                 continue
