@@ -31,9 +31,9 @@ class Settings(BaseSettings):
     large_lane_nice: int = Field(default=10, ge=0, le=19)
     # Large evals a large-lane worker works on at once: with 2, it schedules the next while the
     # plan of the one before is being committed, counting that plan's placements as made (the
-    # broker hands out this many per large-lane worker). Throughput for small jobs' latency:
-    # ARCHITECTURE.md, Performance, has both measured.
-    large_lane_depth: int = Field(default=1, ge=1, le=4)
+    # broker hands out this many per large-lane worker, the extra ones only while no small eval
+    # is out). 1: one at a time. ARCHITECTURE.md, Performance, has both measured.
+    large_lane_depth: int = Field(default=2, ge=1, le=4)
     # Seconds an eval may stay unacked before it is redelivered (Nomad's nack timeout: 60 s).
     eval_ack_wait: float = 60.0
     # Client heartbeats (seconds): the least TTL handed to a node, the grace after it before the

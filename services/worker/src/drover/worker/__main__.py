@@ -7,8 +7,8 @@ large eval the broker may hand out) takes large evals first and lowers its CPU p
 DROVER_LARGE_LANE_NICE, 10), so on a busy machine scheduling 1,000 allocs gives way to what a
 small job waits for; the small lane takes small evals first.
 
-With DROVER_LARGE_LANE_DEPTH=2 a large-lane worker works on two evals at once: while one's plan
-is being committed it schedules the next, against its replica with the submitted plan's
+A large-lane worker works on DROVER_LARGE_LANE_DEPTH evals at once (2): while one's plan is
+being committed it schedules the next, against its replica with the submitted plan's
 placements added (`PendingPlacements`), so the next plan does not pick the nodes the first one
 filled."""
 
