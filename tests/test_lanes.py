@@ -42,7 +42,7 @@ async def test_large_and_small_evals_go_to_their_lanes(
         for i in range(20):
             c.put("/v1/drover/node/register", {"Node": node_json(f"node-{i}")})
         workers = c.procs["worker"]
-        # One large-lane worker (the broker's default of one large eval out at once) at nice 10.
+        # One large-lane worker (by default; it takes two large evals at once) at nice 10.
         c.wait(lambda: [nice_of(p.pid) for p in workers] == [10, 0, 0])
 
         placed(c, "warmup", 1)  # every worker has made its consumers by now
