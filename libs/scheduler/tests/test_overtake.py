@@ -149,18 +149,23 @@ def test_a_plan_scheduled_while_the_previous_one_commits_counts_its_placements(o
     """A worker schedules its next eval while its previous plan is being committed (the large
     lane's depth): against the replica with that plan's placements added, the next plan fits
     whole once the first is in; against the replica alone it picks the nodes the first filled."""
-    # Room for both (30 allocs fit, 10 are placed), and binpacking wants the same nodes.
-    first_job, next_job = make_job("c", count=8), make_job("d", count=8)
-    log = [*base_log(), JobRegistered(job=first_job), JobRegistered(job=next_job)]
+    # Room for both, exactly (six nodes of five slots), and binpacking wants the same nodes.
+    # Eval IDs are fixed: they seed the node order, so the outcome is the same in any test order.
+    first_job, next_job = make_job("c", count=15), make_job("d", count=15)
+    log: list[Event] = [
+        *(NodeRegistered(node=make_node(f"n{i}", cpu=NODE_CPU, mem=16_384)) for i in range(NODES)),
+        JobRegistered(job=first_job),
+        JobRegistered(job=next_job),
+    ]
     base = replayed(log)
-    first = schedule(base, make_eval(first_job), NOW).plan
+    first = schedule(base, make_eval(first_job).model_copy(update={"id": "first"}), NOW).plan
     view = PendingPlacements.of_plan(base, first) if overlay else base
     # The view reads usage through the base's flat array, as the node tables do.
     if overlay:
         for node_id in base.nodes:
             slot = base.usage_slots([node_id])[0]
             assert tuple(view.usage_buffer()[3 * slot : 3 * slot + 3]) == view.node_usage(node_id)  # type: ignore[union-attr]
-    second = schedule(view, make_eval(next_job), NOW).plan
+    second = schedule(view, make_eval(next_job).model_copy(update={"id": "second"}), NOW).plan
     assert second.snapshot_index == base.index
     first_result = evaluate_plan(base, first)
     assert not first_result.rejected_nodes
@@ -169,11 +174,11 @@ def test_a_plan_scheduled_while_the_previous_one_commits_counts_its_placements(o
     second_result = evaluate_plan(after, second)
     placed = sum(len(v) for v in second_result.node_allocation.values())
     if overlay:
-        assert not second_result.rejected_nodes and placed == 8
+        assert not second_result.rejected_nodes and placed == 15
         # once the base holds the first plan, the view counts it once
         view_after = PendingPlacements.of_plan(after, first)
         assert all(view_after.node_usage(n) == after.node_usage(n) for n in after.nodes)
     else:
-        assert second_result.rejected_nodes and placed < 8
+        assert second_result.rejected_nodes and placed < 15
     log.append(plan_applied_event(second_result, NOW))
     assert over_committed(log) == []
