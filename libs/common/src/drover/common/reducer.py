@@ -238,14 +238,10 @@ def _plan_applied(state: StateWriter, index: int, ev: PlanApplied) -> None:
     placed_by_dep: dict[tuple[str, str], int] = {}
     allocs: list[Allocation] = ev.allocs
     place_new = getattr(state, "place_new", None)
-    if (
-        place_new is not None
-        and getattr(state, "owns_events", False)
-        and getattr(state, "drop_metrics", False)
-        and not any(a.previous_allocation for a in allocs)
-    ):
+    if place_new is not None and not any(a.previous_allocation for a in allocs):
         # A replica's fast path for new placements: what `_write_alloc` gives an alloc without
-        # an old one, put in by the state itself; the allocs it already holds go on below.
+        # an old one, put in by the state itself; the allocs it already holds (all of them, for
+        # a state that is not a replica) go on below.
         update: dict[str, object] = {
             "modify_index": index,
             "alloc_modify_index": index,

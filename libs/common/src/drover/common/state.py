@@ -240,10 +240,13 @@ class InMemoryState:
 
     def place_new(self, allocs: Iterable[Allocation], update: dict[str, object]) -> list[Allocation]:
         """Insert the allocs of `allocs` this state does not hold yet, each with `update` put
-        into it in place, and return the others (for the caller's general path). Only for a
-        state that owns its events and drops metrics (a replica): a plan's new placements are
-        most of what replicas apply, and this is `upsert_alloc` without what a new alloc never
-        needs (an old copy to undo), with what the allocs of one event share looked up once."""
+        into it in place, and return the others (for the caller's general path). Only a state
+        that owns its events and drops metrics (a replica) takes any; any other returns them
+        all. A plan's new placements are most of what replicas apply, and this is `upsert_alloc`
+        without what a new alloc never needs (an old copy to undo), with what the allocs of one
+        event share looked up once."""
+        if not (self.owns_events and self.drop_metrics):
+            return list(allocs)
         known: list[Allocation] = []
         by_id, by_node, slot_of, used = self.allocs, self._by_node, self._slot, self._used
         job_key: JobKey | None = None
