@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 
 from drover.common import (
+    Allocation,
     DriverInfo,
     Evaluation,
     Job,
@@ -21,7 +22,9 @@ from drover.common import (
     TaskGroup,
 )
 from drover.common.canonicalize import canonicalize
+from drover.scheduler import harness as harness_module
 from drover.scheduler.harness import Harness
+from drover.scheduler.plan import SchedulerResult
 
 
 def make_node(
@@ -97,6 +100,29 @@ def make_eval(job: Job, trigger: str = "job-register", **kw: Any) -> Evaluation:
 @pytest.fixture
 def harness() -> Harness:
     return Harness()
+
+
+def assert_built_valid(alloc: Allocation) -> None:
+    """The scheduler builds placements unvalidated (`copy_with`): each must be exactly what
+    validating its own JSON gives, member for member and type for type (repr shows both, e.g.
+    a NumPy float where a float belongs)."""
+    again = Allocation.model_validate_json(alloc.model_dump_json())
+    assert repr(again) == repr(alloc)
+
+
+@pytest.fixture(autouse=True)
+def placements_are_valid(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every test that schedules through the Harness (fresh placements, canaries, deployment
+    placements, reschedules with their trackers) checks every placement it makes."""
+    real = harness_module.schedule
+
+    def checked(*args: Any, **kwargs: Any) -> SchedulerResult:
+        res = real(*args, **kwargs)
+        for a in res.plan.placements():
+            assert_built_valid(a)
+        return res
+
+    monkeypatch.setattr(harness_module, "schedule", checked)
 
 
 Register = Callable[..., Any]

@@ -7,7 +7,9 @@ import math
 import numpy as np
 import pytest
 
-from drover.common import Affinity
+from drover.common import Affinity, Allocation, AllocMetric
+from drover.common.alloc import NodeScoreMeta
+from drover.common.base import copy_with
 from drover.scheduler.harness import Harness
 from drover.scheduler.rank import (
     ScoreBreakdown,
@@ -18,7 +20,7 @@ from drover.scheduler.rank import (
     limit_window_array,
 )
 
-from .conftest import make_eval, make_job, make_node
+from .conftest import assert_built_valid, make_eval, make_job, make_node
 
 
 def nomad_binpack(used_cpu: float, used_mem: float, cap_cpu: float, cap_mem: float) -> float:
@@ -213,3 +215,15 @@ def test_rows_refreshed_one_by_one_match_a_full_refresh(distinct_hosts: bool) ->
     assert (stack._fits == fits).all()
     assert np.allclose(stack._binpack, binpack, rtol=0, atol=1e-12)
     assert (stack._anti == anti).all()
+
+
+def test_the_placement_check_catches_a_member_of_the_wrong_type() -> None:
+    """The check every Harness test runs on the scheduler's unvalidated placements
+    (conftest.assert_built_valid) fails on a member that is not of its field's type."""
+    good = copy_with(NodeScoreMeta(), {"node_id": "n1", "scores": {"binpack": 0.5}, "norm_score": 0.5})
+    assert_built_valid(copy_with(Allocation(), {"metrics": AllocMetric(score_meta_data=[good])}))
+    bad = copy_with(
+        NodeScoreMeta(), {"node_id": "n1", "scores": {"binpack": 0.5}, "norm_score": np.float64(0.5)}
+    )
+    with pytest.raises(AssertionError):
+        assert_built_valid(copy_with(Allocation(), {"metrics": AllocMetric(score_meta_data=[bad])}))

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import json
-from typing import Any, Self
+from typing import Any, Self, TypeVar
 
 from pydantic import BaseModel, ConfigDict, ValidationError
+
+M = TypeVar("M", bound=BaseModel)
 
 # Words Nomad spells in capitals inside its PascalCase field names.
 _UPPER_WORDS = {"id": "ID", "cpu": "CPU", "mb": "MB", "tg": "TG", "ttl": "TTL", "http": "HTTP", "ip": "IP"}
@@ -55,3 +57,20 @@ class NomadModel(BaseModel):
     def to_api(self) -> dict[str, Any]:
         """The object as Nomad's API returns it."""
         return self.model_dump(by_alias=True, mode="json")
+
+
+def copy_with(template: M, changes: dict[str, Any]) -> M:
+    """A copy of `template` with `changes` (field names to values already of the fields'
+    types) put in, unvalidated. The scheduler builds every placement this way from one
+    validated alloc per group: the model's constructor validates every member and builds every
+    default (8 us an alloc, against under 3). The copy shares the template's other members;
+    allocs and their parts are never changed in place (see InMemoryState), only replaced."""
+    cls = type(template)
+    out = cls.__new__(cls)
+    members = template.__dict__.copy()
+    members.update(changes)
+    object.__setattr__(out, "__dict__", members)
+    object.__setattr__(out, "__pydantic_fields_set__", template.__pydantic_fields_set__ | changes.keys())
+    object.__setattr__(out, "__pydantic_extra__", None)
+    object.__setattr__(out, "__pydantic_private__", None)
+    return out

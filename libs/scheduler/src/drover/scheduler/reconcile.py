@@ -8,7 +8,6 @@ the latest deployment and the time it is given, and returns a `ReconcileResults`
 
 from __future__ import annotations
 
-import uuid
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
@@ -960,14 +959,22 @@ def _started(a: Allocation) -> int:
     return min(starts) if starts else 0
 
 
+# uuid.UUID(int=n, version=4) clears these bits and sets the version and RFC 4122 variant.
+_UUID4_CLEAR = ~((0xF000 << 64) | (0xC000 << 48))
+_UUID4_SET = (4 << 76) | (0x8000 << 48)
+
+
 def new_uuid_fn(seed: int) -> IdFn:
-    """A deterministic UUID generator seeded from the eval."""
+    """A deterministic UUID generator seeded from the eval. It gives exactly what
+    `str(uuid.UUID(int=rng.getrandbits(128), version=4))` gives, formatted directly: a plan
+    of 1,000 placements draws 1,000 IDs, and building UUID objects was a tenth of its time."""
     import random
 
-    rng = random.Random(seed)
+    bits = random.Random(seed).getrandbits
 
     def gen() -> str:
-        return str(uuid.UUID(int=rng.getrandbits(128), version=4))
+        h = f"{(bits(128) & _UUID4_CLEAR) | _UUID4_SET:032x}"
+        return f"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}"
 
     return gen
 

@@ -20,6 +20,7 @@ from typing import cast
 import numpy as np
 
 from drover.common import Allocation, AllocMetric, Job, Node, NodeScoreMeta, Spread, TaskGroup
+from drover.common.base import copy_with
 from drover.common.job import CONSTRAINT_DISTINCT_HOSTS
 from drover.common.state import has_flat_usage
 from drover.scheduler.constraints import is_escaped, matches, resolve_target
@@ -493,5 +494,11 @@ class GroupStack:
         )
 
 
+_SCORE_META = NodeScoreMeta()
+
+
 def score_meta(sel: Selection) -> NodeScoreMeta:
-    return NodeScoreMeta(node_id=sel.node.id, scores=sel.scores, norm_score=sel.norm_score)
+    # Built unvalidated (copy_with): its members are already of their types.
+    return copy_with(
+        _SCORE_META, {"node_id": sel.node.id, "scores": sel.scores, "norm_score": sel.norm_score}
+    )
