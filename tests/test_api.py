@@ -189,6 +189,45 @@ def test_an_eval_s_allocations_are_the_ones_it_last_wrote(client: TestClient, st
     assert client.get("/v1/evaluation/nope/allocations").status_code == 404
 
 
+def test_a_job_s_allocations_come_with_the_index_they_were_read_at(
+    client: TestClient, store: EventStore
+) -> None:
+    """/v1/job/:id/allocations reads the index, the job and its allocs in one statement: 404
+    for an unknown job, [] before placement, the allocs (by ID) once placed, and as a blocking
+    query it returns when a plan lands, carrying an index that covers what it shows."""
+    assert client.get("/v1/job/web/allocations").status_code == 404
+    for i in range(2):
+        client.put("/v1/drover/node/register", json={"Node": node_json(f"n{i}")})
+    eval_id = client.put("/v1/jobs", json=job_json("web", 3)).json()["EvalID"]
+    r = client.get("/v1/job/web/allocations")
+    assert r.status_code == 200 and r.json() == []
+    index = int(r.headers["X-Nomad-Index"])
+    assert index == store.last_position()
+    result: dict[str, object] = {}
+
+    def blocked_read() -> None:
+        r = client.get("/v1/job/web/allocations", params={"index": index, "wait": "20s"})
+        result.update(status=r.status_code, index=int(r.headers["X-Nomad-Index"]), allocs=r.json())
+
+    t = threading.Thread(target=blocked_read)
+    t.start()
+    time.sleep(0.3)
+    assert "status" not in result  # still waiting
+    _commit_plan(store, eval_id)
+    t.join(timeout=10)
+    allocs = result["allocs"]
+    assert result["status"] == 200 and isinstance(allocs, list)
+    assert result["index"] == store.last_position() > index
+    assert sorted(a["Name"] for a in allocs) == [f"web.web[{i}]" for i in range(3)]
+    assert [a["ID"] for a in allocs] == sorted(a["ID"] for a in allocs)
+    assert all(a["JobID"] == "web" and a["EvalID"] == eval_id and a["DesiredStatus"] == "run" for a in allocs)
+    assert all(a["CreateIndex"] <= result["index"] for a in allocs)  # type: ignore[operator]
+    other = client.put("/v1/jobs", json=job_json("other", 1)).json()["EvalID"]
+    _commit_plan(store, other)
+    assert [a["JobID"] for a in client.get("/v1/job/other/allocations").json()] == ["other"]
+    assert len(client.get("/v1/job/web/allocations").json()) == 3
+
+
 def test_lists_page_as_nomad_s_do(client: TestClient, store: EventStore) -> None:
     for i in range(5):
         client.put("/v1/drover/node/register", json={"Node": node_json(f"n{i}")})

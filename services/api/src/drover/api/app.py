@@ -254,14 +254,18 @@ def create_app(settings: Settings, store: EventStore | None = None) -> FastAPI:
 
     async def blocking_read(request: Request, fn: Callable[[], Any]) -> Response:
         """Run a read, after waiting (blocking query) until the index passes ?index."""
-        index, wait = read_params(request)
-        if index:
-            await watcher.wait_past(index, wait)
 
         def read() -> tuple[int, Any]:
             # The index first: what the answer shows is at least as new as the index it carries.
             return reads.index(), fn()
 
+        return await blocking_read_at(request, read)
+
+    async def blocking_read_at(request: Request, read: Callable[[], tuple[int, Any]]) -> Response:
+        """`blocking_read` for a read that gives the index with its result."""
+        index, wait = read_params(request)
+        if index:
+            await watcher.wait_past(index, wait)
         current, result = await asyncio.to_thread(read)
         if result is None:
             raise ApiError(404, "not found")
@@ -391,12 +395,11 @@ def create_app(settings: Settings, store: EventStore | None = None) -> FastAPI:
 
     @app.get("/v1/job/{job_id}/allocations")
     async def job_allocs(job_id: str, request: Request, namespace: str = "default") -> Response:
-        def fn() -> Any:
-            if not reads.job_exists(namespace, job_id):
-                return None
-            return [_alloc_stub(a) for a in reads.allocs(namespace=namespace, job_id=job_id)]
+        def read() -> tuple[int, Any]:
+            index, allocs = reads.job_allocs_at(namespace, job_id)
+            return index, None if allocs is None else [_alloc_stub(a) for a in allocs]
 
-        return await blocking_read(request, fn)
+        return await blocking_read_at(request, read)
 
     @app.get("/v1/job/{job_id}/evaluations")
     async def job_evals(job_id: str, request: Request, namespace: str = "default") -> Response:

@@ -4,11 +4,14 @@ from __future__ import annotations
 
 from typing import Any
 
+from pydantic import TypeAdapter
 from sqlalchemy import Connection, text
 
 from drover.common import Allocation, Deployment, Evaluation, Job, Node
 from drover.common.job import derive_job_status
 from drover.common.store import EventStore
+
+_ALLOCS: TypeAdapter[list[Allocation]] = TypeAdapter(list[Allocation])
 
 
 def _like_prefix(prefix: str) -> str:
@@ -163,6 +166,24 @@ class Reads:
             f"SELECT doc::text FROM allocs WHERE {' AND '.join(where)} ORDER BY id{tail}", **params
         )
         return [Allocation.model_validate_json(d) for d in docs]
+
+    def job_allocs_at(self, namespace: str, job_id: str) -> tuple[int, list[Allocation] | None]:
+        """The log's index and the job's allocs (None if there is no such job), in one statement:
+        one round trip instead of three, and both from one snapshot. A client watching its job
+        with blocking queries reads this every time the log moves."""
+        with self.store.reader.connect() as conn:
+            index, exists, docs = conn.execute(
+                text(
+                    "SELECT (SELECT coalesce(max(position), 0) FROM events), "
+                    "EXISTS (SELECT 1 FROM jobs WHERE namespace = :ns AND id = :id), "
+                    "(SELECT string_agg(doc, ',' ORDER BY id) FROM allocs "
+                    "WHERE namespace = :ns AND job_id = :id)"
+                ),
+                {"ns": namespace, "id": job_id},
+            ).one()
+        if not exists:
+            return int(index), None
+        return int(index), _ALLOCS.validate_json(f"[{docs or ''}]")
 
     def alloc_changes(self, since: int, node_prefix: str) -> list[Allocation]:
         """Allocs written after log position `since` on nodes whose ID starts with `node_prefix`."""
