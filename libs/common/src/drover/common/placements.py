@@ -20,7 +20,7 @@ from typing import Any
 from pydantic import BaseModel, Field, TypeAdapter
 
 from drover.common.alloc import Allocation, AllocMetric, ReplicaAllocation
-from drover.common.base import NomadModel
+from drover.common.base import NomadModel, unvalidated
 
 # Allocs in a plan from which they are stored in columns; below it the list form is as small.
 COLUMNS_FROM = 16
@@ -99,15 +99,7 @@ def _build(
         for doc, v in zip(docs, values, strict=True):
             doc[name] = v
     fields_set = template.__pydantic_fields_set__
-    out: list[Allocation] = []
-    for doc in docs:
-        a = cls.__new__(cls)
-        object.__setattr__(a, "__dict__", doc)
-        object.__setattr__(a, "__pydantic_fields_set__", set(fields_set))
-        object.__setattr__(a, "__pydantic_extra__", None)
-        object.__setattr__(a, "__pydantic_private__", None)
-        out.append(a)
-    return out
+    return [unvalidated(cls, doc, set(fields_set)) for doc in docs]
 
 
 class Placements(NomadModel):
