@@ -10,9 +10,9 @@ from nats.js import JetStreamContext
 
 from drover.broker.__main__ import BrokerService
 from drover.common import Evaluation
+from drover.common.brokerstate import BrokerReplica
 from drover.common.bus import EVALS_STREAM, EVALS_SUBJECT
 from drover.common.events import EvalsUpserted
-from drover.common.replica import Replica
 from drover.common.store import EventStore
 
 
@@ -26,7 +26,7 @@ def pending(eid: str, job: str, idx: int) -> Evaluation:
 async def test_an_eval_heard_during_a_publish_is_dispatched_at_once(
     store: EventStore, js_fresh: JetStreamContext
 ) -> None:
-    svc = BrokerService(Replica(store, js_fresh), window=3)
+    svc = BrokerService(BrokerReplica(store, js_fresh), window=3)
     published: dict[str, float] = {}
 
     async def publish(ev: Evaluation) -> None:

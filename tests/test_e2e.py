@@ -67,3 +67,29 @@ def test_blocked_job_is_placed_when_a_node_joins(cluster: Cluster) -> None:
     allocs = c.wait(lambda: live(c, "big"))
     assert allocs[0]["NodeID"] == "large"
     c.wait(lambda: c.get(f"/v1/evaluation/{ev['BlockedEval']}")["Status"] == "complete")
+
+
+def test_a_blocked_job_is_placed_when_allocs_stop(cluster: Cluster) -> None:
+    """The broker releases a blocked eval when allocs on its node class stop: one its client
+    reports finished, and one a plan stops (the broker keeps only a record of each alloc)."""
+    c = cluster
+    c.put("/v1/drover/node/register", {"Node": node_json("only", cpu=1000)})
+    first = job_json("first", 1, cpu=600)
+    first["Job"]["Type"] = "batch"
+    c.put("/v1/jobs", first)
+    [done] = c.wait(lambda: live(c, "first"))
+
+    def blocked(job_id: str) -> None:
+        resp = c.put("/v1/jobs", job_json(job_id, 1, cpu=600))
+        ev = c.wait(lambda: (e := c.get(f"/v1/evaluation/{resp['EvalID']}"))["Status"] == "complete" and e)
+        assert ev["BlockedEval"] and live(c, job_id) == []
+
+    blocked("second")
+    c.put(
+        "/v1/drover/allocs/status",
+        {"NodeID": "only", "Updates": [{"ID": done["ID"], "ClientStatus": "complete"}]},
+    )
+    c.wait(lambda: live(c, "second"))
+    blocked("third")
+    assert c.http.delete("/v1/job/second").status_code == 200
+    c.wait(lambda: live(c, "third"))

@@ -27,6 +27,13 @@ from drover.common import (
     TaskState,
     events,
 )
+from drover.common.brokerstate import (
+    AllocRecord,
+    BrokerState,
+    apply_for_broker,
+    decode_for_broker,
+    load_broker_snapshot,
+)
 from drover.common.canonicalize import canonicalize
 from drover.common.embedded import EmbeddedPostgres
 from drover.common.events import (
@@ -287,6 +294,23 @@ def test_rebuild_reproduces_the_live_projections(
     assert any(
         t == "PlanApplied" and ('"Placements"' in data) is (columns_from == 1) for _, t, data, _ in stored
     )
+    # The broker's replica (drover.common.brokerstate) loaded from the projections is the one
+    # it reads from the log, and it keeps of each alloc what the replay holds.
+    from_log = BrokerState()
+    for rec in store.read(0, 1000, decode=decode_for_broker):
+        apply_for_broker(from_log, rec.position, rec.event)
+    loaded = load_broker_snapshot(store)
+    assert loaded.index == from_log.index == last
+    assert (
+        loaded.records
+        == from_log.records
+        == {
+            a.id: AllocRecord((a.namespace, a.job_id), a.node_id, a.desired_status, a.client_status)
+            for a in replayed.allocs.values()
+        }
+    )
+    assert loaded.live_allocs("default", "web") == from_log.live_allocs("default", "web") == 2
+    assert (loaded.evals, loaded.jobs, loaded.nodes) == (from_log.evals, from_log.jobs, from_log.nodes)
 
 
 def test_a_placement_taken_for_new_that_exists_is_looked_up_after_all(

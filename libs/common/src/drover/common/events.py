@@ -256,7 +256,8 @@ class AllocRestartRequested(Event):
         return f"restart:{self.alloc_id}"
 
 
-_OTHER_EVENTS = (
+# Every event but PlanApplied, which each reader decodes in a form of its own.
+OTHER_EVENTS = (
     NodeRegistered
     | NodeStatusUpdated
     | NodeEligibilityUpdated
@@ -271,8 +272,8 @@ _OTHER_EVENTS = (
     | DeploymentUpdated
     | AllocRestartRequested
 )
-AnyEvent = Annotated[_OTHER_EVENTS | PlanApplied, Field(discriminator="type")]
-AnyReplicaEvent = Annotated[_OTHER_EVENTS | ReplicaPlanApplied, Field(discriminator="type")]
+AnyEvent = Annotated[OTHER_EVENTS | PlanApplied, Field(discriminator="type")]
+AnyReplicaEvent = Annotated[OTHER_EVENTS | ReplicaPlanApplied, Field(discriminator="type")]
 
 _ADAPTER: TypeAdapter[Any] = TypeAdapter(AnyEvent)
 _REPLICA_ADAPTER: TypeAdapter[Any] = TypeAdapter(AnyReplicaEvent)

@@ -183,14 +183,7 @@ def _write_alloc(
         # Plans carry existing allocs without their placement metrics; keep the recorded ones.
         if a.metrics is None and old.metrics is not None:
             update["metrics"] = old.metrics
-        # The client owns its status and description; the server only sets lost, and unknown
-        # while the node is disconnected: a plan computed before the node came back (and its
-        # client said "running") must not mark the alloc unknown again.
-        node = state.node(old.node_id)
-        stale_unknown = a.client_status == ALLOC_CLIENT_UNKNOWN and (
-            node is not None and node.status != NODE_STATUS_DISCONNECTED
-        )
-        if a.client_status not in (ALLOC_CLIENT_LOST, ALLOC_CLIENT_UNKNOWN) or stale_unknown:
+        if keeps_client_status(state, old.node_id, a.client_status):
             update["client_status"] = old.client_status
             update["client_description"] = old.client_description
         if old.deployment_status is not None and a.deployment_status is not None:
@@ -209,6 +202,19 @@ def _write_alloc(
         new = a.model_copy(update=update)
     state.upsert_alloc(new)
     return new
+
+
+def keeps_client_status(state: StateWriter, node_id: str, planned: str) -> bool:
+    """Whether an alloc a plan writes over one on `node_id` keeps the client status it had
+    rather than the plan's `planned` one. The client owns its status and description; the
+    server only sets lost, and unknown while the node is disconnected: a plan computed before
+    the node came back (and its client said "running") must not mark the alloc unknown again."""
+    if planned == ALLOC_CLIENT_LOST:
+        return False
+    if planned != ALLOC_CLIENT_UNKNOWN:
+        return True
+    node = state.node(node_id)
+    return node is not None and node.status != NODE_STATUS_DISCONNECTED
 
 
 def _plan_applied(state: StateWriter, index: int, ev: PlanApplied) -> None:

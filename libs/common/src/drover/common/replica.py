@@ -65,7 +65,7 @@ class Replica:
     def __init__(self, store: EventStore, js: JetStreamContext) -> None:
         self.store = store
         self.js = js
-        self.state = InMemoryState(drop_metrics=True, owns_events=True)
+        self.state = self.new_state()
         self.listeners: list[Listener] = []
         self._advanced = asyncio.Condition()
         self._buffer: list[Msg] = []
@@ -77,6 +77,20 @@ class Replica:
     def position(self) -> int:
         return self.state.index
 
+    # What a replica keeps and how (a replica that keeps less overrides these four).
+    def new_state(self) -> InMemoryState:
+        return InMemoryState(drop_metrics=True, owns_events=True)
+
+    def load(self) -> InMemoryState:
+        """The state from the projections, at the log position they reflect."""
+        return load_snapshot(self.store)
+
+    def decode(self, data: bytes | str) -> Event:
+        return decode_event(data, replica=True)
+
+    def reduce(self, position: int, event: Event) -> None:
+        apply(self.state, position, event)
+
     async def start(self) -> None:
         # Subscribe before taking the snapshot: whatever commits in between arrives on the
         # subscription (or is fetched as a gap), never lost.
@@ -86,7 +100,7 @@ class Replica:
             ordered_consumer=True,
             deliver_policy=DeliverPolicy.NEW,
         )
-        self.state = await asyncio.to_thread(load_snapshot, self.store)
+        self.state = await asyncio.to_thread(self.load)
         self._ready = True
         buffered, self._buffer = self._buffer, []
         for msg in buffered:
@@ -115,7 +129,7 @@ class Replica:
             if pos > self.position + 1:
                 await self._fetch_until(pos - 1)
             if pos == self.position + 1:
-                self._apply(pos, decode_event(msg.data, replica=True), dict(msg.headers or {}))
+                self._apply(pos, self.decode(msg.data), dict(msg.headers or {}))
         await self._notify()
         # Give the loop a turn between messages. The subscription's callbacks otherwise run
         # back to back for as long as messages are queued (nothing in them waits), and what a
@@ -125,7 +139,7 @@ class Replica:
         await asyncio.sleep(0)
 
     def _apply(self, pos: int, ev: Event, meta: dict[str, Any] | None = None) -> None:
-        apply(self.state, pos, ev)
+        self.reduce(pos, ev)
         for fn in self.listeners:
             try:
                 fn(pos, ev, meta or {})
@@ -134,7 +148,7 @@ class Replica:
 
     async def _fetch_until(self, target: int | None) -> None:
         while target is None or self.position < target:
-            rows = await asyncio.to_thread(self.store.read, self.position, 1000, replica=True)
+            rows = await asyncio.to_thread(self.store.read, self.position, 1000, decode=self.decode)
             if not rows:
                 return
             for r in rows:

@@ -12,6 +12,7 @@ import time
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+from drover.common.brokerstate import BrokerReplica, PlanSummary
 from drover.common.bus import (
     EVALS_LARGE_SUBJECT,
     EVALS_SUBJECT,
@@ -28,11 +29,9 @@ from drover.common.events import (
     NodeEligibilityUpdated,
     NodeRegistered,
     NodeStatusUpdated,
-    PlanApplied,
     evals_of,
 )
 from drover.common.lanes import broker_limits, worker_lanes
-from drover.common.replica import Replica
 from drover.common.service import run_service
 from drover.common.settings import Settings
 from drover.common.store import EventStore
@@ -46,7 +45,7 @@ _tracer = tracer("drover.broker")
 class BrokerService:
     def __init__(
         self,
-        replica: Replica,
+        replica: BrokerReplica,
         window: int | None = None,
         large: int | None = None,
         large_beside_small: int | None = None,
@@ -61,7 +60,7 @@ class BrokerService:
         """How many placements the eval's job asks for: what the broker orders work by."""
         state = self.replica.state
         job = state.job(ev.namespace, ev.job_id)
-        live = sum(1 for a in state.allocs_by_job(ev.namespace, ev.job_id) if not a.terminal_status())
+        live = state.live_allocs(ev.namespace, ev.job_id)
         if job is None or job.stop:
             return max(1, live)
         if job.type in ("system", "sysbatch"):
@@ -94,15 +93,16 @@ class BrokerService:
             node = state.node(node_id)
             if node is not None and node.ready() and node.eligible() and not node.draining():
                 self.broker.unblock(node.computed_class, position)
-        elif isinstance(event, (AllocsClientUpdated, PlanApplied)):
-            allocs = (
-                [state.alloc(u.id) for u in event.updates]
+        elif isinstance(event, (AllocsClientUpdated, PlanSummary)):
+            ids = (
+                [u.id for u in event.updates]
                 if isinstance(event, AllocsClientUpdated)
-                else [*event.stopped, *event.preempted]
+                else [a.id for a in (*event.stopped, *event.preempted)]
             )
-            for a in allocs:
-                if a is not None and a.terminal_status():
-                    node = state.node(a.node_id)
+            for alloc_id in ids:
+                rec = state.record(alloc_id)
+                if rec is not None and rec.terminal_status():
+                    node = state.node(rec.node_id)
                     if node is not None:
                         self.broker.unblock(node.computed_class, position)
         self.wake.set()
@@ -154,7 +154,8 @@ class BrokerService:
 async def run(settings: Settings, stop: asyncio.Event) -> None:
     store = EventStore(settings.database_url)
     nc, js = await connect_streams(settings.nats_url, "broker")
-    replica = Replica(store, js)
+    # Of allocs, the broker keeps only what it reads (drover.common.brokerstate).
+    replica = BrokerReplica(store, js)
     # One eval per worker at a time (large-lane workers take `large_lane_depth`): what is not
     # yet handed out can still be reordered.
     window, large, beside_small = broker_limits(

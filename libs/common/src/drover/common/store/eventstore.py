@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -329,9 +329,11 @@ class EventStore:
         with self.reader.connect() as conn:
             return int(conn.exec_driver_sql("SELECT coalesce(max(position), 0) FROM events").scalar_one())
 
-    def read(self, after: int = 0, limit: int = 1000, *, replica: bool = False) -> list[RecordedEvent]:
+    def read(
+        self, after: int = 0, limit: int = 1000, *, decode: Callable[[str], Event] = decode_event
+    ) -> list[RecordedEvent]:
         """Events with position > `after`, in order. Gap-free: nothing can commit below the
-        highest position already visible. `replica` decodes them as replicas keep them."""
+        highest position already visible. `decode` parses each (a replica's keeps less)."""
         with self.reader.connect() as conn:
             rows = conn.execute(
                 text(
@@ -340,10 +342,7 @@ class EventStore:
                 ),
                 {"a": after, "l": limit},
             ).all()
-        return [
-            RecordedEvent(int(r[0]), r[1], int(r[2]), decode_event(r[3], replica=replica), r[4], r[5])
-            for r in rows
-        ]
+        return [RecordedEvent(int(r[0]), r[1], int(r[2]), decode(r[3]), r[4], r[5]) for r in rows]
 
     def read_raw(self, after: int = 0, limit: int = 1000) -> list[tuple[int, str, str, dict[str, Any]]]:
         """(position, type, JSON, metadata) after `after`, undecoded (the relay forwards them)."""
