@@ -3,8 +3,10 @@
 A real plan (the scheduling core placing 1,000 allocs on 5,000 nodes, metrics and all) is
 encoded and decoded as the services do it: the plan applier encodes it for the log as
 `PlanApplied` events of ALLOCS_PER_EVENT allocs,
-six replicas decode it (replica form), a rebuild decodes it in full; workers encode the plan
-request and the applier decodes it. Each is timed with the placements in columns (what Drover
+five replicas decode it (replica form) and the broker its summary (drover.common.brokerstate),
+a rebuild decodes it in full; workers encode the plan request and the applier decodes it. What
+a replica and the broker spend following it (decode and apply, into a state of the cluster's
+nodes) is timed too. Each is timed with the placements in columns (what Drover
 stores) and as a plain list (the form before columns), median of --repeats runs, with the
 garbage collector's survivors frozen as the services run (drover.common.gctune).
 
@@ -25,8 +27,11 @@ from pydantic import TypeAdapter
 from bench.report import write
 from bench.scheduler import NOW, build_cluster, build_job
 from drover.common import Evaluation
+from drover.common.brokerstate import BrokerState, apply_for_broker, decode_for_broker
 from drover.common.bus import pack
 from drover.common.events import PlanApplied, decode_event, encode_event_json
+from drover.common.reducer import apply
+from drover.common.state import InMemoryState
 from drover.planner.applier import ALLOCS_PER_EVENT
 from drover.scheduler import schedule
 from drover.scheduler.planapply import evaluate_plan, plan_applied_event
@@ -51,6 +56,21 @@ def _encode(events: list[PlanApplied]) -> list[str]:
 
 def _decode(stored: list[str], replica: bool) -> list[Any]:
     return [decode_event(s, replica=replica) for s in stored]
+
+
+def _follow(stored: list[str], states: list[InMemoryState], broker: bool) -> Callable[[], None]:
+    """Decode and apply `stored` into the next of `states` (each holding the nodes only)."""
+    left = iter(states)
+
+    def follow() -> None:
+        state = next(left)
+        for pos, s in enumerate(stored, start=state.index + 1):
+            if isinstance(state, BrokerState):
+                apply_for_broker(state, pos, decode_for_broker(s))
+            else:
+                apply(state, pos, decode_event(s, replica=True))
+
+    return follow
 
 
 def _timed(fn: Callable[[], Any], repeats: int) -> float:
@@ -86,8 +106,19 @@ def main() -> None:
     wire_plain = pack(_REQ.dump_json(request, by_alias=True, exclude_defaults=True))
     assert _decode(columns, False) == _decode(plain, False) == events
     assert decode_request(wire_columns) == decode_request(wire_plain) == request
-    gc.freeze()
     r = args.repeats
+    # States to follow the plan into: a replica's, the broker's (fresh ones for every run).
+    followers: dict[bool, list[InMemoryState]] = {False: [], True: []}
+    for broker, states in followers.items():
+        for _ in range(2 * r):
+            st: InMemoryState = (
+                BrokerState() if broker else InMemoryState(drop_metrics=True, owns_events=True)
+            )
+            for node in state.all_nodes():
+                st.upsert_node(node)
+            st.bump(1)
+            states.append(st)
+    gc.freeze()
     forms: dict[str, dict[str, float]] = {}
     for name, stored, wire in (("columns", columns, wire_columns), ("list", plain, wire_plain)):
         forms[name] = {
@@ -97,6 +128,9 @@ def main() -> None:
             ),
             "replica_decode_us": _timed(lambda s=stored: _decode(s, True), r),  # type: ignore[misc]
             "full_decode_us": _timed(lambda s=stored: _decode(s, False), r),  # type: ignore[misc]
+            "broker_decode_us": _timed(lambda s=stored: [decode_for_broker(x) for x in s], r),  # type: ignore[misc]
+            "replica_follow_us": _timed(_follow(stored, followers[False][r * (name == "list") :], False), r),
+            "broker_follow_us": _timed(_follow(stored, followers[True][r * (name == "list") :], True), r),
             "plan_request_bytes_per_alloc": round(len(wire) / ALLOCS, 1),
             "plan_request_encode_us": _timed(
                 (lambda: encode_request(request))
