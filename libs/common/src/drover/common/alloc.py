@@ -18,6 +18,9 @@ ALLOC_CLIENT_COMPLETE = "complete"
 ALLOC_CLIENT_FAILED = "failed"
 ALLOC_CLIENT_LOST = "lost"
 ALLOC_CLIENT_UNKNOWN = "unknown"
+# An alloc is terminal when the server wants it stopped or its client has finished with it.
+DESIRED_TERMINAL = (ALLOC_DESIRED_STOP, ALLOC_DESIRED_EVICT)
+CLIENT_TERMINAL = (ALLOC_CLIENT_COMPLETE, ALLOC_CLIENT_FAILED, ALLOC_CLIENT_LOST)
 
 TASK_STATE_PENDING = "pending"
 TASK_STATE_RUNNING = "running"
@@ -167,13 +170,13 @@ class Allocation(NomadModel):
     # --- status helpers, with Nomad's meaning ---
     def terminal_status(self) -> bool:
         """Desired stop/evict, or the client finished with it (complete, failed, lost)."""
-        return self.desired_status in (ALLOC_DESIRED_STOP, ALLOC_DESIRED_EVICT) or self.client_terminal()
+        return self.desired_status in DESIRED_TERMINAL or self.client_status in CLIENT_TERMINAL
 
     def client_terminal(self) -> bool:
-        return self.client_status in (ALLOC_CLIENT_COMPLETE, ALLOC_CLIENT_FAILED, ALLOC_CLIENT_LOST)
+        return self.client_status in CLIENT_TERMINAL
 
     def server_terminal(self) -> bool:
-        return self.desired_status in (ALLOC_DESIRED_STOP, ALLOC_DESIRED_EVICT)
+        return self.desired_status in DESIRED_TERMINAL
 
     def ran_successfully(self) -> bool:
         """Every task finished without failing (a batch alloc that need not run again)."""
