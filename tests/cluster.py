@@ -75,10 +75,19 @@ class Cluster:
         return proc
 
     def start(self) -> Cluster:
-        for svc in SERVICES:
-            for _ in range(self.counts[svc]):
-                self.spawn(svc)
-        wait_for_port(self.port, 30)
+        """Spawn every service and wait for the API. If it does not come up, every process is
+        stopped before the error is raised: a fixture that fails here never reaches its
+        teardown, and services left running against a dropped database load the machine
+        (each retrying every second) until the tests after them time out too."""
+        try:
+            for svc in SERVICES:
+                for _ in range(self.counts[svc]):
+                    self.spawn(svc)
+            # Generous: on a busy 2-core host, eight interpreters importing at once take a while.
+            wait_for_port(self.port, 60, proc=self.procs["api"][0])
+        except BaseException as e:
+            self.stop()
+            raise RuntimeError(f"the cluster did not start: {e}\n{self.logs()}") from e
         return self
 
     def kill(self, service: str, i: int = 0) -> None:

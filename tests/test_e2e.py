@@ -93,3 +93,19 @@ def test_a_blocked_job_is_placed_when_allocs_stop(cluster: Cluster) -> None:
     blocked("third")
     assert c.http.delete("/v1/job/second").status_code == 200
     c.wait(lambda: live(c, "third"))
+
+
+def test_a_cluster_that_cannot_start_leaves_no_process_behind(
+    database_url: str, nats_url: str, tmp_path: Path
+) -> None:
+    """The harness itself: when the API cannot come up (here its port is taken), `start`
+    stops every service it spawned before it fails."""
+    import socket
+
+    c = Cluster(database_url, nats_url, tmp_path)
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", c.port))
+        with pytest.raises(RuntimeError, match="did not start"):
+            c.start()
+    procs = [p for ps in c.procs.values() for p in ps]
+    assert len(procs) == sum(c.counts.values()) and all(p.poll() is not None for p in procs)
