@@ -22,7 +22,7 @@ from collections.abc import Iterator
 from typing import Annotated, Any, ClassVar, Literal, NamedTuple
 
 from pydantic import Field, TypeAdapter
-from sqlalchemy import text
+from sqlalchemy import Connection, text
 
 from drover.common.alloc import (
     ALLOC_CLIENT_PENDING,
@@ -33,12 +33,9 @@ from drover.common.alloc import (
 )
 from drover.common.base import NomadModel
 from drover.common.deployment import Deployment
-from drover.common.evaluation import Evaluation
 from drover.common.events import OTHER_EVENTS, AllocsClientUpdated, Event
-from drover.common.job import Job
-from drover.common.node import Node
 from drover.common.reducer import apply, keeps_client_status
-from drover.common.replica import Replica
+from drover.common.replica import Replica, load_into
 from drover.common.state import InMemoryState, JobKey
 from drover.common.store import EventStore
 
@@ -187,25 +184,18 @@ def apply_for_broker(state: BrokerState, position: int, event: Event) -> None:
     apply(state, position, event)
 
 
+def _alloc_records(conn: Connection, state: BrokerState) -> None:
+    """The allocs as records, from the allocs table's columns (their documents unread)."""
+    allocs = text(
+        "SELECT id, namespace, job_id, node_id, desired_status, client_status FROM allocs"
+    ).execution_options(stream_results=True, yield_per=10000)
+    for alloc_id, namespace, job_id, node_id, desired, client in conn.execute(allocs):
+        state.put(alloc_id, AllocRecord((namespace, job_id), node_id, desired, client))
+
+
 def load_broker_snapshot(store: EventStore) -> BrokerState:
     """The projections as the broker keeps them, in one snapshot at the position they reflect."""
-    state = BrokerState()
-    with store.engine.connect() as conn:
-        conn.exec_driver_sql("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
-        position = int(conn.exec_driver_sql("SELECT coalesce(max(position), 0) FROM events").scalar_one())
-        for (doc,) in conn.execute(text("SELECT doc::text FROM nodes")):
-            state.upsert_node(Node.model_validate_json(doc))
-        for (doc,) in conn.execute(text("SELECT doc::text FROM jobs")):
-            state.upsert_job(Job.model_validate_json(doc))
-        for (doc,) in conn.execute(text("SELECT doc::text FROM evals")):
-            state.upsert_eval(Evaluation.model_validate_json(doc))
-        allocs = text(
-            "SELECT id, namespace, job_id, node_id, desired_status, client_status FROM allocs"
-        ).execution_options(stream_results=True, yield_per=10000)
-        for alloc_id, namespace, job_id, node_id, desired, client in conn.execute(allocs):
-            state.put(alloc_id, AllocRecord((namespace, job_id), node_id, desired, client))
-    state.bump(position)
-    return state
+    return load_into(store, BrokerState(), _alloc_records)
 
 
 class BrokerReplica(Replica):

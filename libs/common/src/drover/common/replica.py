@@ -12,12 +12,12 @@ import asyncio
 import contextlib
 import logging
 from collections.abc import Callable
-from typing import Any
+from typing import Any, TypeVar
 
 from nats.aio.msg import Msg
 from nats.js import JetStreamContext
 from nats.js.api import DeliverPolicy
-from sqlalchemy import text
+from sqlalchemy import Connection, text
 
 from drover.common.alloc import ReplicaAllocation
 from drover.common.bus import EVENTS_SUBJECT_PREFIX, position_of
@@ -36,11 +36,25 @@ log = logging.getLogger("drover.replica")
 Listener = Callable[[int, Event, dict[str, Any]], None]
 
 
-def load_snapshot(store: EventStore) -> InMemoryState:
-    """The projections as one consistent snapshot, at the log position they reflect."""
-    state = InMemoryState(drop_metrics=True, owns_events=True)
+S = TypeVar("S", bound=InMemoryState)
+
+
+def _alloc_documents(conn: Connection, state: InMemoryState) -> None:
     # Streamed (a server-side cursor) rather than fetched whole: a million allocs' documents
     # would otherwise sit in memory as text while being decoded.
+    allocs = text("SELECT doc::text FROM allocs").execution_options(stream_results=True, yield_per=2000)
+    for (doc,) in conn.execute(allocs):
+        state.upsert_alloc(ReplicaAllocation.model_validate_json(doc))
+
+
+def load_snapshot(store: EventStore) -> InMemoryState:
+    """The projections as one consistent snapshot, at the log position they reflect."""
+    return load_into(store, InMemoryState(drop_metrics=True, owns_events=True), _alloc_documents)
+
+
+def load_into(store: EventStore, state: S, load_allocs: Callable[[Connection, S], None]) -> S:
+    """`load_snapshot` into `state`, its allocs read by `load_allocs` (a leaner replica reads
+    them its own way)."""
     with store.engine.connect() as conn:
         conn.exec_driver_sql("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
         position = int(conn.exec_driver_sql("SELECT coalesce(max(position), 0) FROM events").scalar_one())
@@ -54,9 +68,7 @@ def load_snapshot(store: EventStore) -> InMemoryState:
             state.upsert_deployment(Deployment.model_validate_json(doc))
         for (doc,) in conn.execute(text("SELECT doc::text FROM evals")):
             state.upsert_eval(Evaluation.model_validate_json(doc))
-        allocs = text("SELECT doc::text FROM allocs").execution_options(stream_results=True, yield_per=2000)
-        for (doc,) in conn.execute(allocs):
-            state.upsert_alloc(ReplicaAllocation.model_validate_json(doc))
+        load_allocs(conn, state)
     state.bump(position)
     return state
 
