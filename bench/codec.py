@@ -3,7 +3,9 @@
 A real plan (the scheduling core placing 1,000 allocs on 5,000 nodes, metrics and all) is
 encoded and decoded as the services do it: the plan applier encodes it for the log as
 `PlanApplied` events of ALLOCS_PER_EVENT allocs,
-five replicas decode it (replica form) and the broker its summary (drover.common.brokerstate),
+five replicas decode it (replica form: the allocs in columns are left for the state to build,
+so following, not decoding, is what compares with the list form) and the broker its summary
+(drover.common.brokerstate),
 a rebuild decodes it in full; workers encode the plan request and the applier decodes it. What
 a replica and the broker spend following it (decode and apply, into a state of the cluster's
 nodes) is timed too. Each is timed with the placements in columns (what Drover

@@ -173,7 +173,9 @@ def test_a_state_owning_its_events_keeps_their_allocs_and_reduces_the_same() -> 
     assert owning.node_usage("n1") == copying.node_usage("n1") == (250, 64, 0)
 
 
-def _placed(n: int, start: int, job: str, **kw: object) -> list[Allocation]:
+def _placed(n: int, start: int, job: str, *, alike: bool = False, **kw: object) -> list[Allocation]:
+    """`n` new allocs; `alike`: of one size (a plan of one group, the usual case), so the
+    columns hold only IDs, names and nodes; else of two, so resources are a column too."""
     return [
         Allocation(
             id=f"{job}-{i}",
@@ -182,7 +184,7 @@ def _placed(n: int, start: int, job: str, **kw: object) -> list[Allocation]:
             node_id=f"n{i % 3}",
             job_id=job,
             task_group="web",
-            resources=Resources(cpu=100 + (i % 2), memory_mb=64),
+            resources=Resources(cpu=100 + (0 if alike else i % 2), memory_mb=64),
             metrics=AllocMetric(nodes_evaluated=3),
             **kw,  # type: ignore[arg-type]
         )
@@ -216,7 +218,27 @@ def _fast_path_events() -> list[PlanApplied]:
         ),
         # a plan of terminal new allocs adds no usage
         PlanApplied(
-            eval_id="e5", job_id="done", allocs=_placed(17, 0, "done", client_status="complete"), at=9
+            eval_id="e5",
+            job_id="done",
+            allocs=_placed(17, 0, "done", alike=True, client_status="complete"),
+            at=9,
+        ),
+        # allocs of one size in columns, new ones of a deployment and known ones moved
+        PlanApplied(
+            eval_id="e6",
+            job_id="one",
+            deployment=dep.model_copy(update={"id": "d2", "job_id": "one"}),
+            allocs=_placed(20, 0, "one", alike=True, deployment_id="d2"),
+            at=10,
+        ),
+        PlanApplied(
+            eval_id="e7",
+            job_id="one",
+            allocs=[
+                a.model_copy(update={"node_id": "n0", "metrics": None})
+                for a in _placed(20, 10, "one", alike=True, deployment_id="d2")
+            ],
+            at=11,
         ),
     ]
 
@@ -229,7 +251,7 @@ def test_a_replicas_fast_path_for_new_placements_reduces_the_same_state() -> Non
         stored = encode_event_json(ev)
         apply(copying, pos, decode_event(stored, replica=True))
         apply(owning, pos, decode_event(stored, replica=True))
-    assert len(owning.allocs) == len(copying.allocs) == 20 + 2 + 18 + 1 + 17
+    assert len(owning.allocs) == len(copying.allocs) == 20 + 2 + 18 + 1 + 17 + 30
     for alloc_id, a in copying.allocs.items():
         b = owning.alloc(alloc_id)
         assert b is not None and b.model_dump() == a.model_dump()
@@ -240,7 +262,7 @@ def test_a_replicas_fast_path_for_new_placements_reduces_the_same_state() -> Non
     for node in ("n0", "n1", "n2"):
         assert owning.node_usage(node) == copying.node_usage(node)
         assert {a.id for a in owning.allocs_by_node(node)} == {a.id for a in copying.allocs_by_node(node)}
-    for job in ("web", "api", "done"):
+    for job in ("web", "api", "done", "one"):
         assert sorted(a.id for a in owning.allocs_by_job("default", job)) == sorted(
             a.id for a in copying.allocs_by_job("default", job)
         )
@@ -250,3 +272,7 @@ def test_a_replicas_fast_path_for_new_placements_reduces_the_same_state() -> Non
     dep_a, dep_b = copying.deployment("d1"), owning.deployment("d1")
     assert dep_a is not None and dep_b is not None and dep_a.model_dump() == dep_b.model_dump()
     assert dep_b.task_groups["web"].placed_allocs == 18 and dep_b.task_groups["web"].require_progress_by == 14
+    dep_a, dep_b = copying.deployment("d2"), owning.deployment("d2")
+    assert dep_a is not None and dep_b is not None and dep_a.model_dump() == dep_b.model_dump()
+    assert dep_b.task_groups["web"].placed_allocs == 30
+    assert owning.alloc("one-12").node_id == "n0" and owning.alloc("one-12").create_index == 6  # type: ignore[union-attr]

@@ -150,18 +150,27 @@ class PlanApplied(Event):
     deployment_updates: list[dict[str, str]] = Field(default_factory=list)
     at: int = 0
     # Allocs as stored in columns (drover.common.placements): decoding moves them into
-    # `allocs`, so this is set only on the way in.
+    # `allocs`, so this is set only on the way in (and, in a replica's decoding, until the
+    # reducer builds them into its state).
     placements: Placements | None = Field(default=None, exclude=True)
+    # Whether decoding builds the allocs in `placements` at once.
+    builds_placements: ClassVar[bool] = True
 
     def stream(self) -> str:
         return f"plan:{self.eval_id}"
 
     @model_validator(mode="after")
     def _take_placements(self) -> PlanApplied:
+        if self.builds_placements:
+            self.take_placements()
+        return self
+
+    def take_placements(self) -> list[Allocation]:
+        """Every alloc of the event: those in `placements` built and moved into `allocs`."""
         if self.placements is not None:
             self.allocs = [*self.allocs, *self.placements.allocs()]
             self.placements = None
-        return self
+        return self.allocs
 
     def to_json(self) -> str:
         """The stored form: a plan of COLUMNS_FROM allocs or more has them in columns."""
@@ -173,7 +182,12 @@ class PlanApplied(Event):
 
 
 class ReplicaPlanApplied(PlanApplied):
-    """PlanApplied as replicas decode it (allocs without their metrics)."""
+    """PlanApplied as replicas decode it: allocs without their metrics, and those stored in
+    columns left in `placements` for the reducer, which builds them straight into a replica's
+    state (`InMemoryState.place_columns`) and then into `allocs`. Read `take_placements()`,
+    not `allocs`, before the event is applied."""
+
+    builds_placements: ClassVar[bool] = False
 
     allocs: list[ReplicaAllocation] = Field(default_factory=list)  # type: ignore[assignment]
     stopped: list[ReplicaAllocation] = Field(default_factory=list)  # type: ignore[assignment]

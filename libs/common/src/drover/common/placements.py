@@ -77,13 +77,8 @@ def encode_placements(allocs: Sequence[Allocation], *, metrics_text: bool = True
     return out + "}"
 
 
-def _build(
-    cls: type[Allocation], template: Allocation, columns: dict[str, list[Any]], metrics: list[Any] | None
-) -> list[Allocation]:
-    """Every alloc: the template's members with the alloc's own column values put in. The
-    members not in a column are the template's own objects, shared as a replica shares equal
-    parts anyway (allocs are only ever changed by copy, see InMemoryState)."""
-    shared = template.__dict__
+def _named(columns: dict[str, list[Any]], metrics: list[Any] | None) -> list[tuple[str, list[Any]]]:
+    """The columns by field name, each value of its field's type (unknown members dropped)."""
     named: list[tuple[str, list[Any]]] = []
     for alias, values in columns.items():
         name = _NAME.get(alias)
@@ -94,6 +89,16 @@ def _build(
         named.append((name, values))
     if metrics is not None:
         named.append(("metrics", metrics))
+    return named
+
+
+def _build(
+    cls: type[Allocation], template: Allocation, named: list[tuple[str, list[Any]]]
+) -> list[Allocation]:
+    """Every alloc: the template's members with the alloc's own column values put in. The
+    members not in a column are the template's own objects, shared as a replica shares equal
+    parts anyway (allocs are only ever changed by copy, see InMemoryState)."""
+    shared = template.__dict__
     docs = [shared.copy() for _ in range(len(named[0][1]) if named else 1)]
     for name, values in named:
         for doc, v in zip(docs, values, strict=True):
@@ -112,14 +117,19 @@ class Placements(NomadModel):
 
     def allocs(self) -> list[Allocation]:
         metrics = _METRICS.validate_json(self.metrics) if isinstance(self.metrics, str) else self.metrics
-        return _build(Allocation, self.template, self.columns, metrics)
+        return _build(Allocation, self.template, _named(self.columns, metrics))
 
 
 class ReplicaPlacements(NomadModel):
-    """The same as a replica reads it: the metrics are not declared, so they are skipped."""
+    """The same as a replica reads it: the metrics are not declared, so they are skipped. A
+    replica's state builds these allocs itself (`InMemoryState.place_columns`)."""
 
     template: ReplicaAllocation = Field(default_factory=ReplicaAllocation)
     columns: dict[str, list[Any]] = Field(default_factory=dict)
 
+    def named_columns(self) -> list[tuple[str, list[Any]]]:
+        """The columns by field name, each value of its field's type."""
+        return _named(self.columns, None)
+
     def allocs(self) -> list[Allocation]:
-        return _build(ReplicaAllocation, self.template, self.columns, None)
+        return _build(ReplicaAllocation, self.template, self.named_columns())

@@ -36,6 +36,7 @@ from drover.common.events import (
 )
 from drover.common.job import JOB_STATUS_DEAD, JOB_STATUS_PENDING, Job
 from drover.common.node import NODE_STATUS_DISCONNECTED, Node, compute_class
+from drover.common.placements import ReplicaPlacements
 
 
 class StateWriter(Protocol):
@@ -242,28 +243,11 @@ def _plan_applied(state: StateWriter, index: int, ev: PlanApplied) -> None:
     for a in ev.preempted:
         _upsert_alloc(state, index, a, ev.at)
     placed_by_dep: dict[tuple[str, str], int] = {}
-    allocs: list[Allocation] = ev.allocs
-    place_new = getattr(state, "place_new", None)
-    if place_new is not None and not any(a.previous_allocation for a in allocs):
-        # A replica's fast path for new placements: what `_write_alloc` gives an alloc without
-        # an old one, put in by the state itself; the allocs it already holds (all of them, for
-        # a state that is not a replica) go on below.
-        update: dict[str, object] = {
-            "modify_index": index,
-            "alloc_modify_index": index,
-            "create_index": index,
-            "metrics": None,
-        }
-        if ev.at:
-            update["modify_time"] = ev.at
-        known = place_new(allocs, update)
-        if len(known) < len(allocs):
-            known_ids = {a.id for a in known}
-            for a in allocs:
-                if a.deployment_id and a.id not in known_ids:
-                    key = (a.deployment_id, a.task_group)
-                    placed_by_dep[key] = placed_by_dep.get(key, 0) + 1
-        allocs = known
+    allocs, placed = _place_new(state, index, ev)
+    for a in placed:
+        if a.deployment_id:
+            key = (a.deployment_id, a.task_group)
+            placed_by_dep[key] = placed_by_dep.get(key, 0) + 1
     for a in allocs:
         old = state.alloc(a.id)
         is_new = old is None
@@ -286,6 +270,56 @@ def _plan_applied(state: StateWriter, index: int, ev: PlanApplied) -> None:
                 st.require_progress_by = ev.at + st.progress_deadline
             bumped.modify_index = index
             state.upsert_deployment(bumped)
+
+
+def _place_new(state: StateWriter, index: int, ev: PlanApplied) -> tuple[list[Allocation], list[Allocation]]:
+    """A replica's fast path for a plan's new placements: what `_write_alloc` gives an alloc
+    without an old one, put in by the state itself (`place_columns` for the allocs a replica's
+    decoding left in columns, `place_new` for the others). Returns the allocs left for the
+    general path (all of them, for a state that is not a replica) and those placed. Leaves
+    every alloc of the event in `ev.allocs`."""
+    pending = ev.placements if isinstance(ev.placements, ReplicaPlacements) else None
+    columns = pending.named_columns() if pending is not None else []
+    place_new = getattr(state, "place_new", None)
+    if (
+        place_new is None
+        or _replaces(ev.allocs)
+        or (pending is not None and _replaces_in_columns(pending, columns))
+    ):
+        return ev.take_placements(), []
+    update: dict[str, object] = {
+        "modify_index": index,
+        "alloc_modify_index": index,
+        "create_index": index,
+        "metrics": None,
+    }
+    if ev.at:
+        update["modify_time"] = ev.at
+    listed: list[Allocation] = ev.allocs
+    known: list[Allocation] = place_new(listed, update) if listed else []
+    if pending is not None:
+        place_columns = getattr(state, "place_columns", None)
+        out = place_columns(pending.template, columns, update) if place_columns is not None else None
+        if out is None:
+            built = pending.allocs()
+            out = (built, place_new(built, update))
+        ev.allocs, ev.placements = [*listed, *out[0]], None
+        known += out[1]
+    if not known:
+        return [], ev.allocs
+    known_ids = {a.id for a in known}
+    return known, [a for a in ev.allocs if a.id not in known_ids]
+
+
+def _replaces(allocs: list[Allocation]) -> bool:
+    return any(a.previous_allocation for a in allocs)
+
+
+def _replaces_in_columns(pending: ReplicaPlacements, columns: list[tuple[str, list[Any]]]) -> bool:
+    for name, values in columns:
+        if name == "previous_allocation":
+            return any(values)
+    return bool(pending.template.previous_allocation)
 
 
 def _client_updated(state: StateWriter, index: int, ev: AllocsClientUpdated) -> None:

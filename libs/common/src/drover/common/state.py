@@ -9,9 +9,11 @@ from __future__ import annotations
 
 from array import array
 from collections.abc import Iterable
-from typing import Protocol
+from typing import Any, Protocol
 
 from drover.common import Allocation, Deployment, Evaluation, Job, Node
+from drover.common.alloc import DesiredTransition
+from drover.common.job import Resources
 from drover.common.node import compute_class
 
 JobKey = tuple[str, str]
@@ -19,6 +21,17 @@ JobKey = tuple[str, str]
 _NO_FIELDS_SET: set[str] = set()
 # Shared empty containers for compacted allocs (never mutated: see InMemoryState._compact).
 _SHARED_EMPTY: dict[str, object] = {"task_states": {}, "preempted_allocations": [], "alloc_states": []}
+# Members `place_columns` reads once for all allocs of a plan (what compaction shares, the
+# usage it counts, the job it indexes under): in a column, they differ from alloc to alloc.
+_PER_GROUP = {
+    "resources",
+    "desired_transition",
+    "desired_status",
+    "client_status",
+    "namespace",
+    "job_id",
+    *_SHARED_EMPTY,
+}
 
 
 class StateSnapshot(Protocol):
@@ -201,16 +214,22 @@ class InMemoryState:
 
     def _compact(self, alloc: Allocation) -> None:
         """Share what most allocs hold equal copies of: the resources of a task group, the
-        (usually empty) desired transition, empty task states and lists, and the record of
-        which fields were set (read only by canonicalization, which allocs never go through).
-        Allocs are never changed in place (every change is a model_copy, and that rule holds
-        for all code reading a replica), so sharing is safe; it more than halves a replica's
-        memory (bench/memory.py)."""
+        (usually empty) desired transition, empty task states and lists, the node's ID and
+        name, and the record of which fields were set (read only by canonicalization, which
+        allocs never go through). Allocs are never changed in place (every change is a
+        model_copy, and that rule holds for all code reading a replica), so sharing is safe;
+        it more than halves a replica's memory (bench/memory.py)."""
         fields = alloc.__dict__
+        self._share(fields)
+        self._share_node(fields)
+        object.__setattr__(alloc, "__pydantic_fields_set__", _NO_FIELDS_SET)
+
+    def _share(self, fields: dict[str, Any]) -> None:
+        """`_compact`'s sharing of the members that are alike in the allocs of one group."""
         # The allocs of one plan come in sharing one resources and one transition object (see
         # drover.common.placements): the last one seen is looked up once, not per alloc. The
         # pair holds the object it was seen as, so that one cannot be freed and its id reused.
-        r = fields["resources"]
+        r: Resources = fields["resources"]
         seen, shared = self._last_resources
         if r is not seen:
             shared = self._interned.setdefault(
@@ -218,7 +237,7 @@ class InMemoryState:
             )
             self._last_resources = (r, shared)
         fields["resources"] = shared
-        t = fields["desired_transition"]
+        t: DesiredTransition = fields["desired_transition"]
         seen, shared = self._last_transition
         if t is not seen:
             shared = self._interned.setdefault(
@@ -226,17 +245,18 @@ class InMemoryState:
             )
             self._last_transition = (t, shared)
         fields["desired_transition"] = shared
-        # The node's ID and name: its own strings, not a copy per alloc (a decoder may make one
-        # per alloc: 120 MB at 1,000,000 allocs).
+        for name, empty in _SHARED_EMPTY.items():
+            if not fields[name]:
+                fields[name] = empty
+
+    def _share_node(self, fields: dict[str, Any]) -> None:
+        """The node's ID and name: its own strings, not a copy per alloc (a decoder may make
+        one per alloc: 120 MB at 1,000,000 allocs)."""
         node = self.nodes.get(fields["node_id"])
         if node is not None:
             fields["node_id"] = node.id
             if fields["node_name"] == node.name:
                 fields["node_name"] = node.name
-        object.__setattr__(alloc, "__pydantic_fields_set__", _NO_FIELDS_SET)
-        for name, empty in _SHARED_EMPTY.items():
-            if not fields[name]:
-                fields[name] = empty
 
     def place_new(self, allocs: Iterable[Allocation], update: dict[str, object]) -> list[Allocation]:
         """Insert the allocs of `allocs` this state does not hold yet, each with `update` put
@@ -276,6 +296,68 @@ class InMemoryState:
                 used[i + 1] += r.memory_mb
                 used[i + 2] += r.disk_mb
         return known
+
+    def place_columns(
+        self, template: Allocation, columns: list[tuple[str, list[Any]]], update: dict[str, object]
+    ) -> tuple[list[Allocation], list[Allocation]] | None:
+        """`place_new` for a plan's allocs in columns (drover.common.placements), built here
+        rather than decoded first: `update` is put into the template and the template compacted
+        once, and each alloc is a copy of it with its column values (its ID, name and node)
+        put in. Returns every alloc built, and those this state already held (for the
+        caller's general path); None where `place_new` would take none, or the columns hold
+        members that compaction or the usage count read per alloc (the caller then builds the
+        allocs and goes through `place_new`)."""
+        if not (self.owns_events and self.drop_metrics) or not columns:
+            return None
+        if any(name in _PER_GROUP or name in update for name, _ in columns):
+            return None
+        base: dict[str, Any] = template.__dict__.copy()
+        base.update(update)
+        self._share(base)
+        docs = [base.copy() for _ in columns[0][1]]
+        for name, values in columns:
+            for doc, v in zip(docs, values, strict=True):
+                doc[name] = v
+        cls, new, put, nodes = type(template), object.__new__, object.__setattr__, self.nodes
+        r: Resources = base["resources"]
+        cpu, memory, disk = r.cpu, r.memory_mb, r.disk_mb
+        probe = new(cls)
+        put(probe, "__dict__", base)
+        counts = not probe.terminal_status()
+        by_id, by_node, slot_of, used = self.allocs, self._by_node, self._slot, self._used
+        by_job = self._by_job.setdefault((base["namespace"], base["job_id"]), {})
+        built: list[Allocation] = []
+        known: list[Allocation] = []
+        for doc in docs:
+            a = new(cls)
+            put(a, "__dict__", doc)
+            put(a, "__pydantic_fields_set__", _NO_FIELDS_SET)
+            put(a, "__pydantic_extra__", None)
+            put(a, "__pydantic_private__", None)
+            built.append(a)
+            alloc_id: str = doc["id"]
+            if alloc_id in by_id:
+                known.append(a)
+                continue
+            node_id: str = doc["node_id"]
+            node = nodes.get(node_id)
+            if node is not None:  # as _share_node, inline: this loop is a replica's hot path
+                doc["node_id"] = node_id = node.id
+                if doc["node_name"] == node.name:
+                    doc["node_name"] = node.name
+            by_id[alloc_id] = a
+            by_job[alloc_id] = a
+            on_node = by_node.get(node_id)
+            if on_node is None:
+                on_node = by_node[node_id] = {}
+            on_node[alloc_id] = a
+            if counts:
+                slot = slot_of.get(node_id)
+                i = 3 * (slot if slot is not None else self._slot_of(node_id))
+                used[i] += cpu
+                used[i + 1] += memory
+                used[i + 2] += disk
+        return built, known
 
     def upsert_allocs(self, allocs: Iterable[Allocation]) -> None:
         for a in allocs:
