@@ -4,8 +4,8 @@ Every append takes the events table lock for its whole transaction (positions ga
 commit order), so what a large plan's commit holds it for is what every register and every
 small plan behind it waits. On a fresh embedded PostgreSQL (durable, as the services run it)
 with 5,000 registered nodes, this appends, as the plan applier does, real plans from the
-scheduling core: 1,000 placements in events of ALLOCS_PER_EVENT, and 10 placements; and a job
-register. Reported per kind, median of --repeats: the whole append, and the part after the
+scheduling core, sent through the wire as a worker sends them: 1,000 placements in events of
+ALLOCS_PER_EVENT, and 10 placements; and a job register. Reported per kind, median of --repeats: the whole append, and the part after the
 events are encoded (the transaction: the lock is taken first thing in it, so this is the
 time the lock is held, commit included) - on an idle process, and again beside a CPU-bound
 thread in the same process, as the plan applier's commit runs beside its busy event loop
@@ -36,6 +36,7 @@ from drover.common.store import EventStore, migrate
 from drover.planner.applier import chunk
 from drover.scheduler import schedule
 from drover.scheduler.planapply import evaluate_plan, plan_applied_event
+from drover.scheduler.wire import PlanRequest, decode_request, encode_request
 
 
 def _job(job_id: str, count: int) -> Job:
@@ -79,8 +80,12 @@ class Log:
         res = schedule(self.state, ev, NOW)
         placed = sum(len(v) for v in res.plan.node_allocation.values())
         assert placed == job.task_groups[0].count, placed
-        events: list[Event] = list(chunk(plan_applied_event(evaluate_plan(self.state, res.plan), NOW)))
-        events.append(EvalsUpserted(evals=[res.eval]))
+        # As the plan applier gets it from a worker: its metrics as JSON, never decoded.
+        req = decode_request(encode_request(PlanRequest(plan=res.plan, evals=[res.eval])))
+        applied = plan_applied_event(evaluate_plan(self.state, req.plan), NOW)
+        applied.metrics_json = req.metrics_json
+        events: list[Event] = list(chunk(applied))
+        events.append(EvalsUpserted(evals=req.evals))
         return events
 
 

@@ -37,7 +37,7 @@ from drover.common.state import InMemoryState
 from drover.planner.applier import ALLOCS_PER_EVENT
 from drover.scheduler import schedule
 from drover.scheduler.planapply import evaluate_plan, plan_applied_event
-from drover.scheduler.wire import PlanRequest, decode_request, encode_request
+from drover.scheduler.wire import PlanRequest, decode_request, encode_request, with_metrics
 
 ALLOCS = 1000
 # The request's list form (what workers sent before columns): the whole request as it is.
@@ -107,7 +107,7 @@ def main() -> None:
     wire_columns = encode_request(request)
     wire_plain = pack(_REQ.dump_json(request, by_alias=True, exclude_defaults=True))
     assert _decode(columns, False) == _decode(plain, False) == events
-    assert decode_request(wire_columns) == decode_request(wire_plain) == request
+    assert with_metrics(decode_request(wire_columns)) == decode_request(wire_plain) == request
     r = args.repeats
     # States to follow the plan into: a replica's, the broker's (fresh ones for every run).
     followers: dict[bool, list[InMemoryState]] = {False: [], True: []}

@@ -53,6 +53,14 @@ def test_register_scale_deregister(cluster: Cluster) -> None:
     c.wait(lambda: live(c, "web") == [])
     c.wait(lambda: c.get("/v1/job/web")["Status"] == "dead")
 
+    # A plan of many placements travels in columns, its metrics as JSON the plan applier
+    # passes on undecoded (drover.scheduler.wire): each alloc still shows its own.
+    c.put("/v1/jobs", job_json("many", 20))
+    c.wait(lambda: len(live(c, "many")) == 20)
+    for a in live(c, "many"):
+        metrics = c.get(f"/v1/allocation/{a['ID']}")["Metrics"]
+        assert metrics["NodesEvaluated"] > 0 and metrics["ScoreMetaData"], metrics
+
 
 def test_blocked_job_is_placed_when_a_node_joins(cluster: Cluster) -> None:
     c = cluster

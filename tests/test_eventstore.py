@@ -27,6 +27,7 @@ from drover.common import (
     TaskState,
     events,
 )
+from drover.common.alloc import AllocMetric
 from drover.common.brokerstate import (
     AllocRecord,
     BrokerState,
@@ -43,11 +44,14 @@ from drover.common.events import (
     JobRegistered,
     NodeRegistered,
     NodeStatusUpdated,
+    PlanApplied,
 )
 from drover.common.store import ConcurrencyError, EventStore, FencedError, NewEvent, eventstore, migrate
 from drover.common.store.migrate import alembic_config
+from drover.planner import applier
 from drover.scheduler import evaluate_plan, schedule
 from drover.scheduler.planapply import plan_applied_event
+from drover.scheduler.wire import PlanRequest, decode_request, encode_request
 
 
 def node(i: int) -> Node:
@@ -378,3 +382,42 @@ def test_pooled_connections_survive_a_postgres_restart(tmp_path: Path) -> None:
         store.close()
     finally:
         pg.stop()
+
+
+def test_metrics_passed_on_as_json_are_stored_as_if_decoded(
+    store: EventStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The plan applier never decodes a request's placement metrics (they come as JSON, see
+    drover.scheduler.wire): the log and the projections must hold them all the same, in the
+    columns and in the list form, and a rebuild (which decodes them) must write the same
+    documents."""
+    monkeypatch.setattr(events, "COLUMNS_FROM", 5)
+    monkeypatch.setattr(applier, "ALLOCS_PER_EVENT", 8)  # parts of 8, 8 (columns) and 4 (a list)
+    now = 1_700_000_000_000_000_000
+    store.append([NodeRegistered(node=node(i)) for i in range(4)])
+    store.append([JobRegistered(job=job(count=20))])
+    ev = Evaluation(id="e0", job_id="web", type="service", triggered_by="job-register")
+    store.append([EvalsUpserted(evals=[ev])])
+    state = store.replay()
+    res = schedule(state, ev, now)
+    sent = {a.id: a.metrics for a in res.plan.placements()}
+    assert len(sent) == 20 and all(m is not None and m.nodes_evaluated > 0 for m in sent.values())
+    req = decode_request(encode_request(PlanRequest(plan=res.plan, evals=[res.eval])))
+    assert set(req.metrics_json) == set(sent)
+    assert all(a.metrics is None for a in req.plan.placements())
+    applied = plan_applied_event(evaluate_plan(state, req.plan), now)
+    applied.metrics_json = req.metrics_json
+    parts = applier.chunk(applied)
+    assert [len(p.allocs) for p in parts] == [8, 8, 4]
+    store.append([*parts, EvalsUpserted(evals=req.evals)], owned=True)
+
+    stored = [data for _, t, data, _ in store.read_raw(0, 1000) if t == "PlanApplied"]
+    assert ['"Placements"' in s for s in stored] == [True, True, False]
+    logged = [a for r in store.read(0, 1000) if isinstance(r.event, PlanApplied) for a in r.event.allocs]
+    assert {a.id: a.metrics for a in logged} == sent
+    dump = store.projection_dump()
+    docs = {row[0]: json.loads(row[5]) for row in dump["allocs"]}
+    assert {i: AllocMetric.model_validate(d["Metrics"]) for i, d in docs.items()} == sent
+    assert store.replay().allocs.keys() == sent.keys()
+    store.rebuild_projections()
+    assert store.projection_dump() == dump

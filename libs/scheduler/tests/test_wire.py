@@ -14,7 +14,7 @@ from drover.common.reducer import apply
 from drover.scheduler import schedule
 from drover.scheduler.planapply import evaluate_plan, plan_applied_event
 from drover.scheduler.state import InMemoryState
-from drover.scheduler.wire import PlanRequest, decode_request, encode_request
+from drover.scheduler.wire import PlanRequest, decode_request, encode_request, with_metrics
 
 from .conftest import make_eval, make_job, make_node
 
@@ -49,6 +49,12 @@ def test_a_plan_arrives_as_it_was_sent(first: int, then: int) -> None:
         {"request", "placements"} if len(plan.placements()) >= COLUMNS_FROM else {"plan", "evals"}
     )
     got = decode_request(wire)
+    if len(plan.placements()) >= COLUMNS_FROM:
+        # In columns, every alloc's metrics come as JSON, passed on undecoded.
+        measured = [a for a in plan.placements() if a.metrics is not None]
+        assert measured and set(got.metrics_json) == {a.id for a in measured}
+        assert all(a.metrics is None for a in got.plan.placements())
+        got = with_metrics(got)
     assert got == sent
     assert list(got.plan.node_allocation) == list(plan.node_allocation)
     assert [a.metrics for a in got.plan.placements()] == [a.metrics for a in plan.placements()]

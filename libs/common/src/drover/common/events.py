@@ -14,6 +14,7 @@ from pydantic import Field, TypeAdapter, model_validator
 from drover.common.alloc import (
     Allocation,
     AllocDeploymentStatus,
+    AllocMetric,
     AllocRestartRequest,
     DesiredTransition,
     ReplicaAllocation,
@@ -155,6 +156,9 @@ class PlanApplied(Event):
     placements: Placements | None = Field(default=None, exclude=True)
     # Whether decoding builds the allocs in `placements` at once.
     builds_placements: ClassVar[bool] = True
+    # Placement metrics as JSON by alloc ID, for allocs whose `metrics` were never decoded (the
+    # plan applier's, from a plan request: drover.scheduler.wire): stored as if they were.
+    metrics_json: dict[str, str] = Field(default_factory=dict, exclude=True)
 
     def stream(self) -> str:
         return f"plan:{self.eval_id}"
@@ -172,12 +176,26 @@ class PlanApplied(Event):
             self.placements = None
         return self.allocs
 
+    def with_metrics(self) -> PlanApplied:
+        """This event with the metrics in `metrics_json` decoded into its allocs (itself if
+        there are none)."""
+        texts = self.metrics_json
+        if not texts or not any(a.metrics is None and a.id in texts for a in self.allocs):
+            return self
+        allocs = [
+            a.model_copy(update={"metrics": AllocMetric.model_validate_json(texts[a.id])})
+            if a.metrics is None and a.id in texts
+            else a
+            for a in self.allocs
+        ]
+        return self.model_copy(update={"allocs": allocs, "metrics_json": {}})
+
     def to_json(self) -> str:
         """The stored form: a plan of COLUMNS_FROM allocs or more has them in columns."""
         if len(self.allocs) < COLUMNS_FROM:
-            return self.model_dump_json(by_alias=True, exclude_defaults=True)
+            return self.with_metrics().model_dump_json(by_alias=True, exclude_defaults=True)
         body = self.model_dump_json(by_alias=True, exclude_defaults=True, exclude={"allocs"})
-        placements = f'"Placements":{encode_placements(self.allocs)}'
+        placements = f'"Placements":{encode_placements(self.allocs, metrics_json=self.metrics_json)}'
         return "{" + placements + ("}" if body == "{}" else "," + body[1:])
 
 

@@ -14,7 +14,7 @@ about half its bytes (`bench/codec.py` measures both forms). Plans of fewer than
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from pydantic import BaseModel, Field, TypeAdapter
@@ -55,9 +55,23 @@ def _varies(allocs: Sequence[Allocation], name: str) -> bool:
     return False
 
 
-def encode_placements(allocs: Sequence[Allocation], *, metrics_text: bool = True) -> str:
+def metric_json(metric: AllocMetric) -> str:
+    """One alloc's metrics as JSON: the form `MetricsJSON` holds (defaults left out)."""
+    return metric.model_dump_json(by_alias=True, exclude_defaults=True)
+
+
+def encode_placements(
+    allocs: Sequence[Allocation],
+    *,
+    metrics_text: bool = True,
+    metrics_json: Mapping[str, str] | None = None,
+    metrics_each: bool = False,
+) -> str:
     """`allocs` (at least one) as the JSON object stored under a PlanApplied's `Placements`.
-    `metrics_text`: the metrics as one JSON text in a string, for readers that skip them."""
+    `metrics_text`: the metrics as one JSON text in a string, for readers that skip them.
+    `metrics_json`: metrics already in JSON, by alloc ID, for allocs whose `metrics` are not
+    decoded (see `Placements.metrics_json`). `metrics_each`: each alloc's metrics as a JSON
+    text of its own (`MetricsJSON`), for a reader that passes them on without decoding them."""
     varying = [name for name in _FIELDS if _varies(allocs, name)]
     template = allocs[0].model_dump_json(by_alias=True, exclude_defaults=True, exclude={"metrics", *varying})
     columns = ",".join(
@@ -68,13 +82,37 @@ def encode_placements(allocs: Sequence[Allocation], *, metrics_text: bool = True
         for name in varying
     )
     out = f'{{"Template":{template},"Columns":{{{columns}}}'
-    metrics = [a.metrics for a in allocs]
-    if any(m is not None for m in metrics):
+    if metrics_each:
+        each = [metric_json(a.metrics) if a.metrics is not None else None for a in allocs]
+        if any(m is not None for m in each):
+            out += ',"MetricsJSON":' + json.dumps(each)
+        return out + "}"
+    texts = _metric_texts(allocs, metrics_json) if metrics_json else None
+    if texts is not None:
+        text = "[" + ",".join(texts) + "]"
+    else:
+        metrics = [a.metrics for a in allocs]
+        if not any(m is not None for m in metrics):
+            return out + "}"
         text = _METRICS.dump_json(metrics, by_alias=True, exclude_defaults=True).decode()
-        # In a string, a replica skips them without parsing what it holds (skipping them as
-        # JSON took a third of its decode time).
-        out += ',"Metrics":' + (json.dumps(text) if metrics_text else text)
-    return out + "}"
+    # In a string, a replica skips them without parsing what it holds (skipping them as JSON
+    # took a third of its decode time).
+    return out + ',"Metrics":' + (json.dumps(text) if metrics_text else text) + "}"
+
+
+def _metric_texts(allocs: Sequence[Allocation], metrics_json: Mapping[str, str]) -> list[str] | None:
+    """Each alloc's metrics as JSON: its text in `metrics_json`, else its own (None if no
+    alloc has a text there)."""
+    texts: list[str] = []
+    found = False
+    for a in allocs:
+        text = metrics_json.get(a.id) if a.metrics is None else None
+        if text is not None:
+            found = True
+            texts.append(text)
+        else:
+            texts.append(metric_json(a.metrics) if a.metrics is not None else "null")
+    return texts if found else None
 
 
 def _named(columns: dict[str, list[Any]], metrics: list[Any] | None) -> list[tuple[str, list[Any]]]:
@@ -114,10 +152,20 @@ class Placements(NomadModel):
     columns: dict[str, list[Any]] = Field(default_factory=dict)
     # One per alloc (or null), as JSON text or as a list (see encode_placements).
     metrics: list[AllocMetric | None] | str | None = Field(default=None, union_mode="left_to_right")
+    # Or each alloc's as a JSON text of its own (a plan request: the plan applier writes them
+    # to the log and the projections as they are, never decoding them).
+    metrics_json: list[str | None] | None = Field(default=None, alias="MetricsJSON")
 
     def allocs(self) -> list[Allocation]:
+        """The allocs (without their metrics where those are in `metrics_json`)."""
         metrics = _METRICS.validate_json(self.metrics) if isinstance(self.metrics, str) else self.metrics
         return _build(Allocation, self.template, _named(self.columns, metrics))
+
+    def metrics_by_id(self, allocs: Sequence[Allocation]) -> dict[str, str]:
+        """`metrics_json` by alloc ID, for `allocs` (as `allocs()` built them)."""
+        if not self.metrics_json:
+            return {}
+        return {a.id: m for a, m in zip(allocs, self.metrics_json, strict=True) if m is not None}
 
 
 class ReplicaPlacements(NomadModel):

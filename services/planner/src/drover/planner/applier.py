@@ -141,7 +141,9 @@ class PlanApplier:
             or result.deployment
             or result.deployment_updates
         ):
-            events.extend(chunk(plan_applied_event(result, now)))
+            applied = plan_applied_event(result, now)
+            applied.metrics_json = req.metrics_json  # written as they came, never decoded
+            events.extend(chunk(applied))
         if full and req.evals:
             stamped = [
                 e.model_copy(update={"modify_time": now, "create_time": e.create_time or now})

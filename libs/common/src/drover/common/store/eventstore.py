@@ -251,6 +251,7 @@ class EventStore:
         appended = [i.event for i in items]
         trust_new = sum(len(e.allocs) for e in appended if isinstance(e, PlanApplied)) >= TRUST_NEW_FROM
         state = SqlState(conn, owns_events=owned)
+        state.take_metrics(appended)
         query, new = _prefetch_query(state, appended, trust_new=trust_new)
         with raw.pipeline():
             raw.execute("LOCK TABLE events IN EXCLUSIVE MODE")
@@ -292,7 +293,9 @@ class EventStore:
             if not trust_new:
                 raise
             raw.execute("ROLLBACK TO SAVEPOINT trust_new")
-            _project(SqlState(conn), events, then=last)
+            redo = SqlState(conn)
+            redo.take_metrics(appended)
+            _project(redo, events, then=last)
         return recorded
 
     # --- leases ---

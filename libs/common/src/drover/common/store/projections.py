@@ -11,7 +11,7 @@ statements."""
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, TypeVar
 
 import psycopg
@@ -21,8 +21,10 @@ from sqlalchemy import Connection
 from drover.common.alloc import Allocation
 from drover.common.deployment import Deployment
 from drover.common.evaluation import Evaluation
+from drover.common.events import Event, PlanApplied
 from drover.common.job import Job
 from drover.common.node import Node
+from drover.common.placements import metric_json
 
 T = TypeVar("T", bound=BaseModel)
 PROJECTION_TABLES = ("nodes", "jobs", "job_versions", "allocs", "evals", "deployments")
@@ -50,6 +52,22 @@ _COLUMN_TYPES = {
 
 def _doc(obj: BaseModel) -> str:
     return obj.model_dump_json(by_alias=True)
+
+
+_NO_METRICS = {"metrics"}
+
+
+def _alloc_doc(a: Allocation, metrics_json: Mapping[str, str]) -> str:
+    """An alloc's document, its metrics last and without their defaults: taken as they are
+    from `metrics_json` where they are there (a plan applier's allocs, whose metrics came as
+    JSON and were never decoded: PlanApplied.metrics_json), rendered alike where not (a
+    rebuild's, a client update's), so both write the same text."""
+    text = metrics_json.get(a.id) if metrics_json else None
+    if text is None:
+        if a.metrics is None:
+            return _doc(a)
+        text = metric_json(a.metrics)
+    return a.model_dump_json(by_alias=True, exclude=_NO_METRICS)[:-1] + ',"Metrics":' + text + "}"
 
 
 def _row_json(row: dict[str, Any]) -> str:
@@ -103,6 +121,8 @@ class SqlState:
         # an appender that does not use its events' allocs afterwards except to reduce them
         # again (the plan applier's own replica).
         self.owns_events = owns_events
+        # Placement metrics as JSON by alloc ID (PlanApplied.metrics_json of the events applied).
+        self.metrics_json: dict[str, str] = {}
         self.index: int = 0
         self._nodes: dict[str, Any] = {}
         self._jobs: dict[tuple[str, str], Any] = {}
@@ -116,6 +136,19 @@ class SqlState:
         self._dirty: dict[str, set[Any]] = {
             k: set() for k in ("nodes", "jobs", "allocs", "evals", "deployments")
         }
+
+    def take_metrics(self, events: Iterable[Event]) -> None:
+        """Note the placement metrics `events` carry as JSON (PlanApplied.metrics_json), for
+        the documents of their allocs."""
+        seen: list[dict[str, str]] = []
+        for e in events:
+            texts = e.metrics_json if isinstance(e, PlanApplied) else None
+            if texts and not any(texts is t for t in seen):  # a large plan's parts share one
+                seen.append(texts)
+        if len(seen) == 1 and not self.metrics_json:
+            self.metrics_json = seen[0]  # only read
+        else:
+            self.metrics_json = {k: v for texts in (self.metrics_json, *seen) for k, v in texts.items()}
 
     # --- round trips ---
     def queue(self, sql: str, params: Any = None) -> None:
@@ -320,7 +353,7 @@ class SqlState:
                         a.desired_status,
                         a.client_status,
                     )
-                    copy.write_row((*fields, _doc(a), a.modify_index))
+                    copy.write_row((*fields, _alloc_doc(a, self.metrics_json), a.modify_index))
             self._absent_allocs -= new_ids
         self._upsert(
             writes,
@@ -335,7 +368,7 @@ class SqlState:
                     "eval_id": a.eval_id,
                     "desired_status": a.desired_status,
                     "client_status": a.client_status,
-                    "doc": _doc(a),
+                    "doc": _alloc_doc(a, self.metrics_json),
                     "modify_index": a.modify_index,
                 }
                 for a in allocs
