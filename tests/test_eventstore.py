@@ -46,10 +46,11 @@ from drover.common.events import (
     NodeStatusUpdated,
     PlanApplied,
 )
+from drover.common.state import InMemoryState
 from drover.common.store import ConcurrencyError, EventStore, FencedError, NewEvent, eventstore, migrate
 from drover.common.store.migrate import alembic_config
 from drover.planner import applier
-from drover.scheduler import evaluate_plan, schedule
+from drover.scheduler import SchedulerResult, evaluate_plan, schedule
 from drover.scheduler.planapply import plan_applied_event
 from drover.scheduler.wire import PlanRequest, decode_request, encode_request
 
@@ -317,6 +318,19 @@ def test_rebuild_reproduces_the_live_projections(
     assert (loaded.evals, loaded.jobs, loaded.nodes) == (from_log.evals, from_log.jobs, from_log.nodes)
 
 
+def _scheduled(
+    store: EventStore, *, nodes: int, count: int, now: int
+) -> tuple[InMemoryState, Evaluation, SchedulerResult]:
+    """`nodes` nodes and a job of `count` registered, its eval written, and what the scheduling
+    core makes of it on the log replayed: (the replayed state, the eval, the result)."""
+    store.append([NodeRegistered(node=node(i)) for i in range(nodes)])
+    store.append([JobRegistered(job=job(count=count))])
+    ev = Evaluation(id="e0", job_id="web", type="service", triggered_by="job-register")
+    store.append([EvalsUpserted(evals=[ev])])
+    state = store.replay()
+    return state, ev, schedule(state, ev, now)
+
+
 def test_a_placement_taken_for_new_that_exists_is_looked_up_after_all(
     store: EventStore, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -325,12 +339,7 @@ def test_a_placement_taken_for_new_that_exists_is_looked_up_after_all(
     inserted twice - and the applier's owned events must reduce as a replay does."""
     monkeypatch.setattr(eventstore, "TRUST_NEW_FROM", 1)  # the shortcut even for a small plan
     now = 1_700_000_000_000_000_000
-    store.append([NodeRegistered(node=node(i)) for i in range(2)])
-    store.append([JobRegistered(job=job(count=2))])
-    ev = Evaluation(id="e0", job_id="web", type="service", triggered_by="job-register")
-    store.append([EvalsUpserted(evals=[ev])])
-    state = store.replay()
-    res = schedule(state, ev, now)
+    state, ev, res = _scheduled(store, nodes=2, count=2, now=now)
     placed = store.append([plan_applied_event(evaluate_plan(state, res.plan), now)], owned=True)
     first = store.replay().allocs[placed[0].event.allocs[0].id]  # type: ignore[attr-defined]
     store.append(
@@ -394,12 +403,7 @@ def test_metrics_passed_on_as_json_are_stored_as_if_decoded(
     monkeypatch.setattr(events, "COLUMNS_FROM", 5)
     monkeypatch.setattr(applier, "ALLOCS_PER_EVENT", 8)  # parts of 8, 8 (columns) and 4 (a list)
     now = 1_700_000_000_000_000_000
-    store.append([NodeRegistered(node=node(i)) for i in range(4)])
-    store.append([JobRegistered(job=job(count=20))])
-    ev = Evaluation(id="e0", job_id="web", type="service", triggered_by="job-register")
-    store.append([EvalsUpserted(evals=[ev])])
-    state = store.replay()
-    res = schedule(state, ev, now)
+    state, _, res = _scheduled(store, nodes=4, count=20, now=now)
     sent = {a.id: a.metrics for a in res.plan.placements()}
     assert len(sent) == 20 and all(m is not None and m.nodes_evaluated > 0 for m in sent.values())
     req = decode_request(encode_request(PlanRequest(plan=res.plan, evals=[res.eval])))
