@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from drover.client.__main__ import parse
+from drover.client.agent import Agent
 from drover.client.config import load
 from drover.client.drivers import MockDriver, RawExecDriver, StartError
 from drover.client.health import HealthTracker
@@ -144,3 +145,16 @@ def test_unhealthy_reasons_say_why() -> None:
     assert tracker.update({"t": FAILED}, 0).reason == "Unhealthy because of failed task"
     late = tracker.update({"t": PENDING}, 60 * S)
     assert late.reason == "Task not running for min_healthy_time of 10s by healthy_deadline of 60s"
+
+
+def test_the_node_id_is_kept_whole_and_an_empty_one_replaced(tmp_path: Path) -> None:
+    """The agent's node ID survives a restart; a node-id file left empty (an agent stopped
+    while writing it, before writes were atomic) gives a new ID, never an empty one."""
+    cfg = parse(["--data-dir", str(tmp_path), "--name", "a1"])
+    first = Agent(cfg).node_id
+    assert first and (tmp_path / "client" / "node-id").read_text() == first
+    assert Agent(cfg).node_id == first
+    (tmp_path / "client" / "node-id").write_text("")
+    fresh = Agent(cfg).node_id
+    assert fresh and fresh != first and (tmp_path / "client" / "node-id").read_text() == fresh
+    assert [p.name for p in (tmp_path / "client").iterdir() if p.name.endswith(".tmp")] == []

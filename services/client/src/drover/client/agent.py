@@ -8,7 +8,6 @@ import asyncio
 import contextlib
 import json
 import logging
-import os
 import time
 import uuid
 from pathlib import Path
@@ -20,6 +19,7 @@ from drover.client.config import AgentConfig
 from drover.client.drivers import RawExecDriver, TaskHandle
 from drover.client.fingerprint import fingerprint
 from drover.client.runner import AllocRunner
+from drover.client.statefile import write_atomically
 from drover.common.alloc import Allocation
 from drover.common.durations import SECOND
 from drover.common.job import Job
@@ -46,10 +46,12 @@ class Agent:
     # --- identity and local state ---
     def _node_id(self) -> str:
         path = self.state_dir / "node-id"
-        if path.exists():
-            return path.read_text().strip()
+        with contextlib.suppress(FileNotFoundError):
+            if node_id := path.read_text().strip():
+                return node_id
+        # Written whole: an agent stopped halfway must not come back as a node with no ID.
         node_id = str(uuid.uuid4())
-        path.write_text(node_id)
+        write_atomically(path, node_id)
         return node_id
 
     def _load_state(self) -> dict[str, Any]:
@@ -68,10 +70,7 @@ class Agent:
             for aid, r in self.runners.items()
             if not r.stopped
         }
-        path = self.state_dir / "state.json"
-        tmp = path.with_suffix(".tmp")
-        tmp.write_text(json.dumps(state))
-        os.replace(tmp, path)
+        write_atomically(self.state_dir / "state.json", json.dumps(state))
 
     def changed(self, runner: AllocRunner) -> None:
         self.dirty.add(runner.alloc.id)

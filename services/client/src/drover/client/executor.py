@@ -9,11 +9,12 @@ tasks still running and learns their exit codes from the file (Nomad's executor,
 from __future__ import annotations
 
 import argparse
-import os
 import signal
 import subprocess
 import sys
 from pathlib import Path
+
+from drover.client.statefile import write_atomically
 
 
 def main() -> None:
@@ -27,7 +28,7 @@ def main() -> None:
         child = subprocess.Popen(command)
     except OSError as e:
         print(f"failed to start {command[0]!r}: {e}", file=sys.stderr)
-        _write(exit_file, 127)
+        write_atomically(exit_file, "127")
         sys.exit(127)
 
     def forward(signum: int, _frame: object) -> None:
@@ -36,14 +37,8 @@ def main() -> None:
     signal.signal(signal.SIGTERM, forward)
     signal.signal(signal.SIGINT, forward)
     code = child.wait()
-    _write(exit_file, code)
+    write_atomically(exit_file, str(code))
     sys.exit(code if code >= 0 else 128 - code)
-
-
-def _write(path: Path, code: int) -> None:
-    tmp = path.with_suffix(".tmp")
-    tmp.write_text(str(code))
-    os.replace(tmp, path)
 
 
 if __name__ == "__main__":

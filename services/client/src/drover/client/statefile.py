@@ -1,0 +1,14 @@
+"""The agent's files in its data directory, written whole or not at all."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+
+def write_atomically(path: Path, text: str) -> None:
+    """Write `text` to `path` through a temporary file renamed over it: a reader, or the agent
+    after a crash, sees the old content or the new, never an empty or partial file."""
+    tmp = path.with_suffix(path.suffix + ".tmp")
+    tmp.write_text(text)
+    os.replace(tmp, path)
