@@ -14,7 +14,6 @@ from pydantic import Field, TypeAdapter, model_validator
 from drover.common.alloc import (
     Allocation,
     AllocDeploymentStatus,
-    AllocMetric,
     AllocRestartRequest,
     DesiredTransition,
     ReplicaAllocation,
@@ -25,7 +24,13 @@ from drover.common.deployment import Deployment
 from drover.common.evaluation import Evaluation
 from drover.common.job import Job
 from drover.common.node import DrainStrategy, Node
-from drover.common.placements import COLUMNS_FROM, Placements, ReplicaPlacements, encode_placements
+from drover.common.placements import (
+    COLUMNS_FROM,
+    Placements,
+    ReplicaPlacements,
+    encode_placements,
+    with_metrics,
+)
 
 
 class Event(NomadModel):
@@ -182,13 +187,7 @@ class PlanApplied(Event):
         texts = self.metrics_json
         if not texts or not any(a.metrics is None and a.id in texts for a in self.allocs):
             return self
-        allocs = [
-            a.model_copy(update={"metrics": AllocMetric.model_validate_json(texts[a.id])})
-            if a.metrics is None and a.id in texts
-            else a
-            for a in self.allocs
-        ]
-        return self.model_copy(update={"allocs": allocs, "metrics_json": {}})
+        return self.model_copy(update={"allocs": with_metrics(self.allocs, texts), "metrics_json": {}})
 
     def to_json(self) -> str:
         """The stored form: a plan of COLUMNS_FROM allocs or more has them in columns."""

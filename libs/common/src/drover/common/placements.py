@@ -60,6 +60,16 @@ def metric_json(metric: AllocMetric) -> str:
     return metric.model_dump_json(by_alias=True, exclude_defaults=True)
 
 
+def with_metrics(allocs: Sequence[Allocation], metrics_json: Mapping[str, str]) -> list[Allocation]:
+    """`allocs` with the metrics `metrics_json` holds for them decoded in (copies where so)."""
+    return [
+        a.model_copy(update={"metrics": AllocMetric.model_validate_json(metrics_json[a.id])})
+        if a.metrics is None and a.id in metrics_json
+        else a
+        for a in allocs
+    ]
+
+
 def encode_placements(
     allocs: Sequence[Allocation],
     *,
@@ -179,5 +189,6 @@ class ReplicaPlacements(NomadModel):
         """The columns by field name, each value of its field's type."""
         return _named(self.columns, None)
 
-    def allocs(self) -> list[Allocation]:
-        return _build(ReplicaAllocation, self.template, self.named_columns())
+    def allocs(self, columns: list[tuple[str, list[Any]]] | None = None) -> list[Allocation]:
+        """The allocs; `columns`: `named_columns()` if the caller has them already."""
+        return _build(ReplicaAllocation, self.template, self.named_columns() if columns is None else columns)

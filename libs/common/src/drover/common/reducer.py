@@ -301,7 +301,7 @@ def _place_new(state: StateWriter, index: int, ev: PlanApplied) -> tuple[list[Al
         place_columns = getattr(state, "place_columns", None)
         out = place_columns(pending.template, columns, update) if place_columns is not None else None
         if out is None:
-            built = pending.allocs()
+            built = pending.allocs(columns)
             out = (built, place_new(built, update))
         ev.allocs, ev.placements = [*listed, *out[0]], None
         known += out[1]
