@@ -41,6 +41,7 @@ bench: install
 	$(RUN) python -m bench.pipeline --out bench/out/pipeline.json
 	$(RUN) python -m bench.memory --out bench/out/memory.json
 	$(RUN) python -m bench.heartbeats --out bench/out/heartbeats.json
+	$(RUN) python -m bench.watchers --out bench/out/watchers.json
 
 clean:
 	rm -rf .venv $(TOOLS)

@@ -8,9 +8,11 @@ so following, not decoding, is what compares with the list form) and the broker 
 (drover.common.brokerstate),
 a rebuild decodes it in full; workers encode the plan request and the applier decodes it. What
 a replica and the broker spend following it (decode and apply, into a state of the cluster's
-nodes) is timed too. Each is timed with the placements in columns (what Drover
-stores) and as a plain list (the form before columns), median of --repeats runs, with the
-garbage collector's survivors frozen as the services run (drover.common.gctune).
+nodes) is timed too. Each is timed with the placements in columns and their metrics kept apart
+(what Drover stores since migration 0004: `relayed_bytes_per_alloc` is what the relay
+publishes), in columns with the metrics inline (the form before) and as a plain list (the form
+before columns), median of --repeats runs, with the garbage collector's survivors frozen as
+the services run (drover.common.gctune).
 
     python -m bench.codec --out bench/out/codec.json
 """
@@ -31,7 +33,7 @@ from bench.scheduler import NOW, build_cluster, build_job
 from drover.common import Evaluation
 from drover.common.brokerstate import BrokerState, apply_for_broker, decode_for_broker
 from drover.common.bus import pack
-from drover.common.events import PlanApplied, decode_event, encode_event_json
+from drover.common.events import PlanApplied, decode_event, encode_event_json, encode_event_parts
 from drover.common.reducer import apply
 from drover.common.state import InMemoryState
 from drover.planner.applier import ALLOCS_PER_EVENT
@@ -56,7 +58,13 @@ def _encode(events: list[PlanApplied]) -> list[str]:
     return [encode_event_json(ev) for ev in events]
 
 
-def _decode(stored: list[str], replica: bool) -> list[Any]:
+def _parts(events: list[PlanApplied]) -> list[tuple[str, str | None]]:
+    return [encode_event_parts(ev) for ev in events]
+
+
+def _decode(stored: list[str], replica: bool, metrics: list[str | None] | None = None) -> list[Any]:
+    if metrics is not None:
+        return [decode_event(s, metrics=m) for s, m in zip(stored, metrics, strict=True)]
     return [decode_event(s, replica=replica) for s in stored]
 
 
@@ -103,16 +111,17 @@ def main() -> None:
     ]
     request = PlanRequest(plan=res.plan, evals=[res.eval])
     columns, plain = _encode(events), _as_list(events)
-    assert all('"Placements"' in s for s in columns)
+    apart, metrics = [d for d, _ in _parts(events)], [m for _, m in _parts(events)]
+    assert all('"Placements"' in s for s in columns) and not any("Metrics" in s for s in apart)
     wire_columns = encode_request(request)
     wire_plain = pack(_REQ.dump_json(request, by_alias=True, exclude_defaults=True))
-    assert _decode(columns, False) == _decode(plain, False) == events
+    assert _decode(columns, False) == _decode(plain, False) == _decode(apart, False, metrics) == events
     assert with_metrics(decode_request(wire_columns)) == decode_request(wire_plain) == request
     r = args.repeats
     # States to follow the plan into: a replica's, the broker's (fresh ones for every run).
     followers: dict[bool, list[InMemoryState]] = {False: [], True: []}
     for broker, states in followers.items():
-        for _ in range(2 * r):
+        for _ in range(3 * r):
             st: InMemoryState = (
                 BrokerState() if broker else InMemoryState(drop_metrics=True, owns_events=True)
             )
@@ -122,17 +131,30 @@ def main() -> None:
             states.append(st)
     gc.freeze()
     forms: dict[str, dict[str, float]] = {}
-    for name, stored, wire in (("columns", columns, wire_columns), ("list", plain, wire_plain)):
+    encoders: dict[str, Callable[[], Any]] = {
+        "columns_metrics_apart": lambda: _parts(events),
+        "columns": lambda: _encode(events),
+        "list": lambda: _as_list(events),
+    }
+    for k, (name, stored, wire) in enumerate(
+        (
+            ("columns_metrics_apart", apart, wire_columns),
+            ("columns", columns, wire_columns),
+            ("list", plain, wire_plain),
+        )
+    ):
+        side = metrics if name == "columns_metrics_apart" else None
         forms[name] = {
-            "stored_bytes_per_alloc": round(sum(map(len, stored)) / ALLOCS, 1),
-            "store_encode_us": _timed(
-                (lambda: _encode(events)) if name == "columns" else (lambda: _as_list(events)), r
+            "stored_bytes_per_alloc": round(
+                (sum(map(len, stored)) + sum(len(m or "") for m in side or [])) / ALLOCS, 1
             ),
+            "relayed_bytes_per_alloc": round(sum(map(len, stored)) / ALLOCS, 1),
+            "store_encode_us": _timed(encoders[name], r),
             "replica_decode_us": _timed(lambda s=stored: _decode(s, True), r),  # type: ignore[misc]
-            "full_decode_us": _timed(lambda s=stored: _decode(s, False), r),  # type: ignore[misc]
+            "full_decode_us": _timed(lambda s=stored, m=side: _decode(s, False, m), r),  # type: ignore[misc]
             "broker_decode_us": _timed(lambda s=stored: [decode_for_broker(x) for x in s], r),  # type: ignore[misc]
-            "replica_follow_us": _timed(_follow(stored, followers[False][r * (name == "list") :], False), r),
-            "broker_follow_us": _timed(_follow(stored, followers[True][r * (name == "list") :], True), r),
+            "replica_follow_us": _timed(_follow(stored, followers[False][r * k :], False), r),
+            "broker_follow_us": _timed(_follow(stored, followers[True][r * k :], True), r),
             "plan_request_bytes_per_alloc": round(len(wire) / ALLOCS, 1),
             "plan_request_encode_us": _timed(
                 (lambda: encode_request(request))

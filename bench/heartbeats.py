@@ -16,18 +16,14 @@ import argparse
 import json
 import subprocess
 import sys
-import tempfile
 import time
-from pathlib import Path
 from typing import Any
 
 from sqlalchemy import text
 
 from bench import report
 from bench.pipeline import cpu_seconds, percentile
-from drover.common.embedded import EmbeddedNats, EmbeddedPostgres
-from drover.common.store import EventStore, migrate
-from tests.cluster import Cluster
+from bench.servers import start
 
 
 def main() -> None:
@@ -38,14 +34,9 @@ def main() -> None:
     ap.add_argument("--per-second", type=float, default=1000.0)
     args = ap.parse_args()
     grace = 10.0
-    tmp = Path(tempfile.mkdtemp(prefix="drover-hb-"))
-    pg, nats = EmbeddedPostgres(tmp / "pg"), EmbeddedNats(tmp / "nats")
-    db_url, nats_url = pg.start(), nats.start()
-    migrate(db_url)
-    (tmp / "logs").mkdir()
     env = {"DROVER_HEARTBEAT_MAX_PER_SECOND": str(args.per_second), "DROVER_HEARTBEAT_GRACE": str(grace)}
-    cluster = Cluster(db_url, nats_url, tmp / "logs", workers=1, env=env).start()
-    store = EventStore(db_url)
+    servers = start("drover-hb-", workers=1, env=env)
+    tmp, cluster, store = servers.tmp, servers.cluster, servers.store
     stats_file = tmp / "sim.json"
     result: dict[str, Any] = {
         "benchmark": "heartbeats",
@@ -123,10 +114,7 @@ def main() -> None:
             }
         )
     finally:
-        cluster.stop()
-        store.close()
-        nats.stop()
-        pg.stop()
+        servers.stop()
     report.write(result, args.out)
 
 

@@ -18,7 +18,6 @@ import json
 import math
 import os
 import statistics
-import tempfile
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -29,9 +28,8 @@ import httpx
 from sqlalchemy import Connection, text
 
 from bench import report
-from drover.common.embedded import EmbeddedNats, EmbeddedPostgres
-from drover.common.store import EventStore, migrate
-from tests.cluster import Cluster, job_json, node_json
+from bench.servers import start
+from tests.cluster import job_json, node_json
 
 
 def percentile(values: list[float], q: float) -> float:
@@ -51,6 +49,29 @@ def cpu_seconds(pid: int) -> float:
     """User + system CPU of a live process so far."""
     fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def tree_cpu_seconds(pid: int) -> float:
+    """CPU of a process and all its descendants so far, the exited ones included (Postgres
+    runs a backend process per connection)."""
+    children: dict[int, list[int]] = {}
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        children.setdefault(int(fields[1]), []).append(int(stat.parent.name))
+    total, todo = 0.0, [pid]
+    while todo:
+        p = todo.pop()
+        try:
+            fields = Path(f"/proc/{p}/stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        # utime, stime, and cutime, cstime: what its reaped children used.
+        total += sum(int(f) for f in fields[11:15]) / os.sysconf("SC_CLK_TCK")
+        todo += children.get(p, [])
+    return total
 
 
 def machine_cpu_seconds() -> float:
@@ -95,25 +116,16 @@ def main() -> None:
     )
     args = ap.parse_args()
 
-    tmp = Path(tempfile.mkdtemp(prefix="drover-bench-"))
-    pg = EmbeddedPostgres(tmp / "pg")
-    nats = EmbeddedNats(tmp / "nats")
-    db_url, nats_url = pg.start(), nats.start()
-    migrate(db_url)
-    (tmp / "logs").mkdir()
-    cluster = Cluster(
-        db_url,
-        nats_url,
-        tmp / "logs",
+    servers = start(
         workers=args.workers,
         planners=1,
         env={
             "DROVER_LOG_LEVEL": args.log_level,
             **({"DROVER_LARGE_EVALS": str(args.large_evals)} if args.large_evals else {}),
         },
-    ).start()
+    )
+    cluster, store, pg, nats = servers.cluster, servers.store, servers.pg, servers.nats
     base = str(cluster.http.base_url)
-    store = EventStore(db_url)
     result: dict[str, Any] = {
         "benchmark": "pipeline",
         "nodes": args.nodes,
@@ -184,7 +196,13 @@ def main() -> None:
         services = [
             (f"{svc}-{i}", p.pid) for svc, procs in cluster.procs.items() for i, p in enumerate(procs)
         ]
+        # Beside the services: the servers (Postgres with its backends) and this driver (its
+        # heartbeats and probes; its own threads, not the services it started).
+        assert nats.proc is not None and pg.proc is not None
+        server_pids = [("nats", nats.proc.pid), ("postgres", pg.proc.pid)]
         cpu0 = {name: cpu_seconds(pid) for name, pid in services}
+        cpu0 |= {name: tree_cpu_seconds(pid) for name, pid in server_pids}
+        cpu0["bench"] = cpu_seconds(os.getpid())
         machine0 = machine_cpu_seconds()
         wall0 = time.time()
         prober.start()
@@ -225,6 +243,8 @@ def main() -> None:
                 break
             time.sleep(1.0)
         cpu = {name: round(cpu_seconds(pid) - cpu0[name], 1) for name, pid in services}
+        cpu |= {name: round(tree_cpu_seconds(pid) - cpu0[name], 1) for name, pid in server_pids}
+        cpu["bench"] = round(cpu_seconds(os.getpid()) - cpu0["bench"], 1)
         with store.engine.connect() as conn:
             placed = placed_allocs(conn, big_jobs)
         cpu["machine"] = round(machine_cpu_seconds() - machine0, 1)
@@ -280,10 +300,7 @@ def main() -> None:
             )
     finally:
         beating.set()
-        cluster.stop()
-        store.close()
-        nats.stop()
-        pg.stop()
+        servers.stop()
     report.write(result, args.out)
     if args.timeline:
         Path(args.timeline).write_text(json.dumps(timeline, indent=1))

@@ -292,6 +292,107 @@ def test_blocking_query_returns_when_the_index_moves(client: TestClient, store: 
     assert r.status_code == 200 and int(r.headers["X-Nomad-Index"]) == store.last_position()
 
 
+def test_a_blocking_query_wakes_only_when_what_it_reads_changes(
+    client: TestClient, store: EventStore
+) -> None:
+    """As Nomad's: a query on one job's allocs, or one node's, sleeps through writes to other
+    jobs and nodes (a client agent waiting on its node is not woken by every plan), and
+    returns once its own change commits."""
+    for i in range(2):
+        client.put("/v1/drover/node/register", json={"Node": node_json(f"n{i}")})
+    _commit_plan(store, client.put("/v1/jobs", json=job_json("web", 1)).json()["EvalID"])
+    (alloc,) = client.get("/v1/job/web/allocations").json()
+    spare = "n1" if alloc["NodeID"] == "n0" else "n0"
+    index = store.last_position()
+    results: dict[str, dict[str, object]] = {}
+
+    def blocked(path: str) -> threading.Thread:
+        def read() -> None:
+            t0 = time.monotonic()
+            r = client.get(path, params={"index": index, "wait": "20s"})
+            results[path] = {
+                "took": time.monotonic() - t0,
+                "index": int(r.headers["X-Nomad-Index"]),
+                "body": r.json(),
+            }
+
+        t = threading.Thread(target=read)
+        t.start()
+        return t
+
+    paths = [
+        "/v1/job/web/allocations",
+        f"/v1/node/{alloc['NodeID']}/allocations",
+        f"/v1/allocation/{alloc['ID']}",
+        f"/v1/node/{spare}/allocations",
+        "/v1/allocations",
+    ]
+    threads = [blocked(p) for p in paths]
+    time.sleep(0.3)
+    # Another job, placed on the other node (the web alloc's node is full for it).
+    client.put("/v1/drover/node/register", json={"Node": node_json("n2")})
+    _commit_plan(store, client.put("/v1/jobs", json=job_json("other", 1, cpu=3800)).json()["EvalID"])
+    (other,) = client.get("/v1/job/other/allocations").json()
+    assert other["NodeID"] != alloc["NodeID"]
+    deadline = time.monotonic() + 5
+    while "/v1/allocations" not in results and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert "/v1/allocations" in results  # the list of every alloc changed
+    time.sleep(0.5)
+    woken = set(results) - {"/v1/allocations"}
+    expect_woken = {f"/v1/node/{spare}/allocations"} if other["NodeID"] == spare else set()
+    assert woken == expect_woken
+    r = client.put(
+        "/v1/drover/allocs/status",
+        json={"NodeID": alloc["NodeID"], "Updates": [{"ID": alloc["ID"], "ClientStatus": "running"}]},
+    )
+    assert r.status_code == 200, r.text
+    for t in threads:
+        t.join(timeout=10)
+    for p in paths[:3]:
+        res = results[p]
+        assert res["took"] < 10 and res["index"] == store.last_position()  # type: ignore[operator]
+        body = res["body"]
+        shown = body if isinstance(body, list) else [body]
+        assert [a["ClientStatus"] for a in shown if a["ID"] == alloc["ID"]] == ["running"]  # type: ignore[index]
+
+
+def test_a_blocking_query_is_not_left_asleep_by_notifications_missed(
+    client: TestClient, store: EventStore
+) -> None:
+    """Commits notified while the API's LISTEN connection was away are never heard: on
+    reconnecting it must take anything as changed, so a query waiting on the job that moved
+    meanwhile is answered."""
+    client.put("/v1/drover/node/register", json={"Node": node_json("n0")})
+    eval_id = client.put("/v1/jobs", json=job_json("web", 2)).json()["EvalID"]
+    index = store.last_position()
+    result: dict[str, object] = {}
+
+    def blocked_read() -> None:
+        r = client.get("/v1/job/web/allocations", params={"index": index, "wait": "30s"})
+        result.update(index=int(r.headers["X-Nomad-Index"]), allocs=r.json())
+
+    t = threading.Thread(target=blocked_read)
+    t.start()
+    time.sleep(0.3)
+    with store.engine.connect() as conn:
+        # The listener away (it reconnects after half a second), the plan committed meanwhile.
+        killed = (
+            conn.exec_driver_sql(
+                "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+                "WHERE datname = current_database() AND query LIKE 'LISTEN %%'"
+            )
+            .scalars()
+            .all()
+        )
+        assert killed == [True]
+        _commit_plan(store, eval_id)
+    t.join(timeout=10)
+    assert not t.is_alive()
+    assert result["index"] == store.last_position()
+    assert len(result["allocs"]) == 2  # type: ignore[arg-type]
+
+
 def test_openapi_document_is_served(client: TestClient) -> None:
     doc = client.get("/openapi.json").json()
     assert "/v1/jobs" in doc["paths"] and "/v1/job/{job_id}/allocations" in doc["paths"]

@@ -9,6 +9,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
+import psycopg
 import pytest
 from alembic import command
 
@@ -45,10 +46,22 @@ from drover.common.events import (
     NodeRegistered,
     NodeStatusUpdated,
     PlanApplied,
+    decode_event,
+    encode_event_json,
 )
 from drover.common.state import InMemoryState
-from drover.common.store import ConcurrencyError, EventStore, FencedError, NewEvent, eventstore, migrate
+from drover.common.store import (
+    ConcurrencyError,
+    EventStore,
+    FencedError,
+    NewEvent,
+    eventstore,
+    migrate,
+    projections,
+)
+from drover.common.store.eventstore import libpq_url
 from drover.common.store.migrate import alembic_config
+from drover.common.watches import parse_payload
 from drover.planner import applier
 from drover.scheduler import SchedulerResult, evaluate_plan, schedule
 from drover.scheduler.planapply import plan_applied_event
@@ -302,7 +315,7 @@ def test_rebuild_reproduces_the_live_projections(
     # The broker's replica (drover.common.brokerstate) loaded from the projections is the one
     # it reads from the log, and it keeps of each alloc what the replay holds.
     from_log = BrokerState()
-    for rec in store.read(0, 1000, decode=decode_for_broker):
+    for rec in store.read(0, 1000, replica=decode_for_broker):
         apply_for_broker(from_log, rec.position, rec.event)
     loaded = load_broker_snapshot(store)
     assert loaded.index == from_log.index == last
@@ -417,6 +430,12 @@ def test_metrics_passed_on_as_json_are_stored_as_if_decoded(
 
     stored = [data for _, t, data, _ in store.read_raw(0, 1000) if t == "PlanApplied"]
     assert ['"Placements"' in s for s in stored] == [True, True, False]
+    # The relay's read holds none of them: they are kept beside each event, by alloc ID.
+    assert not any("Metrics" in s or "NodesEvaluated" in s for s in stored)
+    with store.engine.connect() as conn:
+        apart = conn.exec_driver_sql("SELECT metrics FROM events WHERE type = 'PlanApplied'").scalars().all()
+    assert [len(json.loads(m)) for m in apart] == [8, 8, 4]
+    assert {i: AllocMetric.model_validate(m) for text in apart for i, m in json.loads(text).items()} == sent
     logged = [a for r in store.read(0, 1000) if isinstance(r.event, PlanApplied) for a in r.event.allocs]
     assert {a.id: a.metrics for a in logged} == sent
     dump = store.projection_dump()
@@ -425,3 +444,99 @@ def test_metrics_passed_on_as_json_are_stored_as_if_decoded(
     assert store.replay().allocs.keys() == sent.keys()
     store.rebuild_projections()
     assert store.projection_dump() == dump
+
+
+def test_migration_0004_puts_metrics_back_into_the_events_on_downgrade(
+    database_url: str, store: EventStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Revision 0004 keeps placement metrics beside each event. Downgraded, the log's events
+    are whole again, in both stored forms; upgraded again, those events (metrics inline, as
+    every log before 0004 holds them) read back the same, and a rebuild gives the same
+    projections."""
+    monkeypatch.setattr(events, "COLUMNS_FROM", 5)
+    monkeypatch.setattr(applier, "ALLOCS_PER_EVENT", 12)  # parts of 12 (columns) and 3 (a list)
+    now = 1_700_000_000_000_000_000
+    state, _, res = _scheduled(store, nodes=4, count=15, now=now)
+    applied = plan_applied_event(evaluate_plan(state, res.plan), now)
+    store.append([*applier.chunk(applied), EvalsUpserted(evals=[res.eval])])
+    whole = [(r.position, encode_event_json(r.event)) for r in store.read(0, 1000)]
+    placed = [a for r in store.read(0, 1000) if isinstance(r.event, PlanApplied) for a in r.event.allocs]
+    assert len(placed) == 15 and all(a.metrics is not None and a.metrics.nodes_evaluated for a in placed)
+    dump = store.projection_dump()
+
+    command.downgrade(alembic_config(database_url), "0003")
+    with store.engine.connect() as conn:
+        rows = conn.exec_driver_sql("SELECT position, data::text FROM events ORDER BY position").all()
+    assert ["Metrics" in data for _, data in rows if '"PlanApplied"' in data] == [True, True]
+    assert [(p, encode_event_json(decode_event(data))) for p, data in rows] == whole
+
+    migrate(database_url)
+    assert [(r.position, encode_event_json(r.event)) for r in store.read(0, 1000)] == whole
+    store.rebuild_projections()
+    assert store.projection_dump() == dump
+
+
+@pytest.mark.parametrize("alloc_keys_max", [64, 2], ids=["allocs named", "allocs by category"])
+def test_each_commit_notifies_what_it_changed(
+    database_url: str, store: EventStore, monkeypatch: pytest.MonkeyPatch, alloc_keys_max: int
+) -> None:
+    """The append's notification names the keys of every projection row it wrote
+    (drover.common.watches), for the blocking queries waiting on them; a commit of more
+    allocs than are worth naming names their category instead."""
+    monkeypatch.setattr(projections, "ALLOC_KEYS_MAX", alloc_keys_max)
+    listener = psycopg.connect(libpq_url(database_url), autocommit=True)
+    listener.execute(f"LISTEN {eventstore.NOTIFY_CHANNEL}")
+
+    def heard() -> dict[int, tuple[set[str], set[str]]]:
+        out: dict[int, tuple[set[str], set[str]]] = {}
+        for note in listener.notifies(timeout=0.5, stop_after=None):
+            position, keys, every = parse_payload(note.payload)
+            got = out.setdefault(position, (set(), set()))
+            got[0].update(keys)
+            got[1].update(every)
+        return out
+
+    try:
+        now = 1_700_000_000_000_000_000
+        state, _, res = _scheduled(store, nodes=2, count=3, now=now)
+        assert heard() == {
+            2: ({"nodes", "node:n0", "node:n1"}, set()),  # one append of two events
+            3: ({"jobs", "job:default/web"}, set()),
+            4: ({"evals", "eval:e0", "job:default/web"}, set()),
+        }
+        placed = store.append([plan_applied_event(evaluate_plan(state, res.plan), now)])
+        allocs = placed[0].event.allocs  # type: ignore[attr-defined]
+        deployment = f"deployment:{allocs[0].deployment_id}"  # the job's first deployment
+        assert allocs[0].deployment_id
+        named = alloc_keys_max >= len(allocs)
+        assert heard() == {
+            5: (
+                {"allocs", "job:default/web", "eval:e0", "deployments", deployment}
+                | ({f"alloc:{a.id}" for a in allocs} if named else set())
+                | {f"node:{a.node_id}" for a in allocs},
+                set() if named else {"alloc"},
+            )
+        }
+        first = allocs[0]
+        store.append(
+            [
+                AllocsClientUpdated(
+                    node_id=first.node_id, updates=[AllocClientUpdate(id=first.id, client_status="running")]
+                )
+            ]
+        )
+        assert heard() == {
+            6: (
+                {
+                    "allocs",
+                    "job:default/web",
+                    "eval:e0",
+                    f"alloc:{first.id}",
+                    f"node:{first.node_id}",
+                    deployment,
+                },
+                set(),
+            )
+        }
+    finally:
+        listener.close()

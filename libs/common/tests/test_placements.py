@@ -19,7 +19,13 @@ from drover.common.alloc import (
     RescheduleEvent,
     RescheduleTracker,
 )
-from drover.common.events import PlanApplied, ReplicaPlanApplied, decode_event, encode_event_json
+from drover.common.events import (
+    PlanApplied,
+    ReplicaPlanApplied,
+    decode_event,
+    encode_event_json,
+    encode_event_parts,
+)
 from drover.common.job import Resources
 from drover.common.placements import COLUMNS_FROM
 from drover.common.reducer import apply
@@ -111,6 +117,43 @@ def test_columns_decode_to_the_allocs_written(allocs: list[Allocation]) -> None:
     assert [a.model_dump(exclude={"metrics"}) for a in lean.allocs] == [
         a.model_dump(exclude={"metrics"}) for a in allocs
     ]
+
+
+@pytest.mark.parametrize("allocs", PLANS.values(), ids=PLANS.keys())
+@pytest.mark.parametrize("as_json", [False, True], ids=["decoded", "passed on as JSON"])
+def test_the_log_keeps_metrics_apart_and_puts_them_back(allocs: list[Allocation], as_json: bool) -> None:
+    """What the log stores (and the relay publishes) holds no placement metrics; they are kept
+    beside it by alloc ID, from decoded metrics or from the texts a plan applier passes on,
+    and a full decoding puts them back: the event is whole again, in either form."""
+    stop = _alloc(999, desired_status="stop", metrics=None)
+    ev = PlanApplied(eval_id="e1", job_id="web", allocs=allocs, stopped=[stop], at=5)
+    if as_json:
+        texts = {
+            a.id: a.metrics.model_dump_json(by_alias=True, exclude_defaults=True) for a in allocs if a.metrics
+        }
+        ev = ev.model_copy(
+            update={"allocs": [a.model_copy(update={"metrics": None}) for a in allocs], "metrics_json": texts}
+        )
+    data, metrics = encode_event_parts(ev)
+    assert "Metrics" not in data and "NodesEvaluated" not in data
+    with_metrics = {a.id for a in allocs if a.metrics is not None}
+    if with_metrics:
+        assert metrics is not None and set(json.loads(metrics)) == with_metrics
+    else:
+        assert metrics is None
+    assert len(data) + len(metrics or "") <= len(encode_event_json(ev)) + 2
+
+    full = decode_event(data, metrics=metrics)
+    assert isinstance(full, PlanApplied)
+    assert [a.model_dump() for a in full.allocs] == [a.model_dump() for a in allocs]
+    assert encode_event_json(full) == encode_event_json(ev)  # whole, as before it was split
+    assert encode_event_parts(full) == (data, metrics)
+    # Without them, the allocs decode as ever, their metrics unset.
+    bare = decode_event(data)
+    assert isinstance(bare, PlanApplied) and all(a.metrics is None for a in bare.allocs)
+    lean = decode_event(data, replica=True, metrics=metrics)
+    assert isinstance(lean, ReplicaPlanApplied)
+    assert [a.id for a in lean.take_placements()] == [a.id for a in allocs]
 
 
 def test_columns_are_smaller_and_hold_only_what_differs() -> None:

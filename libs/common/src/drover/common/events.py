@@ -28,7 +28,9 @@ from drover.common.placements import (
     COLUMNS_FROM,
     Placements,
     ReplicaPlacements,
+    attach_metrics,
     encode_placements,
+    metrics_object,
     with_metrics,
 )
 
@@ -140,6 +142,9 @@ class EvalsUpserted(Event):
 
 
 # --- plans and allocations ---
+_ALLOC_METRICS: dict[str, Any] = {"allocs": {"__all__": {"metrics"}}}
+
+
 class PlanApplied(Event):
     """What the plan applier committed for one eval (possibly one chunk of a large plan):
     allocs placed or updated, stopped, preempted; deployment changes."""
@@ -189,13 +194,21 @@ class PlanApplied(Event):
             return self
         return self.model_copy(update={"allocs": with_metrics(self.allocs, texts), "metrics_json": {}})
 
-    def to_json(self) -> str:
-        """The stored form: a plan of COLUMNS_FROM allocs or more has them in columns."""
+    def to_json(self, *, metrics: bool = True) -> str:
+        """The stored form: a plan of COLUMNS_FROM allocs or more has them in columns.
+        `metrics`: False leaves the placement metrics out (see `metrics_object`)."""
         if len(self.allocs) < COLUMNS_FROM:
+            if not metrics:
+                return self.model_dump_json(by_alias=True, exclude_defaults=True, exclude=_ALLOC_METRICS)
             return self.with_metrics().model_dump_json(by_alias=True, exclude_defaults=True)
         body = self.model_dump_json(by_alias=True, exclude_defaults=True, exclude={"allocs"})
-        placements = f'"Placements":{encode_placements(self.allocs, metrics_json=self.metrics_json)}'
-        return "{" + placements + ("}" if body == "{}" else "," + body[1:])
+        encoded = encode_placements(self.allocs, metrics=metrics, metrics_json=self.metrics_json)
+        return '{"Placements":' + encoded + ("}" if body == "{}" else "," + body[1:])
+
+    def metrics_object(self) -> str | None:
+        """The placement metrics as the log stores them beside the event: one JSON object by
+        alloc ID (None if no alloc has any)."""
+        return metrics_object(self.allocs, self.metrics_json)
 
 
 class ReplicaPlanApplied(PlanApplied):
@@ -317,14 +330,19 @@ def evals_of(ev: Event) -> list[Evaluation]:
     return []
 
 
-def decode_event(data: dict[str, Any] | bytes | str, *, replica: bool = False) -> Event:
+def decode_event(
+    data: dict[str, Any] | bytes | str, *, replica: bool = False, metrics: str | None = None
+) -> Event:
     """Parse a stored event (its JSON form, with the `Type` discriminator); `replica` leaves
-    out what only the projections keep (alloc metrics)."""
+    out what only the projections keep (alloc metrics). `metrics`: the placement metrics the
+    log stores beside the event (`encode_event_parts`), put into its allocs."""
     adapter = _REPLICA_ADAPTER if replica else _ADAPTER
     if isinstance(data, (bytes, str)):
         ev: Event = adapter.validate_json(data)
     else:
         ev = adapter.validate_python(data)
+    if metrics is not None and not replica and isinstance(ev, PlanApplied):
+        attach_metrics(ev.allocs, metrics)
     return ev
 
 
@@ -332,13 +350,25 @@ def encode_event(ev: Event) -> dict[str, Any]:
     return ev.model_dump(by_alias=True, mode="json")
 
 
-def encode_event_json(ev: Event) -> str:
-    """The event as it is stored and relayed: JSON without the members that hold their default
-    (decoding restores them), which makes a placement about a third of its full size."""
+def encode_event_json(ev: Event, *, metrics: bool = True) -> str:
+    """The event as JSON without the members that hold their default (decoding restores them),
+    which makes a placement about a third of its full size. With its placement metrics, it is
+    whole (the form the log stored before it kept them apart); without, it is what the log
+    stores and the relay publishes (`encode_event_parts`)."""
     body = (
-        ev.to_json()
+        ev.to_json(metrics=metrics)
         if isinstance(ev, PlanApplied)
         else ev.model_dump_json(by_alias=True, exclude_defaults=True)
     )
     # `Type` is itself a default (each event's literal), so it is put back in front.
     return f'{{"Type":"{ev.type}"' + ("}" if body == "{}" else "," + body[1:])
+
+
+def encode_event_parts(ev: Event) -> tuple[str, str | None]:
+    """The event as the log stores it: its JSON without placement metrics (what the relay
+    publishes: every consumer of the stream is a replica, and replicas drop them), and the
+    metrics apart as one JSON object by alloc ID (None if it has none). `decode_event(data,
+    metrics=...)` puts them back."""
+    if isinstance(ev, PlanApplied):
+        return encode_event_json(ev, metrics=False), ev.metrics_object()
+    return encode_event_json(ev), None

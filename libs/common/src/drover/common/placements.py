@@ -4,9 +4,9 @@ The allocs of one plan are nearly all alike (same job, group, eval, resources, s
 their IDs, names and nodes differ, and their placement metrics. Stored as a list, every replica
 parses and builds every member of every alloc (half the cost of following the log, which six
 processes do). In columns, the members they share are written once (`Template`), those that
-differ as one list per member (`Columns`), and the metrics apart (`Metrics`, one JSON text in
-a string), which replicas skip unparsed. A replica builds each alloc as a copy of the decoded
-template with its own column values put in: under half the decode time of the list form, and
+differ as one list per member (`Columns`). The log keeps their metrics beside the event
+(`metrics_object`; logs from before hold them here, in `Metrics`, one JSON text in a string that
+replicas skip unparsed). A replica builds each alloc as a copy of the decoded template with its own column values put in: under half the decode time of the list form, and
 about half its bytes (`bench/codec.py` measures both forms). Plans of fewer than
 `COLUMNS_FROM` allocs keep the list form.
 """
@@ -70,14 +70,42 @@ def with_metrics(allocs: Sequence[Allocation], metrics_json: Mapping[str, str]) 
     ]
 
 
+def metrics_object(allocs: Sequence[Allocation], metrics_json: Mapping[str, str] | None = None) -> str | None:
+    """The metrics of `allocs` as one JSON object by alloc ID (None if none has any): what the
+    log stores beside a plan's event. Texts in `metrics_json` are taken as they are."""
+    parts = []
+    for a in allocs:
+        text = metrics_json.get(a.id) if metrics_json and a.metrics is None else None
+        if text is None and a.metrics is not None:
+            text = metric_json(a.metrics)
+        if text is not None:
+            parts.append(json.dumps(a.id) + ":" + text)
+    return "{" + ",".join(parts) + "}" if parts else None
+
+
+_METRICS_BY_ID: TypeAdapter[dict[str, AllocMetric]] = TypeAdapter(dict[str, AllocMetric])
+
+
+def attach_metrics(allocs: Sequence[Allocation], text: str) -> None:
+    """Put the metrics of a `metrics_object` text into freshly decoded `allocs`, in place (the
+    caller owns them: nothing else holds them yet)."""
+    by_id = _METRICS_BY_ID.validate_json(text)
+    for a in allocs:
+        m = by_id.get(a.id)
+        if m is not None:
+            a.metrics = m
+
+
 def encode_placements(
     allocs: Sequence[Allocation],
     *,
+    metrics: bool = True,
     metrics_text: bool = True,
     metrics_json: Mapping[str, str] | None = None,
     metrics_each: bool = False,
 ) -> str:
     """`allocs` (at least one) as the JSON object stored under a PlanApplied's `Placements`.
+    `metrics`: False leaves them out (the log stores them apart, see `metrics_object`).
     `metrics_text`: the metrics as one JSON text in a string, for readers that skip them.
     `metrics_json`: metrics already in JSON, by alloc ID, for allocs whose `metrics` are not
     decoded (see `Placements.metrics_json`). `metrics_each`: each alloc's metrics as a JSON
@@ -92,6 +120,8 @@ def encode_placements(
         for name in varying
     )
     out = f'{{"Template":{template},"Columns":{{{columns}}}'
+    if not metrics:
+        return out + "}"
     if metrics_each:
         each = [metric_json(a.metrics) if a.metrics is not None else None for a in allocs]
         if any(m is not None for m in each):
@@ -101,10 +131,10 @@ def encode_placements(
     if texts is not None:
         text = "[" + ",".join(texts) + "]"
     else:
-        metrics = [a.metrics for a in allocs]
-        if not any(m is not None for m in metrics):
+        each_metrics = [a.metrics for a in allocs]
+        if not any(m is not None for m in each_metrics):
             return out + "}"
-        text = _METRICS.dump_json(metrics, by_alias=True, exclude_defaults=True).decode()
+        text = _METRICS.dump_json(each_metrics, by_alias=True, exclude_defaults=True).decode()
     # In a string, a replica skips them without parsing what it holds (skipping them as JSON
     # took a third of its decode time).
     return out + ',"Metrics":' + (json.dumps(text) if metrics_text else text) + "}"

@@ -160,7 +160,7 @@ class Replica:
 
     async def _fetch_until(self, target: int | None) -> None:
         while target is None or self.position < target:
-            rows = await asyncio.to_thread(self.store.read, self.position, 1000, decode=self.decode)
+            rows = await asyncio.to_thread(self.store.read, self.position, 1000, replica=self.decode)
             if not rows:
                 return
             for r in rows:

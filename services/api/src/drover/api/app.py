@@ -11,7 +11,7 @@ import logging
 import re
 import time
 import uuid
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -71,6 +71,16 @@ from drover.common.store import ConcurrencyError, EventStore, NewEvent, Recorded
 from drover.common.store.eventstore import NOTIFY_CHANNEL
 from drover.common.telemetry import inject, tracer
 from drover.common.validation import validate_job
+from drover.common.watches import (
+    ChangeIndex,
+    alloc_key,
+    category,
+    deployment_key,
+    eval_key,
+    job_key,
+    node_key,
+    parse_payload,
+)
 from drover.scheduler import schedule
 from drover.scheduler.deploywatch import (
     DESC_FAILED_BY_USER,
@@ -182,38 +192,72 @@ def _spec(job: Job) -> dict[str, Any]:
 
 
 class IndexWatcher:
-    """The newest log position, pushed by Postgres NOTIFY, for blocking queries."""
+    """The newest log position and what changed at each, pushed by Postgres NOTIFY, for
+    blocking queries: each waits on the keys of what it reads (drover.common.watches) and is
+    woken only when one of them changes, as Nomad's wake on the state they read."""
 
     def __init__(self, conninfo: str, store: EventStore) -> None:
         self.conninfo = conninfo
         self.store = store
-        self.index = 0
-        self.cond = asyncio.Condition()
+        self.changes = ChangeIndex()
+        # Futures of the waiting queries, by the keys they wait on (a category's waiters are
+        # found through their keys' prefix).
+        self._waiting: dict[str, set[asyncio.Future[None]]] = {}
 
     async def run(self) -> None:
-        self.index = await asyncio.to_thread(self.store.last_position)
+        self.changes.forget(await asyncio.to_thread(self.store.last_position))
         while True:
             try:
                 async with await psycopg.AsyncConnection.connect(self.conninfo, autocommit=True) as conn:
                     await conn.execute(f"LISTEN {NOTIFY_CHANNEL}")
-                    self.index = max(self.index, await asyncio.to_thread(self.store.last_position))
+                    # Whatever committed while no one listened may have changed anything.
+                    self._forget(await asyncio.to_thread(self.store.last_position))
                     async for note in conn.notifies():
-                        await self.set(int(note.payload))
+                        self.note(*parse_payload(note.payload))
             except (psycopg.Error, OSError):
                 await asyncio.sleep(0.5)
 
-    async def set(self, index: int) -> None:
-        if index > self.index:
-            async with self.cond:
-                self.index = index
-                self.cond.notify_all()
+    def note(self, position: int, keys: list[str], categories: list[str]) -> None:
+        """A commit at `position` changed `keys` (and every key of `categories`)."""
+        self.changes.note(position, keys, categories)
+        for k in keys:
+            self._wake(self._waiting.get(k, ()))
+        for c in categories:
+            for k, futures in list(self._waiting.items()):
+                if c == "*" or category(k) == c:
+                    self._wake(futures)
 
-    async def wait_past(self, index: int, timeout: float) -> None:
-        if self.index > index:
-            return
-        with contextlib.suppress(TimeoutError):
-            async with self.cond:
-                await asyncio.wait_for(self.cond.wait_for(lambda: self.index > index), timeout)
+    def _forget(self, position: int) -> None:
+        self.changes.forget(position)
+        for futures in list(self._waiting.values()):
+            self._wake(futures)
+
+    @staticmethod
+    def _wake(futures: Iterable[asyncio.Future[None]]) -> None:
+        for f in list(futures):
+            if not f.done():
+                f.set_result(None)
+
+    async def wait_changed(self, keys: list[str], index: int, timeout: float) -> None:
+        """Until one of `keys` changed after `index`, or `timeout` seconds."""
+        deadline = time.monotonic() + timeout
+        while not self.changes.changed_after(keys, index):
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return
+            fut: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+            for k in keys:
+                self._waiting.setdefault(k, set()).add(fut)
+            try:
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(fut, left)
+            finally:
+                for k in keys:
+                    waiting = self._waiting.get(k)
+                    if waiting is not None:
+                        waiting.discard(fut)
+                        if not waiting:
+                            del self._waiting[k]
 
 
 def create_app(settings: Settings, store: EventStore | None = None) -> FastAPI:
@@ -252,20 +296,23 @@ def create_app(settings: Settings, store: EventStore | None = None) -> FastAPI:
         except (ValueError, UnicodeDecodeError) as e:
             raise ApiError(400, f"Malformed JSON: {e}") from e
 
-    async def blocking_read(request: Request, fn: Callable[[], Any]) -> Response:
-        """Run a read, after waiting (blocking query) until the index passes ?index."""
+    async def blocking_read(request: Request, fn: Callable[[], Any], keys: list[str]) -> Response:
+        """Run a read, after waiting (blocking query) until one of `keys` - what the read
+        shows (drover.common.watches) - changed after ?index, or ?wait passed."""
 
         def read() -> tuple[int, Any]:
             # The index first: what the answer shows is at least as new as the index it carries.
             return reads.index(), fn()
 
-        return await blocking_read_at(request, read)
+        return await blocking_read_at(request, read, keys)
 
-    async def blocking_read_at(request: Request, read: Callable[[], tuple[int, Any]]) -> Response:
+    async def blocking_read_at(
+        request: Request, read: Callable[[], tuple[int, Any]], keys: list[str]
+    ) -> Response:
         """`blocking_read` for a read that gives the index with its result."""
         index, wait = read_params(request)
         if index:
-            await watcher.wait_past(index, wait)
+            await watcher.wait_changed(keys, index, wait)
         current, result = await asyncio.to_thread(read)
         if result is None:
             raise ApiError(404, "not found")
@@ -294,7 +341,6 @@ def create_app(settings: Settings, store: EventStore | None = None) -> FastAPI:
         recorded = await asyncio.to_thread(store.append, traced(events))
         log.debug("appended %s at %d in %.0f ms", recorded[-1].event.type, recorded[-1].position,
                   (time.perf_counter() - t0) * 1000)  # fmt: skip
-        await watcher.set(recorded[-1].position)
         return recorded[-1].position
 
     def new_eval(job: Job, trigger: str, **kw: Any) -> Evaluation:
@@ -346,7 +392,6 @@ def create_app(settings: Settings, store: EventStore | None = None) -> FastAPI:
     async def register(job: Job) -> dict[str, Any]:
         # The thread runs in a copy of this task's context: the span is the request's child.
         ev, recorded = await asyncio.to_thread(register_in_thread, job)
-        await watcher.set(recorded[-1].position)
         return {
             "EvalID": ev.id,
             "EvalCreateIndex": recorded[1].position,
@@ -366,7 +411,8 @@ def create_app(settings: Settings, store: EventStore | None = None) -> FastAPI:
             page = read()
             return Paged([_job_stub(j) for j in page.items], page.next_token)
 
-        return await blocking_read(request, fn)
+        # A job's Status is derived from its allocs and evals.
+        return await blocking_read(request, fn, ["jobs", "allocs", "evals"])
 
     @app.put("/v1/jobs")
     @app.post("/v1/jobs")
@@ -383,7 +429,9 @@ def create_app(settings: Settings, store: EventStore | None = None) -> FastAPI:
 
     @app.get("/v1/job/{job_id}")
     async def read_job(job_id: str, request: Request, namespace: str = "default") -> Response:
-        return await blocking_read(request, lambda: reads.job(namespace, job_id))
+        return await blocking_read(
+            request, lambda: reads.job(namespace, job_id), [job_key(namespace, job_id)]
+        )
 
     @app.get("/v1/job/{job_id}/versions")
     async def job_versions(job_id: str, request: Request, namespace: str = "default") -> Response:
@@ -391,7 +439,7 @@ def create_app(settings: Settings, store: EventStore | None = None) -> FastAPI:
             versions = reads.job_versions(namespace, job_id)
             return {"Versions": versions, "Diffs": None} if versions else None
 
-        return await blocking_read(request, fn)
+        return await blocking_read(request, fn, [job_key(namespace, job_id)])
 
     @app.get("/v1/job/{job_id}/allocations")
     async def job_allocs(job_id: str, request: Request, namespace: str = "default") -> Response:
@@ -399,7 +447,7 @@ def create_app(settings: Settings, store: EventStore | None = None) -> FastAPI:
             index, allocs = reads.job_allocs_at(namespace, job_id)
             return index, None if allocs is None else [_alloc_stub(a) for a in allocs]
 
-        return await blocking_read_at(request, read)
+        return await blocking_read_at(request, read, [job_key(namespace, job_id)])
 
     @app.get("/v1/job/{job_id}/evaluations")
     async def job_evals(job_id: str, request: Request, namespace: str = "default") -> Response:
@@ -408,7 +456,7 @@ def create_app(settings: Settings, store: EventStore | None = None) -> FastAPI:
                 return None
             return reads.evals(namespace=namespace, job_id=job_id)
 
-        return await blocking_read(request, fn)
+        return await blocking_read(request, fn, [job_key(namespace, job_id)])
 
     @app.get("/v1/job/{job_id}/deployments")
     async def job_deployments(job_id: str, request: Request, namespace: str = "default") -> Response:
@@ -417,7 +465,7 @@ def create_app(settings: Settings, store: EventStore | None = None) -> FastAPI:
                 return None
             return reads.deployments(namespace, job_id)
 
-        return await blocking_read(request, fn)
+        return await blocking_read(request, fn, [job_key(namespace, job_id)])
 
     @app.get("/v1/job/{job_id}/deployment")
     async def job_latest_deployment(job_id: str, request: Request, namespace: str = "default") -> Response:
@@ -428,7 +476,7 @@ def create_app(settings: Settings, store: EventStore | None = None) -> FastAPI:
             # Nomad answers null when the job has no deployment.
             return deps[0] if deps else NO_DEPLOYMENT
 
-        return await blocking_read(request, fn)
+        return await blocking_read(request, fn, [job_key(namespace, job_id)])
 
     @app.get("/v1/job/{job_id}/summary")
     async def job_summary(job_id: str, request: Request, namespace: str = "default") -> Response:
@@ -450,7 +498,7 @@ def create_app(settings: Settings, store: EventStore | None = None) -> FastAPI:
             return {"JobID": job.id, "Namespace": job.namespace, "Summary": summary,
                     "CreateIndex": job.create_index, "ModifyIndex": job.modify_index}  # fmt: skip
 
-        return await blocking_read(request, fn)
+        return await blocking_read(request, fn, [job_key(namespace, job_id)])
 
     @app.delete("/v1/job/{job_id}")
     async def deregister(job_id: str, namespace: str = "default", purge: bool = False) -> dict[str, Any]:
@@ -557,7 +605,7 @@ def create_app(settings: Settings, store: EventStore | None = None) -> FastAPI:
             page = read()
             return Paged([_alloc_stub(a) for a in page.items], page.next_token)
 
-        return await blocking_read(request, fn)
+        return await blocking_read(request, fn, ["allocs"])
 
     @app.get("/v1/drover/allocs/changes")
     async def alloc_changes(request: Request, node_prefix: str = "") -> Response:
@@ -565,12 +613,12 @@ def create_app(settings: Settings, store: EventStore | None = None) -> FastAPI:
         query): how a process hosting many nodes (drover sim) follows their allocs at once."""
         since = parse_index(request.query_params.get("index"))
         return await blocking_read(
-            request, lambda: [_alloc_stub(a) for a in reads.alloc_changes(since, node_prefix)]
+            request, lambda: [_alloc_stub(a) for a in reads.alloc_changes(since, node_prefix)], ["allocs"]
         )
 
     @app.get("/v1/allocation/{alloc_id}")
     async def read_alloc(alloc_id: str, request: Request) -> Response:
-        return await blocking_read(request, lambda: reads.alloc(alloc_id))
+        return await blocking_read(request, lambda: reads.alloc(alloc_id), [alloc_key(alloc_id)])
 
     @app.put("/v1/client/allocation/{alloc_id}/restart")
     @app.post("/v1/client/allocation/{alloc_id}/restart")
@@ -620,11 +668,13 @@ def create_app(settings: Settings, store: EventStore | None = None) -> FastAPI:
     # --- deployments ---
     @app.get("/v1/deployments")
     async def list_deployments(request: Request, prefix: str = "") -> Response:
-        return await blocking_read(request, lambda: reads.all_deployments(prefix))
+        return await blocking_read(request, lambda: reads.all_deployments(prefix), ["deployments"])
 
     @app.get("/v1/deployment/{deployment_id}")
     async def read_deployment(deployment_id: str, request: Request) -> Response:
-        return await blocking_read(request, lambda: reads.deployment(deployment_id))
+        return await blocking_read(
+            request, lambda: reads.deployment(deployment_id), [deployment_key(deployment_id)]
+        )
 
     async def deployment_update(
         deployment_id: str, make: Callable[[Deployment, Job, int], tuple[list[Event | NewEvent], Job | None]]
@@ -726,17 +776,19 @@ def create_app(settings: Settings, store: EventStore | None = None) -> FastAPI:
                 return None
             return [_alloc_stub(a) for a in reads.deployment_allocs(dep)]
 
-        return await blocking_read(request, fn)
+        return await blocking_read(request, fn, [deployment_key(deployment_id)])
 
     @app.get("/v1/evaluations")
     async def list_evals(request: Request, prefix: str = "") -> Response:
         return await blocking_read(
-            request, paged(request, lambda start, limit: reads.evals(prefix=prefix, start=start, limit=limit))
+            request,
+            paged(request, lambda start, limit: reads.evals(prefix=prefix, start=start, limit=limit)),
+            ["evals"],
         )
 
     @app.get("/v1/evaluation/{eval_id}")
     async def read_eval(eval_id: str, request: Request) -> Response:
-        return await blocking_read(request, lambda: reads.eval(eval_id))
+        return await blocking_read(request, lambda: reads.eval(eval_id), [eval_key(eval_id)])
 
     @app.get("/v1/evaluation/{eval_id}/allocations")
     async def eval_allocs(eval_id: str, request: Request) -> Response:
@@ -748,7 +800,7 @@ def create_app(settings: Settings, store: EventStore | None = None) -> FastAPI:
             allocs = reads.allocs(namespace=ev.namespace, job_id=ev.job_id, eval_id=eval_id)
             return [_alloc_stub(a) for a in allocs]
 
-        return await blocking_read(request, fn)
+        return await blocking_read(request, fn, [eval_key(eval_id)])
 
     # --- nodes ---
     @app.get("/v1/nodes")
@@ -759,11 +811,11 @@ def create_app(settings: Settings, store: EventStore | None = None) -> FastAPI:
             page = read()
             return Paged([_node_stub(n) for n in page.items], page.next_token)
 
-        return await blocking_read(request, fn)
+        return await blocking_read(request, fn, ["nodes"])
 
     @app.get("/v1/node/{node_id}")
     async def read_node(node_id: str, request: Request) -> Response:
-        return await blocking_read(request, lambda: reads.node(node_id))
+        return await blocking_read(request, lambda: reads.node(node_id), [node_key(node_id)])
 
     @app.get("/v1/node/{node_id}/allocations")
     async def node_allocs(node_id: str, request: Request) -> Response:
@@ -772,7 +824,7 @@ def create_app(settings: Settings, store: EventStore | None = None) -> FastAPI:
                 return None
             return reads.allocs(node_id=node_id)
 
-        return await blocking_read(request, fn)
+        return await blocking_read(request, fn, [node_key(node_id)])
 
     async def node_update_evals(node: Node) -> list[Evaluation]:
         """One eval per job with a live alloc on the node, one per system job whose

@@ -32,14 +32,16 @@ from drover.common.events import (
     NodeStatusUpdated,
     PlanApplied,
     decode_event,
-    encode_event_json,
+    encode_event_parts,
     evals_of,
 )
 from drover.common.reducer import apply
 from drover.common.state import InMemoryState
 from drover.common.store.projections import PROJECTION_TABLES, Prefetch, SqlState, Statement
+from drover.common.watches import notify_payloads
 
-# The append transaction notifies this channel (delivered at commit) so tailers wake at once.
+# The append transaction notifies this channel (delivered at commit) so tailers wake at once;
+# the payloads name the position and what changed (drover.common.watches).
 NOTIFY_CHANNEL = "drover_events"
 # Placements in one append from which new ones are not looked up: below it, the one lookup
 # query costs less than the savepoint that guards the shortcut.
@@ -51,15 +53,15 @@ def _insert_events_sql(nth: list[int]) -> str:
     snapshot is taken after the lock): event i gets the next position after the log's last,
     plus i, and its stream's version plus `nth[i]` (which of this append's events of that
     stream it is). Rows as VALUES: Postgres parses a text array of large documents slowly."""
-    rows = ",".join(f"(%s, %s, %s, %s, {i}, {k})" for i, k in enumerate(nth, 1))
+    rows = ",".join(f"(%s, %s, %s, %s, %s, {i}, {k})" for i, k in enumerate(nth, 1))
     return (
-        f"WITH new (stream, type, data, metadata, ord, nth) AS (VALUES {rows}), "
+        f"WITH new (stream, type, data, metrics, metadata, ord, nth) AS (VALUES {rows}), "
         "head AS (SELECT coalesce(max(position), 0) AS position FROM events), "
         "versions AS (SELECT stream, max(version) AS version FROM events "
         "WHERE stream IN (SELECT stream FROM new) GROUP BY stream) "
-        "INSERT INTO events (position, stream, version, type, data, metadata) "
+        "INSERT INTO events (position, stream, version, type, data, metrics, metadata) "
         "SELECT head.position + new.ord, new.stream, coalesce(versions.version, 0) + new.nth, "
-        "new.type, CAST(new.data AS json), CAST(new.metadata AS jsonb) "
+        "new.type, CAST(new.data AS json), CAST(new.metrics AS text), CAST(new.metadata AS jsonb) "
         "FROM new CROSS JOIN head LEFT JOIN versions ON versions.stream = new.stream "
         "RETURNING position, version"
     )
@@ -214,7 +216,7 @@ class EventStore:
         if not items:
             return []
         # Encoded before the transaction: the table lock is held for as short a time as can be.
-        encoded = [(encode_event_json(i.event), json.dumps(i.metadata)) for i in items]
+        encoded = [(*encode_event_parts(i.event), json.dumps(i.metadata)) for i in items]
         with self.engine.begin() as conn:
             return self._append(conn, items, encoded, fence, owned)
 
@@ -222,7 +224,7 @@ class EventStore:
         self,
         conn: Connection,
         items: list[NewEvent],
-        encoded: list[tuple[str, str]],
+        encoded: list[tuple[str, str | None, str]],
         fence: tuple[str, int] | None,
         owned: bool,
     ) -> list[RecordedEvent]:
@@ -237,8 +239,8 @@ class EventStore:
         for start in range(0, len(items), EVENTS_PER_INSERT):
             seen: dict[str, int] = {}
             nth: list[int] = []
-            params: list[str] = []
-            for item, (data, metadata) in zip(
+            params: list[str | None] = []
+            for item, (data, metrics, metadata) in zip(
                 items[start : start + EVENTS_PER_INSERT],
                 encoded[start : start + EVENTS_PER_INSERT],
                 strict=True,
@@ -246,7 +248,7 @@ class EventStore:
                 stream = item.event.stream()
                 seen[stream] = seen.get(stream, 0) + 1
                 nth.append(seen[stream])
-                params += [stream, item.event.type, data, metadata]
+                params += [stream, item.event.type, data, metrics, metadata]
             chunks.append((nth, params))
         appended = [i.event for i in items]
         trust_new = sum(len(e.allocs) for e in appended if isinstance(e, PlanApplied)) >= TRUST_NEW_FROM
@@ -279,15 +281,17 @@ class EventStore:
             query.take(prefetched)
         state.assume_absent(new)
         events = [(r.position, r.event) for r in recorded]
-        # The commit goes in the writes' round trip (the connection is then idle, and the
-        # transaction's own commit has nothing left to do): one round trip less under the lock.
-        last: list[Statement] = [
-            ("SELECT pg_notify(%s, %s)", (NOTIFY_CHANNEL, str(recorded[-1].position))),
-            ("COMMIT", None),
-        ]
         try:
             for position, ev in events:
                 apply(state, position, ev)
+            # The notification names what changed, for blocking queries (drover.common.watches).
+            # The commit goes in the writes' round trip (the connection is then idle, and the
+            # transaction's own commit has nothing left to do): one round trip less under the lock.
+            last: list[Statement] = [
+                ("SELECT pg_notify(%s, %s)", (NOTIFY_CHANNEL, payload))
+                for payload in notify_payloads(recorded[-1].position, *state.touched())
+            ]
+            last.append(("COMMIT", None))
             state.flush([("RELEASE SAVEPOINT trust_new", None), *last] if trust_new else last)
         except psycopg.errors.UniqueViolation:
             if not trust_new:
@@ -333,22 +337,35 @@ class EventStore:
             return int(conn.exec_driver_sql("SELECT coalesce(max(position), 0) FROM events").scalar_one())
 
     def read(
-        self, after: int = 0, limit: int = 1000, *, decode: Callable[[str], Event] = decode_event
+        self, after: int = 0, limit: int = 1000, *, replica: Callable[[str], Event] | None = None
     ) -> list[RecordedEvent]:
-        """Events with position > `after`, in order. Gap-free: nothing can commit below the
-        highest position already visible. `decode` parses each (a replica's keeps less)."""
+        """Events with position > `after`, in order, whole (their placement metrics put back).
+        Gap-free: nothing can commit below the highest position already visible. `replica`: a
+        replica's decoder instead, which keeps less (and the metrics are not read)."""
+        metrics = "NULL" if replica is not None else "metrics"
         with self.reader.connect() as conn:
             rows = conn.execute(
                 text(
-                    "SELECT position, stream, version, data::text, metadata, recorded_at FROM events "
-                    "WHERE position > :a ORDER BY position LIMIT :l"
+                    f"SELECT position, stream, version, data::text, {metrics}, metadata, recorded_at "
+                    "FROM events WHERE position > :a ORDER BY position LIMIT :l"
                 ),
                 {"a": after, "l": limit},
             ).all()
-        return [RecordedEvent(int(r[0]), r[1], int(r[2]), decode(r[3]), r[4], r[5]) for r in rows]
+        return [
+            RecordedEvent(
+                int(r[0]),
+                r[1],
+                int(r[2]),
+                replica(r[3]) if replica is not None else decode_event(r[3], metrics=r[4]),
+                r[5],
+                r[6],
+            )
+            for r in rows
+        ]
 
     def read_raw(self, after: int = 0, limit: int = 1000) -> list[tuple[int, str, str, dict[str, Any]]]:
-        """(position, type, JSON, metadata) after `after`, undecoded (the relay forwards them)."""
+        """(position, type, JSON, metadata) after `after`, undecoded, without the placement
+        metrics stored apart (the relay forwards them)."""
         with self.reader.connect() as conn:
             rows = conn.execute(
                 text(
@@ -388,13 +405,14 @@ class EventStore:
             while True:
                 rows = conn.execute(
                     text(
-                        "SELECT position, data::text FROM events WHERE position > :a ORDER BY position LIMIT :l"
+                        "SELECT position, data::text, metrics FROM events WHERE position > :a "
+                        "ORDER BY position LIMIT :l"
                     ),
                     {"a": last, "l": batch},
                 ).all()
                 if not rows:
                     break
-                events = [(int(r[0]), decode_event(r[1])) for r in rows]
+                events = [(int(r[0]), decode_event(r[1], metrics=r[2])) for r in rows]
                 _project(SqlState(conn), events)
                 last = events[-1][0]
             return last

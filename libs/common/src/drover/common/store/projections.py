@@ -25,6 +25,7 @@ from drover.common.events import Event, PlanApplied
 from drover.common.job import Job
 from drover.common.node import Node
 from drover.common.placements import metric_json
+from drover.common.watches import ALLOC_KEYS_MAX, alloc_key, deployment_key, eval_key, job_key, node_key
 
 T = TypeVar("T", bound=BaseModel)
 PROJECTION_TABLES = ("nodes", "jobs", "job_versions", "allocs", "evals", "deployments")
@@ -298,6 +299,52 @@ class SqlState:
     def upsert_deployment(self, dep: Deployment) -> None:
         self._deployments[dep.id] = dep
         self._dirty["deployments"].add(dep.id)
+
+    def touched(self) -> tuple[set[str], list[str]]:
+        """The keys of what the buffered writes change, and the categories of which every key
+        counts as changed (drover.common.watches), for the blocking queries waiting on them;
+        read before `flush`."""
+        keys: set[str] = set()
+        every: list[str] = []
+        dirty = self._dirty
+        if dirty["nodes"]:
+            keys.add("nodes")
+            keys.update(node_key(n) for n in dirty["nodes"])
+        if dirty["jobs"]:
+            keys.add("jobs")
+            keys.update(job_key(ns, j) for ns, j in dirty["jobs"])
+        name_allocs = len(dirty["allocs"]) <= ALLOC_KEYS_MAX
+        if not name_allocs:
+            every.append("alloc")
+        for table, cache in (
+            ("allocs", self._allocs),
+            ("evals", self._evals),
+            ("deployments", self._deployments),
+        ):
+            if not dirty[table]:
+                continue
+            keys.add(table)
+            # A plan's allocs share one job, eval and deployment: their keys are built only
+            # when those change from one alloc to the next, not once per alloc.
+            last: tuple[str, str, str, str] = ("", "", "", "")
+            for k in dirty[table]:
+                obj = cache[k]
+                if obj is _DELETED:
+                    continue
+                if table == "allocs":
+                    keys.add(node_key(obj.node_id))
+                    if name_allocs:
+                        keys.add(alloc_key(obj.id))
+                    seen = (obj.namespace, obj.job_id, obj.eval_id, obj.deployment_id or "")
+                    if seen != last:
+                        last = seen
+                        keys.update((job_key(obj.namespace, obj.job_id), eval_key(obj.eval_id)))
+                        if obj.deployment_id:
+                            keys.add(deployment_key(obj.deployment_id))
+                else:
+                    keys.add(job_key(obj.namespace, obj.job_id))
+                    keys.add(eval_key(obj.id) if table == "evals" else deployment_key(obj.id))
+        return keys, every
 
     def flush(self, then: Sequence[Statement] = ()) -> None:
         """Write every buffered change: one statement per table and kind, the new allocs

@@ -1,0 +1,39 @@
+"""The servers a benchmark runs the services on: embedded PostgreSQL (migrated) and NATS in a
+fresh directory, and every service as its own process (tests.cluster)."""
+
+from __future__ import annotations
+
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from drover.common.embedded import EmbeddedNats, EmbeddedPostgres
+from drover.common.store import EventStore, migrate
+from tests.cluster import Cluster
+
+
+@dataclass
+class Servers:
+    tmp: Path
+    pg: EmbeddedPostgres
+    nats: EmbeddedNats
+    cluster: Cluster
+    store: EventStore
+
+    def stop(self) -> None:
+        self.cluster.stop()
+        self.store.close()
+        self.nats.stop()
+        self.pg.stop()
+
+
+def start(prefix: str = "drover-bench-", **cluster: Any) -> Servers:
+    """Start them; `cluster`: what tests.cluster.Cluster takes besides the URLs and logs."""
+    tmp = Path(tempfile.mkdtemp(prefix=prefix))
+    pg, nats = EmbeddedPostgres(tmp / "pg"), EmbeddedNats(tmp / "nats")
+    db_url, nats_url = pg.start(), nats.start()
+    migrate(db_url)
+    (tmp / "logs").mkdir()
+    running = Cluster(db_url, nats_url, tmp / "logs", **cluster).start()
+    return Servers(tmp, pg, nats, running, EventStore(db_url))
