@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 import pytest
 from fastapi.testclient import TestClient
@@ -19,12 +19,30 @@ from drover.scheduler.planapply import plan_applied_event
 
 from .cluster import job_json, node_json
 
+# Requests a test left running in the background (`in_background`).
+_BACKGROUND: list[threading.Thread] = []
+
+
+def in_background(fn: Callable[[], None]) -> threading.Thread:
+    """Run `fn` (a blocking query) in a thread the `client` fixture waits for."""
+    t = threading.Thread(target=fn, daemon=True)
+    _BACKGROUND.append(t)
+    t.start()
+    return t
+
 
 @pytest.fixture
 def client(database_url: str, store: EventStore) -> Iterator[TestClient]:
     settings = Settings(database_url=database_url, nats_url="nats://unused", max_body_bytes=64 * 1024)
     with TestClient(create_app(settings, EventStore(database_url))) as c:
-        yield c
+        try:
+            yield c
+        finally:
+            # A request still in flight when the TestClient stops its event loop can leave the
+            # loop waiting on it for ever (its response is never read): every blocking query a
+            # test started is answered first (within its ?wait).
+            while _BACKGROUND:
+                _BACKGROUND.pop().join(timeout=60)
 
 
 def test_register_read_and_index_header(client: TestClient, store: EventStore) -> None:
@@ -209,8 +227,7 @@ def test_a_job_s_allocations_come_with_the_index_they_were_read_at(
         r = client.get("/v1/job/web/allocations", params={"index": index, "wait": "20s"})
         result.update(status=r.status_code, index=int(r.headers["X-Nomad-Index"]), allocs=r.json())
 
-    t = threading.Thread(target=blocked_read)
-    t.start()
+    t = in_background(blocked_read)
     time.sleep(0.3)
     assert "status" not in result  # still waiting
     _commit_plan(store, eval_id)
@@ -280,8 +297,7 @@ def test_blocking_query_returns_when_the_index_moves(client: TestClient, store: 
         r = client.get("/v1/jobs", params={"index": index, "wait": "20s"})
         result.update(status=r.status_code, index=int(r.headers["X-Nomad-Index"]), took=time.monotonic() - t0)
 
-    t = threading.Thread(target=blocked_read)
-    t.start()
+    t = in_background(blocked_read)
     time.sleep(0.5)
     assert "status" not in result  # still waiting
     client.put("/v1/jobs", json=job_json("other", 1))
@@ -316,9 +332,7 @@ def test_a_blocking_query_wakes_only_when_what_it_reads_changes(
                 "body": r.json(),
             }
 
-        t = threading.Thread(target=read)
-        t.start()
-        return t
+        return in_background(read)
 
     paths = [
         "/v1/job/web/allocations",
@@ -347,7 +361,7 @@ def test_a_blocking_query_wakes_only_when_what_it_reads_changes(
         json={"NodeID": alloc["NodeID"], "Updates": [{"ID": alloc["ID"], "ClientStatus": "running"}]},
     )
     assert r.status_code == 200, r.text
-    for t in threads:
+    for t in threads[:3]:
         t.join(timeout=10)
     for p in paths[:3]:
         res = results[p]
@@ -355,6 +369,13 @@ def test_a_blocking_query_wakes_only_when_what_it_reads_changes(
         body = res["body"]
         shown = body if isinstance(body, list) else [body]
         assert [a["ClientStatus"] for a in shown if a["ID"] == alloc["ID"]] == ["running"]  # type: ignore[index]
+    spare_path = paths[3]
+    if other["NodeID"] != spare:
+        assert spare_path not in results  # nothing on the spare node changed yet
+        r = client.put(f"/v1/node/{spare}/eligibility", json={"Eligibility": "ineligible"})
+        assert r.status_code == 200, r.text
+    threads[3].join(timeout=10)
+    assert results[spare_path]["took"] < 15  # type: ignore[operator]
 
 
 def test_a_blocking_query_is_not_left_asleep_by_notifications_missed(
@@ -372,8 +393,7 @@ def test_a_blocking_query_is_not_left_asleep_by_notifications_missed(
         r = client.get("/v1/job/web/allocations", params={"index": index, "wait": "30s"})
         result.update(index=int(r.headers["X-Nomad-Index"]), allocs=r.json())
 
-    t = threading.Thread(target=blocked_read)
-    t.start()
+    t = in_background(blocked_read)
     time.sleep(0.3)
     with store.engine.connect() as conn:
         # The listener away (it reconnects after half a second), the plan committed meanwhile.
