@@ -6,7 +6,9 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable, Iterator
+from pathlib import Path
 
+import httpx
 import pytest
 from fastapi.testclient import TestClient
 
@@ -17,7 +19,7 @@ from drover.common.store import EventStore
 from drover.scheduler import evaluate_plan, schedule
 from drover.scheduler.planapply import plan_applied_event
 
-from .cluster import job_json, node_json
+from .cluster import SERVICES, Cluster, job_json, node_json
 
 # Requests a test left running in the background (`in_background`).
 _BACKGROUND: list[threading.Thread] = []
@@ -416,3 +418,40 @@ def test_a_blocking_query_is_not_left_asleep_by_notifications_missed(
 def test_openapi_document_is_served(client: TestClient) -> None:
     doc = client.get("/openapi.json").json()
     assert "/v1/jobs" in doc["paths"] and "/v1/job/{job_id}/allocations" in doc["paths"]
+
+
+def test_a_stopping_api_answers_its_blocking_queries_at_once(
+    database_url: str, nats_url: str, tmp_path: Path
+) -> None:
+    """uvicorn waits for every request in flight before it stops: a client agent's blocking
+    query would hold the stop for its whole ?wait. The API process answers them at once."""
+    cluster = Cluster(database_url, nats_url, tmp_path)
+    cluster.counts = {svc: int(svc == "api") for svc in SERVICES}
+    cluster.start()
+    try:
+        cluster.put("/v1/drover/node/register", {"Node": node_json("n0")})
+        index = int(cluster.http.get("/v1/node/n0/allocations").headers["X-Nomad-Index"])
+        result: dict[str, object] = {}
+
+        def blocked_read() -> None:
+            r = httpx.get(
+                f"{cluster.http.base_url}/v1/node/n0/allocations",
+                params={"index": index, "wait": "60s"},
+                timeout=90,
+            )
+            result.update(status=r.status_code, allocs=r.json())
+
+        t = threading.Thread(target=blocked_read, daemon=True)
+        t.start()
+        time.sleep(0.5)
+        assert not result  # still waiting
+        api = cluster.procs["api"][0]
+        t0 = time.monotonic()
+        api.terminate()
+        api.wait(timeout=30)
+        stopped = time.monotonic() - t0
+        t.join(timeout=5)
+        assert result == {"status": 200, "allocs": []}
+        assert stopped < 5, f"the API took {stopped:.1f} s to stop"
+    finally:
+        cluster.stop()

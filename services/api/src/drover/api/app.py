@@ -200,6 +200,8 @@ class IndexWatcher:
         self.conninfo = conninfo
         self.store = store
         self.changes = ChangeIndex()
+        # Set when the API stops: every blocking query is answered at once.
+        self.released = False
         # Futures of the waiting queries, by the keys they wait on (a category's waiters are
         # found through their keys' prefix).
         self._waiting: dict[str, set[asyncio.Future[None]]] = {}
@@ -238,10 +240,18 @@ class IndexWatcher:
             if not f.done():
                 f.set_result(None)
 
+    def release(self) -> None:
+        """Answer every blocking query now, and any that comes after at once: the API is
+        stopping, and each would hold its stop for up to its ?wait (5 minutes at most)."""
+        self.released = True
+        for futures in list(self._waiting.values()):
+            self._wake(futures)
+
     async def wait_changed(self, keys: list[str], index: int, timeout: float) -> None:
-        """Until one of `keys` changed after `index`, or `timeout` seconds."""
+        """Until one of `keys` changed after `index`, `timeout` seconds passed, or the API
+        stops."""
         deadline = time.monotonic() + timeout
-        while not self.changes.changed_after(keys, index):
+        while not self.released and not self.changes.changed_after(keys, index):
             left = deadline - time.monotonic()
             if left <= 0:
                 return
@@ -275,6 +285,7 @@ def create_app(settings: Settings, store: EventStore | None = None) -> FastAPI:
         store.close()
 
     app = FastAPI(title="Drover", version="0.1.0", lifespan=lifespan)
+    app.state.watcher = watcher
 
     @app.exception_handler(ApiError)
     async def api_error(request: Request, exc: ApiError) -> Response:
