@@ -12,8 +12,12 @@ $(UV):
 	$(PYTHON) -m venv $(TOOLS)
 	$(TOOLS)/bin/pip install --quiet --disable-pip-version-check uv
 
+# Bytecode compiled at install, the dependencies' and Drover's own: a Python run with
+# PYTHONDONTWRITEBYTECODE (as CI's is) never caches it, and each service process would compile
+# every module it imports again - 2.5-4 s of a service's start instead of 1.3-1.9.
 .venv/.synced: $(UV) pyproject.toml uv.lock libs/*/pyproject.toml services/*/pyproject.toml
-	$(UV) sync --frozen --all-packages
+	$(UV) sync --frozen --all-packages --compile-bytecode
+	$(UV) run --frozen python -m compileall -q libs services tests bench > /dev/null
 	@touch $@
 
 uv.lock: $(UV) pyproject.toml libs/*/pyproject.toml services/*/pyproject.toml
