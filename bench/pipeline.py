@@ -5,7 +5,8 @@ JetStream and PostgreSQL.
 jobs (count 10) are registered every half second. Reported: placements/s from the first big
 register to the last of their allocs committed (commit times read from the log), p50/p99
 register-to-placed latency of the probes under that load (and the p50 of their register request
-alone), CPU seconds per process during the load, and the peak RSS of every service.
+alone), CPU seconds per process during the load, and the peak RSS of every service; and how
+fast the host was (`host_reference_eval_ms`: bench/scheduler.py's 5,000-node, 1,000-alloc eval).
 
     python -m bench.pipeline --out bench/out/pipeline.json [--nodes 5000 --jobs 100 --count 1000]
         [--large-evals N] [--submit-over SECONDS] [--log-level DEBUG --timeline probes.json]
@@ -28,6 +29,7 @@ import httpx
 from sqlalchemy import Connection, text
 
 from bench import report
+from bench.scheduler import run_case
 from bench.servers import start
 from tests.cluster import job_json, node_json
 
@@ -116,6 +118,10 @@ def main() -> None:
     )
     args = ap.parse_args()
 
+    # This host's speed varies 2-3x from one hour to the next: the scheduling core's time for
+    # one 1,000-alloc eval on 5,000 nodes (bench/scheduler.py's case), measured before the
+    # servers start, says how fast it was for this run.
+    reference = run_case(5000, 50, 1000, [], repeats=5)["ms_per_eval"]
     servers = start(
         workers=args.workers,
         planners=1,
@@ -133,6 +139,7 @@ def main() -> None:
         "count": args.count,
         "submit_over_s": args.submit_over,
         "large_evals": args.large_evals,
+        "host_reference_eval_ms": reference,
     }
     registered: list[str] = []
     beating = threading.Event()
