@@ -231,6 +231,9 @@ class IndexWatcher:
 
     def _forget(self, position: int) -> None:
         self.changes.forget(position)
+        self._wake_all()
+
+    def _wake_all(self) -> None:
         for futures in list(self._waiting.values()):
             self._wake(futures)
 
@@ -244,8 +247,7 @@ class IndexWatcher:
         """Answer every blocking query now, and any that comes after at once: the API is
         stopping, and each would hold its stop for up to its ?wait (5 minutes at most)."""
         self.released = True
-        for futures in list(self._waiting.values()):
-            self._wake(futures)
+        self._wake_all()
 
     async def wait_changed(self, keys: list[str], index: int, timeout: float) -> None:
         """Until one of `keys` changed after `index`, `timeout` seconds passed, or the API
