@@ -46,6 +46,7 @@ bench: install
 	$(RUN) python -m bench.memory --out bench/out/memory.json
 	$(RUN) python -m bench.heartbeats --out bench/out/heartbeats.json
 	$(RUN) python -m bench.watchers --out bench/out/watchers.json
+	$(RUN) python -m bench.requests --out bench/out/requests.json
 
 clean:
 	rm -rf .venv $(TOOLS)

@@ -11,7 +11,7 @@ import logging
 import re
 import time
 import uuid
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
+from collections.abc import AsyncIterator, Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -19,6 +19,7 @@ import psycopg
 from fastapi import FastAPI, Request, Response
 from fastapi.responses import PlainTextResponse
 from pydantic import BaseModel, ValidationError
+from starlette.types import ASGIApp, Receive, Scope, Send
 
 from drover.api.heartbeats import Heartbeats
 from drover.api.reads import Reads
@@ -191,6 +192,27 @@ def _spec(job: Job) -> dict[str, Any]:
     return job_spec(job)
 
 
+class BodyLimit:
+    """413 for a request whose Content-Length is over `limit`, before its body is read. A plain
+    ASGI middleware: Starlette's `@app.middleware("http")` runs every request in a task of its
+    own and passes its response through a memory stream."""
+
+    def __init__(self, app: ASGIApp, limit: int) -> None:
+        self.app = app
+        self.limit = limit
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http":
+            for name, value in scope["headers"]:
+                if name == b"content-length":
+                    if value.isdigit() and int(value) > self.limit:
+                        response = PlainTextResponse("Request body too large", status_code=413)
+                        await response(scope, receive, send)
+                        return
+                    break
+        await self.app(scope, receive, send)
+
+
 class IndexWatcher:
     """The newest log position and what changed at each, pushed by Postgres NOTIFY, for
     blocking queries: each waits on the keys of what it reads (drover.common.watches) and is
@@ -293,12 +315,7 @@ def create_app(settings: Settings, store: EventStore | None = None) -> FastAPI:
     async def api_error(request: Request, exc: ApiError) -> Response:
         return PlainTextResponse(exc.message, status_code=exc.status)
 
-    @app.middleware("http")
-    async def limit_body(request: Request, call_next: Callable[[Request], Awaitable[Response]]) -> Response:
-        length = request.headers.get("content-length")
-        if length is not None and length.isdigit() and int(length) > settings.max_body_bytes:
-            return PlainTextResponse("Request body too large", status_code=413)
-        return await call_next(request)
+    app.add_middleware(BodyLimit, limit=settings.max_body_bytes)
 
     async def body_json(request: Request) -> Any:
         raw = await request.body()
