@@ -9,7 +9,8 @@ alone), CPU seconds per process during the load, and the peak RSS of every servi
 fast the host was (`host_reference_eval_ms`: bench/scheduler.py's 5,000-node, 1,000-alloc eval).
 
     python -m bench.pipeline --out bench/out/pipeline.json [--nodes 5000 --jobs 100 --count 1000]
-        [--large-evals N] [--submit-over SECONDS] [--log-level DEBUG --timeline probes.json]
+        [--large-evals N] [--submit-over SECONDS] [--no-probes]
+        [--log-level DEBUG --timeline probes.json]
 """
 
 from __future__ import annotations
@@ -112,6 +113,13 @@ def main() -> None:
         help="spread the big jobs' registers evenly over this many seconds (default: all at once, "
         "the issue's load; a spread load shows probe latency on a machine that is not saturated)",
     )
+    ap.add_argument(
+        "--probes",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="register the count-10 probe jobs during the load (--no-probes: the big jobs alone, "
+        "which the large lane's whole depth serves)",
+    )
     ap.add_argument("--timeline", help="write each probe's wall-clock register/placed times here (JSON)")
     ap.add_argument(
         "--log-level", default="INFO", help="the services' DROVER_LOG_LEVEL (DEBUG logs stage timings)"
@@ -212,7 +220,8 @@ def main() -> None:
         cpu0["bench"] = cpu_seconds(os.getpid())
         machine0 = machine_cpu_seconds()
         wall0 = time.time()
-        prober.start()
+        if args.probes:
+            prober.start()
 
         def submit(k: int) -> None:
             with httpx.Client(base_url=base, timeout=60) as h:
@@ -256,7 +265,8 @@ def main() -> None:
             placed = placed_allocs(conn, big_jobs)
         cpu["machine"] = round(machine_cpu_seconds() - machine0, 1)
         stop.set()
-        prober.join(timeout=30)
+        if args.probes:
+            prober.join(timeout=30)
         with store.engine.connect() as conn:
             last_commit = conn.execute(
                 text(

@@ -201,3 +201,55 @@ def test_the_large_lanes_depth_is_used_only_while_no_small_eval_is_out() -> None
     assert [e.id for e in b.due(NOW + SECOND).dispatch] == ["big2"]
     # unset, the limit is the same with small evals out or not
     assert EvalBroker(window=4, large=2).large_beside_small == 2
+
+
+SECOND = 1_000_000_000
+
+
+@pytest.mark.parametrize(
+    ("quiet", "small_done_after", "extra_at", "held_until"),
+    [
+        # No quiet asked: the second large eval goes out as soon as the small one is done.
+        (0, SECOND, SECOND, None),
+        # A quiet of 2 s after the small eval finished at +1 s: held until +3 s, a wake-up then.
+        (2 * SECOND, SECOND, 3 * SECOND, 3 * SECOND),
+        # The small eval stayed out until +4 s: the quiet runs from then.
+        (2 * SECOND, 4 * SECOND, 6 * SECOND, 6 * SECOND),
+    ],
+)
+def test_the_large_lanes_depth_waits_for_a_quiet_after_small_evals(
+    quiet: int, small_done_after: int, extra_at: int, held_until: int | None
+) -> None:
+    b = EvalBroker(window=4, large=2, large_beside_small=1, small_quiet=quiet)
+    b.upsert(ev("small", "js", idx=1), NOW, cost=10)
+    for i in range(3):
+        b.upsert(ev(f"big{i}", f"j{i}", idx=i + 2), NOW, cost=1000)
+    assert [e.id for e in b.due(NOW).dispatch] == ["small", "big0"]  # one large beside a small
+    b.upsert(ev("small", "js", idx=1, status="complete"), NOW + small_done_after)
+    if extra_at > small_done_after:
+        assert b.due(NOW + small_done_after).dispatch == []
+        assert b.next_wakeup() == NOW + held_until if held_until is not None else b.next_wakeup() is None
+        assert b.due(NOW + extra_at - 1).dispatch == []  # not a nanosecond early
+    assert [e.id for e in b.due(NOW + extra_at).dispatch] == ["big1"]  # the whole depth
+    assert b.next_wakeup() is None
+    # Only the large lane's depth is waited for: the first large eval never is.
+    b.upsert(ev("big0", "j0", idx=2, status="complete"), NOW + extra_at)
+    b.upsert(ev("big1", "j1", idx=3, status="complete"), NOW + extra_at)
+    b.upsert(ev("small2", "js2", idx=9), NOW + extra_at, cost=10)
+    assert [e.id for e in b.due(NOW + extra_at).dispatch] == ["small2", "big2"]
+
+
+def test_a_small_eval_arriving_in_the_quiet_starts_it_again() -> None:
+    b = EvalBroker(window=4, large=2, large_beside_small=1, small_quiet=2 * SECOND)
+    b.upsert(ev("s1", "js1", idx=1), NOW, cost=10)
+    for i in range(2):
+        b.upsert(ev(f"big{i}", f"j{i}", idx=i + 2), NOW, cost=1000)
+    assert [e.id for e in b.due(NOW).dispatch] == ["s1", "big0"]
+    b.upsert(ev("s1", "js1", idx=1, status="complete"), NOW + SECOND)
+    b.upsert(ev("s2", "js2", idx=5), NOW + 2 * SECOND, cost=10)
+    assert [e.id for e in b.due(NOW + 2 * SECOND).dispatch] == ["s2"]
+    b.upsert(ev("s2", "js2", idx=5, status="complete"), NOW + 2 * SECOND + SECOND // 10)
+    # The quiet after s1 would end at +3 s; s2 was out until +2.1 s, so it ends at +4.1 s.
+    assert b.due(NOW + 3 * SECOND).dispatch == []
+    assert b.next_wakeup() == NOW + 4 * SECOND + SECOND // 10
+    assert [e.id for e in b.due(NOW + 4 * SECOND + SECOND // 10).dispatch] == ["big1"]

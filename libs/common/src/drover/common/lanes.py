@@ -48,7 +48,8 @@ def broker_limits(workers: int, large: int | None, depth: int) -> tuple[int, int
     """The broker's dispatch window, large-eval limit and large-eval limit while a small eval
     is out (`EvalBroker(window, large, large_beside_small)`): a slot per worker, and with lanes
     `depth` large evals per large-lane worker, which schedules the next while the previous
-    one's plan is being committed (drover.worker) - one each while a small eval is out."""
+    one's plan is being committed (drover.worker) - one each while a small eval is out, or was
+    within the broker's `small_quiet`."""
     n = worker_lanes(workers, large).count(LANE_LARGE)
     if n == 0 or depth <= 1:
         return workers, large, None

@@ -32,8 +32,13 @@ class Settings(BaseSettings):
     # Large evals a large-lane worker works on at once: with 2, it schedules the next while the
     # plan of the one before is being committed, counting that plan's placements as made (the
     # broker hands out this many per large-lane worker, the extra ones only while no small eval
-    # is out). 1: one at a time. ARCHITECTURE.md, Performance, has both measured.
+    # is out, nor was for `large_lane_quiet`). 1: one at a time. ARCHITECTURE.md, Performance,
+    # has them measured.
     large_lane_depth: int = Field(default=2, ge=1, le=4)
+    # Seconds without a small eval out before the large lane's extra depth is used: small jobs
+    # arriving one after another keep it at one large eval per large-lane worker, so they wait
+    # behind less; a load of large jobs alone gets the whole depth. 0: as soon as none is out.
+    large_lane_quiet: float = Field(default=2.0, ge=0.0, le=600.0)
     # Seconds an eval may stay unacked before it is redelivered (Nomad's nack timeout: 60 s).
     eval_ack_wait: float = 60.0
     # Client heartbeats (seconds): the least TTL handed to a node, the grace after it before the

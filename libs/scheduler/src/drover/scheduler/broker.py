@@ -18,7 +18,8 @@
   lane and small ones to the small lane, so the large lane's workers can run at a lower CPU
   priority; either lane takes the other's work when it has none of its own. At a large-lane
   depth of 2 (`large_beside_small` below `large`), the extra large evals go out only while no
-  small eval is out.
+  small eval is out, and (`small_quiet`) none has been for a while: while small jobs keep
+  coming, every one of them is scheduled and committed beside one large eval at most.
 - Evals with WaitUntil in the future are held until then.
 - Blocked evals: one per job (a newer one cancels the older). They are released when capacity
   may have appeared - a node of a class they did not find ineligible becomes usable, or an alloc
@@ -65,18 +66,30 @@ def _key(ev: Evaluation) -> JobKey:
 
 class EvalBroker:
     def __init__(
-        self, window: int | None = None, large: int | None = None, large_beside_small: int | None = None
+        self,
+        window: int | None = None,
+        large: int | None = None,
+        large_beside_small: int | None = None,
+        small_quiet: int = 0,
     ) -> None:
         # At most `window` evals out at once (None: no limit), and at most `large` of them large
         # (None: all but one slot when there are three or more); see the module notes. While a
         # small eval is out, a large one is handed out only below `large_beside_small` (None:
         # `large`): the large lane's depth (drover.common.lanes) is used while no small job
-        # waits, its extra evals competing for the cores with what a small job waits for.
+        # waits, its extra evals competing for the cores with what a small job waits for -
+        # and only once no small eval has been out for `small_quiet` (ns): small jobs come one
+        # after another, and an extra large eval handed out between two of them is still being
+        # scheduled and committed when the next arrives.
         self.window = window
         self.large_window = large_window(window, large)
         self.large_beside_small: int | None = self.large_window
         if large_beside_small is not None and self.large_window is not None:
             self.large_beside_small = min(large_beside_small, self.large_window)
+        self.small_quiet = small_quiet
+        # When a small eval was last out (handed out or finished), and when the quiet after it
+        # ends if a large eval is held back for it (a wake-up: `next_wakeup`).
+        self.small_seen: int | None = None
+        self.quiet_until: int | None = None
         self.cost: dict[str, int] = {}
         self.arrival: dict[str, int] = {}
         self.inflight: dict[JobKey, str] = {}
@@ -97,6 +110,8 @@ class EvalBroker:
         if self.inflight.get(key) == ev.id and ev.status != EVAL_STATUS_PENDING:
             # The in-flight eval finished (or was re-blocked): the job's slot is free.
             del self.inflight[key]
+            if not self.is_large(ev.id):
+                self.small_seen = max(now, self.small_seen or now)
         if ev.status in (EVAL_STATUS_PENDING, EVAL_STATUS_BLOCKED):
             self.cost[ev.id] = cost
             self.arrival.setdefault(ev.id, ev.create_time or now)
@@ -197,7 +212,7 @@ class EvalBroker:
             elif blocked:
                 ready.append(blocked[0])
         ready.sort(key=self._order)
-        for ev in self._within_window(ready):
+        for ev in self._within_window(ready, now):
             key = _key(ev)
             self.pending.pop(key, None)
             self.unblocked.pop(ev.id, None)
@@ -213,25 +228,37 @@ class EvalBroker:
         virtual = self.arrival.get(ev.id, 0) + self.cost.get(ev.id, 1) * COST_WEIGHT
         return (-ev.priority, virtual, ev.create_index)
 
-    def _within_window(self, ready: list[Evaluation]) -> list[Evaluation]:
+    def _within_window(self, ready: list[Evaluation], now: int) -> list[Evaluation]:
+        self.quiet_until = None
         if self.window is None or self.large_window is None:
             return ready
         out: list[Evaluation] = []
         busy = len(self.inflight)
         large = sum(1 for eid in self.inflight.values() if self.is_large(eid))
+        if busy > large:
+            self.small_seen = now
         for ev in ready:
             if busy >= self.window:
                 break
             big = self.is_large(ev.id)
-            # No small eval out: the large lane's whole depth; else `large_beside_small`.
-            limit = self.large_window if busy == large else self.large_beside_small
+            # No small eval out, nor for `small_quiet`: the large lane's whole depth; else
+            # `large_beside_small`.
+            quiet_from = (self.small_seen or 0) + self.small_quiet
+            quiet = busy == large and (self.small_seen is None or now >= quiet_from)
+            limit = self.large_window if quiet else self.large_beside_small
             if big and limit is not None and large >= limit:
+                if busy == large and large < self.large_window:
+                    self.quiet_until = quiet_from  # held back for the quiet alone
                 continue
             out.append(ev)
             busy += 1
             large += big
+            if not big:
+                self.small_seen = now
         return out
 
     def next_wakeup(self) -> int | None:
-        """When the next delayed eval comes due (Unix ns), if any."""
-        return self.delayed[0][0] if self.delayed else None
+        """When the next delayed eval comes due, or the quiet after small evals ends while a
+        large eval waits for it (Unix ns), if either."""
+        times = [t for t in (self.delayed[0][0] if self.delayed else None, self.quiet_until) if t is not None]
+        return min(times) if times else None

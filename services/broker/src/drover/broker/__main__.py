@@ -20,6 +20,7 @@ from drover.common.bus import (
     close,
     connect_streams,
 )
+from drover.common.durations import SECOND
 from drover.common.evaluation import Evaluation
 from drover.common.events import (
     AllocsClientUpdated,
@@ -49,9 +50,10 @@ class BrokerService:
         window: int | None = None,
         large: int | None = None,
         large_beside_small: int | None = None,
+        small_quiet: int = 0,
     ) -> None:
         self.replica = replica
-        self.broker = EvalBroker(window, large, large_beside_small)
+        self.broker = EvalBroker(window, large, large_beside_small, small_quiet)
         self.wake = asyncio.Event()
         # Trace context of the event that last wrote each eval, passed on to the worker.
         self.trace_of: dict[str, dict[str, Any]] = {}
@@ -129,10 +131,11 @@ class BrokerService:
             to_publish.extend(out.dispatch)
             for ev in out.dispatch:
                 log.debug(
-                    "dispatch eval %s of %s, created %.0f ms ago",
+                    "dispatch eval %s of %s, created %.0f ms ago (%d large out)",
                     ev.id,
                     ev.job_id,
                     (time.time_ns() - ev.create_time) / 1e6 if ev.create_time else -1,
+                    sum(1 for e in self.broker.inflight.values() if self.broker.is_large(e)),
                 )
             try:
                 if to_cancel:
@@ -161,7 +164,13 @@ async def run(settings: Settings, stop: asyncio.Event) -> None:
     window, large, beside_small = broker_limits(
         max(1, settings.workers), settings.large_evals, settings.large_lane_depth
     )
-    svc = BrokerService(replica, window=window, large=large, large_beside_small=beside_small)
+    svc = BrokerService(
+        replica,
+        window=window,
+        large=large,
+        large_beside_small=beside_small,
+        small_quiet=int(settings.large_lane_quiet * SECOND),
+    )
     # With worker lanes, large evals have a subject of their own (drover.common.lanes).
     lanes = any(worker_lanes(max(1, settings.workers), settings.large_evals))
     replica.listeners.append(svc.on_event)
