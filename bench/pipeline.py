@@ -10,7 +10,7 @@ fast the host was (`host_reference_eval_ms`: bench/scheduler.py's 5,000-node, 1,
 
     python -m bench.pipeline --out bench/out/pipeline.json [--nodes 5000 --jobs 100 --count 1000]
         [--large-evals N] [--submit-over SECONDS] [--no-probes]
-        [--log-level DEBUG --timeline probes.json]
+        [--stages] [--log-level DEBUG --timeline probes.json]
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ from typing import Any
 import httpx
 from sqlalchemy import Connection, text
 
-from bench import report
+from bench import report, stages
 from bench.scheduler import run_case
 from bench.servers import start
 from tests.cluster import job_json, node_json
@@ -120,6 +120,12 @@ def main() -> None:
         help="register the count-10 probe jobs during the load (--no-probes: the big jobs alone, "
         "which the large lane's whole depth serves)",
     )
+    ap.add_argument(
+        "--stages",
+        action="store_true",
+        help="log at DEBUG and report where the probes' time went, stage by stage (bench.stages; "
+        "DEBUG logging costs the services some CPU)",
+    )
     ap.add_argument("--timeline", help="write each probe's wall-clock register/placed times here (JSON)")
     ap.add_argument(
         "--log-level", default="INFO", help="the services' DROVER_LOG_LEVEL (DEBUG logs stage timings)"
@@ -134,7 +140,7 @@ def main() -> None:
         workers=args.workers,
         planners=1,
         env={
-            "DROVER_LOG_LEVEL": args.log_level,
+            "DROVER_LOG_LEVEL": "DEBUG" if args.stages else args.log_level,
             **({"DROVER_LARGE_EVALS": str(args.large_evals)} if args.large_evals else {}),
         },
     )
@@ -317,7 +323,12 @@ def main() -> None:
             )
     finally:
         beating.set()
-        servers.stop()
+        servers.stop(keep=True)
+        try:
+            if args.stages:
+                result["probe_stages_ms"] = stages.summary(stages.split(servers.tmp / "logs", timeline))
+        finally:
+            servers.remove()
     report.write(result, args.out)
     if args.timeline:
         Path(args.timeline).write_text(json.dumps(timeline, indent=1))

@@ -3,6 +3,7 @@ fresh directory, and every service as its own process (tests.cluster)."""
 
 from __future__ import annotations
 
+import shutil
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -21,11 +22,18 @@ class Servers:
     cluster: Cluster
     store: EventStore
 
-    def stop(self) -> None:
+    def stop(self, keep: bool = False) -> None:
+        """Stop everything and remove its directory (`keep`: leave it, logs and data, for the
+        caller to read and remove: `remove`)."""
         self.cluster.stop()
         self.store.close()
         self.nats.stop()
         self.pg.stop()
+        if not keep:
+            self.remove()
+
+    def remove(self) -> None:
+        shutil.rmtree(self.tmp, ignore_errors=True)
 
 
 def start(prefix: str = "drover-bench-", **cluster: Any) -> Servers:
