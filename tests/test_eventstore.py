@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import threading
 import time
+from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -98,6 +99,22 @@ def job(count: int = 3, version: int = 0) -> Job:
     )
 
 
+@pytest.fixture(params=["unstaged", "staged"])
+def staging(
+    request: pytest.FixtureRequest, store: EventStore, monkeypatch: pytest.MonkeyPatch
+) -> Iterator[None]:
+    """Appends as they come (a small append numbers its events as it inserts them), or every
+    one staged: its events inserted before the lock and numbered under it. Either way no
+    committed event is left unnumbered."""
+    if request.param == "staged":
+        monkeypatch.setattr(eventstore, "STAGE_FROM", 0)
+    yield
+    with store.reader.connect() as conn:
+        left = conn.exec_driver_sql("SELECT count(*) FROM events WHERE position <= 0 OR version IS NULL")
+        assert left.scalar_one() == 0
+
+
+@pytest.mark.usefixtures("staging")
 def test_positions_are_contiguous_and_projections_written(store: EventStore) -> None:
     rec = store.append([NodeRegistered(node=node(i)) for i in range(3)])
     assert [r.position for r in rec] == [1, 2, 3]
@@ -112,6 +129,7 @@ def test_positions_are_contiguous_and_projections_written(store: EventStore) -> 
     assert len(dump["nodes"]) == 3 and len(dump["jobs"]) == 1 and len(dump["job_versions"]) == 1
 
 
+@pytest.mark.usefixtures("staging")
 def test_optimistic_concurrency_refuses_and_writes_nothing(store: EventStore) -> None:
     store.append([NewEvent(JobRegistered(job=job()), expected_version=0)])
     with pytest.raises(ConcurrencyError):
@@ -149,6 +167,7 @@ def test_reads_run_outside_a_transaction_and_appends_on_the_same_connection_insi
         s.close()
 
 
+@pytest.mark.usefixtures("staging")
 @pytest.mark.parametrize("per_insert", [eventstore.EVENTS_PER_INSERT, 1, 2])
 def test_one_append_numbers_each_stream_s_events_in_turn(
     store: EventStore, per_insert: int, monkeypatch: pytest.MonkeyPatch
@@ -184,10 +203,13 @@ def test_one_append_numbers_each_stream_s_events_in_turn(
     assert node_doc is not None and node_doc.status == "ready" and node_doc.modify_index == 4
 
 
-def test_gap_free_under_concurrent_writers(store: EventStore) -> None:
+def test_gap_free_under_concurrent_writers(store: EventStore, monkeypatch: pytest.MonkeyPatch) -> None:
     writers, per_writer = 6, 40
     seen: list[int] = []
     done = threading.Event()
+    # Half the writers append ten events at a time, staged (inserted before the lock, numbered
+    # under it); the other half one at a time, numbered as they are inserted.
+    monkeypatch.setattr(eventstore, "STAGE_FROM", 500)
 
     def tail() -> None:
         last = 0
@@ -200,8 +222,14 @@ def test_gap_free_under_concurrent_writers(store: EventStore) -> None:
                 return
 
     def write(w: int) -> None:
-        for k in range(per_writer):
-            store.append([NodeStatusUpdated(node_id=f"w{w}", status="ready", at=k)])
+        if w % 2:
+            for k in range(0, per_writer, 10):
+                store.append(
+                    [NodeStatusUpdated(node_id=f"w{w}", status="ready", at=k + i) for i in range(10)]
+                )
+        else:
+            for k in range(per_writer):
+                store.append([NodeStatusUpdated(node_id=f"w{w}", status="ready", at=k)])
 
     reader = threading.Thread(target=tail)
     reader.start()
@@ -214,8 +242,14 @@ def test_gap_free_under_concurrent_writers(store: EventStore) -> None:
     reader.join(timeout=60)
     # A tailing reader saw every position exactly once, in order: no late commit was skipped.
     assert seen == list(range(1, writers * per_writer + 1))
+    # Each writer's stream numbered 1..per_writer in its own order, staged or not.
+    for w in range(writers):
+        mine = [r for r in store.read(0, 10_000) if r.stream == f"node:w{w}"]
+        assert [r.version for r in mine] == list(range(1, per_writer + 1))
+        assert [r.event.at for r in mine if isinstance(r.event, NodeStatusUpdated)] == list(range(per_writer))
 
 
+@pytest.mark.usefixtures("staging")
 def test_a_deposed_leader_is_fenced(store: EventStore) -> None:
     first = store.acquire_lease("plan-applier", "a")
     second = store.acquire_lease("plan-applier", "b")

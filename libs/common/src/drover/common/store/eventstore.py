@@ -1,9 +1,10 @@
 """The append-only event log in PostgreSQL.
 
-Appends take `LOCK TABLE events IN EXCLUSIVE MODE` for the length of their transaction (readers
-are not blocked). Positions are assigned under that lock, so transactions commit in position
-order and a reader tailing `position > last` can never skip one that commits late - the gap a
-bare bigserial leaves (see design notes). The projections are written in the same transaction
+Appends take one transaction-level advisory lock (`EVENTS_LOCK`) and hold it until they commit
+(readers are not blocked). Positions are assigned under that lock, so transactions commit in
+position order and a reader tailing `position > last` can never skip one that commits late -
+the gap a bare bigserial leaves (see design notes). A large append inserts its event rows
+before the lock, at staging positions, and only numbers them under it. The projections are written in the same transaction
 through the one reducer, and a leader may pass its lease epoch so that a deposed leader's
 append is refused by the database itself (fencing).
 """
@@ -11,6 +12,7 @@ append is refused by the database itself (fencing).
 from __future__ import annotations
 
 import json
+import secrets
 import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -46,6 +48,12 @@ NOTIFY_CHANNEL = "drover_events"
 # Placements in one append from which new ones are not looked up: below it, the one lookup
 # query costs less than the savepoint that guards the shortcut.
 TRUST_NEW_FROM = 64
+# Every append holds this transaction-level advisory lock while it assigns positions and until
+# it commits (see the module notes).
+EVENTS_LOCK = "SELECT pg_advisory_xact_lock(4646000)"
+# Appends of at least this many stored bytes insert their events before the lock, at staging
+# positions, and only number them under it (`_stage_events_sql`).
+STAGE_FROM = 32 * 1024
 
 
 def _insert_events_sql(nth: list[int]) -> str:
@@ -63,8 +71,38 @@ def _insert_events_sql(nth: list[int]) -> str:
         "SELECT head.position + new.ord, new.stream, coalesce(versions.version, 0) + new.nth, "
         "new.type, CAST(new.data AS json), CAST(new.metrics AS text), CAST(new.metadata AS jsonb) "
         "FROM new CROSS JOIN head LEFT JOIN versions ON versions.stream = new.stream "
-        "RETURNING position, version"
+        "RETURNING position, version, extract(epoch FROM clock_timestamp())::float8"
     )
+
+
+def _stage_events_sql(count: int) -> str:
+    """Events inserted before the lock, each at a staging position (negative, random) and
+    without a version: Postgres validates and compresses their documents - for a large plan,
+    most of writing the event rows - while other appends hold the lock. No committed row has
+    a staging position: `_number_staged_sql` numbers every one under the lock."""
+    rows = ",".join("(%s, %s, %s, %s, %s, %s)" for _ in range(count))
+    return (
+        f"INSERT INTO events (position, stream, type, data, metrics, metadata) "
+        f"SELECT p, s, t, CAST(d AS json), CAST(m AS text), CAST(md AS jsonb) "
+        f"FROM (VALUES {rows}) AS new (p, s, t, d, m, md)"
+    )
+
+
+def _number_staged_sql(staged: list[tuple[int, str, int]]) -> tuple[str, list[Any]]:
+    """Under the lock: give the staged events (staging position, stream, nth of its stream in
+    this append) their positions and versions, as `_insert_events_sql` would have."""
+    rows = ",".join(f"({temp}::bigint, %s, {i}, {nth})" for i, (temp, _, nth) in enumerate(staged, 1))
+    return (
+        f"WITH staged (temp, stream, ord, nth) AS (VALUES {rows}), "
+        "head AS (SELECT coalesce(max(position), 0) AS position FROM events WHERE position > 0), "
+        "versions AS (SELECT stream, max(version) AS version FROM events "
+        "WHERE stream IN (SELECT stream FROM staged) GROUP BY stream) "
+        "UPDATE events SET position = head.position + staged.ord, "
+        "version = coalesce(versions.version, 0) + staged.nth "
+        "FROM staged CROSS JOIN head LEFT JOIN versions ON versions.stream = staged.stream "
+        "WHERE events.position = staged.temp "
+        "RETURNING events.position, events.version, extract(epoch FROM clock_timestamp())::float8"
+    ), [stream for _, stream, _ in staged]
 
 
 EVENTS_PER_INSERT = 5000
@@ -198,6 +236,10 @@ class EventStore:
         # trips around each query, which sees its own snapshot as under READ COMMITTED anyway.
         # Not for reads that need one snapshot across statements (load_snapshot).
         self.reader = engine.execution_options(isolation_level="AUTOCOMMIT")
+        # Called after each append with how long it held the events lock, in seconds: from the
+        # server's clock when its events were numbered (just after the lock was granted) to the
+        # commit's return here. For benchmarks on one host (two hosts' clocks differ).
+        self.lock_held: Callable[[float], None] | None = None
 
     def close(self) -> None:
         self.engine.dispose()
@@ -255,10 +297,25 @@ class EventStore:
         state = SqlState(conn, owns_events=owned)
         state.take_metrics(appended)
         query, new = _prefetch_query(state, appended, trust_new=trust_new)
+        stage = (
+            len(items) <= EVENTS_PER_INSERT
+            and sum(len(d) + len(m or "") for d, m, _ in encoded) >= STAGE_FROM
+        )
         with raw.pipeline():
-            raw.execute("LOCK TABLE events IN EXCLUSIVE MODE")
+            if stage:
+                nth, params = chunks[0]
+                temps = [-(secrets.randbits(62) + 1) for _ in items]
+                staged_params: list[Any] = []
+                for k, temp in enumerate(temps):
+                    staged_params += [temp, *params[5 * k : 5 * k + 5]]
+                raw.execute(_stage_events_sql(len(items)), staged_params)
+            raw.execute(EVENTS_LOCK)
             fenced = raw.execute(_FENCE, (fence[0],)) if fence is not None else None
-            inserted = [raw.execute(_insert_events_sql(nth), params) for nth, params in chunks]
+            if stage:
+                streams = [i.event.stream() for i in items]
+                inserted = [raw.execute(*_number_staged_sql(list(zip(temps, streams, nth, strict=True))))]
+            else:
+                inserted = [raw.execute(_insert_events_sql(nth), params) for nth, params in chunks]
             if trust_new:
                 # New placements are not looked up (a thousand-ID query under the lock); should
                 # one exist after all, its insert fails and the projection is redone with lookups.
@@ -270,7 +327,8 @@ class EventStore:
         if fence is not None and (epoch is None or int(epoch[0]) != fence[1]):
             raise FencedError(f"lease {fence[0]!r} epoch {fence[1]} is not current")
         recorded: list[RecordedEvent] = []
-        for item, (position, version) in zip(items, rows, strict=True):
+        granted = min(row[2] for row in rows)
+        for item, (position, version, _) in zip(items, rows, strict=True):
             stream = item.event.stream()
             if item.expected_version is not None and version - 1 != item.expected_version:
                 raise ConcurrencyError(
@@ -300,6 +358,8 @@ class EventStore:
             redo = SqlState(conn)
             redo.take_metrics(appended)
             _project(redo, events, then=last)
+        if self.lock_held is not None:
+            self.lock_held(time.time() - granted)
         return recorded
 
     # --- leases ---
@@ -307,7 +367,7 @@ class EventStore:
         """Take over lease `name`: bump and return its epoch. Whoever held it is fenced from now
         on. Callers must hold the leadership lock (advisory lock) while they use the epoch."""
         with self.engine.begin() as conn:
-            conn.exec_driver_sql("LOCK TABLE events IN EXCLUSIVE MODE")
+            conn.exec_driver_sql(EVENTS_LOCK)
             row = conn.execute(
                 text(
                     "INSERT INTO leases (name, epoch, holder) VALUES (:n, 1, :h) "
