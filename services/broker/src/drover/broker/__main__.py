@@ -129,7 +129,7 @@ class BrokerService:
             out = self.broker.due(time.time_ns())
             to_cancel.extend(out.cancel)
             to_publish.extend(out.dispatch)
-            for ev in out.dispatch:
+            for ev in out.dispatch if log.isEnabledFor(logging.DEBUG) else ():
                 log.debug(
                     "dispatch eval %s of %s, created %.0f ms ago (%d large out)",
                     ev.id,

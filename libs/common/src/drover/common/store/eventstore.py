@@ -4,9 +4,9 @@ Appends take one transaction-level advisory lock (`EVENTS_LOCK`) and hold it unt
 (readers are not blocked). Positions are assigned under that lock, so transactions commit in
 position order and a reader tailing `position > last` can never skip one that commits late -
 the gap a bare bigserial leaves (see design notes). A large append inserts its event rows
-before the lock, at staging positions, and only numbers them under it. The projections are written in the same transaction
-through the one reducer, and a leader may pass its lease epoch so that a deposed leader's
-append is refused by the database itself (fencing).
+before the lock, at staging positions, and only numbers them under it. The projections are
+written in the same transaction through the one reducer, and a leader may pass its lease epoch
+so that a deposed leader's append is refused by the database itself (fencing).
 """
 
 from __future__ import annotations
