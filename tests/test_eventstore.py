@@ -12,7 +12,9 @@ from pathlib import Path
 
 import psycopg
 import pytest
+import sqlalchemy
 from alembic import command
+from sqlalchemy import text
 
 from drover.common import (
     DriverInfo,
@@ -508,6 +510,25 @@ def test_migration_0004_puts_metrics_back_into_the_events_on_downgrade(
     assert [(r.position, encode_event_json(r.event)) for r in store.read(0, 1000)] == whole
     store.rebuild_projections()
     assert store.projection_dump() == dump
+
+
+def test_no_event_is_stored_half_numbered(store: EventStore) -> None:
+    """Migration 0005's check: a row is staged (negative position, no version) or numbered
+    (both), so a staged append that failed to number its events cannot commit them."""
+    store.append([NodeRegistered(node=node(1))])
+    for position, version in ((5, None), (-5, 1)):
+        with (
+            pytest.raises(sqlalchemy.exc.IntegrityError, match="events_numbered"),
+            store.engine.begin() as conn,
+        ):
+            conn.execute(
+                text(
+                    "INSERT INTO events (position, stream, version, type, data) "
+                    "VALUES (:p, 'node:x', :v, 'NodeRegistered', '{}')"
+                ),
+                {"p": position, "v": version},
+            )
+    assert [r.position for r in store.read(0)] == [1]
 
 
 @pytest.mark.parametrize("alloc_keys_max", [64, 2], ids=["allocs named", "allocs by category"])
