@@ -97,6 +97,7 @@ def _summary(runs: list[tuple[float, float, float]]) -> dict[str, float]:
         "append_ms": round(statistics.median(r[0] for r in runs), 1),
         "transaction_ms": round(statistics.median(r[1] for r in runs), 1),
         "lock_held_ms": round(statistics.median(r[2] for r in runs), 1),
+        "lock_held_max_ms": round(max(r[2] for r in runs), 1),
     }
 
 

@@ -125,6 +125,12 @@ class EmbeddedPostgres:
             str(self.data_dir),
             "-c",
             "max_connections=200",
+            # New WAL files are not zero-filled first: on a fresh data directory a commit that
+            # needed the next 16 MB WAL file wrote those 16 MB before it could go on - ~10 ms,
+            # under the events lock, every 16 MB of log (ARCHITECTURE.md, Performance). A
+            # cluster that has run a while recycles its WAL files and never does it.
+            "-c",
+            "wal_init_zero=off",
         ]
         if not self.durable:
             # Throwaway test servers: crash safety of the OS is not what the tests exercise.
