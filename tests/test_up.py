@@ -5,6 +5,7 @@ run finds the cluster as it was left."""
 from __future__ import annotations
 
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -13,6 +14,7 @@ from pathlib import Path
 
 import httpx
 
+from drover.cli.up import service_plan
 from drover.common.embedded import free_port
 
 from .cluster import node_json
@@ -92,3 +94,19 @@ def test_up_runs_everything_stops_cleanly_and_keeps_its_data(tmp_path: Path) -> 
     finally:
         again.send_signal(signal.SIGINT)
         assert again.wait(60) == 0, log.read_text()
+
+
+def test_the_compose_file_runs_what_drover_up_runs(repo_root: Path) -> None:
+    """deploy/docker-compose.yml starts every service `drover up` starts, with a standby
+    where `drover up` has one (no Docker daemon is needed to read it)."""
+    text = (repo_root / "deploy" / "docker-compose.yml").read_text()
+    services = text.split("\nservices:\n", 1)[1]
+    compose: dict[str, int] = {}
+    for block in re.split(r"\n(?=  [a-z-]+:\n)", services):
+        command = re.search(r'command: \["drover-(\w+)"\]', block)
+        if command:
+            replicas = re.search(r"replicas: (\d+)", block)
+            compose[command[1]] = int(replicas[1]) if replicas else 1
+    up = dict(service_plan(workers=2))
+    assert set(compose) == set(up)
+    assert all(compose[svc] >= min(n, 2) for svc, n in up.items())

@@ -31,6 +31,19 @@ class Child:
     restarts: list[float] = field(default_factory=list)
 
 
+def service_plan(workers: int) -> list[tuple[str, int]]:
+    """Every service `drover up` runs, and how many of each: a standby plan applier and a
+    standby watcher, and DROVER_WORKERS workers (deploy/docker-compose.yml runs the same)."""
+    return [
+        ("relay", 1),
+        ("broker", 1),
+        ("planner", 2),
+        ("worker", max(1, workers)),
+        ("watcher", 2),
+        ("api", 1),
+    ]
+
+
 def cluster_env_file(data_dir: Path) -> Path:
     return data_dir / "cluster.env"
 
@@ -56,15 +69,7 @@ def run_up(settings: Settings) -> None:
         env = {**os.environ, "DROVER_DATABASE_URL": db_url, "DROVER_NATS_URL": nats_url}
         logs = data_dir / "logs"
         logs.mkdir(exist_ok=True)
-        plan = [
-            ("relay", 1),
-            ("broker", 1),
-            ("planner", 2),
-            ("worker", max(1, settings.workers)),
-            ("watcher", 2),
-            ("api", 1),
-        ]
-        children = [Child(svc, i) for svc, n in plan for i in range(n)]
+        children = [Child(svc, i) for svc, n in service_plan(settings.workers) for i in range(n)]
         lanes = worker_lanes(max(1, settings.workers), settings.large_evals)
 
         def spawn(c: Child) -> None:
