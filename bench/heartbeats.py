@@ -22,7 +22,8 @@ from typing import Any
 from sqlalchemy import text
 
 from bench import report
-from bench.pipeline import cpu_seconds, percentile
+from bench.pipeline import cpu_seconds
+from bench.report import percentile
 from bench.servers import start
 
 

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import os
 import statistics
 import threading
@@ -30,15 +29,10 @@ import httpx
 from sqlalchemy import Connection, text
 
 from bench import report, stages
+from bench.report import percentile
 from bench.scheduler import run_case
 from bench.servers import start
 from tests.cluster import job_json, node_json
-
-
-def percentile(values: list[float], q: float) -> float:
-    """Nearest-rank percentile."""
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, max(0, math.ceil(q * len(ordered)) - 1))]
 
 
 def peak_rss_mb(pid: int) -> float:

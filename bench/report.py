@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
 from typing import Any
 
@@ -12,3 +13,9 @@ def write(result: dict[str, Any], out: str) -> None:
     print(text)
     Path(out).parent.mkdir(parents=True, exist_ok=True)
     Path(out).write_text(text)
+
+
+def percentile(values: list[float], q: float) -> float:
+    """Nearest-rank percentile."""
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, max(0, math.ceil(q * len(ordered)) - 1))]

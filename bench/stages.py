@@ -15,7 +15,6 @@ nodes), placed (until the probe's blocking query has answered).
 from __future__ import annotations
 
 import json
-import math
 import re
 import statistics
 import sys
@@ -23,6 +22,8 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 from typing import Any
+
+from bench.report import percentile
 
 STAGES = (
     "register",
@@ -134,10 +135,6 @@ def split(logdir: Path, timeline: list[dict[str, Any]]) -> list[dict[str, float]
 def summary(rows: list[dict[str, float]]) -> dict[str, Any]:
     """p50 and p90 of each stage (nearest rank), and how many probes needed more than one plan."""
 
-    def rank(values: list[float], q: float) -> float:
-        ordered = sorted(values)
-        return round(ordered[min(len(ordered) - 1, max(0, math.ceil(q * len(ordered)) - 1))], 1)
-
     if not rows:
         return {"probes": 0}
     keys = ("total", *STAGES, "append", "commit_wait")
@@ -147,7 +144,7 @@ def summary(rows: list[dict[str, float]]) -> dict[str, Any]:
         **{
             k: {
                 "p50": round(statistics.median(r[k] for r in rows), 1),
-                "p90": rank([r[k] for r in rows], 0.9),
+                "p90": round(percentile([r[k] for r in rows], 0.9), 1),
             }
             for k in keys
         },

@@ -25,7 +25,8 @@ from typing import Any
 import httpx
 
 from bench import report
-from bench.pipeline import cpu_seconds, percentile, tree_cpu_seconds
+from bench.pipeline import cpu_seconds, tree_cpu_seconds
+from bench.report import percentile
 from bench.servers import start
 from drover.common.store import EventStore
 from tests.cluster import job_json, node_json
