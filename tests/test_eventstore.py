@@ -512,23 +512,30 @@ def test_migration_0004_puts_metrics_back_into_the_events_on_downgrade(
     assert store.projection_dump() == dump
 
 
-def test_no_event_is_stored_half_numbered(store: EventStore) -> None:
-    """Migration 0005's check: a row is staged (negative position, no version) or numbered
-    (both), so a staged append that failed to number its events cannot commit them."""
+def test_no_event_is_stored_half_numbered_or_by_an_old_writer(store: EventStore) -> None:
+    """Migration 0005: a row is staged (negative position, no version) or numbered (both), so
+    a staged append that failed to number its events cannot commit them; and a writer of the
+    code before it (the table lock, which does not exclude the advisory lock) names no append
+    protocol, so its insert is refused."""
     store.append([NodeRegistered(node=node(1))])
+    insert = text(
+        "INSERT INTO events (position, stream, version, type, data, protocol) "
+        "VALUES (:p, 'node:x', :v, 'NodeRegistered', '{}', 2)"
+    )
     for position, version in ((5, None), (-5, 1)):
         with (
             pytest.raises(sqlalchemy.exc.IntegrityError, match="events_numbered"),
             store.engine.begin() as conn,
         ):
-            conn.execute(
-                text(
-                    "INSERT INTO events (position, stream, version, type, data) "
-                    "VALUES (:p, 'node:x', :v, 'NodeRegistered', '{}')"
-                ),
-                {"p": position, "v": version},
-            )
+            conn.execute(insert, {"p": position, "v": version})
+    old_writer = text(
+        "INSERT INTO events (position, stream, version, type, data) VALUES (2, 'node:x', 1, 'NodeRegistered', '{}')"
+    )
+    with pytest.raises(sqlalchemy.exc.IntegrityError, match="protocol"), store.engine.begin() as conn:
+        conn.execute(old_writer)
     assert [r.position for r in store.read(0)] == [1]
+    with store.reader.connect() as conn:
+        assert conn.exec_driver_sql("SELECT protocol FROM events").scalar_one() == eventstore.APPEND_PROTOCOL
 
 
 @pytest.mark.parametrize("alloc_keys_max", [64, 2], ids=["allocs named", "allocs by category"])

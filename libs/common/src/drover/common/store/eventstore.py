@@ -51,6 +51,11 @@ TRUST_NEW_FROM = 64
 # Every append holds this transaction-level advisory lock while it assigns positions and until
 # it commits (see the module notes).
 EVENTS_LOCK = "SELECT pg_advisory_xact_lock(4646000)"
+# Every event records the append protocol it was written under (migration 0005): 1, the table
+# lock; 2, this advisory lock and staged inserts. Writers of protocol 1 name no protocol, and
+# the column has no default: their inserts are refused rather than left to append beside ones
+# that do not exclude them (a service left running the code before 0005).
+APPEND_PROTOCOL = 2
 # Appends of at least this many stored bytes insert their events before the lock, at staging
 # positions, and only number them under it (`_stage_events_sql`).
 STAGE_FROM = 32 * 1024
@@ -67,9 +72,10 @@ def _insert_events_sql(nth: list[int]) -> str:
         "head AS (SELECT coalesce(max(position), 0) AS position FROM events), "
         "versions AS (SELECT stream, max(version) AS version FROM events "
         "WHERE stream IN (SELECT stream FROM new) GROUP BY stream) "
-        "INSERT INTO events (position, stream, version, type, data, metrics, metadata) "
+        f"INSERT INTO events (position, stream, version, type, data, metrics, metadata, protocol) "
         "SELECT head.position + new.ord, new.stream, coalesce(versions.version, 0) + new.nth, "
-        "new.type, CAST(new.data AS json), CAST(new.metrics AS text), CAST(new.metadata AS jsonb) "
+        "new.type, CAST(new.data AS json), CAST(new.metrics AS text), CAST(new.metadata AS jsonb), "
+        f"{APPEND_PROTOCOL} "
         "FROM new CROSS JOIN head LEFT JOIN versions ON versions.stream = new.stream "
         "RETURNING position, version, extract(epoch FROM clock_timestamp())::float8"
     )
@@ -82,8 +88,8 @@ def _stage_events_sql(count: int) -> str:
     a staging position: `_number_staged_sql` numbers every one under the lock."""
     rows = ",".join("(%s, %s, %s, %s, %s, %s)" for _ in range(count))
     return (
-        f"INSERT INTO events (position, stream, type, data, metrics, metadata) "
-        f"SELECT p, s, t, CAST(d AS json), CAST(m AS text), CAST(md AS jsonb) "
+        f"INSERT INTO events (position, stream, type, data, metrics, metadata, protocol) "
+        f"SELECT p, s, t, CAST(d AS json), CAST(m AS text), CAST(md AS jsonb), {APPEND_PROTOCOL} "
         f"FROM (VALUES {rows}) AS new (p, s, t, d, m, md)"
     )
 
