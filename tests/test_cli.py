@@ -1,14 +1,23 @@
-"""`drover admin rebuild` against a real database: the rebuilt projections equal the live ones."""
+"""`drover admin` against a real database: the rebuilt projections equal the live ones; a
+database behind this code's migration is refused by the services and brought up to it by
+`drover admin migrate`."""
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+
 import pytest
+from alembic import command
+from alembic.script import ScriptDirectory
 from typer.testing import CliRunner
 
 from drover.cli.main import app
 from drover.common import Node
 from drover.common.events import NodeRegistered, NodeStatusUpdated
-from drover.common.store import EventStore
+from drover.common.store import EventStore, SchemaMismatch, check_schema
+from drover.common.store.migrate import SCHEMA_HEAD, alembic_config
 
 
 def test_admin_rebuild(store: EventStore, database_url: str, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -20,3 +29,28 @@ def test_admin_rebuild(store: EventStore, database_url: str, monkeypatch: pytest
     assert result.exit_code == 0, result.output
     assert "rebuilt projections from 6 events" in result.output
     assert store.projection_dump() == before
+
+
+def test_services_refuse_a_database_at_another_migration_until_it_is_migrated(
+    database_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # SCHEMA_HEAD is the newest migration there is.
+    assert ScriptDirectory.from_config(alembic_config(database_url)).get_current_head() == SCHEMA_HEAD
+    check_schema(database_url)
+    command.downgrade(alembic_config(database_url), "0004")
+    with pytest.raises(SchemaMismatch, match=f"at migration 0004; this Drover needs {SCHEMA_HEAD}"):
+        check_schema(database_url)
+    # A service started against it exits at once, saying why (it never reaches NATS).
+    env = {k: v for k, v in os.environ.items() if not k.startswith("DROVER_")}
+    env |= {"DROVER_DATABASE_URL": database_url, "DROVER_NATS_URL": "nats://127.0.0.1:1"}
+    for service in ("drover.relay", "drover.api"):
+        proc = subprocess.run(
+            [sys.executable, "-m", service], env=env, capture_output=True, text=True, timeout=60
+        )
+        assert proc.returncode == 2, proc.stdout + proc.stderr
+        assert "drover admin migrate" in proc.stdout + proc.stderr
+    monkeypatch.setenv("DROVER_DATABASE_URL", database_url)
+    result = CliRunner().invoke(app, ["admin", "migrate"])
+    assert result.exit_code == 0, result.output
+    assert f"at migration {SCHEMA_HEAD}" in result.output
+    check_schema(database_url)

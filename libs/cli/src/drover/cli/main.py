@@ -57,6 +57,19 @@ def sim(ctx: typer.Context) -> None:
 
 
 @admin.command()
+def migrate() -> None:
+    """Bring the database to this Drover's migration (every service refuses another)."""
+    from drover.common.store import migrate as run_migrations
+    from drover.common.store.migrate import SCHEMA_HEAD
+
+    settings = _settings()
+    if not settings.database_url:
+        raise typer.BadParameter("set DROVER_DATABASE_URL or start `drover up` first")
+    run_migrations(settings.database_url)
+    typer.echo(f"the database is at migration {SCHEMA_HEAD}")
+
+
+@admin.command()
 def rebuild() -> None:
     """Replay the whole event log into fresh projections (in one transaction)."""
     from drover.common.store import EventStore

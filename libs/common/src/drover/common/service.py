@@ -1,9 +1,11 @@
 """The shell every asyncio service shares: logging and tracing, settings from the environment,
-garbage-collector tuning, a stop event set by SIGINT/SIGTERM, and uvloop as the event loop."""
+a check that the database is at this code's migration, garbage-collector tuning, a stop event
+set by SIGINT/SIGTERM, and uvloop as the event loop."""
 
 from __future__ import annotations
 
 import asyncio
+import logging
 import signal
 from collections.abc import Awaitable, Callable, Coroutine
 from typing import Any, TypeVar
@@ -12,6 +14,7 @@ import uvloop
 
 from drover.common import gctune
 from drover.common.settings import Settings
+from drover.common.store.migrate import SchemaMismatch, check_schema
 from drover.common.telemetry import setup_logging
 
 ServiceMain = Callable[[Settings, asyncio.Event], Awaitable[None]]
@@ -26,9 +29,21 @@ def run_loop(main: Coroutine[Any, Any, T]) -> T:
     return uvloop.run(main)
 
 
+def require_schema(name: str, settings: Settings) -> None:
+    """Exit (status 2, the reason logged) if the database is at another migration."""
+    if not settings.database_url:
+        return
+    try:
+        check_schema(settings.database_url)
+    except SchemaMismatch as e:
+        logging.getLogger(f"drover.{name}").error("%s", e)
+        raise SystemExit(2) from None
+
+
 def run_service(name: str, run: ServiceMain) -> None:
     setup_logging(name)
     settings = Settings()
+    require_schema(name, settings)
     stop = asyncio.Event()
 
     async def amain() -> None:

@@ -8,6 +8,7 @@ from collections.abc import Callable
 import uvicorn
 
 from drover.api.app import create_app
+from drover.common.service import require_schema
 from drover.common.settings import Settings
 from drover.common.telemetry import setup_logging
 
@@ -32,6 +33,7 @@ class Server(uvicorn.Server):
 def main() -> None:
     setup_logging("api")
     settings = Settings()
+    require_schema("api", settings)
     app = create_app(settings)
     # uvloop and httptools rather than asyncio's loop and h11 (uvicorn's pure-Python parser):
     # every request and every NOTIFY the blocking queries wait on costs less CPU.

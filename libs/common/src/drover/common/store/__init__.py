@@ -8,7 +8,7 @@ from drover.common.store.eventstore import (
     RecordedEvent,
     libpq_url,
 )
-from drover.common.store.migrate import migrate
+from drover.common.store.migrate import SchemaMismatch, check_schema, migrate
 
 __all__ = [
     "ConcurrencyError",
@@ -16,6 +16,8 @@ __all__ = [
     "FencedError",
     "NewEvent",
     "RecordedEvent",
+    "SchemaMismatch",
+    "check_schema",
     "libpq_url",
     "migrate",
 ]
