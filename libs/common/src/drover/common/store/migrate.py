@@ -41,10 +41,10 @@ def check_schema(url: str) -> None:
     A database not reachable yet is left to the service, which waits for it as it always does."""
     import psycopg
 
+    from drover.common.store.eventstore import libpq_url
+
     try:
-        with psycopg.connect(
-            url.replace("postgresql+psycopg://", "postgresql://", 1), connect_timeout=5
-        ) as conn:
+        with psycopg.connect(libpq_url(url), connect_timeout=5) as conn:
             try:
                 row = conn.execute("SELECT version_num FROM alembic_version").fetchone()
             except psycopg.errors.UndefinedTable:
