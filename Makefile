@@ -35,7 +35,7 @@ test: install
 lint: install
 	$(RUN) ruff check libs services tests bench
 	$(RUN) ruff format --check libs services tests bench
-	$(RUN) mypy libs/common/src libs/scheduler/src libs/cli/src services/*/src
+	$(RUN) mypy libs/*/src services/*/src
 
 bench: install
 	@mkdir -p bench/out

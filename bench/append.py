@@ -27,14 +27,14 @@ from typing import Any
 
 from bench.report import write
 from bench.scheduler import NOW, build_cluster
-from drover.common import Evaluation, Job, Resources, Task, TaskGroup
-from drover.common.canonicalize import canonicalize
-from drover.common.embedded import EmbeddedPostgres
-from drover.common.events import EvalsUpserted, Event, JobRegistered, NodeRegistered, encode_event_json
-from drover.common.reducer import apply
-from drover.common.state import InMemoryState
-from drover.common.store import EventStore, migrate
+from drover.model import Evaluation, Job, Resources, Task, TaskGroup
+from drover.model.canonicalize import canonicalize
+from drover.model.events import EvalsUpserted, Event, JobRegistered, NodeRegistered, encode_event_json
+from drover.model.reducer import apply
+from drover.model.state import InMemoryState
 from drover.planner.applier import chunk
+from drover.runtime.embedded import EmbeddedPostgres
+from drover.runtime.store import EventStore, migrate
 from drover.scheduler import schedule
 from drover.scheduler.planapply import evaluate_plan, plan_applied_event
 from drover.scheduler.wire import PlanRequest, decode_request, encode_request

@@ -5,14 +5,14 @@ encoded and decoded as the services do it: the plan applier encodes it for the l
 `PlanApplied` events of ALLOCS_PER_EVENT allocs,
 five replicas decode it (replica form: the allocs in columns are left for the state to build,
 so following, not decoding, is what compares with the list form) and the broker its summary
-(drover.common.brokerstate),
+(drover.runtime.brokerstate),
 a rebuild decodes it in full; workers encode the plan request and the applier decodes it. What
 a replica and the broker spend following it (decode and apply, into a state of the cluster's
 nodes) is timed too. Each is timed with the placements in columns and their metrics kept apart
 (what Drover stores since migration 0004: `relayed_bytes_per_alloc` is what the relay
 publishes), in columns with the metrics inline (the form before) and as a plain list (the form
 before columns), median of --repeats runs, with the garbage collector's survivors frozen as
-the services run (drover.common.gctune).
+the services run (drover.runtime.gctune).
 
     python -m bench.codec --out bench/out/codec.json
 """
@@ -30,16 +30,15 @@ from pydantic import TypeAdapter
 
 from bench.report import write
 from bench.scheduler import NOW, build_cluster, build_job
-from drover.common import Evaluation
-from drover.common.brokerstate import BrokerState, apply_for_broker, decode_for_broker
-from drover.common.bus import pack
-from drover.common.events import PlanApplied, decode_event, encode_event_json, encode_event_parts
-from drover.common.reducer import apply
-from drover.common.state import InMemoryState
+from drover.model import Evaluation
+from drover.model.events import PlanApplied, decode_event, encode_event_json, encode_event_parts
+from drover.model.reducer import apply
+from drover.model.state import InMemoryState
 from drover.planner.applier import ALLOCS_PER_EVENT
+from drover.runtime.brokerstate import BrokerState, apply_for_broker, decode_for_broker
 from drover.scheduler import schedule
 from drover.scheduler.planapply import evaluate_plan, plan_applied_event
-from drover.scheduler.wire import PlanRequest, decode_request, encode_request, with_metrics
+from drover.scheduler.wire import PlanRequest, decode_request, encode_request, pack, with_metrics
 
 ALLOCS = 1000
 # The request's list form (what workers sent before columns): the whole request as it is.

@@ -2,7 +2,7 @@
 
 Builds the events a cluster of 5,000 nodes and N allocs (jobs of 1,000) leaves in the log,
 stores each the way the event store does (compact JSON), then decodes and applies them exactly
-as a replica does (drover.common.replica), in a fresh child process per size whose peak RSS is
+as a replica does (drover.runtime.replica), in a fresh child process per size whose peak RSS is
 read from /proc. Reported: peak RSS per size, MB per 100k allocs, and the RSS at 1,000,000.
 
     python -m bench.memory --out bench/out/memory.json [--sizes 100000,1000000]
@@ -28,7 +28,7 @@ PER_JOB = 1000
 def build_and_load(allocs: int) -> dict[str, Any]:
     """In this process: build `allocs` allocs' worth of events, store-encode, replica-decode,
     apply; report peak RSS."""
-    from drover.common import (
+    from drover.model import (
         Allocation,
         Job,
         Node,
@@ -39,18 +39,18 @@ def build_and_load(allocs: int) -> dict[str, Any]:
         Task,
         TaskGroup,
     )
-    from drover.common.alloc import AllocMetric, NodeScoreMeta
-    from drover.common.canonicalize import canonicalize
-    from drover.common.events import (
+    from drover.model.alloc import AllocMetric, NodeScoreMeta
+    from drover.model.canonicalize import canonicalize
+    from drover.model.events import (
         JobRegistered,
         NodeRegistered,
         PlanApplied,
         decode_event,
         encode_event_json,
     )
-    from drover.common.gctune import tune
-    from drover.common.reducer import apply
-    from drover.common.state import InMemoryState
+    from drover.model.reducer import apply
+    from drover.model.state import InMemoryState
+    from drover.runtime.gctune import tune
 
     tune()
     state = InMemoryState(drop_metrics=True, owns_events=True)

@@ -20,7 +20,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from drover.common import (
+from drover.model import (
     DriverInfo,
     Evaluation,
     Job,
@@ -34,7 +34,7 @@ from drover.common import (
     Task,
     TaskGroup,
 )
-from drover.common.canonicalize import canonicalize
+from drover.model.canonicalize import canonicalize
 from drover.scheduler import InMemoryState, schedule
 
 NOW = 1_700_000_000_000_000_000

@@ -9,8 +9,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from drover.common.embedded import EmbeddedNats, EmbeddedPostgres
-from drover.common.store import EventStore, migrate
+from drover.runtime.embedded import EmbeddedNats, EmbeddedPostgres
+from drover.runtime.store import EventStore, migrate
 from tests.cluster import Cluster
 
 

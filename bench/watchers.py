@@ -28,7 +28,7 @@ from bench import report
 from bench.pipeline import cpu_seconds, tree_cpu_seconds
 from bench.report import percentile
 from bench.servers import start
-from drover.common.store import EventStore
+from drover.runtime.store import EventStore
 from tests.cluster import job_json, node_json
 
 

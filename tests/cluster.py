@@ -12,8 +12,8 @@ from typing import Any
 
 import httpx
 
-from drover.common.embedded import free_port, wait_for_port
-from drover.common.lanes import worker_lanes
+from drover.runtime.embedded import free_port, wait_for_port
+from drover.scheduler.lanes import worker_lanes
 
 SERVICES = ("relay", "broker", "planner", "worker", "watcher", "api")
 

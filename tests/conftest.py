@@ -12,8 +12,8 @@ from pathlib import Path
 import psycopg
 import pytest
 
-from drover.common.embedded import EmbeddedNats, EmbeddedPostgres
-from drover.common.store import EventStore, migrate
+from drover.runtime.embedded import EmbeddedNats, EmbeddedPostgres
+from drover.runtime.store import EventStore, migrate
 
 
 @pytest.fixture(scope="session")
@@ -79,7 +79,7 @@ def nats_url(nats_server: EmbeddedNats | str) -> str:
 @pytest.fixture
 async def js_fresh(nats_url: str):  # type: ignore[no-untyped-def]
     """A JetStream context with Drover's streams, emptied for this test."""
-    from drover.common.bus import EVALS_STREAM, EVENTS_STREAM, connect, ensure_streams
+    from drover.runtime.bus import EVALS_STREAM, EVENTS_STREAM, connect, ensure_streams
 
     nc = await connect(nats_url, "test")
     js = nc.jetstream()

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from collections import Counter
 
-from drover.common.events import PlanApplied
-from drover.common.reducer import apply
-from drover.common.state import InMemoryState
-from drover.common.store import EventStore
+from drover.model.events import PlanApplied
+from drover.model.reducer import apply
+from drover.model.state import InMemoryState
+from drover.runtime.store import EventStore
 
 
 def check_log(store: EventStore) -> InMemoryState:

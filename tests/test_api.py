@@ -13,9 +13,9 @@ import pytest
 from fastapi.testclient import TestClient
 
 from drover.api.app import create_app
-from drover.common.events import EvalsUpserted
-from drover.common.settings import Settings
-from drover.common.store import EventStore
+from drover.model.events import EvalsUpserted
+from drover.runtime.settings import Settings
+from drover.runtime.store import EventStore
 from drover.scheduler import evaluate_plan, schedule
 from drover.scheduler.planapply import plan_applied_event
 

@@ -9,11 +9,11 @@ import time
 from nats.js import JetStreamContext
 
 from drover.broker.__main__ import BrokerService
-from drover.common import Evaluation
-from drover.common.brokerstate import BrokerReplica
-from drover.common.bus import EVALS_STREAM, EVALS_SUBJECT
-from drover.common.events import EvalsUpserted
-from drover.common.store import EventStore
+from drover.model import Evaluation
+from drover.model.events import EvalsUpserted
+from drover.runtime.brokerstate import BrokerReplica
+from drover.runtime.bus import EVALS_STREAM, EVALS_SUBJECT
+from drover.runtime.store import EventStore
 
 
 def pending(eid: str, job: str, idx: int) -> Evaluation:

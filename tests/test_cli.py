@@ -14,10 +14,10 @@ from alembic.script import ScriptDirectory
 from typer.testing import CliRunner
 
 from drover.cli.main import app
-from drover.common import Node
-from drover.common.events import NodeRegistered, NodeStatusUpdated
-from drover.common.store import EventStore, SchemaMismatch, check_schema
-from drover.common.store.migrate import SCHEMA_HEAD, alembic_config
+from drover.model import Node
+from drover.model.events import NodeRegistered, NodeStatusUpdated
+from drover.runtime.store import EventStore, SchemaMismatch, check_schema
+from drover.runtime.store.migrate import SCHEMA_HEAD, alembic_config
 
 
 def test_admin_rebuild(store: EventStore, database_url: str, monkeypatch: pytest.MonkeyPatch) -> None:

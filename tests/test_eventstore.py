@@ -16,7 +16,7 @@ import sqlalchemy
 from alembic import command
 from sqlalchemy import text
 
-from drover.common import (
+from drover.model import (
     DriverInfo,
     Evaluation,
     Job,
@@ -31,17 +31,9 @@ from drover.common import (
     TaskState,
     events,
 )
-from drover.common.alloc import AllocMetric
-from drover.common.brokerstate import (
-    AllocRecord,
-    BrokerState,
-    apply_for_broker,
-    decode_for_broker,
-    load_broker_snapshot,
-)
-from drover.common.canonicalize import canonicalize
-from drover.common.embedded import EmbeddedPostgres
-from drover.common.events import (
+from drover.model.alloc import AllocMetric
+from drover.model.canonicalize import canonicalize
+from drover.model.events import (
     AllocClientUpdate,
     AllocsClientUpdated,
     EvalsUpserted,
@@ -52,8 +44,17 @@ from drover.common.events import (
     decode_event,
     encode_event_json,
 )
-from drover.common.state import InMemoryState
-from drover.common.store import (
+from drover.model.state import InMemoryState
+from drover.planner import applier
+from drover.runtime.brokerstate import (
+    AllocRecord,
+    BrokerState,
+    apply_for_broker,
+    decode_for_broker,
+    load_broker_snapshot,
+)
+from drover.runtime.embedded import EmbeddedPostgres
+from drover.runtime.store import (
     ConcurrencyError,
     EventStore,
     FencedError,
@@ -62,10 +63,9 @@ from drover.common.store import (
     migrate,
     projections,
 )
-from drover.common.store.eventstore import libpq_url
-from drover.common.store.migrate import alembic_config
-from drover.common.watches import parse_payload
-from drover.planner import applier
+from drover.runtime.store.eventstore import libpq_url
+from drover.runtime.store.migrate import alembic_config
+from drover.runtime.watches import parse_payload
 from drover.scheduler import SchedulerResult, evaluate_plan, schedule
 from drover.scheduler.planapply import plan_applied_event
 from drover.scheduler.wire import PlanRequest, decode_request, encode_request
@@ -348,7 +348,7 @@ def test_rebuild_reproduces_the_live_projections(
     assert any(
         t == "PlanApplied" and ('"Placements"' in data) is (columns_from == 1) for _, t, data, _ in stored
     )
-    # The broker's replica (drover.common.brokerstate) loaded from the projections is the one
+    # The broker's replica (drover.runtime.brokerstate) loaded from the projections is the one
     # it reads from the log, and it keeps of each alloc what the replay holds.
     from_log = BrokerState()
     for rec in store.read(0, 1000, replica=decode_for_broker):
@@ -543,7 +543,7 @@ def test_each_commit_notifies_what_it_changed(
     database_url: str, store: EventStore, monkeypatch: pytest.MonkeyPatch, alloc_keys_max: int
 ) -> None:
     """The append's notification names the keys of every projection row it wrote
-    (drover.common.watches), for the blocking queries waiting on them; a commit of more
+    (drover.runtime.watches), for the blocking queries waiting on them; a commit of more
     allocs than are worth naming names their category instead."""
     monkeypatch.setattr(projections, "ALLOC_KEYS_MAX", alloc_keys_max)
     listener = psycopg.connect(libpq_url(database_url), autocommit=True)

@@ -9,7 +9,7 @@ from typing import Any
 
 from nats.js import JetStreamContext
 
-from drover.common.bus import EVALS_STREAM
+from drover.runtime.bus import EVALS_STREAM
 
 from .cluster import Cluster, job_json, node_json
 from .invariants import check_log

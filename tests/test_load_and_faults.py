@@ -12,8 +12,8 @@ from pathlib import Path
 import httpx
 import pytest
 
-from drover.common.embedded import EmbeddedNats
-from drover.common.store import EventStore
+from drover.runtime.embedded import EmbeddedNats
+from drover.runtime.store import EventStore
 
 from .cluster import Cluster, job_json, node_json
 from .invariants import check_log, live_names_unique

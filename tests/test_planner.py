@@ -14,15 +14,15 @@ from typing import Any
 
 import pytest
 
-from drover.common import Evaluation, Job
-from drover.common.bus import PLAN_SUBJECT, connect
-from drover.common.canonicalize import canonicalize
-from drover.common.events import EvalsUpserted, JobRegistered, NodeRegistered, PlanApplied
-from drover.common.relay import Relay
-from drover.common.replica import Replica
-from drover.common.settings import Settings
-from drover.common.store import EventStore, libpq_url
+from drover.model import Evaluation, Job
+from drover.model.canonicalize import canonicalize
+from drover.model.events import EvalsUpserted, JobRegistered, NodeRegistered, PlanApplied
 from drover.planner import __main__ as planner
+from drover.runtime.bus import PLAN_SUBJECT, connect
+from drover.runtime.relay import Relay
+from drover.runtime.replica import Replica
+from drover.runtime.settings import Settings
+from drover.runtime.store import EventStore, libpq_url
 from drover.scheduler import schedule
 from drover.scheduler.plan import Plan
 from drover.scheduler.wire import PlanRequest, PlanResponse, decode_response, encode_request

@@ -8,11 +8,11 @@ import time
 
 from nats.js import JetStreamContext
 
-from drover.common import Node
-from drover.common.bus import EVENTS_STREAM, position_of
-from drover.common.events import NodeRegistered, NodeStatusUpdated
-from drover.common.relay import Relay
-from drover.common.store import EventStore, libpq_url
+from drover.model import Node
+from drover.model.events import NodeRegistered, NodeStatusUpdated
+from drover.runtime.bus import EVENTS_STREAM, position_of
+from drover.runtime.relay import Relay
+from drover.runtime.store import EventStore, libpq_url
 
 
 async def positions_in_stream(js: JetStreamContext) -> list[int]:

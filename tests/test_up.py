@@ -15,7 +15,7 @@ from pathlib import Path
 import httpx
 
 from drover.cli.up import service_plan
-from drover.common.embedded import free_port
+from drover.runtime.embedded import free_port
 
 from .cluster import node_json
 

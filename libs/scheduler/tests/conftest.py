@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from drover.common import (
+from drover.model import (
     Allocation,
     DriverInfo,
     Evaluation,
@@ -21,7 +21,7 @@ from drover.common import (
     Task,
     TaskGroup,
 )
-from drover.common.canonicalize import canonicalize
+from drover.model.canonicalize import canonicalize
 from drover.scheduler import harness as harness_module
 from drover.scheduler.harness import Harness
 from drover.scheduler.plan import SchedulerResult

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from drover.common import Evaluation
+from drover.model import Evaluation
 from drover.scheduler.broker import CANCELED_NEWER_EVAL, EvalBroker
 
 NOW = 1_000_000_000_000

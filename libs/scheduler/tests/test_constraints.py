@@ -6,7 +6,7 @@ import itertools
 
 import pytest
 
-from drover.common import Affinity, Constraint, Node
+from drover.model import Affinity, Constraint, Node
 from drover.scheduler import constraints as cmod
 from drover.scheduler.constraints import check_operand, is_escaped, match_calls, matches, resolve_target
 
@@ -154,7 +154,7 @@ def test_check_operand(op: str, lval: str, lfound: bool, rval: str, rfound: bool
 
 
 def test_every_operand_is_covered() -> None:
-    from drover.common.job import CONSTRAINT_OPERANDS
+    from drover.model.job import CONSTRAINT_OPERANDS
 
     covered = {case[0] for case in OPERAND_CASES} | cmod.DISTINCT_OPERANDS
     assert set(CONSTRAINT_OPERANDS) <= covered

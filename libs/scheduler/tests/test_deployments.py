@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from drover.common import (
+from drover.model import (
     Affinity,
     Allocation,
     AllocDeploymentStatus,
@@ -35,8 +35,8 @@ from drover.common import (
     TaskState,
     UpdateStrategy,
 )
-from drover.common.canonicalize import canonicalize
-from drover.common.deployment import (
+from drover.model.canonicalize import canonicalize
+from drover.model.deployment import (
     DEPLOYMENT_CANCELLED,
     DEPLOYMENT_FAILED,
     DEPLOYMENT_PAUSED,
@@ -47,8 +47,8 @@ from drover.common.deployment import (
     DESC_STOPPED_JOB,
     DESC_SUCCESSFUL,
 )
-from drover.common.durations import SECOND
-from drover.common.node import NODE_STATUS_DOWN
+from drover.model.durations import SECOND
+from drover.model.node import NODE_STATUS_DOWN
 from drover.scheduler.harness import Harness
 from drover.scheduler.plan import DesiredUpdates, SchedulerResult
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from drover.common import Allocation, Disconnect
-from drover.common.durations import MINUTE, SECOND
+from drover.model import Allocation, Disconnect
+from drover.model.durations import MINUTE, SECOND
 from drover.scheduler.harness import Harness
 
 from .conftest import make_eval, make_job, make_node

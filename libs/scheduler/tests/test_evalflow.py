@@ -6,8 +6,8 @@ import random
 
 import pytest
 
-from drover.common import Evaluation
-from drover.common.durations import MINUTE
+from drover.model import Evaluation
+from drover.model.durations import MINUTE
 from drover.scheduler.evalflow import (
     delivery_limit_failure,
     max_attempts_failure,

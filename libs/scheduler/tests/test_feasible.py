@@ -6,8 +6,8 @@ from typing import Any
 
 import pytest
 
-from drover.common import Constraint, DrainStrategy, DriverInfo, Job, Node, Task, TaskGroup, compute_class
-from drover.common.node import NODE_INELIGIBLE, NODE_STATUS_DOWN, NODE_STATUS_INIT
+from drover.model import Constraint, DrainStrategy, DriverInfo, Job, Node, Task, TaskGroup, compute_class
+from drover.model.node import NODE_INELIGIBLE, NODE_STATUS_DOWN, NODE_STATUS_INIT
 from drover.scheduler.constraints import match_calls
 from drover.scheduler.feasible import (
     FeasibilityChecker,
@@ -483,7 +483,7 @@ def test_a_node_table_reads_the_usage_the_state_keeps_node_by_node() -> None:
     """The table of cached ready nodes gathers usage from the state's flat array at once; it
     must hold what the state says node by node, after placements, stops and new nodes, and
     for nodes that never held an alloc."""
-    from drover.common import Allocation, Resources
+    from drover.model import Allocation, Resources
     from drover.scheduler.feasible import ready_nodes_table
     from drover.scheduler.stack import NodeTable
     from drover.scheduler.state import InMemoryState

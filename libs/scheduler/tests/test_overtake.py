@@ -13,9 +13,9 @@ from collections.abc import Callable
 
 import pytest
 
-from drover.common import Job
-from drover.common.events import Event, JobRegistered, NodeRegistered
-from drover.common.reducer import apply
+from drover.model import Job
+from drover.model.events import Event, JobRegistered, NodeRegistered
+from drover.model.reducer import apply
 from drover.scheduler import schedule
 from drover.scheduler.plan import Plan, PlanResult
 from drover.scheduler.planapply import PendingPlacements, adds_only, evaluate_plan, plan_applied_event

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from drover.common import (
+from drover.model import (
     Allocation,
     AllocMetric,
     Deployment,
@@ -27,14 +27,14 @@ from drover.common import (
     TaskGroup,
     TaskState,
 )
-from drover.common.alloc import (
+from drover.model.alloc import (
     ALLOC_CLIENT_LOST,
     ALLOC_CLIENT_RUNNING,
     ALLOC_CLIENT_UNKNOWN,
     ALLOC_DESIRED_EVICT,
     ALLOC_DESIRED_STOP,
 )
-from drover.common.node import (
+from drover.model.node import (
     NODE_INELIGIBLE,
     NODE_STATUS_DISCONNECTED,
     NODE_STATUS_DOWN,
@@ -535,9 +535,9 @@ def test_metrics_field_survives_apply() -> None:
 
 
 def test_a_plan_older_than_a_commit_of_the_same_job_is_refused_whole() -> None:
-    from drover.common import Job, Resources, Task, TaskGroup
-    from drover.common.canonicalize import canonicalize
-    from drover.common.evaluation import Evaluation
+    from drover.model import Job, Resources, Task, TaskGroup
+    from drover.model.canonicalize import canonicalize
+    from drover.model.evaluation import Evaluation
     from drover.scheduler import schedule
 
     state = InMemoryState()

@@ -29,7 +29,7 @@ import pytest
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 
-from drover.common import (
+from drover.model import (
     Affinity,
     Allocation,
     Constraint,
@@ -50,9 +50,9 @@ from drover.common import (
     TaskGroup,
     TaskState,
 )
-from drover.common.alloc import ALLOC_CLIENT_FAILED
-from drover.common.canonicalize import canonicalize
-from drover.common.node import (
+from drover.model.alloc import ALLOC_CLIENT_FAILED
+from drover.model.canonicalize import canonicalize
+from drover.model.node import (
     NODE_ELIGIBLE,
     NODE_INELIGIBLE,
     NODE_STATUS_DOWN,

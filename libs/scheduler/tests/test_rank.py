@@ -7,9 +7,9 @@ import math
 import numpy as np
 import pytest
 
-from drover.common import Affinity, Allocation, AllocMetric
-from drover.common.alloc import NodeScoreMeta
-from drover.common.base import copy_with
+from drover.model import Affinity, Allocation, AllocMetric
+from drover.model.alloc import NodeScoreMeta
+from drover.model.base import copy_with
 from drover.scheduler.harness import Harness
 from drover.scheduler.rank import (
     ScoreBreakdown,
@@ -154,7 +154,7 @@ def test_limit_is_log2_of_nodes_for_service_and_2_for_batch() -> None:
 
 
 def test_reschedule_penalty_avoids_previous_nodes() -> None:
-    from drover.common import TaskState
+    from drover.model import TaskState
 
     h = Harness()
     for i in range(3):
@@ -194,7 +194,7 @@ def test_reschedule_penalty_avoids_previous_nodes() -> None:
 def test_rows_refreshed_one_by_one_match_a_full_refresh(distinct_hosts: bool) -> None:
     """After every placement the group stack refreshes the changed row alone; its caches must
     equal what recomputing every row gives."""
-    from drover.common import Constraint
+    from drover.model import Constraint
     from drover.scheduler.generic import GenericScheduler
 
     h = Harness()

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from drover.common import (
+from drover.model import (
     Allocation,
     AllocDeploymentStatus,
     Constraint,
@@ -35,8 +35,8 @@ from drover.common import (
     TaskGroup,
     TaskState,
 )
-from drover.common.canonicalize import canonicalize
-from drover.common.deployment import (
+from drover.model.canonicalize import canonicalize
+from drover.model.deployment import (
     DEPLOYMENT_CANCELLED,
     DEPLOYMENT_FAILED,
     DEPLOYMENT_PAUSED,
@@ -44,7 +44,7 @@ from drover.common.deployment import (
     DEPLOYMENT_SUCCESSFUL,
     DESC_SUCCESSFUL,
 )
-from drover.common.durations import HOUR, MILLISECOND, MINUTE, SECOND
+from drover.model.durations import HOUR, MILLISECOND, MINUTE, SECOND
 from drover.scheduler.harness import Harness
 from drover.scheduler.plan import SchedulerResult
 from drover.scheduler.reschedule import (

@@ -3,8 +3,8 @@ reconcile, place, verify and commit. Each row is count 10 unless said."""
 
 from __future__ import annotations
 
-from drover.common import Allocation, TaskState, UpdateStrategy
-from drover.common.durations import SECOND
+from drover.model import Allocation, TaskState, UpdateStrategy
+from drover.model.durations import SECOND
 from drover.scheduler.harness import Harness
 from drover.scheduler.plan import DesiredUpdates
 
@@ -89,7 +89,7 @@ def test_2_on_draining_node_migrate_2(harness: Harness) -> None:
     for a in live(harness):
         by_node.setdefault(a.node_id, []).append(a)
     drained = next(n for n, allocs in by_node.items() if len(allocs) == 2)
-    from drover.common import DrainStrategy
+    from drover.model import DrainStrategy
 
     harness.state.upsert_node(
         harness.state.nodes[drained].model_copy(

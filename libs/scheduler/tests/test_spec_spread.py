@@ -6,7 +6,7 @@ from collections import Counter
 
 import pytest
 
-from drover.common import Spread, SpreadTarget
+from drover.model import Spread, SpreadTarget
 from drover.scheduler.harness import Harness
 
 from .conftest import make_eval, make_job, make_node

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from drover.common import (
+from drover.model import (
     Allocation,
     Constraint,
     DrainSpec,
@@ -29,7 +29,7 @@ from drover.common import (
     TaskState,
     UpdateStrategy,
 )
-from drover.common.alloc import (
+from drover.model.alloc import (
     ALLOC_CLIENT_COMPLETE,
     ALLOC_CLIENT_LOST,
     ALLOC_CLIENT_RUNNING,
@@ -37,16 +37,16 @@ from drover.common.alloc import (
     ALLOC_DESIRED_RUN,
     ALLOC_DESIRED_STOP,
 )
-from drover.common.canonicalize import canonicalize
-from drover.common.durations import SECOND
-from drover.common.evaluation import (
+from drover.model.canonicalize import canonicalize
+from drover.model.durations import SECOND
+from drover.model.evaluation import (
     EVAL_STATUS_BLOCKED,
     TRIGGER_JOB_REGISTER,
     TRIGGER_NODE_UPDATE,
     TRIGGER_PREEMPTION,
     TRIGGER_ROLLING_UPDATE,
 )
-from drover.common.node import NODE_INELIGIBLE, NODE_STATUS_DOWN, NODE_STATUS_INIT
+from drover.model.node import NODE_INELIGIBLE, NODE_STATUS_DOWN, NODE_STATUS_INIT
 from drover.scheduler.harness import Harness
 from drover.scheduler.schedule import schedule
 from drover.scheduler.system import SystemScheduler

@@ -7,14 +7,13 @@ import json
 
 import pytest
 
-from drover.common.bus import unpack
-from drover.common.events import JobRegistered, NodeRegistered
-from drover.common.placements import COLUMNS_FROM
-from drover.common.reducer import apply
+from drover.model.events import JobRegistered, NodeRegistered
+from drover.model.placements import COLUMNS_FROM
+from drover.model.reducer import apply
 from drover.scheduler import schedule
 from drover.scheduler.planapply import evaluate_plan, plan_applied_event
 from drover.scheduler.state import InMemoryState
-from drover.scheduler.wire import PlanRequest, decode_request, encode_request, with_metrics
+from drover.scheduler.wire import PlanRequest, decode_request, encode_request, unpack, with_metrics
 
 from .conftest import make_eval, make_job, make_node
 

@@ -14,8 +14,8 @@ from drover.client.agent import Agent
 from drover.client.config import load
 from drover.client.drivers import MockDriver, RawExecDriver, StartError
 from drover.client.health import HealthTracker
-from drover.common.alloc import TaskState
-from drover.common.job import Task
+from drover.model.alloc import TaskState
+from drover.model.job import Task
 
 S = 1_000_000_000
 

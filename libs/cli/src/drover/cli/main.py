@@ -7,7 +7,7 @@ from pathlib import Path
 
 import typer
 
-from drover.common.settings import Settings
+from drover.runtime.settings import Settings
 
 app = typer.Typer(help="Drover: a cluster scheduler with Nomad's model and API.", no_args_is_help=True)
 admin = typer.Typer(help="Administer the event log and its projections.", no_args_is_help=True)
@@ -59,8 +59,8 @@ def sim(ctx: typer.Context) -> None:
 @admin.command()
 def migrate() -> None:
     """Bring the database to this Drover's migration (every service refuses another)."""
-    from drover.common.store import migrate as run_migrations
-    from drover.common.store.migrate import SCHEMA_HEAD
+    from drover.runtime.store import migrate as run_migrations
+    from drover.runtime.store.migrate import SCHEMA_HEAD
 
     settings = _settings()
     if not settings.database_url:
@@ -72,7 +72,7 @@ def migrate() -> None:
 @admin.command()
 def rebuild() -> None:
     """Replay the whole event log into fresh projections (in one transaction)."""
-    from drover.common.store import EventStore
+    from drover.runtime.store import EventStore
 
     settings = _settings()
     if not settings.database_url:

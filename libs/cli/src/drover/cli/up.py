@@ -15,10 +15,10 @@ from pathlib import Path
 
 from rich.console import Console
 
-from drover.common.embedded import EmbeddedNats, EmbeddedPostgres
-from drover.common.lanes import worker_lanes
-from drover.common.settings import Settings
-from drover.common.store import migrate
+from drover.runtime.embedded import EmbeddedNats, EmbeddedPostgres
+from drover.runtime.settings import Settings
+from drover.runtime.store import migrate
+from drover.scheduler.lanes import worker_lanes
 
 console = Console()
 

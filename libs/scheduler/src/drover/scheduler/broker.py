@@ -35,15 +35,15 @@ from __future__ import annotations
 import heapq
 from dataclasses import dataclass, field
 
-from drover.common.durations import MILLISECOND, MINUTE
-from drover.common.evaluation import (
+from drover.model.durations import MILLISECOND, MINUTE
+from drover.model.evaluation import (
     EVAL_STATUS_BLOCKED,
     EVAL_STATUS_CANCELED,
     EVAL_STATUS_PENDING,
     TRIGGER_MAX_PLANS,
     Evaluation,
 )
-from drover.common.lanes import is_large, large_window
+from drover.scheduler.lanes import is_large, large_window
 
 CANCELED_NEWER_EVAL = "canceled after more recent eval was processed"
 CANCELED_NEWER_BLOCKED = "canceled: a newer blocked eval replaced it"
@@ -75,7 +75,7 @@ class EvalBroker:
         # At most `window` evals out at once (None: no limit), and at most `large` of them large
         # (None: all but one slot when there are three or more); see the module notes. While a
         # small eval is out, a large one is handed out only below `large_beside_small` (None:
-        # `large`): the large lane's depth (drover.common.lanes) is used while no small job
+        # `large`): the large lane's depth (drover.scheduler.lanes) is used while no small job
         # waits, its extra evals competing for the cores with what a small job waits for -
         # and only once no small eval has been out for `small_quiet` (ns): small jobs come one
         # after another, and an extra large eval handed out between two of them is still being

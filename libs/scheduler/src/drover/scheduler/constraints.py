@@ -15,8 +15,8 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
-from drover.common.job import CONSTRAINT_DISTINCT_HOSTS, CONSTRAINT_DISTINCT_PROPERTY, Affinity, Constraint
-from drover.common.node import Node
+from drover.model.job import CONSTRAINT_DISTINCT_HOSTS, CONSTRAINT_DISTINCT_PROPERTY, Affinity, Constraint
+from drover.model.node import Node
 
 __all__ = [
     "check_operand",

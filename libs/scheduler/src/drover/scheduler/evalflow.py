@@ -7,8 +7,8 @@ import random
 import uuid
 from typing import Any
 
-from drover.common.durations import MINUTE
-from drover.common.evaluation import (
+from drover.model.durations import MINUTE
+from drover.model.evaluation import (
     EVAL_STATUS_BLOCKED,
     EVAL_STATUS_FAILED,
     EVAL_STATUS_PENDING,

@@ -17,10 +17,10 @@ from typing import cast
 
 import numpy as np
 
-from drover.common.alloc import AllocMetric
-from drover.common.job import Constraint, Job, TaskGroup
-from drover.common.node import NODE_ELIGIBLE, NODE_STATUS_READY, Node, compute_class
-from drover.common.state import InMemoryState, StateSnapshot, has_flat_usage
+from drover.model.alloc import AllocMetric
+from drover.model.job import Constraint, Job, TaskGroup
+from drover.model.node import NODE_ELIGIBLE, NODE_STATUS_READY, Node, compute_class
+from drover.model.state import InMemoryState, StateSnapshot, has_flat_usage
 from drover.scheduler.constraints import DISTINCT_OPERANDS, is_escaped, matches
 from drover.scheduler.rank import BoolArray, FloatArray, IntArray
 

@@ -11,7 +11,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from drover.common import (
+from drover.model import (
     Allocation,
     AllocDeploymentStatus,
     AllocMetric,
@@ -22,15 +22,15 @@ from drover.common import (
     Resources,
     TaskGroup,
 )
-from drover.common.alloc import ALLOC_CLIENT_PENDING, ALLOC_DESIRED_RUN, ALLOC_DESIRED_STOP
-from drover.common.base import copy_with
-from drover.common.defaults import default_reschedule_policy
-from drover.common.evaluation import (
+from drover.model.alloc import ALLOC_CLIENT_PENDING, ALLOC_DESIRED_RUN, ALLOC_DESIRED_STOP
+from drover.model.base import copy_with
+from drover.model.defaults import default_reschedule_policy
+from drover.model.evaluation import (
     EVAL_STATUS_BLOCKED,
     EVAL_STATUS_COMPLETE,
     TRIGGER_QUEUED_ALLOCS,
 )
-from drover.common.node import NODE_STATUS_DISCONNECTED, NODE_STATUS_DOWN
+from drover.model.node import NODE_STATUS_DISCONNECTED, NODE_STATUS_DOWN
 from drover.scheduler.feasible import FeasibilityChecker, node_in_job_pool, ready_nodes_table
 from drover.scheduler.plan import Plan, SchedulerResult
 from drover.scheduler.reconcile import ALLOC_IN_PLACE, PlaceRequest, Reconciler, new_uuid_fn

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from drover.common import Evaluation
-from drover.common.evaluation import EVAL_STATUS_BLOCKED
+from drover.model import Evaluation
+from drover.model.evaluation import EVAL_STATUS_BLOCKED
 from drover.scheduler.plan import Plan, PlanResult, SchedulerResult
 from drover.scheduler.planapply import apply_plan_result, evaluate_plan
 from drover.scheduler.schedule import schedule

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from drover.common import Allocation
+from drover.model import Allocation
 
 
 def alloc_name(job_id: str, group: str, index: int) -> str:

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from drover.common import Allocation, Deployment, Evaluation, Job
-from drover.common.base import NomadModel
+from drover.model import Allocation, Deployment, Evaluation, Job
+from drover.model.base import NomadModel
 
 
 class DesiredUpdates(NomadModel):

@@ -13,13 +13,13 @@ from array import array
 from collections.abc import Iterable
 from typing import cast
 
-from drover.common.alloc import Allocation
-from drover.common.deployment import Deployment
-from drover.common.events import PlanApplied
-from drover.common.job import Job
-from drover.common.node import NODE_ELIGIBLE, Node
-from drover.common.reducer import apply
-from drover.common.state import has_flat_usage
+from drover.model.alloc import Allocation
+from drover.model.deployment import Deployment
+from drover.model.events import PlanApplied
+from drover.model.job import Job
+from drover.model.node import NODE_ELIGIBLE, Node
+from drover.model.reducer import apply
+from drover.model.state import has_flat_usage
 from drover.scheduler.plan import Plan, PlanResult
 from drover.scheduler.state import InMemoryState, StateSnapshot
 

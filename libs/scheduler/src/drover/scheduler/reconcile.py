@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
-from drover.common import (
+from drover.model import (
     Allocation,
     AllocState,
     Deployment,
@@ -22,7 +22,7 @@ from drover.common import (
     ReschedulePolicy,
     TaskGroup,
 )
-from drover.common.alloc import (
+from drover.model.alloc import (
     ALLOC_CLIENT_FAILED,
     ALLOC_CLIENT_LOST,
     ALLOC_CLIENT_PENDING,
@@ -32,8 +32,8 @@ from drover.common.alloc import (
     ALLOC_DESIRED_STOP,
     ALLOC_STATE_FIELD_CLIENT_STATUS,
 )
-from drover.common.defaults import default_reschedule_policy
-from drover.common.deployment import (
+from drover.model.defaults import default_reschedule_policy
+from drover.model.deployment import (
     DEPLOYMENT_CANCELLED,
     DEPLOYMENT_FAILED,
     DEPLOYMENT_PAUSED,
@@ -44,12 +44,12 @@ from drover.common.deployment import (
     DESC_STOPPED_JOB,
     DESC_SUCCESSFUL,
 )
-from drover.common.evaluation import (
+from drover.model.evaluation import (
     EVAL_STATUS_PENDING,
     TRIGGER_MAX_DISCONNECT_TIMEOUT,
     TRIGGER_RETRY_FAILED_ALLOC,
 )
-from drover.common.node import NODE_STATUS_DISCONNECTED, NODE_STATUS_READY
+from drover.model.node import NODE_STATUS_DISCONNECTED, NODE_STATUS_READY
 from drover.scheduler.names import AllocNameIndex
 from drover.scheduler.plan import DeploymentStatusUpdate, DesiredUpdates
 from drover.scheduler.reschedule import (

@@ -5,9 +5,9 @@ All times are Unix ns and are passed in; nothing here reads a clock.
 
 from __future__ import annotations
 
-from drover.common import Allocation, RescheduleEvent, ReschedulePolicy, RescheduleTracker
-from drover.common.alloc import ALLOC_CLIENT_FAILED, ALLOC_DESIRED_STOP
-from drover.common.durations import SECOND
+from drover.model import Allocation, RescheduleEvent, ReschedulePolicy, RescheduleTracker
+from drover.model.alloc import ALLOC_CLIENT_FAILED, ALLOC_DESIRED_STOP
+from drover.model.durations import SECOND
 
 # A failed alloc due within this window is rescheduled now rather than by a follow-up eval
 # (Nomad's rescheduleWindowSize).

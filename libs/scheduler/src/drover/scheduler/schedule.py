@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from drover.common import Evaluation
+from drover.model import Evaluation
 from drover.scheduler.generic import GenericScheduler
 from drover.scheduler.plan import SchedulerResult
 from drover.scheduler.state import StateSnapshot

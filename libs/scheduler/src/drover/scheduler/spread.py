@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from drover.common import Spread
+from drover.model import Spread
 from drover.scheduler.rank import FloatArray, IntArray
 
 IMPLICIT_TARGET = "*"

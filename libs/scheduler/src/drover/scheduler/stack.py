@@ -19,10 +19,10 @@ from typing import cast
 
 import numpy as np
 
-from drover.common import Allocation, AllocMetric, Job, Node, NodeScoreMeta, Spread, TaskGroup
-from drover.common.base import copy_with
-from drover.common.job import CONSTRAINT_DISTINCT_HOSTS
-from drover.common.state import has_flat_usage
+from drover.model import Allocation, AllocMetric, Job, Node, NodeScoreMeta, Spread, TaskGroup
+from drover.model.base import copy_with
+from drover.model.job import CONSTRAINT_DISTINCT_HOSTS
+from drover.model.state import has_flat_usage
 from drover.scheduler.constraints import is_escaped, matches, resolve_target
 from drover.scheduler.feasible import FeasibilityChecker, ReadyNodes, distinct_constraints
 from drover.scheduler.rank import (

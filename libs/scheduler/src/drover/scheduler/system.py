@@ -10,15 +10,15 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from drover.common import Allocation, AllocMetric, Evaluation, Job, Node, TaskGroup
-from drover.common.alloc import (
+from drover.model import Allocation, AllocMetric, Evaluation, Job, Node, TaskGroup
+from drover.model.alloc import (
     ALLOC_CLIENT_LOST,
     ALLOC_CLIENT_PENDING,
     ALLOC_DESIRED_EVICT,
     ALLOC_DESIRED_RUN,
     ALLOC_DESIRED_STOP,
 )
-from drover.common.evaluation import (
+from drover.model.evaluation import (
     EVAL_STATUS_PENDING,
     TRIGGER_PREEMPTION,
     TRIGGER_ROLLING_UPDATE,

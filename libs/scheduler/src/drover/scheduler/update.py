@@ -3,7 +3,7 @@ the existing alloc can take in place."""
 
 from __future__ import annotations
 
-from drover.common import Job, Task
+from drover.model import Job, Task
 
 
 def _task_changed(a: Task, b: Task) -> bool:

@@ -1,18 +1,27 @@
-"""What workers and the plan applier say to each other over NATS (compressed JSON). A plan's
-placements travel in columns, as the log stores them (drover.common.placements)."""
+"""What workers and the plan applier say to each other over NATS (zlib-compressed JSON). A plan's
+placements travel in columns, as the log stores them (drover.model.placements)."""
 
 from __future__ import annotations
 
 import dataclasses
+import zlib
 from dataclasses import dataclass, field
 
 from pydantic import BaseModel, TypeAdapter
 
-from drover.common.bus import pack, unpack
-from drover.common.evaluation import Evaluation
-from drover.common.placements import COLUMNS_FROM, Placements, encode_placements
-from drover.common.placements import with_metrics as allocs_with_metrics
+from drover.model.evaluation import Evaluation
+from drover.model.placements import COLUMNS_FROM, Placements, encode_placements
+from drover.model.placements import with_metrics as allocs_with_metrics
 from drover.scheduler.plan import Plan
+
+
+def pack(data: bytes) -> bytes:
+    """Compress a message body (plans carry hundreds of allocs; NATS caps payloads)."""
+    return zlib.compress(data, 3)
+
+
+def unpack(data: bytes) -> bytes:
+    return zlib.decompress(data)
 
 
 @dataclass

@@ -8,9 +8,9 @@ from collections.abc import Callable
 import uvicorn
 
 from drover.api.app import create_app
-from drover.common.service import require_schema
-from drover.common.settings import Settings
-from drover.common.telemetry import setup_logging
+from drover.runtime.service import require_schema
+from drover.runtime.settings import Settings
+from drover.runtime.telemetry import setup_logging
 
 # Seconds a stop waits for requests in flight before it cancels them.
 GRACEFUL_STOP = 10

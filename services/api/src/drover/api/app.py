@@ -23,10 +23,17 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from drover.api.heartbeats import Heartbeats
 from drover.api.reads import Reads
-from drover.common import Evaluation, Job, Node
-from drover.common.alloc import AllocRestartRequest
-from drover.common.canonicalize import canonicalize
-from drover.common.deployment import (
+from drover.control.deploywatch import (
+    DESC_FAILED_BY_USER,
+    DESC_PAUSED,
+    promotion_problems,
+    rollback,
+    wants_rollback,
+)
+from drover.model import Evaluation, Job, Node
+from drover.model.alloc import AllocRestartRequest
+from drover.model.canonicalize import canonicalize
+from drover.model.deployment import (
     DEPLOYMENT_FAILED,
     DEPLOYMENT_PAUSED,
     DEPLOYMENT_RUNNING,
@@ -34,7 +41,7 @@ from drover.common.deployment import (
     DESC_RUNNING_NEEDS_PROMOTION,
     Deployment,
 )
-from drover.common.evaluation import (
+from drover.model.evaluation import (
     TRIGGER_DEPLOYMENT_WATCHER,
     TRIGGER_JOB_DEREGISTER,
     TRIGGER_JOB_REGISTER,
@@ -44,7 +51,7 @@ from drover.common.evaluation import (
     TRIGGER_SCALING,
     job_eval,
 )
-from drover.common.events import (
+from drover.model.events import (
     AllocClientUpdate,
     AllocRestartRequested,
     AllocsClientUpdated,
@@ -58,8 +65,8 @@ from drover.common.events import (
     NodeRegistered,
     NodeStatusUpdated,
 )
-from drover.common.job import job_spec
-from drover.common.node import (
+from drover.model.job import job_spec
+from drover.model.node import (
     NODE_ELIGIBLE,
     NODE_INELIGIBLE,
     NODE_STATUS_DOWN,
@@ -67,12 +74,12 @@ from drover.common.node import (
     DrainSpec,
     DrainStrategy,
 )
-from drover.common.settings import Settings
-from drover.common.store import ConcurrencyError, EventStore, NewEvent, RecordedEvent, libpq_url
-from drover.common.store.eventstore import NOTIFY_CHANNEL
-from drover.common.telemetry import inject, tracer
-from drover.common.validation import validate_job
-from drover.common.watches import (
+from drover.model.validation import validate_job
+from drover.runtime.settings import Settings
+from drover.runtime.store import ConcurrencyError, EventStore, NewEvent, RecordedEvent, libpq_url
+from drover.runtime.store.eventstore import NOTIFY_CHANNEL
+from drover.runtime.telemetry import inject, tracer
+from drover.runtime.watches import (
     ChangeIndex,
     alloc_key,
     category,
@@ -83,13 +90,6 @@ from drover.common.watches import (
     parse_payload,
 )
 from drover.scheduler import schedule
-from drover.scheduler.deploywatch import (
-    DESC_FAILED_BY_USER,
-    DESC_PAUSED,
-    promotion_problems,
-    rollback,
-    wants_rollback,
-)
 
 log = logging.getLogger("drover.api")
 _tracer = tracer("drover.api")
@@ -215,7 +215,7 @@ class BodyLimit:
 
 class IndexWatcher:
     """The newest log position and what changed at each, pushed by Postgres NOTIFY, for
-    blocking queries: each waits on the keys of what it reads (drover.common.watches) and is
+    blocking queries: each waits on the keys of what it reads (drover.runtime.watches) and is
     woken only when one of them changes, as Nomad's wake on the state they read."""
 
     def __init__(self, conninfo: str, store: EventStore) -> None:
@@ -328,7 +328,7 @@ def create_app(settings: Settings, store: EventStore | None = None) -> FastAPI:
 
     async def blocking_read(request: Request, fn: Callable[[], Any], keys: list[str]) -> Response:
         """Run a read, after waiting (blocking query) until one of `keys` - what the read
-        shows (drover.common.watches) - changed after ?index, or ?wait passed."""
+        shows (drover.runtime.watches) - changed after ?index, or ?wait passed."""
 
         def read() -> tuple[int, Any]:
             # The index first: what the answer shows is at least as new as the index it carries.
@@ -601,7 +601,7 @@ def create_app(settings: Settings, store: EventStore | None = None) -> FastAPI:
             raise ApiError(400, "Job ID does not match name")
 
         def dry_run() -> dict[str, Any]:
-            from drover.common.replica import load_snapshot
+            from drover.runtime.replica import load_snapshot
 
             state = load_snapshot(store)
             existing = state.job(job.namespace, job.id)

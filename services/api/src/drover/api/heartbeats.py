@@ -11,9 +11,9 @@ import time
 from nats.aio.client import Client
 
 from drover.api.reads import Reads
-from drover.common.bus import HEARTBEAT_SUBJECT, connect
-from drover.common.settings import Settings
-from drover.scheduler.heartbeat import heartbeat_ttl
+from drover.control.heartbeat import heartbeat_ttl
+from drover.runtime.bus import HEARTBEAT_SUBJECT, connect
+from drover.runtime.settings import Settings
 
 SECOND = 1_000_000_000
 

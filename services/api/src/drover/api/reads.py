@@ -7,9 +7,9 @@ from typing import Any
 from pydantic import TypeAdapter
 from sqlalchemy import Connection, text
 
-from drover.common import Allocation, Deployment, Evaluation, Job, Node
-from drover.common.job import derive_job_status
-from drover.common.store import EventStore
+from drover.model import Allocation, Deployment, Evaluation, Job, Node
+from drover.model.job import derive_job_status
+from drover.runtime.store import EventStore
 
 _ALLOCS: TypeAdapter[list[Allocation]] = TypeAdapter(list[Allocation])
 

@@ -12,17 +12,9 @@ import time
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from drover.common.brokerstate import BrokerReplica, PlanSummary
-from drover.common.bus import (
-    EVALS_LARGE_SUBJECT,
-    EVALS_SUBJECT,
-    MSG_ID_HEADER,
-    close,
-    connect_streams,
-)
-from drover.common.durations import SECOND
-from drover.common.evaluation import Evaluation
-from drover.common.events import (
+from drover.model.durations import SECOND
+from drover.model.evaluation import Evaluation
+from drover.model.events import (
     AllocsClientUpdated,
     EvalsUpserted,
     Event,
@@ -32,12 +24,20 @@ from drover.common.events import (
     NodeStatusUpdated,
     evals_of,
 )
-from drover.common.lanes import broker_limits, worker_lanes
-from drover.common.service import run_service
-from drover.common.settings import Settings
-from drover.common.store import EventStore
-from drover.common.telemetry import extract, inject, tracer
+from drover.runtime.brokerstate import BrokerReplica, PlanSummary
+from drover.runtime.bus import (
+    EVALS_LARGE_SUBJECT,
+    EVALS_SUBJECT,
+    MSG_ID_HEADER,
+    close,
+    connect_streams,
+)
+from drover.runtime.service import run_service
+from drover.runtime.settings import Settings
+from drover.runtime.store import EventStore
+from drover.runtime.telemetry import extract, inject, tracer
 from drover.scheduler.broker import EvalBroker
+from drover.scheduler.lanes import broker_limits, worker_lanes
 
 log = logging.getLogger("drover.broker")
 _tracer = tracer("drover.broker")
@@ -157,7 +157,7 @@ class BrokerService:
 async def run(settings: Settings, stop: asyncio.Event) -> None:
     store = EventStore(settings.database_url)
     nc, js = await connect_streams(settings.nats_url, "broker")
-    # Of allocs, the broker keeps only what it reads (drover.common.brokerstate).
+    # Of allocs, the broker keeps only what it reads (drover.runtime.brokerstate).
     replica = BrokerReplica(store, js)
     # One eval per worker at a time (large-lane workers take `large_lane_depth`): what is not
     # yet handed out can still be reordered.
@@ -171,7 +171,7 @@ async def run(settings: Settings, stop: asyncio.Event) -> None:
         large_beside_small=beside_small,
         small_quiet=int(settings.large_lane_quiet * SECOND),
     )
-    # With worker lanes, large evals have a subject of their own (drover.common.lanes).
+    # With worker lanes, large evals have a subject of their own (drover.scheduler.lanes).
     lanes = any(worker_lanes(max(1, settings.workers), settings.large_evals))
     replica.listeners.append(svc.on_event)
     await replica.start()

@@ -1,5 +1,5 @@
 """`drover-relay`: publishes every committed event, in log order, onto the EVENTS stream
-(drover.common.relay). Every consumer of the stream waits on it - the broker hears of a new
+(drover.runtime.relay). Every consumer of the stream waits on it - the broker hears of a new
 eval, a worker's replica reaches the eval's index - so it runs as a process of its own: in
 the broker's it waited for the broker's event loop, busy following large plans, and the eval
 of a small job registered under load was heard ~13 ms later for it. More than one may run:
@@ -10,11 +10,11 @@ from __future__ import annotations
 
 import asyncio
 
-from drover.common.bus import close, connect_streams
-from drover.common.relay import Relay
-from drover.common.service import run_service
-from drover.common.settings import Settings
-from drover.common.store import EventStore, libpq_url
+from drover.runtime.bus import close, connect_streams
+from drover.runtime.relay import Relay
+from drover.runtime.service import run_service
+from drover.runtime.settings import Settings
+from drover.runtime.store import EventStore, libpq_url
 
 
 async def run(settings: Settings, stop: asyncio.Event) -> None:

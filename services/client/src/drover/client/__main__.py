@@ -16,10 +16,10 @@ from pathlib import Path
 
 from drover.client.agent import Agent
 from drover.client.config import AgentConfig, load
-from drover.common.drivers import DRIVER_RAW_EXEC
-from drover.common.gctune import tune
-from drover.common.service import run_loop
-from drover.common.telemetry import setup_logging
+from drover.model.drivers import DRIVER_RAW_EXEC
+from drover.runtime.gctune import tune
+from drover.runtime.service import run_loop
+from drover.runtime.telemetry import setup_logging
 
 
 def parse(argv: list[str]) -> AgentConfig:

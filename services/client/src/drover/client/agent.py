@@ -20,9 +20,9 @@ from drover.client.drivers import RawExecDriver, TaskHandle
 from drover.client.fingerprint import fingerprint
 from drover.client.runner import AllocRunner
 from drover.client.statefile import write_atomically
-from drover.common.alloc import Allocation
-from drover.common.durations import SECOND
-from drover.common.job import Job
+from drover.model.alloc import Allocation
+from drover.model.durations import SECOND
+from drover.model.job import Job
 
 log = logging.getLogger("drover.client")
 REPORT_EVERY = 0.2

@@ -20,7 +20,7 @@ from typing import Any
 
 import hcl2
 
-from drover.common.drivers import DRIVER_MOCK, DRIVER_RAW_EXEC
+from drover.model.drivers import DRIVER_MOCK, DRIVER_RAW_EXEC
 
 
 @dataclass

@@ -14,8 +14,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
-from drover.common.durations import SECOND, parse_duration
-from drover.common.job import Task
+from drover.model.durations import SECOND, parse_duration
+from drover.model.job import Task
 
 
 @dataclass

@@ -10,7 +10,7 @@ import socket
 from pathlib import Path
 
 from drover.client.config import AgentConfig
-from drover.common.node import (
+from drover.model.node import (
     DriverInfo,
     Node,
     NodeCpuResources,

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from drover.common.alloc import TASK_STATE_DEAD, TASK_STATE_RUNNING, TaskState
-from drover.common.durations import SECOND
+from drover.model.alloc import TASK_STATE_DEAD, TASK_STATE_RUNNING, TaskState
+from drover.model.durations import SECOND
 
 FAILED_TASK = "Unhealthy because of failed task"
 

@@ -1,5 +1,5 @@
 """Alloc and task runners: run an alloc's tasks through their drivers, restart them locally per
-the group's restart block (drover.scheduler.restarts), stop them when the servers say so, and
+the group's restart block (drover.control.restarts), stop them when the servers say so, and
 keep task states and the alloc's client status for the agent to report."""
 
 from __future__ import annotations
@@ -15,7 +15,8 @@ from typing import Any
 
 from drover.client.drivers import ExitResult, StartError, TaskHandle, driver_for
 from drover.client.health import HealthTracker
-from drover.common.alloc import (
+from drover.control.restarts import DONE, RESTART, RestartTracker
+from drover.model.alloc import (
     ALLOC_CLIENT_COMPLETE,
     ALLOC_CLIENT_FAILED,
     ALLOC_CLIENT_PENDING,
@@ -28,11 +29,10 @@ from drover.common.alloc import (
     TaskEvent,
     TaskState,
 )
-from drover.common.defaults import HEALTH_CHECK_MANUAL, default_restart_policy
-from drover.common.drivers import config_problems
-from drover.common.durations import SECOND
-from drover.common.job import Job, Task, TaskGroup
-from drover.scheduler.restarts import DONE, RESTART, RestartTracker
+from drover.model.defaults import HEALTH_CHECK_MANUAL, default_restart_policy
+from drover.model.drivers import config_problems
+from drover.model.durations import SECOND
+from drover.model.job import Job, Task, TaskGroup
 
 log = logging.getLogger("drover.client")
 DEFAULT_KILL_TIMEOUT = 5.0

@@ -28,9 +28,9 @@ from typing import Any
 
 import httpx
 
-from drover.common.durations import SECOND, parse_duration
-from drover.common.service import run_loop
-from drover.common.telemetry import setup_logging
+from drover.model.durations import SECOND, parse_duration
+from drover.runtime.service import run_loop
+from drover.runtime.telemetry import setup_logging
 
 log = logging.getLogger("drover.sim")
 BATCH = 1000

@@ -25,14 +25,14 @@ from typing import Any
 
 from nats.aio.msg import Msg
 
-from drover.common.bus import PLAN_SUBJECT, close, connect_streams
-from drover.common.leader import hold_leadership, wait_for_leadership
-from drover.common.replica import Replica
-from drover.common.service import run_service
-from drover.common.settings import Settings
-from drover.common.store import EventStore, FencedError, RecordedEvent, libpq_url
-from drover.common.telemetry import extract, tracer
 from drover.planner.applier import BACKGROUND_FROM, LEASE, PlanApplier, Verified, plan_size
+from drover.runtime.bus import PLAN_SUBJECT, close, connect_streams
+from drover.runtime.leader import hold_leadership, wait_for_leadership
+from drover.runtime.replica import Replica
+from drover.runtime.service import run_service
+from drover.runtime.settings import Settings
+from drover.runtime.store import EventStore, FencedError, RecordedEvent, libpq_url
+from drover.runtime.telemetry import extract, tracer
 from drover.scheduler.wire import PlanRequest, PlanResponse, decode_request, encode_response
 
 log = logging.getLogger("drover.planner")

@@ -16,10 +16,10 @@ import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 
-from drover.common.events import EvalsUpserted, Event, PlanApplied
-from drover.common.replica import Replica
-from drover.common.store import EventStore, NewEvent, RecordedEvent
-from drover.common.telemetry import inject
+from drover.model.events import EvalsUpserted, Event, PlanApplied
+from drover.runtime.replica import Replica
+from drover.runtime.store import EventStore, NewEvent, RecordedEvent
+from drover.runtime.telemetry import inject
 from drover.scheduler.planapply import PendingPlacements, adds_only, evaluate_plan, plan_applied_event
 from drover.scheduler.state import StateSnapshot
 from drover.scheduler.wire import PlanRequest, PlanResponse

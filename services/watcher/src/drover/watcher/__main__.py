@@ -1,9 +1,9 @@
 """`drover-watcher`: the heartbeat watcher, node drainer and deployment watcher. One instance
 is active (advisory lock, lease epoch that fences a deposed one's appends), the others stand by. The active one
-hears heartbeats on core NATS, keeps every node's deadline (drover.scheduler.heartbeat) and,
+hears heartbeats on core NATS, keeps every node's deadline (drover.control.heartbeat) and,
 when a node misses its TTL and grace, writes it down - or disconnected, when it runs allocs
 that tolerate it - with node-update evals. Heartbeats are never written to the log; status
-changes are. It also drains nodes (drover.scheduler.drainer): allocs marked to migrate in
+changes are. It also drains nodes (drover.control.drainer): allocs marked to migrate in
 batches of migrate.max_parallel, with node-drain evals, and the drain cleared when done. And it
 watches deployments (drover.watcher.deployments).
 """
@@ -21,9 +21,15 @@ from typing import Any
 
 from nats.aio.msg import Msg
 
-from drover.common.alloc import DesiredTransition
-from drover.common.bus import HEARTBEAT_SUBJECT, close, connect_streams
-from drover.common.events import (
+from drover.control.drainer import drain_step
+from drover.control.heartbeat import (
+    HEARTBEAT_MISSED,
+    HeartbeatTracker,
+    missed_status,
+    node_update_evals,
+)
+from drover.model.alloc import DesiredTransition
+from drover.model.events import (
     AllocsTransitioned,
     EvalsUpserted,
     Event,
@@ -32,20 +38,14 @@ from drover.common.events import (
     NodeRegistered,
     NodeStatusUpdated,
 )
-from drover.common.job import Job
-from drover.common.leader import hold_leadership, wait_for_leadership
-from drover.common.node import NODE_STATUS_INIT, NODE_STATUS_READY
-from drover.common.replica import Replica
-from drover.common.service import run_service
-from drover.common.settings import Settings
-from drover.common.store import EventStore, FencedError, NewEvent, libpq_url
-from drover.scheduler.drainer import drain_step
-from drover.scheduler.heartbeat import (
-    HEARTBEAT_MISSED,
-    HeartbeatTracker,
-    missed_status,
-    node_update_evals,
-)
+from drover.model.job import Job
+from drover.model.node import NODE_STATUS_INIT, NODE_STATUS_READY
+from drover.runtime.bus import HEARTBEAT_SUBJECT, close, connect_streams
+from drover.runtime.leader import hold_leadership, wait_for_leadership
+from drover.runtime.replica import Replica
+from drover.runtime.service import run_service
+from drover.runtime.settings import Settings
+from drover.runtime.store import EventStore, FencedError, NewEvent, libpq_url
 from drover.watcher.appending import append_as_leader
 from drover.watcher.deployments import watch_deployments
 

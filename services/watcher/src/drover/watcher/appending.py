@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import logging
 
-from drover.common.store import EventStore, FencedError, NewEvent, RecordedEvent
+from drover.runtime.store import EventStore, FencedError, NewEvent, RecordedEvent
 
 log = logging.getLogger("drover.watcher")
 

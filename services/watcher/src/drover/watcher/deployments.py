@@ -1,5 +1,5 @@
 """The deployment watcher loop: for every active deployment, ask the pure core
-(drover.scheduler.deploywatch) what to do and write it - deployment-watcher evals as allocs turn
+(drover.control.deploywatch) what to do and write it - deployment-watcher evals as allocs turn
 healthy, unhealthy allocs of progress-based groups marked for rescheduling, canaries promoted when
 the group auto-promotes, deployments failed on an unhealthy alloc or at their progress deadline.
 Evals are batched per deployment per pass (Nomad batches them per job over about a second)."""
@@ -12,10 +12,11 @@ import logging
 import time
 from typing import Any
 
-from drover.common.alloc import DesiredTransition
-from drover.common.deployment import DEPLOYMENT_FAILED, DESC_RUNNING, Deployment
-from drover.common.evaluation import TRIGGER_DEPLOYMENT_WATCHER, job_eval
-from drover.common.events import (
+from drover.control.deploywatch import rollback, watch_deployment
+from drover.model.alloc import DesiredTransition
+from drover.model.deployment import DEPLOYMENT_FAILED, DESC_RUNNING, Deployment
+from drover.model.evaluation import TRIGGER_DEPLOYMENT_WATCHER, job_eval
+from drover.model.events import (
     AllocsClientUpdated,
     AllocsTransitioned,
     DeploymentUpdated,
@@ -25,10 +26,9 @@ from drover.common.events import (
     JobRegistered,
     PlanApplied,
 )
-from drover.common.replica import Replica
-from drover.common.state import InMemoryState
-from drover.common.store import EventStore, NewEvent
-from drover.scheduler.deploywatch import rollback, watch_deployment
+from drover.model.state import InMemoryState
+from drover.runtime.replica import Replica
+from drover.runtime.store import EventStore, NewEvent
 from drover.watcher.appending import append_as_leader
 
 log = logging.getLogger("drover.watcher")

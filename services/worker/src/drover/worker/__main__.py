@@ -28,7 +28,8 @@ from nats.errors import TimeoutError as NatsTimeout
 from nats.js import JetStreamContext
 from nats.js.api import AckPolicy, ConsumerConfig
 
-from drover.common.bus import (
+from drover.model.evaluation import EVAL_STATUS_BLOCKED, Evaluation
+from drover.runtime.bus import (
     EVALS_LARGE_SUBJECT,
     EVALS_STREAM,
     EVALS_SUBJECT,
@@ -36,13 +37,11 @@ from drover.common.bus import (
     close,
     connect_streams,
 )
-from drover.common.evaluation import EVAL_STATUS_BLOCKED, Evaluation
-from drover.common.lanes import LANE_LARGE
-from drover.common.replica import Replica
-from drover.common.service import run_service
-from drover.common.settings import Settings
-from drover.common.store import EventStore
-from drover.common.telemetry import extract, inject, tracer
+from drover.runtime.replica import Replica
+from drover.runtime.service import run_service
+from drover.runtime.settings import Settings
+from drover.runtime.store import EventStore
+from drover.runtime.telemetry import extract, inject, tracer
 from drover.scheduler import schedule
 from drover.scheduler.evalflow import (
     DELIVERY_LIMIT,
@@ -51,6 +50,7 @@ from drover.scheduler.evalflow import (
     nack_delay,
     plan_attempts,
 )
+from drover.scheduler.lanes import LANE_LARGE
 from drover.scheduler.plan import Plan
 from drover.scheduler.planapply import PendingPlacements
 from drover.scheduler.state import StateSnapshot

@@ -1,0 +1,234 @@
+"""Allocations: one task group of one job placed on one node."""
+
+from __future__ import annotations
+
+from pydantic import Field
+
+from drover.model.base import NomadModel
+from drover.model.job import Resources
+from drover.model.timefmt import RFC3339Ns
+
+ALLOC_DESIRED_RUN = "run"
+ALLOC_DESIRED_STOP = "stop"
+ALLOC_DESIRED_EVICT = "evict"
+
+ALLOC_CLIENT_PENDING = "pending"
+ALLOC_CLIENT_RUNNING = "running"
+ALLOC_CLIENT_COMPLETE = "complete"
+ALLOC_CLIENT_FAILED = "failed"
+ALLOC_CLIENT_LOST = "lost"
+ALLOC_CLIENT_UNKNOWN = "unknown"
+# An alloc is terminal when the server wants it stopped or its client has finished with it.
+DESIRED_TERMINAL = (ALLOC_DESIRED_STOP, ALLOC_DESIRED_EVICT)
+CLIENT_TERMINAL = (ALLOC_CLIENT_COMPLETE, ALLOC_CLIENT_FAILED, ALLOC_CLIENT_LOST)
+
+TASK_STATE_PENDING = "pending"
+TASK_STATE_RUNNING = "running"
+TASK_STATE_DEAD = "dead"
+
+
+ALLOC_STATE_FIELD_CLIENT_STATUS = "ClientStatus"
+
+
+class AllocState(NomadModel):
+    """One recorded transition of an alloc field (Nomad keeps these for disconnect handling)."""
+
+    field: str = ""
+    value: str = ""
+    time: int = 0
+
+
+class TaskEvent(NomadModel):
+    type: str = ""
+    time: int = 0
+    message: str = ""
+    display_message: str = ""
+    details: dict[str, str] = Field(default_factory=dict)
+
+
+class TaskState(NomadModel):
+    state: str = TASK_STATE_PENDING
+    failed: bool = False
+    restarts: int = 0
+    last_restart: RFC3339Ns = 0
+    started_at: RFC3339Ns = 0
+    finished_at: RFC3339Ns = 0
+    events: list[TaskEvent] = Field(default_factory=list)
+
+
+class RescheduleEvent(NomadModel):
+    reschedule_time: int = 0
+    prev_alloc_id: str = ""
+    prev_node_id: str = ""
+    delay: int = 0
+
+
+class RescheduleTracker(NomadModel):
+    events: list[RescheduleEvent] = Field(default_factory=list)
+
+
+class DesiredTransition(NomadModel):
+    """Server-side intents the scheduler acts on (drain migration, forced reschedule)."""
+
+    migrate: bool | None = None
+    reschedule: bool | None = None
+    force_reschedule: bool | None = None
+    no_shutdown_delay: bool | None = None
+
+    def should_migrate(self) -> bool:
+        return bool(self.migrate)
+
+    def should_reschedule(self) -> bool:
+        return bool(self.reschedule)
+
+    def should_force_reschedule(self) -> bool:
+        return bool(self.force_reschedule)
+
+
+class AllocDeploymentStatus(NomadModel):
+    healthy: bool | None = None
+    timestamp: RFC3339Ns = 0
+    canary: bool = False
+    modify_index: int = 0
+
+    def is_healthy(self) -> bool:
+        return self.healthy is True
+
+    def is_unhealthy(self) -> bool:
+        return self.healthy is False
+
+
+class AllocRestartRequest(NomadModel):
+    """Drover's record of an operator's restart request on an alloc (Nomad sends it to the client
+    directly and keeps nothing): the agent restarts the named task, or the running ones, or all
+    with AllTasks, once per ID."""
+
+    id: str = ""
+    task_name: str = ""
+    all_tasks: bool = False
+    time: RFC3339Ns = 0
+
+
+class NodeScoreMeta(NomadModel):
+    node_id: str = ""
+    scores: dict[str, float] = Field(default_factory=dict)
+    norm_score: float = 0.0
+
+
+class AllocMetric(NomadModel):
+    """Why placements went where they did, or failed (Nomad's AllocMetric)."""
+
+    nodes_evaluated: int = 0
+    nodes_filtered: int = 0
+    nodes_in_pool: int = 0
+    nodes_available: dict[str, int] = Field(default_factory=dict)
+    class_filtered: dict[str, int] = Field(default_factory=dict)
+    constraint_filtered: dict[str, int] = Field(default_factory=dict)
+    nodes_exhausted: int = 0
+    class_exhausted: dict[str, int] = Field(default_factory=dict)
+    dimension_exhausted: dict[str, int] = Field(default_factory=dict)
+    quota_exhausted: list[str] = Field(default_factory=list)
+    score_meta_data: list[NodeScoreMeta] = Field(default_factory=list)
+    allocation_time: int = 0
+    coalesced_failures: int = 0
+
+
+class Allocation(NomadModel):
+    id: str = ""
+    namespace: str = "default"
+    eval_id: str = ""
+    name: str = ""
+    node_id: str = ""
+    node_name: str = ""
+    job_id: str = ""
+    job_version: int = 0
+    task_group: str = ""
+    resources: Resources = Field(default_factory=Resources)
+    desired_status: str = ALLOC_DESIRED_RUN
+    desired_description: str = ""
+    desired_transition: DesiredTransition = Field(default_factory=DesiredTransition)
+    client_status: str = ALLOC_CLIENT_PENDING
+    client_description: str = ""
+    task_states: dict[str, TaskState] = Field(default_factory=dict)
+    deployment_id: str = ""
+    deployment_status: AllocDeploymentStatus | None = None
+    restart_request: AllocRestartRequest | None = None
+    reschedule_tracker: RescheduleTracker | None = None
+    followup_eval_id: str = ""
+    previous_allocation: str = ""
+    next_allocation: str = ""
+    preempted_allocations: list[str] = Field(default_factory=list)
+    preempted_by_allocation: str = ""
+    alloc_states: list[AllocState] = Field(default_factory=list)
+    metrics: AllocMetric | None = None
+    create_index: int = 0
+    modify_index: int = 0
+    alloc_modify_index: int = 0
+    create_time: int = 0
+    modify_time: int = 0
+
+    # --- status helpers, with Nomad's meaning ---
+    def terminal_status(self) -> bool:
+        """Desired stop/evict, or the client finished with it (complete, failed, lost)."""
+        return self.desired_status in DESIRED_TERMINAL or self.client_status in CLIENT_TERMINAL
+
+    def client_terminal(self) -> bool:
+        return self.client_status in CLIENT_TERMINAL
+
+    def server_terminal(self) -> bool:
+        return self.desired_status in DESIRED_TERMINAL
+
+    def ran_successfully(self) -> bool:
+        """Every task finished without failing (a batch alloc that need not run again)."""
+        if not self.task_states:
+            return self.client_status == ALLOC_CLIENT_COMPLETE
+        return all(ts.state == TASK_STATE_DEAD and not ts.failed for ts in self.task_states.values())
+
+    def last_event_time(self) -> int:
+        """When the alloc last changed on the client: the latest task finish, else ModifyTime."""
+        last = 0
+        for ts in self.task_states.values():
+            last = max(last, ts.finished_at)
+        return last or self.modify_time
+
+    def last_unknown(self) -> int:
+        """When the alloc last became unknown (its node disconnected), 0 if it never did."""
+        for st in reversed(self.alloc_states):
+            if st.field == ALLOC_STATE_FIELD_CLIENT_STATUS and st.value == ALLOC_CLIENT_UNKNOWN:
+                return st.time
+        return 0
+
+    def needs_to_reconnect(self) -> bool:
+        """The latest client-status transition recorded is to unknown: it was disconnected and
+        has not been reconciled since."""
+        for st in reversed(self.alloc_states):
+            if st.field == ALLOC_STATE_FIELD_CLIENT_STATUS:
+                return st.value == ALLOC_CLIENT_UNKNOWN
+        return False
+
+    def is_canary(self) -> bool:
+        return self.deployment_status is not None and self.deployment_status.canary
+
+    def index(self) -> int:
+        """The index in the alloc name ``job.group[index]``."""
+        lb = self.name.rfind("[")
+        if lb < 0 or not self.name.endswith("]"):
+            return -1
+        try:
+            return int(self.name[lb + 1 : -1])
+        except ValueError:
+            return -1
+
+
+class ReplicaAllocation(Allocation):
+    """An alloc as the services' replicas hold it: without its placement metrics. Only the API
+    shows those (from the projections), and they are most of an alloc's size and decode time;
+    under another alias, the stored ``Metrics`` member is skipped unread."""
+
+    metrics: AllocMetric | None = Field(default=None, alias="ReplicaMetrics", exclude=True)
+    # Most allocs have no desired transition: they share one (replicas share equal ones anyway,
+    # see InMemoryState._compact), which spares a model built per decoded alloc.
+    desired_transition: DesiredTransition = Field(default_factory=lambda: _NO_TRANSITION)
+
+
+_NO_TRANSITION: DesiredTransition = DesiredTransition()

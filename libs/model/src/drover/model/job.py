@@ -1,0 +1,286 @@
+"""Jobs: the desired state (Job, TaskGroup, Task) and the blocks that shape placement."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import Field
+
+from drover.model.base import NomadModel
+
+JOB_TYPE_SERVICE = "service"
+JOB_TYPE_BATCH = "batch"
+JOB_TYPE_SYSTEM = "system"
+JOB_TYPE_SYSBATCH = "sysbatch"
+JOB_TYPES = (JOB_TYPE_SERVICE, JOB_TYPE_BATCH, JOB_TYPE_SYSTEM, JOB_TYPE_SYSBATCH)
+
+JOB_STATUS_PENDING = "pending"
+JOB_STATUS_RUNNING = "running"
+JOB_STATUS_DEAD = "dead"
+
+DELAY_FUNCTIONS = ("constant", "exponential", "fibonacci")
+
+# Constraint operands (Nomad's structs.Constraint*).
+CONSTRAINT_DISTINCT_HOSTS = "distinct_hosts"
+CONSTRAINT_DISTINCT_PROPERTY = "distinct_property"
+CONSTRAINT_OPERANDS = (
+    "=", "==", "is", "!=", "not", "<", "<=", ">", ">=",
+    "regexp", "set_contains", "set_contains_all", "set_contains_any",
+    "version", "semver", "is_set", "is_not_set",
+    CONSTRAINT_DISTINCT_HOSTS, CONSTRAINT_DISTINCT_PROPERTY,
+)  # fmt: skip
+# distinct_* only make sense as hard constraints and is_set/is_not_set carry no preference, so
+# affinities do not accept them (as in Nomad).
+AFFINITY_OPERANDS = tuple(
+    o for o in CONSTRAINT_OPERANDS if not o.startswith("distinct_") and o not in ("is_set", "is_not_set")
+)
+
+
+class Resources(NomadModel):
+    """What a task asks for: CPU in MHz, memory and disk in MB."""
+
+    cpu: int = 100
+    cores: int = 0
+    memory_mb: int = 300
+    memory_max_mb: int = 0
+    disk_mb: int = 0
+
+    def add(self, other: Resources) -> Resources:
+        return Resources(
+            cpu=self.cpu + other.cpu,
+            cores=self.cores + other.cores,
+            memory_mb=self.memory_mb + other.memory_mb,
+            memory_max_mb=self.memory_max_mb + other.memory_max_mb,
+            disk_mb=self.disk_mb + other.disk_mb,
+        )
+
+
+class Constraint(NomadModel):
+    ltarget: str = ""
+    rtarget: str = ""
+    operand: str = "="
+
+    def __str__(self) -> str:
+        return f"{self.ltarget} {self.operand} {self.rtarget}".strip()
+
+
+class Affinity(NomadModel):
+    ltarget: str = ""
+    rtarget: str = ""
+    operand: str = "="
+    weight: int = 50
+
+    def __str__(self) -> str:
+        return f"{self.ltarget} {self.operand} {self.rtarget} ({self.weight})"
+
+
+class SpreadTarget(NomadModel):
+    value: str = ""
+    percent: int = 0
+
+
+class Spread(NomadModel):
+    attribute: str = ""
+    weight: int = 50
+    spread_target: list[SpreadTarget] = Field(default_factory=list)
+
+
+class ReschedulePolicy(NomadModel):
+    """The `reschedule` block (seed 000). Durations in ns."""
+
+    attempts: int = 0
+    interval: int = 0
+    delay: int = 0
+    delay_function: str = ""
+    max_delay: int = 0
+    unlimited: bool = False
+
+    def enabled(self) -> bool:
+        """Disabled is attempts 0 with unlimited false (seed 000)."""
+        return self.unlimited or self.attempts > 0
+
+
+class RestartPolicy(NomadModel):
+    """The `restart` block: local restarts by the client before an alloc is failed."""
+
+    attempts: int = 0
+    interval: int = 0
+    delay: int = 0
+    mode: str = ""
+    render_templates: bool = False
+
+
+class UpdateStrategy(NomadModel):
+    """The `update` block: rolling updates and canaries."""
+
+    stagger: int = 0
+    max_parallel: int = 0
+    health_check: str = ""
+    min_healthy_time: int = 0
+    healthy_deadline: int = 0
+    progress_deadline: int = 0
+    auto_revert: bool = False
+    auto_promote: bool = False
+    canary: int = 0
+
+    def rolling(self) -> bool:
+        """An update block with max_parallel 0 means no deployments at all (Nomad)."""
+        return self.max_parallel > 0
+
+
+class MigrateStrategy(NomadModel):
+    max_parallel: int = 1
+    health_check: str = "checks"
+    min_healthy_time: int = 0
+    healthy_deadline: int = 0
+
+
+class Disconnect(NomadModel):
+    """The `disconnect` block: what happens to allocs on a node that stops heartbeating."""
+
+    lost_after: int = 0
+    replace: bool = True
+    reconcile: str = "best_score"
+    stop_on_client_after: int = 0
+
+
+class EphemeralDisk(NomadModel):
+    sticky: bool = False
+    size_mb: int = 300
+    migrate: bool = False
+
+
+class PeriodicConfig(NomadModel):
+    enabled: bool = True
+    spec: str = ""
+    spec_type: str = "cron"
+    prohibit_overlap: bool = False
+    time_zone: str = "UTC"
+
+
+class Task(NomadModel):
+    name: str = ""
+    driver: str = ""
+    user: str = ""
+    config: dict[str, Any] = Field(default_factory=dict)
+    env: dict[str, str] = Field(default_factory=dict)
+    resources: Resources = Field(default_factory=Resources)
+    constraints: list[Constraint] = Field(default_factory=list)
+    affinities: list[Affinity] = Field(default_factory=list)
+    meta: dict[str, str] = Field(default_factory=dict)
+    kill_timeout: int = 0
+    leader: bool = False
+
+
+class TaskGroup(NomadModel):
+    name: str = ""
+    count: int = 1
+    constraints: list[Constraint] = Field(default_factory=list)
+    affinities: list[Affinity] = Field(default_factory=list)
+    spreads: list[Spread] = Field(default_factory=list)
+    tasks: list[Task] = Field(default_factory=list)
+    restart_policy: RestartPolicy | None = None
+    reschedule_policy: ReschedulePolicy | None = None
+    migrate: MigrateStrategy | None = None
+    update: UpdateStrategy | None = None
+    ephemeral_disk: EphemeralDisk | None = None
+    disconnect: Disconnect | None = None
+    meta: dict[str, str] = Field(default_factory=dict)
+
+    def combined_resources(self) -> Resources:
+        """The group's total ask: every task's resources plus the ephemeral disk."""
+        cpu = mem = mem_max = cores = 0
+        for t in self.tasks:
+            cpu += t.resources.cpu
+            cores += t.resources.cores
+            mem += t.resources.memory_mb
+            mem_max += t.resources.memory_max_mb
+        disk = self.ephemeral_disk.size_mb if self.ephemeral_disk is not None else 0
+        return Resources(cpu=cpu, cores=cores, memory_mb=mem, memory_max_mb=mem_max, disk_mb=disk)
+
+    def lost_after(self) -> int:
+        return self.disconnect.lost_after if self.disconnect is not None else 0
+
+
+class Job(NomadModel):
+    id: str = ""
+    name: str = ""
+    namespace: str = "default"
+    region: str = "global"
+    type: str = JOB_TYPE_SERVICE
+    priority: int = 50
+    all_at_once: bool = False
+    datacenters: list[str] = Field(default_factory=lambda: ["*"])
+    node_pool: str = "default"
+    constraints: list[Constraint] = Field(default_factory=list)
+    affinities: list[Affinity] = Field(default_factory=list)
+    spreads: list[Spread] = Field(default_factory=list)
+    task_groups: list[TaskGroup] = Field(default_factory=list)
+    update: UpdateStrategy | None = None
+    reschedule: ReschedulePolicy | None = None
+    migrate: MigrateStrategy | None = None
+    periodic: PeriodicConfig | None = None
+    meta: dict[str, str] = Field(default_factory=dict)
+    stop: bool = False
+    status: str = ""
+    status_description: str = ""
+    stable: bool = False
+    version: int = 0
+    submit_time: int = 0
+    create_index: int = 0
+    modify_index: int = 0
+    job_modify_index: int = 0
+    parent_id: str = ""
+    dispatched: bool = False
+
+    def lookup_task_group(self, name: str) -> TaskGroup | None:
+        for tg in self.task_groups:
+            if tg.name == name:
+                return tg
+        return None
+
+    def is_system(self) -> bool:
+        return self.type in (JOB_TYPE_SYSTEM, JOB_TYPE_SYSBATCH)
+
+    def is_batch(self) -> bool:
+        return self.type in (JOB_TYPE_BATCH, JOB_TYPE_SYSBATCH)
+
+    def stopped(self) -> bool:
+        return self.stop
+
+
+# What a job carries besides its spec: changing these makes no new version.
+_NOT_SPEC = frozenset(
+    {
+        "Version",
+        "CreateIndex",
+        "ModifyIndex",
+        "JobModifyIndex",
+        "Status",
+        "StatusDescription",
+        "SubmitTime",
+        "Stable",
+    }
+)
+
+
+def job_spec(job: Job) -> dict[str, Any]:
+    """The parts of a job that make a new version when they change."""
+    return {k: v for k, v in job.to_api().items() if k not in _NOT_SPEC}
+
+
+def derive_job_status(
+    job: Job, *, has_allocs: bool, live_allocs: bool, has_evals: bool, live_evals: bool
+) -> str:
+    """A job's Status, derived as Nomad derives it: a system or periodic job runs until it is
+    stopped; otherwise a live (non-terminal) alloc means running, else a live eval (pending or
+    blocked) means pending; once it had allocs or evals and all are terminal it is dead."""
+    if job.type == JOB_TYPE_SYSTEM or job.periodic is not None:
+        return JOB_STATUS_DEAD if job.stop else JOB_STATUS_RUNNING
+    if live_allocs:
+        return JOB_STATUS_RUNNING
+    if live_evals:
+        return JOB_STATUS_PENDING
+    if has_allocs or has_evals or job.stop:
+        return JOB_STATUS_DEAD
+    return JOB_STATUS_PENDING

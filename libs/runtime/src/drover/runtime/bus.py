@@ -1,0 +1,103 @@
+"""NATS JetStream wiring: connection, the streams, subjects and headers every service uses.
+
+- EVENTS: every committed event, published by the relay in log order. Subject
+  `drover.events.<Type>`; header `Drover-Position` is the log position and `Nats-Msg-Id` the
+  same, so a re-publish is dropped by the server's duplicate window.
+- EVALS: ready evals, a work queue the broker fills and workers pull from (one delivery each,
+  acked when the eval's outcome is committed; unacked work is redelivered after the ack wait).
+  Subject `drover.evals.ready`, consumer `workers`; with worker lanes, large evals go to
+  `drover.evals.large`, consumer `workers-large`.
+- Plans go to the plan applier by request/reply on `drover.plan.submit`.
+- Client heartbeats go from the API to the heartbeat watcher on core NATS `drover.heartbeat`
+  (JSON {"NodeIDs": [...], "TTLs": [ns, ...]}): they are not state changes and are not kept.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from typing import Any
+
+import nats
+from nats.aio.client import Client
+from nats.js import JetStreamContext
+from nats.js.api import RetentionPolicy, StorageType, StreamConfig
+from nats.js.errors import BadRequestError
+
+EVENTS_STREAM = "EVENTS"
+EVENTS_SUBJECT_PREFIX = "drover.events."
+EVALS_STREAM = "EVALS"
+EVALS_SUBJECT = "drover.evals.ready"
+EVALS_LARGE_SUBJECT = "drover.evals.large"
+PLAN_SUBJECT = "drover.plan.submit"
+HEARTBEAT_SUBJECT = "drover.heartbeat"
+POSITION_HEADER = "Drover-Position"
+LOG_HEADER = "Drover-Log"
+MSG_ID_HEADER = "Nats-Msg-Id"
+
+
+async def connect(url: str, name: str) -> Client:
+    """Connect and keep reconnecting forever: a NATS restart must not kill a service."""
+    return await nats.connect(
+        url,
+        name=name,
+        max_reconnect_attempts=-1,
+        reconnect_time_wait=0.2,
+        connect_timeout=5,
+        allow_reconnect=True,
+    )
+
+
+async def close(nc: Client, timeout: float = 3.0) -> None:
+    """Send what is still buffered, then close; never hang a shutdown on it.
+
+    Not a drain: a drain waits for every message already received to be handled, and a
+    replica's subscription may hold thousands nobody will handle once the service stops (a
+    drain cut short by a timeout leaves nats-py's internal futures failing in the log).
+    Messages received and not acked are redelivered; a replica resumes from its position."""
+    with contextlib.suppress(Exception):
+        await asyncio.wait_for(nc.flush(), timeout)
+    await nc.close()
+
+
+async def connect_streams(url: str, name: str) -> tuple[Client, JetStreamContext]:
+    """What every service starts with: a connection (`connect`), its JetStream context, and the
+    streams ensured (`ensure_streams`)."""
+    nc = await connect(url, name)
+    js = nc.jetstream()
+    try:
+        await ensure_streams(js)
+    except BaseException:
+        await close(nc)
+        raise
+    return nc, js
+
+
+async def ensure_streams(js: JetStreamContext) -> None:
+    configs = [
+        StreamConfig(
+            name=EVENTS_STREAM,
+            subjects=[EVENTS_SUBJECT_PREFIX + ">"],
+            storage=StorageType.FILE,
+            duplicate_window=120.0,
+            max_age=24 * 3600.0,
+        ),
+        StreamConfig(
+            name=EVALS_STREAM,
+            subjects=[EVALS_SUBJECT, EVALS_LARGE_SUBJECT],
+            storage=StorageType.FILE,
+            retention=RetentionPolicy.WORK_QUEUE,
+            duplicate_window=120.0,
+        ),
+    ]
+    for cfg in configs:
+        try:
+            await js.add_stream(cfg)
+        except BadRequestError:
+            await js.update_stream(cfg)
+
+
+def position_of(headers: dict[str, Any] | None) -> int:
+    if not headers or POSITION_HEADER not in headers:
+        return 0
+    return int(headers[POSITION_HEADER])

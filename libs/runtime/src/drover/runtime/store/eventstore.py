@@ -1,0 +1,493 @@
+"""The append-only event log in PostgreSQL.
+
+Appends take one transaction-level advisory lock (`EVENTS_LOCK`) and hold it until they commit
+(readers are not blocked). Positions are assigned under that lock, so transactions commit in
+position order and a reader tailing `position > last` can never skip one that commits late -
+the gap a bare bigserial leaves (see design notes). A large append inserts its event rows
+before the lock, at staging positions, and only numbers them under it. The projections are
+written in the same transaction through the one reducer, and a leader may pass its lease epoch
+so that a deposed leader's append is refused by the database itself (fencing).
+"""
+
+from __future__ import annotations
+
+import json
+import secrets
+import time
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+import psycopg
+from sqlalchemy import Connection, Engine, create_engine, event, text
+from sqlalchemy.exc import DisconnectionError
+
+from drover.model.events import (
+    AllocsClientUpdated,
+    Event,
+    JobDeregistered,
+    JobRegistered,
+    NodeDrainUpdated,
+    NodeEligibilityUpdated,
+    NodeRegistered,
+    NodeStatusUpdated,
+    PlanApplied,
+    decode_event,
+    encode_event_parts,
+    evals_of,
+)
+from drover.model.reducer import apply
+from drover.model.state import InMemoryState
+from drover.runtime.store.projections import PROJECTION_TABLES, Prefetch, SqlState, Statement
+from drover.runtime.watches import notify_payloads
+
+# The append transaction notifies this channel (delivered at commit) so tailers wake at once;
+# the payloads name the position and what changed (drover.runtime.watches).
+NOTIFY_CHANNEL = "drover_events"
+# Placements in one append from which new ones are not looked up: below it, the one lookup
+# query costs less than the savepoint that guards the shortcut.
+TRUST_NEW_FROM = 64
+# Every append holds this transaction-level advisory lock while it assigns positions and until
+# it commits (see the module notes).
+EVENTS_LOCK = "SELECT pg_advisory_xact_lock(4646000)"
+# Every event records the append protocol it was written under (migration 0005): 1, the table
+# lock; 2, this advisory lock and staged inserts. Writers of protocol 1 name no protocol, and
+# the column has no default: their inserts are refused rather than left to append beside ones
+# that do not exclude them (a service left running the code before 0005).
+APPEND_PROTOCOL = 2
+# Appends of at least this many stored bytes insert their events before the lock, at staging
+# positions, and only number them under it (`_stage_events_sql`).
+STAGE_FROM = 32 * 1024
+
+
+def _insert_events_sql(nth: list[int]) -> str:
+    """The head of an append, run after the lock is granted (a statement of its own, so its
+    snapshot is taken after the lock): event i gets the next position after the log's last,
+    plus i, and its stream's version plus `nth[i]` (which of this append's events of that
+    stream it is). Rows as VALUES: Postgres parses a text array of large documents slowly."""
+    rows = ",".join(f"(%s, %s, %s, %s, %s, {i}, {k})" for i, k in enumerate(nth, 1))
+    return (
+        f"WITH new (stream, type, data, metrics, metadata, ord, nth) AS (VALUES {rows}), "
+        "head AS (SELECT coalesce(max(position), 0) AS position FROM events), "
+        "versions AS (SELECT stream, max(version) AS version FROM events "
+        "WHERE stream IN (SELECT stream FROM new) GROUP BY stream) "
+        f"INSERT INTO events (position, stream, version, type, data, metrics, metadata, protocol) "
+        "SELECT head.position + new.ord, new.stream, coalesce(versions.version, 0) + new.nth, "
+        "new.type, CAST(new.data AS json), CAST(new.metrics AS text), CAST(new.metadata AS jsonb), "
+        f"{APPEND_PROTOCOL} "
+        "FROM new CROSS JOIN head LEFT JOIN versions ON versions.stream = new.stream "
+        "RETURNING position, version, extract(epoch FROM clock_timestamp())::float8"
+    )
+
+
+def _stage_events_sql(count: int) -> str:
+    """Events inserted before the lock, each at a staging position (negative, random) and
+    without a version: Postgres validates and compresses their documents - for a large plan,
+    most of writing the event rows - while other appends hold the lock. No committed row has
+    a staging position: `_number_staged_sql` numbers every one under the lock."""
+    rows = ",".join("(%s, %s, %s, %s, %s, %s)" for _ in range(count))
+    return (
+        f"INSERT INTO events (position, stream, type, data, metrics, metadata, protocol) "
+        f"SELECT p, s, t, CAST(d AS json), CAST(m AS text), CAST(md AS jsonb), {APPEND_PROTOCOL} "
+        f"FROM (VALUES {rows}) AS new (p, s, t, d, m, md)"
+    )
+
+
+def _number_staged_sql(staged: list[tuple[int, str, int]]) -> tuple[str, list[Any]]:
+    """Under the lock: give the staged events (staging position, stream, nth of its stream in
+    this append) their positions and versions, as `_insert_events_sql` would have."""
+    rows = ",".join(f"({temp}::bigint, %s, {i}, {nth})" for i, (temp, _, nth) in enumerate(staged, 1))
+    return (
+        f"WITH staged (temp, stream, ord, nth) AS (VALUES {rows}), "
+        "head AS (SELECT coalesce(max(position), 0) AS position FROM events WHERE position > 0), "
+        "versions AS (SELECT stream, max(version) AS version FROM events "
+        "WHERE stream IN (SELECT stream FROM staged) GROUP BY stream) "
+        "UPDATE events SET position = head.position + staged.ord, "
+        "version = coalesce(versions.version, 0) + staged.nth "
+        "FROM staged CROSS JOIN head LEFT JOIN versions ON versions.stream = staged.stream "
+        "WHERE events.position = staged.temp "
+        "RETURNING events.position, events.version, extract(epoch FROM clock_timestamp())::float8"
+    ), [stream for _, stream, _ in staged]
+
+
+EVENTS_PER_INSERT = 5000
+_FENCE = "SELECT epoch FROM leases WHERE name = %s"
+# Seconds a pooled connection may sit idle before it is checked at checkout (see below).
+PING_AFTER_IDLE = 1.0
+
+
+class ConcurrencyError(Exception):
+    """A stream was not at the version the caller expected; re-read and retry."""
+
+
+class FencedError(Exception):
+    """The caller's lease epoch is no longer current: it is not the leader any more."""
+
+
+def libpq_url(url: str) -> str:
+    """A SQLAlchemy URL (postgresql+psycopg://...) as plain libpq conninfo."""
+    return url.replace("postgresql+psycopg://", "postgresql://", 1)
+
+
+@dataclass
+class NewEvent:
+    """An event to append; `expected_version` None means any, 0 a new stream, n the version the
+    stream must be at."""
+
+    event: Event
+    expected_version: int | None = None
+    metadata: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class RecordedEvent:
+    position: int
+    stream: str
+    version: int
+    event: Event
+    metadata: dict[str, Any]
+    recorded_at: datetime | None = None
+
+
+def _prefetch_query(
+    state: SqlState, events: Sequence[Event], *, trust_new: bool = False
+) -> tuple[Prefetch | None, list[str]]:
+    """The one query that loads what the events will read: the allocs, evals, deployments,
+    nodes and jobs they name (None if `state` knows them all); and, with `trust_new`, the
+    placements the scheduler just created (CreateIndex 0: a fresh ID), to be taken as absent
+    without a lookup. Anything else is read when asked for."""
+    allocs: list[str] = []
+    new: list[str] = []
+    evals: list[str] = []
+    deployments: list[str] = []
+    nodes: list[str] = []
+    jobs: list[tuple[str, str]] = []
+    for ev in events:
+        evals.extend(e.id for e in evals_of(ev))
+        if isinstance(ev, PlanApplied):
+            for a in ev.allocs:
+                (new if trust_new and a.create_index == 0 else allocs).append(a.id)
+                if a.previous_allocation:
+                    allocs.append(a.previous_allocation)
+            for a in (*ev.stopped, *ev.preempted):
+                allocs.append(a.id)
+                nodes.append(a.node_id)
+            if ev.deployment is not None:
+                deployments.append(ev.deployment.id)
+            deployments.extend(str(u.get("DeploymentID", "")) for u in ev.deployment_updates)
+        elif isinstance(ev, AllocsClientUpdated):
+            allocs.extend(u.id for u in ev.updates)
+        elif isinstance(ev, JobRegistered):
+            jobs.append((ev.job.namespace, ev.job.id))
+        elif isinstance(ev, JobDeregistered):
+            jobs.append((ev.namespace, ev.job_id))
+        elif isinstance(ev, NodeRegistered):
+            nodes.append(ev.node.id)
+        elif isinstance(ev, (NodeStatusUpdated, NodeEligibilityUpdated, NodeDrainUpdated)):
+            nodes.append(ev.node_id)
+    query = state.prefetch_query(allocs=allocs, evals=evals, deployments=deployments, nodes=nodes, jobs=jobs)
+    return query, new
+
+
+def _prefetch(state: SqlState, events: Sequence[Event], *, trust_new: bool = False) -> None:
+    """Load what the events will read (`_prefetch_query`), in a round trip of its own."""
+    query, new = _prefetch_query(state, events, trust_new=trust_new)
+    if query is not None:
+        query.take(state.fetch(*query.statement))
+    state.assume_absent(new)
+
+
+def _project(
+    state: SqlState,
+    events: list[tuple[int, Event]],
+    *,
+    trust_new: bool = False,
+    then: Sequence[Statement] = (),
+) -> None:
+    """Reduce `events` into the projections through `state` (one transaction's writer); the
+    statements `then` go in the same round trip as the writes."""
+    _prefetch(state, [e for _, e in events], trust_new=trust_new)
+    for position, ev in events:
+        apply(state, position, ev)
+    state.flush(then)
+
+
+def _ping_when_idle(engine: Engine) -> None:
+    """Check a pooled connection (one round trip) before use only if it sat idle longer than
+    PING_AFTER_IDLE: one Postgres dropped meanwhile (a restart) is replaced instead of failing
+    its caller, and busy connections skip what would be a round trip on every operation."""
+
+    @event.listens_for(engine, "checkin")
+    def _checkin(dbapi_conn: Any, record: Any) -> None:
+        record.info["idle_since"] = time.monotonic()
+
+    @event.listens_for(engine, "checkout")
+    def _checkout(dbapi_conn: Any, record: Any, proxy: Any) -> None:
+        since = record.info.get("idle_since")
+        if since is not None and time.monotonic() - since > PING_AFTER_IDLE:
+            try:
+                engine.dialect.do_ping(dbapi_conn)
+            except Exception as e:
+                raise DisconnectionError from e  # the pool replaces it and checks out again
+
+
+class EventStore:
+    def __init__(self, url: str, *, pool_size: int = 5, engine: Engine | None = None) -> None:
+        if engine is None:
+            engine = create_engine(url, pool_size=pool_size, max_overflow=10)
+            _ping_when_idle(engine)
+        self.engine = engine
+        # Reads on the same pool without a transaction around them: no BEGIN and ROLLBACK round
+        # trips around each query, which sees its own snapshot as under READ COMMITTED anyway.
+        # Not for reads that need one snapshot across statements (load_snapshot).
+        self.reader = engine.execution_options(isolation_level="AUTOCOMMIT")
+        # Called after each append with how long it held the events lock, in seconds: from the
+        # server's clock when its events were numbered (just after the lock was granted) to the
+        # commit's return here. For benchmarks on one host (two hosts' clocks differ).
+        self.lock_held: Callable[[float], None] | None = None
+
+    def close(self) -> None:
+        self.engine.dispose()
+
+    # --- writing ---
+    def append(
+        self,
+        events: Sequence[Event | NewEvent],
+        *,
+        fence: tuple[str, int] | None = None,
+        owned: bool = False,
+    ) -> list[RecordedEvent]:
+        """Append `events` atomically, update the projections, return them with positions.
+        `owned`: the caller hands its events over (their allocs may be filled in place)."""
+        items = [e if isinstance(e, NewEvent) else NewEvent(e) for e in events]
+        if not items:
+            return []
+        # Encoded before the transaction: the table lock is held for as short a time as can be.
+        encoded = [(*encode_event_parts(i.event), json.dumps(i.metadata)) for i in items]
+        with self.engine.begin() as conn:
+            return self._append(conn, items, encoded, fence, owned)
+
+    def _append(
+        self,
+        conn: Connection,
+        items: list[NewEvent],
+        encoded: list[tuple[str, str | None, str]],
+        fence: tuple[str, int] | None,
+        owned: bool,
+    ) -> list[RecordedEvent]:
+        # The lock, the fence, the events written with their positions and versions (computed
+        # by the server, after the lock) and the lookup of what the reducer will read (after the
+        # lock too: it sees every append before this one), in one round trip.
+        raw = conn.connection.dbapi_connection
+        assert isinstance(raw, psycopg.Connection)
+        # In statements of at most EVENTS_PER_INSERT rows (Postgres takes 65,535 parameters);
+        # each statement numbers its rows after what the ones before it wrote.
+        chunks: list[tuple[list[int], list[str]]] = []
+        for start in range(0, len(items), EVENTS_PER_INSERT):
+            seen: dict[str, int] = {}
+            nth: list[int] = []
+            params: list[str | None] = []
+            for item, (data, metrics, metadata) in zip(
+                items[start : start + EVENTS_PER_INSERT],
+                encoded[start : start + EVENTS_PER_INSERT],
+                strict=True,
+            ):
+                stream = item.event.stream()
+                seen[stream] = seen.get(stream, 0) + 1
+                nth.append(seen[stream])
+                params += [stream, item.event.type, data, metrics, metadata]
+            chunks.append((nth, params))
+        appended = [i.event for i in items]
+        trust_new = sum(len(e.allocs) for e in appended if isinstance(e, PlanApplied)) >= TRUST_NEW_FROM
+        state = SqlState(conn, owns_events=owned)
+        state.take_metrics(appended)
+        query, new = _prefetch_query(state, appended, trust_new=trust_new)
+        stage = (
+            len(items) <= EVENTS_PER_INSERT
+            and sum(len(d) + len(m or "") for d, m, _ in encoded) >= STAGE_FROM
+        )
+        with raw.pipeline():
+            if stage:
+                nth, params = chunks[0]
+                temps = [-(secrets.randbits(62) + 1) for _ in items]
+                staged_params: list[Any] = []
+                for k, temp in enumerate(temps):
+                    staged_params += [temp, *params[5 * k : 5 * k + 5]]
+                raw.execute(_stage_events_sql(len(items)), staged_params)
+            raw.execute(EVENTS_LOCK)
+            fenced = raw.execute(_FENCE, (fence[0],)) if fence is not None else None
+            if stage:
+                streams = [i.event.stream() for i in items]
+                inserted = [raw.execute(*_number_staged_sql(list(zip(temps, streams, nth, strict=True))))]
+            else:
+                inserted = [raw.execute(_insert_events_sql(nth), params) for nth, params in chunks]
+            if trust_new:
+                # New placements are not looked up (a thousand-ID query under the lock); should
+                # one exist after all, its insert fails and the projection is redone with lookups.
+                raw.execute("SAVEPOINT trust_new")
+            found = raw.execute(*query.statement) if query is not None else None
+            epoch = fenced.fetchone() if fenced is not None else None
+            rows = sorted(row for cur in inserted for row in cur.fetchall())
+            prefetched = found.fetchall() if found is not None else []
+        if fence is not None and (epoch is None or int(epoch[0]) != fence[1]):
+            raise FencedError(f"lease {fence[0]!r} epoch {fence[1]} is not current")
+        recorded: list[RecordedEvent] = []
+        granted = min(row[2] for row in rows)
+        for item, (position, version, _) in zip(items, rows, strict=True):
+            stream = item.event.stream()
+            if item.expected_version is not None and version - 1 != item.expected_version:
+                raise ConcurrencyError(
+                    f"stream {stream} is at version {version - 1}, expected {item.expected_version}"
+                )
+            recorded.append(RecordedEvent(position, stream, version, item.event, item.metadata))
+        if query is not None:
+            query.take(prefetched)
+        state.assume_absent(new)
+        events = [(r.position, r.event) for r in recorded]
+        try:
+            for position, ev in events:
+                apply(state, position, ev)
+            # The notification names what changed, for blocking queries (drover.runtime.watches).
+            # The commit goes in the writes' round trip (the connection is then idle, and the
+            # transaction's own commit has nothing left to do): one round trip less under the lock.
+            last: list[Statement] = [
+                ("SELECT pg_notify(%s, %s)", (NOTIFY_CHANNEL, payload))
+                for payload in notify_payloads(recorded[-1].position, *state.touched())
+            ]
+            last.append(("COMMIT", None))
+            state.flush([("RELEASE SAVEPOINT trust_new", None), *last] if trust_new else last)
+        except psycopg.errors.UniqueViolation:
+            if not trust_new:
+                raise
+            raw.execute("ROLLBACK TO SAVEPOINT trust_new")
+            redo = SqlState(conn)
+            redo.take_metrics(appended)
+            _project(redo, events, then=last)
+        if self.lock_held is not None:
+            self.lock_held(time.time() - granted)
+        return recorded
+
+    # --- leases ---
+    def acquire_lease(self, name: str, holder: str) -> int:
+        """Take over lease `name`: bump and return its epoch. Whoever held it is fenced from now
+        on. Callers must hold the leadership lock (advisory lock) while they use the epoch."""
+        with self.engine.begin() as conn:
+            conn.exec_driver_sql(EVENTS_LOCK)
+            row = conn.execute(
+                text(
+                    "INSERT INTO leases (name, epoch, holder) VALUES (:n, 1, :h) "
+                    "ON CONFLICT (name) DO UPDATE SET epoch = leases.epoch + 1, holder = EXCLUDED.holder "
+                    "RETURNING epoch"
+                ),
+                {"n": name, "h": holder},
+            ).first()
+            assert row is not None
+            return int(row[0])
+
+    # --- reading ---
+    def log_id(self) -> str:
+        with self.reader.connect() as conn:
+            return str(conn.exec_driver_sql("SELECT log_id FROM log_meta").scalar_one())
+
+    def stream_version(self, stream: str) -> int:
+        """The version of `stream` (its last event's), 0 when it has none."""
+        with self.reader.connect() as conn:
+            v = conn.execute(
+                text("SELECT coalesce(max(version), 0) FROM events WHERE stream = :s"), {"s": stream}
+            ).scalar_one()
+        return int(v)
+
+    def last_position(self) -> int:
+        with self.reader.connect() as conn:
+            return int(conn.exec_driver_sql("SELECT coalesce(max(position), 0) FROM events").scalar_one())
+
+    def read(
+        self, after: int = 0, limit: int = 1000, *, replica: Callable[[str], Event] | None = None
+    ) -> list[RecordedEvent]:
+        """Events with position > `after`, in order, whole (their placement metrics put back).
+        Gap-free: nothing can commit below the highest position already visible. `replica`: a
+        replica's decoder instead, which keeps less (and the metrics are not read)."""
+        metrics = "NULL" if replica is not None else "metrics"
+        with self.reader.connect() as conn:
+            rows = conn.execute(
+                text(
+                    f"SELECT position, stream, version, data::text, {metrics}, metadata, recorded_at "
+                    "FROM events WHERE position > :a ORDER BY position LIMIT :l"
+                ),
+                {"a": after, "l": limit},
+            ).all()
+        return [
+            RecordedEvent(
+                int(r[0]),
+                r[1],
+                int(r[2]),
+                replica(r[3]) if replica is not None else decode_event(r[3], metrics=r[4]),
+                r[5],
+                r[6],
+            )
+            for r in rows
+        ]
+
+    def read_raw(self, after: int = 0, limit: int = 1000) -> list[tuple[int, str, str, dict[str, Any]]]:
+        """(position, type, JSON, metadata) after `after`, undecoded, without the placement
+        metrics stored apart (the relay forwards them)."""
+        with self.reader.connect() as conn:
+            rows = conn.execute(
+                text(
+                    "SELECT position, type, data::text, metadata FROM events "
+                    "WHERE position > :a ORDER BY position LIMIT :l"
+                ),
+                {"a": after, "l": limit},
+            ).all()
+        return [(int(r[0]), str(r[1]), str(r[2]), dict(r[3] or {})) for r in rows]
+
+    def iter_all(self, batch: int = 2000) -> Iterator[RecordedEvent]:
+        after = 0
+        while True:
+            chunk = self.read(after, batch)
+            if not chunk:
+                return
+            yield from chunk
+            after = chunk[-1].position
+
+    def replay(self, until: int | None = None) -> InMemoryState:
+        """The state the log describes, rebuilt in memory (replicas bootstrap like this when
+        they have no snapshot)."""
+        state = InMemoryState()
+        for rec in self.iter_all():
+            if until is not None and rec.position > until:
+                break
+            apply(state, rec.position, rec.event)
+        return state
+
+    def rebuild_projections(self, batch: int = 2000) -> int:
+        """Throw the projections away and replay the whole log into them, in one transaction
+        (readers keep seeing the old ones until it commits). Returns the last position."""
+        with self.engine.begin() as conn:
+            conn.exec_driver_sql("LOCK TABLE events IN SHARE MODE")
+            conn.exec_driver_sql("TRUNCATE " + ", ".join(PROJECTION_TABLES))
+            last = 0
+            while True:
+                rows = conn.execute(
+                    text(
+                        "SELECT position, data::text, metrics FROM events WHERE position > :a "
+                        "ORDER BY position LIMIT :l"
+                    ),
+                    {"a": last, "l": batch},
+                ).all()
+                if not rows:
+                    break
+                events = [(int(r[0]), decode_event(r[1], metrics=r[2])) for r in rows]
+                _project(SqlState(conn), events)
+                last = events[-1][0]
+            return last
+
+    def projection_dump(self) -> dict[str, list[tuple[Any, ...]]]:
+        """Every projection row, ordered: what `rebuild` must reproduce exactly."""
+        out: dict[str, list[tuple[Any, ...]]] = {}
+        with self.engine.connect() as conn:
+            for table in PROJECTION_TABLES:
+                rows = conn.exec_driver_sql(f"SELECT * FROM {table} ORDER BY 1, 2").all()
+                out[table] = [tuple(r) for r in rows]
+        return out

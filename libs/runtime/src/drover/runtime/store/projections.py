@@ -1,0 +1,493 @@
+"""The SQL projections: the reducer's `StateWriter` over the projection tables, inside the
+appending transaction. Writes are buffered and flushed with one statement per table; reads
+see the buffer first, so a batch of events reduces exactly as it would in memory.
+
+An append holds the log's lock while this runs, and under load every round trip to the
+server costs far more than its query (the appending thread waits for a core, and for the
+GIL, after each one), so statements are pipelined: what needs no answer is queued and sent
+with the next statement that does, and the writes go in one pipeline with the caller's last
+statements."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any, TypeVar
+
+import psycopg
+from pydantic import BaseModel
+from sqlalchemy import Connection
+
+from drover.model.alloc import Allocation
+from drover.model.deployment import Deployment
+from drover.model.evaluation import Evaluation
+from drover.model.events import Event, PlanApplied
+from drover.model.job import Job
+from drover.model.node import Node
+from drover.model.placements import metric_json
+from drover.runtime.watches import ALLOC_KEYS_MAX, alloc_key, deployment_key, eval_key, job_key, node_key
+
+T = TypeVar("T", bound=BaseModel)
+PROJECTION_TABLES = ("nodes", "jobs", "job_versions", "allocs", "evals", "deployments")
+# Tables whose `doc` is `text` (kept as sent, never parsed; see migrations 0002 and 0003), the
+# others' is `jsonb`.
+_TEXT_DOC_TABLES = frozenset({"allocs"})
+_DELETED = object()
+# A statement for the raw (psycopg) connection: SQL with %s placeholders, and its parameters.
+Statement = tuple[str, Any]
+# SQL types of the projection columns (for the arrays `_upsert` sends).
+_COLUMN_TYPES = {
+    "id": "text",
+    "namespace": "text",
+    "job_id": "text",
+    "node_id": "text",
+    "eval_id": "text",
+    "status": "text",
+    "desired_status": "text",
+    "client_status": "text",
+    "version": "integer",
+    "modify_index": "bigint",
+    "create_index": "bigint",
+}
+
+
+def _doc(obj: BaseModel) -> str:
+    return obj.model_dump_json(by_alias=True)
+
+
+_NO_METRICS = {"metrics"}
+
+
+def _alloc_doc(a: Allocation, metrics_json: Mapping[str, str]) -> str:
+    """An alloc's document, its metrics last and without their defaults: taken as they are
+    from `metrics_json` where they are there (a plan applier's allocs, whose metrics came as
+    JSON and were never decoded: PlanApplied.metrics_json), rendered alike where not (a
+    rebuild's, a client update's), so both write the same text."""
+    text = metrics_json.get(a.id) if metrics_json else None
+    if text is None:
+        if a.metrics is None:
+            return _doc(a)
+        text = metric_json(a.metrics)
+    return a.model_dump_json(by_alias=True, exclude=_NO_METRICS)[:-1] + ',"Metrics":' + text + "}"
+
+
+def _row_json(row: dict[str, Any]) -> str:
+    return "{" + ",".join(f'"{c}":' + (v if c == "doc" else json.dumps(v)) for c, v in row.items()) + "}"
+
+
+class Prefetch:
+    """A prefetch query (`SqlState.prefetch_query`) and what it looks for."""
+
+    def __init__(
+        self,
+        state: SqlState,
+        statement: Statement,
+        wanted: list[tuple[str, dict[Any, Any], list[Any], type[BaseModel]]],
+        job_keys: list[tuple[str, str]],
+    ) -> None:
+        self.state = state
+        self.statement = statement
+        self.wanted = wanted
+        self.job_keys = job_keys
+
+    def take(self, rows: Iterable[tuple[Any, ...]]) -> None:
+        """Cache the documents found, and what was not found as absent."""
+        st = self.state
+        models: dict[str, tuple[dict[Any, Any], type[BaseModel]]] = {t: (c, m) for t, c, _, m in self.wanted}
+        models["jobs"] = (st._jobs, Job)
+        for table, namespace, key, doc in rows:
+            cache, model = models[table]
+            cache[(namespace, key) if table == "jobs" else key] = model.model_validate_json(doc)
+        for table, cache, ids, _ in self.wanted:
+            for i in ids:
+                if i not in cache:
+                    cache[i] = _DELETED
+                    if table == "allocs":
+                        st._absent_allocs.add(i)
+        for k in self.job_keys:
+            st._jobs.setdefault(k, _DELETED)
+
+
+class SqlState:
+    """A `StateWriter` for one transaction on `conn`."""
+
+    def __init__(self, conn: Connection, *, owns_events: bool = False) -> None:
+        self.conn = conn
+        raw = conn.connection.dbapi_connection
+        assert isinstance(raw, psycopg.Connection)
+        self.raw: psycopg.Connection[Any] = raw
+        # Statements whose answer nobody waits for, sent with the next round trip.
+        self._queued: list[Statement] = []
+        # The reducer may fill the events' allocs in place (see reducer._write_alloc): set by
+        # an appender that does not use its events' allocs afterwards except to reduce them
+        # again (the plan applier's own replica).
+        self.owns_events = owns_events
+        # Placement metrics as JSON by alloc ID (PlanApplied.metrics_json of the events applied).
+        self.metrics_json: dict[str, str] = {}
+        self.index: int = 0
+        self._nodes: dict[str, Any] = {}
+        self._jobs: dict[tuple[str, str], Any] = {}
+        self._job_versions: dict[tuple[str, str, int], Job] = {}
+        self._allocs: dict[str, Any] = {}
+        self._evals: dict[str, Any] = {}
+        self._deployments: dict[str, Any] = {}
+        # Allocs looked up and not in the table: written with COPY (no conflict possible: every
+        # projection write happens under the log's lock), about twice as fast as an upsert.
+        self._absent_allocs: set[str] = set()
+        self._dirty: dict[str, set[Any]] = {
+            k: set() for k in ("nodes", "jobs", "allocs", "evals", "deployments")
+        }
+
+    def take_metrics(self, events: Iterable[Event]) -> None:
+        """Note the placement metrics `events` carry as JSON (PlanApplied.metrics_json), for
+        the documents of their allocs."""
+        seen: list[dict[str, str]] = []
+        for e in events:
+            texts = e.metrics_json if isinstance(e, PlanApplied) else None
+            if texts and not any(texts is t for t in seen):  # a large plan's parts share one
+                seen.append(texts)
+        if len(seen) == 1 and not self.metrics_json:
+            self.metrics_json = seen[0]  # only read
+        else:
+            self.metrics_json = {k: v for texts in (self.metrics_json, *seen) for k, v in texts.items()}
+
+    # --- round trips ---
+    def queue(self, sql: str, params: Any = None) -> None:
+        """Send `sql` with the next statement that needs an answer (or at flush)."""
+        self._queued.append((sql, params))
+
+    def run(self, statements: list[Statement]) -> None:
+        """Every queued statement and then `statements`, in one round trip."""
+        todo, self._queued = [*self._queued, *statements], []
+        if len(todo) == 1:
+            self.raw.execute(*todo[0])
+        elif todo:
+            with self.raw.pipeline():
+                for sql, params in todo:
+                    self.raw.execute(sql, params)
+
+    def fetch(self, sql: str, params: Any = None) -> list[tuple[Any, ...]]:
+        """The rows of `sql`, sent with whatever is queued (one round trip)."""
+        if not self._queued:
+            return self.raw.execute(sql, params).fetchall()
+        with self.raw.pipeline():
+            for q in self._queued:
+                self.raw.execute(*q)
+            self._queued = []
+            return self.raw.execute(sql, params).fetchall()
+
+    # --- reads ---
+    def _load(self, cache: dict[Any, Any], key: Any, sql: str, params: Any, model: type[T]) -> T | None:
+        if key in cache:
+            v = cache[key]
+            return None if v is _DELETED else v
+        rows = self.fetch(sql, params)
+        obj = model.model_validate_json(rows[0][0]) if rows else None
+        cache[key] = obj if obj is not None else _DELETED
+        if obj is None and cache is self._allocs:
+            self._absent_allocs.add(key)
+        return obj
+
+    def node(self, node_id: str) -> Node | None:
+        return self._load(self._nodes, node_id, "SELECT doc::text FROM nodes WHERE id = %s", (node_id,), Node)
+
+    def job(self, namespace: str, job_id: str) -> Job | None:
+        return self._load(
+            self._jobs,
+            (namespace, job_id),
+            "SELECT doc::text FROM jobs WHERE namespace = %s AND id = %s",
+            (namespace, job_id),
+            Job,
+        )
+
+    def alloc(self, alloc_id: str) -> Allocation | None:
+        return self._load(
+            self._allocs, alloc_id, "SELECT doc::text FROM allocs WHERE id = %s", (alloc_id,), Allocation
+        )
+
+    def eval(self, eval_id: str) -> Evaluation | None:
+        return self._load(
+            self._evals, eval_id, "SELECT doc::text FROM evals WHERE id = %s", (eval_id,), Evaluation
+        )
+
+    def deployment(self, deployment_id: str) -> Deployment | None:
+        return self._load(
+            self._deployments,
+            deployment_id,
+            "SELECT doc::text FROM deployments WHERE id = %s",
+            (deployment_id,),
+            Deployment,
+        )
+
+    def prefetch_query(
+        self,
+        *,
+        allocs: Iterable[str] = (),
+        evals: Iterable[str] = (),
+        deployments: Iterable[str] = (),
+        nodes: Iterable[str] = (),
+        jobs: Iterable[tuple[str, str]] = (),
+    ) -> Prefetch | None:
+        """What a batch of events will read, of every table, as one query (a plan touches
+        hundreds of allocs, a register its job and its eval) to send with other statements (an
+        append sends it with its insert), and what takes its rows in; None if everything is
+        known already."""
+        wanted: list[tuple[str, dict[Any, Any], list[Any], type[BaseModel]]] = [
+            ("allocs", self._allocs, list(set(allocs)), Allocation),
+            ("evals", self._evals, list(set(evals)), Evaluation),
+            ("deployments", self._deployments, list(set(deployments)), Deployment),
+            ("nodes", self._nodes, list(set(nodes)), Node),
+        ]
+        parts: list[str] = []
+        params: list[Any] = []
+        for table, cache, ids, _ in wanted:
+            ids[:] = [i for i in ids if i and i not in cache]
+            if ids:
+                parts.append(f"SELECT '{table}', '', id, doc::text FROM {table} WHERE id = ANY(%s)")
+                params.append(ids)
+        job_keys = [k for k in set(jobs) if k not in self._jobs]
+        if job_keys:
+            parts.append(
+                "SELECT 'jobs', namespace, id, doc::text FROM jobs "
+                "WHERE (namespace, id) IN (SELECT * FROM unnest(%s::text[], %s::text[]))"
+            )
+            params.extend([[k[0] for k in job_keys], [k[1] for k in job_keys]])
+        if not parts:
+            return None
+        return Prefetch(self, (" UNION ALL ".join(parts), params), wanted, job_keys)
+
+    def assume_absent(self, ids: Iterable[str]) -> None:
+        """Take allocs as not in the table without looking (new placements: fresh IDs). Were
+        one there after all, its COPY fails on the primary key and the caller starts over."""
+        for i in ids:
+            if i not in self._allocs:
+                self._allocs[i] = _DELETED
+                self._absent_allocs.add(i)
+
+    # --- writes (buffered) ---
+    def bump(self, index: int | None = None) -> int:
+        if index is not None:
+            self.index = index
+        return self.index
+
+    def upsert_node(self, node: Node) -> None:
+        self._nodes[node.id] = node
+        self._dirty["nodes"].add(node.id)
+
+    def delete_node(self, node_id: str) -> None:
+        self._nodes[node_id] = _DELETED
+        self._dirty["nodes"].add(node_id)
+
+    def upsert_job(self, job: Job) -> None:
+        key = (job.namespace, job.id)
+        self._jobs[key] = job
+        self._job_versions[(job.namespace, job.id, job.version)] = job
+        self._dirty["jobs"].add(key)
+
+    def delete_job(self, namespace: str, job_id: str) -> None:
+        self._jobs[(namespace, job_id)] = _DELETED
+        self._dirty["jobs"].add((namespace, job_id))
+
+    def upsert_eval(self, ev: Evaluation) -> None:
+        self._evals[ev.id] = ev
+        self._dirty["evals"].add(ev.id)
+
+    def upsert_alloc(self, alloc: Allocation) -> None:
+        self._allocs[alloc.id] = alloc
+        self._dirty["allocs"].add(alloc.id)
+
+    def upsert_deployment(self, dep: Deployment) -> None:
+        self._deployments[dep.id] = dep
+        self._dirty["deployments"].add(dep.id)
+
+    def touched(self) -> tuple[set[str], list[str]]:
+        """The keys of what the buffered writes change, and the categories of which every key
+        counts as changed (drover.runtime.watches), for the blocking queries waiting on them;
+        read before `flush`."""
+        keys: set[str] = set()
+        every: list[str] = []
+        dirty = self._dirty
+        if dirty["nodes"]:
+            keys.add("nodes")
+            keys.update(node_key(n) for n in dirty["nodes"])
+        if dirty["jobs"]:
+            keys.add("jobs")
+            keys.update(job_key(ns, j) for ns, j in dirty["jobs"])
+        name_allocs = len(dirty["allocs"]) <= ALLOC_KEYS_MAX
+        if not name_allocs:
+            every.append("alloc")
+        for table, cache in (
+            ("allocs", self._allocs),
+            ("evals", self._evals),
+            ("deployments", self._deployments),
+        ):
+            if not dirty[table]:
+                continue
+            keys.add(table)
+            # A plan's allocs share one job, eval and deployment: their keys are built only
+            # when those change from one alloc to the next, not once per alloc.
+            last: tuple[str, str, str, str] = ("", "", "", "")
+            for k in dirty[table]:
+                obj = cache[k]
+                if obj is _DELETED:
+                    continue
+                if table == "allocs":
+                    keys.add(node_key(obj.node_id))
+                    if name_allocs:
+                        keys.add(alloc_key(obj.id))
+                    seen = (obj.namespace, obj.job_id, obj.eval_id, obj.deployment_id or "")
+                    if seen != last:
+                        last = seen
+                        keys.update((job_key(obj.namespace, obj.job_id), eval_key(obj.eval_id)))
+                        if obj.deployment_id:
+                            keys.add(deployment_key(obj.deployment_id))
+                else:
+                    keys.add(job_key(obj.namespace, obj.job_id))
+                    keys.add(eval_key(obj.id) if table == "evals" else deployment_key(obj.id))
+        return keys, every
+
+    def flush(self, then: Sequence[Statement] = ()) -> None:
+        """Write every buffered change: one statement per table and kind, the new allocs
+        COPYed first, then the rest in one pipeline with what is queued and `then`."""
+        writes: list[Statement] = []
+        nodes, gone_nodes = self._split(self._nodes, "nodes")
+        self._upsert(
+            writes,
+            "nodes",
+            ("id",),
+            [{"id": n.id, "doc": _doc(n), "modify_index": n.modify_index} for n in nodes],
+        )
+        if gone_nodes:
+            writes.append(("DELETE FROM nodes WHERE id = ANY(%s)", (gone_nodes,)))
+
+        jobs, gone_jobs = self._split(self._jobs, "jobs")
+        self._upsert(
+            writes,
+            "jobs",
+            ("namespace", "id"),
+            [
+                {"namespace": j.namespace, "id": j.id, "doc": _doc(j), "modify_index": j.modify_index}
+                for j in jobs
+            ],
+        )
+        for ns, job_id in gone_jobs:
+            for table in ("jobs", "job_versions"):
+                writes.append((f"DELETE FROM {table} WHERE namespace = %s AND id = %s", (ns, job_id)))
+        versions = [
+            {"namespace": j.namespace, "id": j.id, "version": j.version, "doc": _doc(j)}
+            for (ns, jid, _), j in self._job_versions.items()
+            if self._jobs.get((ns, jid)) is not _DELETED
+        ]
+        self._job_versions.clear()
+        self._upsert(writes, "job_versions", ("namespace", "id", "version"), versions)
+
+        allocs, _ = self._split(self._allocs, "allocs")
+        new = [a for a in allocs if a.id in self._absent_allocs]
+        new_ids = {a.id for a in new}
+        if new:
+            # COPY cannot be pipelined: what is queued (a savepoint) goes first.
+            self.run([])
+            keys = ("id", "namespace", "job_id", "node_id", "eval_id", "desired_status", "client_status")
+            cols = (*keys, "doc", "modify_index")
+            with self.raw.cursor().copy(f"COPY allocs ({', '.join(cols)}) FROM STDIN") as copy:
+                for a in new:
+                    fields = (
+                        a.id,
+                        a.namespace,
+                        a.job_id,
+                        a.node_id,
+                        a.eval_id,
+                        a.desired_status,
+                        a.client_status,
+                    )
+                    copy.write_row((*fields, _alloc_doc(a, self.metrics_json), a.modify_index))
+            self._absent_allocs -= new_ids
+        self._upsert(
+            writes,
+            "allocs",
+            ("id",),
+            [
+                {
+                    "id": a.id,
+                    "namespace": a.namespace,
+                    "job_id": a.job_id,
+                    "node_id": a.node_id,
+                    "eval_id": a.eval_id,
+                    "desired_status": a.desired_status,
+                    "client_status": a.client_status,
+                    "doc": _alloc_doc(a, self.metrics_json),
+                    "modify_index": a.modify_index,
+                }
+                for a in allocs
+                if a.id not in new_ids
+            ],
+        )
+        evals, _ = self._split(self._evals, "evals")
+        self._upsert(
+            writes,
+            "evals",
+            ("id",),
+            [
+                {
+                    "id": e.id,
+                    "namespace": e.namespace,
+                    "job_id": e.job_id,
+                    "status": e.status,
+                    "doc": _doc(e),
+                    "modify_index": e.modify_index,
+                }
+                for e in evals
+            ],
+        )
+        deps, _ = self._split(self._deployments, "deployments")
+        self._upsert(
+            writes,
+            "deployments",
+            ("id",),
+            [
+                {
+                    "id": d.id,
+                    "namespace": d.namespace,
+                    "job_id": d.job_id,
+                    "create_index": d.create_index,
+                    "doc": _doc(d),
+                    "modify_index": d.modify_index,
+                }
+                for d in deps
+            ],
+        )
+        self.run([*writes, *then])
+
+    @staticmethod
+    def _upsert(
+        writes: list[Statement], table: str, key: tuple[str, ...], rows: list[dict[str, Any]]
+    ) -> None:
+        """INSERT ... ON CONFLICT (key) DO UPDATE for many rows in one statement: the rows go
+        as one JSON array (each `doc`, already JSON text, spliced in as it is), which Postgres
+        unpacks with json_array_elements - one plan, where an executemany runs a statement
+        per row."""
+        if not rows:
+            return
+        cols = list(rows[0])
+        payload = "[" + ",".join(_row_json(r) for r in rows) + "]"
+        doc = "CAST(r->'doc' AS text)" if table in _TEXT_DOC_TABLES else "CAST(r->'doc' AS jsonb)"
+        select = ", ".join(doc if c == "doc" else f"CAST(r->>'{c}' AS {_COLUMN_TYPES[c]})" for c in cols)
+        updates = ", ".join(f"{c} = EXCLUDED.{c}" for c in cols if c not in key)
+        sql = (
+            f"INSERT INTO {table} ({', '.join(cols)}) SELECT {select} "
+            "FROM json_array_elements(CAST(%s AS json)) AS r "
+            f"ON CONFLICT ({', '.join(key)}) DO UPDATE SET {updates}"
+        )
+        writes.append((sql, (payload,)))
+
+    def _split(self, cache: dict[Any, Any], table: str) -> tuple[list[Any], list[Any]]:
+        up: list[Any] = []
+        gone: list[Any] = []
+        for key in self._dirty[table]:
+            v = cache[key]
+            if v is _DELETED:
+                gone.append(key)
+            else:
+                up.append(v)
+        self._dirty[table].clear()
+        return up, gone
