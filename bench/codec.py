@@ -5,7 +5,7 @@ encoded and decoded as the services do it: the plan applier encodes it for the l
 `PlanApplied` events of ALLOCS_PER_EVENT allocs,
 five replicas decode it (replica form: the allocs in columns are left for the state to build,
 so following, not decoding, is what compares with the list form) and the broker its summary
-(drover.runtime.brokerstate),
+(drover.model.brokerstate),
 a rebuild decodes it in full; workers encode the plan request and the applier decodes it. What
 a replica and the broker spend following it (decode and apply, into a state of the cluster's
 nodes) is timed too. Each is timed with the placements in columns and their metrics kept apart
@@ -31,11 +31,11 @@ from pydantic import TypeAdapter
 from bench.report import write
 from bench.scheduler import NOW, build_cluster, build_job
 from drover.model import Evaluation
+from drover.model.brokerstate import BrokerState, apply_for_broker, decode_for_broker
 from drover.model.events import PlanApplied, decode_event, encode_event_json, encode_event_parts
 from drover.model.reducer import apply
 from drover.model.state import InMemoryState
 from drover.planner.applier import ALLOCS_PER_EVENT
-from drover.runtime.brokerstate import BrokerState, apply_for_broker, decode_for_broker
 from drover.scheduler import schedule
 from drover.scheduler.planapply import evaluate_plan, plan_applied_event
 from drover.scheduler.wire import PlanRequest, decode_request, encode_request, pack, with_metrics

@@ -11,8 +11,8 @@ from nats.js import JetStreamContext
 from drover.broker.__main__ import BrokerService
 from drover.model import Evaluation
 from drover.model.events import EvalsUpserted
-from drover.runtime.brokerstate import BrokerReplica
 from drover.runtime.bus import EVALS_STREAM, EVALS_SUBJECT
+from drover.runtime.replica import BrokerReplica
 from drover.runtime.store import EventStore
 
 

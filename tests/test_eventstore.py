@@ -32,6 +32,7 @@ from drover.model import (
     events,
 )
 from drover.model.alloc import AllocMetric
+from drover.model.brokerstate import AllocRecord, BrokerState, apply_for_broker, decode_for_broker
 from drover.model.canonicalize import canonicalize
 from drover.model.events import (
     AllocClientUpdate,
@@ -46,14 +47,8 @@ from drover.model.events import (
 )
 from drover.model.state import InMemoryState
 from drover.planner import applier
-from drover.runtime.brokerstate import (
-    AllocRecord,
-    BrokerState,
-    apply_for_broker,
-    decode_for_broker,
-    load_broker_snapshot,
-)
 from drover.runtime.embedded import EmbeddedPostgres
+from drover.runtime.replica import load_broker_snapshot
 from drover.runtime.store import (
     ConcurrencyError,
     EventStore,
@@ -348,7 +343,7 @@ def test_rebuild_reproduces_the_live_projections(
     assert any(
         t == "PlanApplied" and ('"Placements"' in data) is (columns_from == 1) for _, t, data, _ in stored
     )
-    # The broker's replica (drover.runtime.brokerstate) loaded from the projections is the one
+    # The broker's replica (drover.runtime.replica) loaded from the projections is the one
     # it reads from the log, and it keeps of each alloc what the replay holds.
     from_log = BrokerState()
     for rec in store.read(0, 1000, replica=decode_for_broker):

@@ -7,6 +7,7 @@ what the reducer needs to change the state. The log position an event gets is th
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from typing import Annotated, Any, ClassVar, Literal
 
 from pydantic import Field, TypeAdapter, model_validator
@@ -43,6 +44,16 @@ class Event(NomadModel):
 
     def stream(self) -> str:
         raise NotImplementedError
+
+
+@dataclass
+class NewEvent:
+    """An event to append; `expected_version` None means any, 0 a new stream, n the version the
+    stream must be at (optimistic concurrency per stream)."""
+
+    event: Event
+    expected_version: int | None = None
+    metadata: dict[str, Any] = field(default_factory=dict)
 
 
 def job_stream(namespace: str, job_id: str) -> str:

@@ -12,65 +12,25 @@ import asyncio
 import contextlib
 import logging
 from collections.abc import Callable
-from typing import Any, TypeVar
+from typing import Any
 
 from nats.aio.msg import Msg
 from nats.js import JetStreamContext
 from nats.js.api import DeliverPolicy
-from sqlalchemy import Connection, text
+from sqlalchemy import Connection
 
-from drover.model.alloc import ReplicaAllocation
-from drover.model.deployment import Deployment
-from drover.model.evaluation import Evaluation
+from drover.model.brokerstate import AllocRecord, BrokerState, apply_for_broker, decode_for_broker
 from drover.model.events import Event, decode_event
-from drover.model.job import Job
-from drover.model.node import Node
 from drover.model.reducer import apply
 from drover.model.state import InMemoryState
 from drover.runtime.bus import EVENTS_SUBJECT_PREFIX, position_of
 from drover.runtime.store import EventStore
+from drover.runtime.store.queries import alloc_records, load_into, load_snapshot
 
 log = logging.getLogger("drover.replica")
 
 # Called with (position, event, metadata) for every event the replica applies.
 Listener = Callable[[int, Event, dict[str, Any]], None]
-
-
-S = TypeVar("S", bound=InMemoryState)
-
-
-def _alloc_documents(conn: Connection, state: InMemoryState) -> None:
-    # Streamed (a server-side cursor) rather than fetched whole: a million allocs' documents
-    # would otherwise sit in memory as text while being decoded.
-    allocs = text("SELECT doc::text FROM allocs").execution_options(stream_results=True, yield_per=2000)
-    for (doc,) in conn.execute(allocs):
-        state.upsert_alloc(ReplicaAllocation.model_validate_json(doc))
-
-
-def load_snapshot(store: EventStore) -> InMemoryState:
-    """The projections as one consistent snapshot, at the log position they reflect."""
-    return load_into(store, InMemoryState(drop_metrics=True, owns_events=True), _alloc_documents)
-
-
-def load_into(store: EventStore, state: S, load_allocs: Callable[[Connection, S], None]) -> S:
-    """`load_snapshot` into `state`, its allocs read by `load_allocs` (a leaner replica reads
-    them its own way)."""
-    with store.engine.connect() as conn:
-        conn.exec_driver_sql("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
-        position = int(conn.exec_driver_sql("SELECT coalesce(max(position), 0) FROM events").scalar_one())
-        for (doc,) in conn.execute(text("SELECT doc::text FROM nodes")):
-            state.upsert_node(Node.model_validate_json(doc))
-        for (doc,) in conn.execute(text("SELECT doc::text FROM job_versions ORDER BY version")):
-            state.upsert_job(Job.model_validate_json(doc))
-        for (doc,) in conn.execute(text("SELECT doc::text FROM jobs")):
-            state.upsert_job(Job.model_validate_json(doc))
-        for (doc,) in conn.execute(text("SELECT doc::text FROM deployments ORDER BY create_index")):
-            state.upsert_deployment(Deployment.model_validate_json(doc))
-        for (doc,) in conn.execute(text("SELECT doc::text FROM evals")):
-            state.upsert_eval(Evaluation.model_validate_json(doc))
-        load_allocs(conn, state)
-    state.bump(position)
-    return state
 
 
 class Replica:
@@ -202,3 +162,31 @@ class Replica:
         if self.position < index:
             await self.catch_up()
         return self.position >= index
+
+
+def _alloc_records(conn: Connection, state: BrokerState) -> None:
+    for alloc_id, namespace, job_id, node_id, desired, client in alloc_records(conn):
+        state.put(alloc_id, AllocRecord((namespace, job_id), node_id, desired, client))
+
+
+def load_broker_snapshot(store: EventStore) -> BrokerState:
+    """The projections as the broker keeps them, in one snapshot at the position they reflect."""
+    return load_into(store, BrokerState(), _alloc_records)
+
+
+class BrokerReplica(Replica):
+    """A replica that keeps a `BrokerState`."""
+
+    state: BrokerState
+
+    def new_state(self) -> BrokerState:
+        return BrokerState()
+
+    def load(self) -> BrokerState:
+        return load_broker_snapshot(self.store)
+
+    def decode(self, data: bytes | str) -> Event:
+        return decode_for_broker(data)
+
+    def reduce(self, position: int, event: Event) -> None:
+        apply_for_broker(self.state, position, event)

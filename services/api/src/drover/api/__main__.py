@@ -1,53 +1,6 @@
 """`drover-api`: serve the HTTP API (default 127.0.0.1:4646)."""
 
-from __future__ import annotations
-
-import socket
-from collections.abc import Callable
-
-import uvicorn
-
-from drover.api.app import create_app
-from drover.runtime.service import require_schema
-from drover.runtime.settings import Settings
-from drover.runtime.telemetry import setup_logging
-
-# Seconds a stop waits for requests in flight before it cancels them.
-GRACEFUL_STOP = 10
-
-
-class Server(uvicorn.Server):
-    """uvicorn's server, whose stop first answers the blocking queries: uvicorn waits for
-    every request in flight, and a client agent's query on its node would otherwise hold the
-    stop for up to its ?wait."""
-
-    def __init__(self, config: uvicorn.Config, release: Callable[[], None]) -> None:
-        super().__init__(config)
-        self.release = release
-
-    async def shutdown(self, sockets: list[socket.socket] | None = None) -> None:
-        self.release()
-        await super().shutdown(sockets)
-
-
-def main() -> None:
-    setup_logging("api")
-    settings = Settings()
-    require_schema("api", settings)
-    app = create_app(settings)
-    # uvloop and httptools rather than asyncio's loop and h11 (uvicorn's pure-Python parser):
-    # every request and every NOTIFY the blocking queries wait on costs less CPU.
-    config = uvicorn.Config(
-        app,
-        host=settings.api_host,
-        port=settings.api_port,
-        log_level="warning",
-        loop="uvloop",
-        http="httptools",
-        timeout_graceful_shutdown=GRACEFUL_STOP,
-    )
-    Server(config, app.state.watcher.release).run()
-
+from drover.api.server import main
 
 if __name__ == "__main__":
     main()

@@ -10,12 +10,11 @@ import time
 
 from nats.aio.client import Client
 
-from drover.api.reads import Reads
 from drover.control.heartbeat import heartbeat_ttl
+from drover.model.durations import SECOND
 from drover.runtime.bus import HEARTBEAT_SUBJECT, connect
 from drover.runtime.settings import Settings
-
-SECOND = 1_000_000_000
+from drover.runtime.store.queries import Reads
 
 
 class Heartbeats:

@@ -12,6 +12,7 @@ import time
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+from drover.model.brokerstate import PlanSummary
 from drover.model.durations import SECOND
 from drover.model.evaluation import Evaluation
 from drover.model.events import (
@@ -24,7 +25,6 @@ from drover.model.events import (
     NodeStatusUpdated,
     evals_of,
 )
-from drover.runtime.brokerstate import BrokerReplica, PlanSummary
 from drover.runtime.bus import (
     EVALS_LARGE_SUBJECT,
     EVALS_SUBJECT,
@@ -32,6 +32,7 @@ from drover.runtime.bus import (
     close,
     connect_streams,
 )
+from drover.runtime.replica import BrokerReplica
 from drover.runtime.service import run_service
 from drover.runtime.settings import Settings
 from drover.runtime.store import EventStore
@@ -157,7 +158,7 @@ class BrokerService:
 async def run(settings: Settings, stop: asyncio.Event) -> None:
     store = EventStore(settings.database_url)
     nc, js = await connect_streams(settings.nats_url, "broker")
-    # Of allocs, the broker keeps only what it reads (drover.runtime.brokerstate).
+    # Of allocs, the broker keeps only what it reads (drover.model.brokerstate).
     replica = BrokerReplica(store, js)
     # One eval per worker at a time (large-lane workers take `large_lane_depth`): what is not
     # yet handed out can still be reordered.

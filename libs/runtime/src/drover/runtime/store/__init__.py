@@ -1,10 +1,10 @@
 """The event store: the append-only log in PostgreSQL, its projections, and migrations."""
 
+from drover.model.events import NewEvent
 from drover.runtime.store.eventstore import (
     ConcurrencyError,
     EventStore,
     FencedError,
-    NewEvent,
     RecordedEvent,
     libpq_url,
 )

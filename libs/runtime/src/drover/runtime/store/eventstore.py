@@ -15,7 +15,7 @@ import json
 import secrets
 import time
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
@@ -28,6 +28,7 @@ from drover.model.events import (
     Event,
     JobDeregistered,
     JobRegistered,
+    NewEvent,
     NodeDrainUpdated,
     NodeEligibilityUpdated,
     NodeRegistered,
@@ -128,16 +129,6 @@ class FencedError(Exception):
 def libpq_url(url: str) -> str:
     """A SQLAlchemy URL (postgresql+psycopg://...) as plain libpq conninfo."""
     return url.replace("postgresql+psycopg://", "postgresql://", 1)
-
-
-@dataclass
-class NewEvent:
-    """An event to append; `expected_version` None means any, 0 a new stream, n the version the
-    stream must be at."""
-
-    event: Event
-    expected_version: int | None = None
-    metadata: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass

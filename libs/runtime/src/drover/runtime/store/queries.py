@@ -1,17 +1,71 @@
-"""Reads from the projections (the current-state tables the reducer writes)."""
+"""The read queries on the projections (the current-state tables the reducer writes), in one
+place: the API's reads (`Reads`), the snapshot every replica starts from (`load_into`), and the
+allocs as the broker's replica reads them (`alloc_records`). The event log's own reads are the
+store's (`EventStore.read`)."""
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Callable, Iterator
+from typing import Any, TypeVar
 
 from pydantic import TypeAdapter
 from sqlalchemy import Connection, text
 
 from drover.model import Allocation, Deployment, Evaluation, Job, Node
+from drover.model.alloc import ReplicaAllocation
+from drover.model.events import job_stream
 from drover.model.job import derive_job_status
-from drover.runtime.store import EventStore
+from drover.model.state import InMemoryState
+from drover.runtime.store.eventstore import EventStore
 
 _ALLOCS: TypeAdapter[list[Allocation]] = TypeAdapter(list[Allocation])
+S = TypeVar("S", bound=InMemoryState)
+
+
+def load_into(store: EventStore, state: S, load_allocs: Callable[[Connection, S], None]) -> S:
+    """The projections as one consistent snapshot (REPEATABLE READ) loaded into `state`, at the
+    log position they reflect; the allocs read by `load_allocs` (a leaner replica reads them
+    its own way)."""
+    with store.engine.connect() as conn:
+        conn.exec_driver_sql("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
+        position = int(conn.exec_driver_sql("SELECT coalesce(max(position), 0) FROM events").scalar_one())
+        for (doc,) in conn.execute(text("SELECT doc::text FROM nodes")):
+            state.upsert_node(Node.model_validate_json(doc))
+        for (doc,) in conn.execute(text("SELECT doc::text FROM job_versions ORDER BY version")):
+            state.upsert_job(Job.model_validate_json(doc))
+        for (doc,) in conn.execute(text("SELECT doc::text FROM jobs")):
+            state.upsert_job(Job.model_validate_json(doc))
+        for (doc,) in conn.execute(text("SELECT doc::text FROM deployments ORDER BY create_index")):
+            state.upsert_deployment(Deployment.model_validate_json(doc))
+        for (doc,) in conn.execute(text("SELECT doc::text FROM evals")):
+            state.upsert_eval(Evaluation.model_validate_json(doc))
+        load_allocs(conn, state)
+    state.bump(position)
+    return state
+
+
+def alloc_documents(conn: Connection, state: InMemoryState) -> None:
+    """Every alloc's document into `state`, as a replica keeps it."""
+    # Streamed (a server-side cursor) rather than fetched whole: a million allocs' documents
+    # would otherwise sit in memory as text while being decoded.
+    allocs = text("SELECT doc::text FROM allocs").execution_options(stream_results=True, yield_per=2000)
+    for (doc,) in conn.execute(allocs):
+        state.upsert_alloc(ReplicaAllocation.model_validate_json(doc))
+
+
+def load_snapshot(store: EventStore) -> InMemoryState:
+    """The projections as a replica's state, at the log position they reflect."""
+    return load_into(store, InMemoryState(drop_metrics=True, owns_events=True), alloc_documents)
+
+
+def alloc_records(conn: Connection) -> Iterator[tuple[str, str, str, str, str, str]]:
+    """(id, namespace, job, node, desired status, client status) of every alloc, from the allocs
+    table's columns, the documents unread: all the broker keeps of an alloc."""
+    allocs = text(
+        "SELECT id, namespace, job_id, node_id, desired_status, client_status FROM allocs"
+    ).execution_options(stream_results=True, yield_per=10000)
+    for row in conn.execute(allocs):
+        yield row[0], row[1], row[2], row[3], row[4], row[5]
 
 
 def _like_prefix(prefix: str) -> str:
@@ -30,15 +84,9 @@ def _page(where: list[str], params: dict[str, Any], start: str, limit: int) -> s
     return ""
 
 
-def _job_stream_version(conn: Connection, namespace: str, job_id: str) -> int:
-    v = conn.execute(
-        text("SELECT coalesce(max(version), 0) FROM events WHERE stream = :s"),
-        {"s": f"job:{namespace}/{job_id}"},
-    ).scalar_one()
-    return int(v)
-
-
 class Reads:
+    """The API's reads: documents in Nomad's form, by key, prefix and page."""
+
     def __init__(self, store: EventStore) -> None:
         self.store = store
 
@@ -59,10 +107,16 @@ class Reads:
         return self._with_status(namespace, [Job.model_validate_json(d) for d in docs])
 
     def job(self, namespace: str, job_id: str) -> Job | None:
+        """The job's document as registered (its Status not derived: `job_with_status`)."""
         docs = self._docs(
             "SELECT doc::text FROM jobs WHERE namespace = :ns AND id = :id", ns=namespace, id=job_id
         )
-        return self._with_status(namespace, [Job.model_validate_json(docs[0])])[0] if docs else None
+        return Job.model_validate_json(docs[0]) if docs else None
+
+    def job_with_status(self, namespace: str, job_id: str) -> Job | None:
+        """The job with its Status derived from its allocs and evals now, as Nomad shows it."""
+        job = self.job(namespace, job_id)
+        return self._with_status(namespace, [job])[0] if job is not None else None
 
     def job_exists(self, namespace: str, job_id: str) -> bool:
         """Whether the job is registered (what its sub-resources check before answering)."""
@@ -81,7 +135,7 @@ class Reads:
                     "SELECT (SELECT doc::text FROM jobs WHERE namespace = :ns AND id = :id), "
                     "(SELECT coalesce(max(version), 0) FROM events WHERE stream = :s)"
                 ),
-                {"ns": namespace, "id": job_id, "s": f"job:{namespace}/{job_id}"},
+                {"ns": namespace, "id": job_id, "s": job_stream(namespace, job_id)},
             ).one()
         return (Job.model_validate_json(doc) if doc is not None else None), int(version)
 
@@ -145,8 +199,7 @@ class Reads:
         return Job.model_validate_json(docs[0]) if docs else None
 
     def job_stream_version(self, namespace: str, job_id: str) -> int:
-        with self.store.reader.connect() as conn:
-            return _job_stream_version(conn, namespace, job_id)
+        return self.store.stream_version(job_stream(namespace, job_id))
 
     def allocs(self, *, namespace: str | None = None, job_id: str | None = None, node_id: str | None = None,
                eval_id: str | None = None, prefix: str = "", start: str = "", limit: int = 0) -> list[Allocation]:  # fmt: skip
@@ -266,16 +319,22 @@ class Reads:
         )
         return [Allocation.model_validate_json(d) for d in docs]
 
-    def jobs_with_allocs_on(self, node_id: str) -> list[tuple[str, str]]:
-        with self.store.reader.connect() as conn:
-            rows = conn.execute(
-                text(
-                    "SELECT DISTINCT namespace, job_id FROM allocs WHERE node_id = :n "
-                    "AND desired_status = 'run' AND client_status NOT IN ('complete', 'failed', 'lost')"
-                ),
-                {"n": node_id},
-            ).all()
-        return [(r[0], r[1]) for r in rows]
+    def live_jobs_on(self, node_id: str) -> list[Job]:
+        """The jobs with a live alloc on the node (desired to run, not finished by the client)."""
+        return [
+            Job.model_validate_json(d)
+            for d in self._docs(
+                "SELECT doc::text FROM jobs WHERE (namespace, id) IN (SELECT namespace, job_id FROM allocs "
+                "WHERE node_id = :n AND desired_status = 'run' "
+                "AND client_status NOT IN ('complete', 'failed', 'lost'))",
+                n=node_id,
+            )
+        ]
+
+    def allocs_by_id(self, alloc_ids: list[str]) -> dict[str, Allocation]:
+        docs = self._docs("SELECT doc::text FROM allocs WHERE id = ANY(:ids)", ids=alloc_ids)
+        allocs = (Allocation.model_validate_json(d) for d in docs)
+        return {a.id: a for a in allocs}
 
     def node_count(self) -> int:
         with self.store.reader.connect() as conn:

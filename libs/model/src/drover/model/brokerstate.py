@@ -22,7 +22,6 @@ from collections.abc import Iterator
 from typing import Annotated, Any, ClassVar, Literal, NamedTuple
 
 from pydantic import Field, TypeAdapter
-from sqlalchemy import Connection, text
 
 from drover.model.alloc import (
     ALLOC_CLIENT_PENDING,
@@ -36,8 +35,6 @@ from drover.model.deployment import Deployment
 from drover.model.events import OTHER_EVENTS, AllocsClientUpdated, Event
 from drover.model.reducer import apply, keeps_client_status
 from drover.model.state import InMemoryState, JobKey
-from drover.runtime.replica import Replica, load_into
-from drover.runtime.store import EventStore
 
 
 class AllocRecord(NamedTuple):
@@ -182,35 +179,3 @@ def apply_for_broker(state: BrokerState, position: int, event: Event) -> None:
     if isinstance(event, AllocsClientUpdated):
         state.client_updated(event)
     apply(state, position, event)
-
-
-def _alloc_records(conn: Connection, state: BrokerState) -> None:
-    """The allocs as records, from the allocs table's columns (their documents unread)."""
-    allocs = text(
-        "SELECT id, namespace, job_id, node_id, desired_status, client_status FROM allocs"
-    ).execution_options(stream_results=True, yield_per=10000)
-    for alloc_id, namespace, job_id, node_id, desired, client in conn.execute(allocs):
-        state.put(alloc_id, AllocRecord((namespace, job_id), node_id, desired, client))
-
-
-def load_broker_snapshot(store: EventStore) -> BrokerState:
-    """The projections as the broker keeps them, in one snapshot at the position they reflect."""
-    return load_into(store, BrokerState(), _alloc_records)
-
-
-class BrokerReplica(Replica):
-    """A replica that keeps a `BrokerState`."""
-
-    state: BrokerState
-
-    def new_state(self) -> BrokerState:
-        return BrokerState()
-
-    def load(self) -> BrokerState:
-        return load_broker_snapshot(self.store)
-
-    def decode(self, data: bytes | str) -> Event:
-        return decode_for_broker(data)
-
-    def reduce(self, position: int, event: Event) -> None:
-        apply_for_broker(self.state, position, event)

@@ -1,10 +1,11 @@
-"""The broker's replica (drover.runtime.brokerstate) against a full one: the same log, decoded
+"""The broker's replica (drover.model.brokerstate) against a full one: the same log, decoded
 as each decodes it, gives the same evals, jobs and nodes, the same node and terminal status
 for every alloc, and the same count of live allocs per job, after every event."""
 
 from __future__ import annotations
 
 from drover.model import Allocation, Job, Node
+from drover.model.brokerstate import BrokerState, PlanSummary, apply_for_broker, decode_for_broker
 from drover.model.deployment import Deployment, DeploymentState
 from drover.model.evaluation import Evaluation
 from drover.model.events import (
@@ -27,7 +28,6 @@ from drover.model.job import Resources
 from drover.model.placements import COLUMNS_FROM
 from drover.model.reducer import apply
 from drover.model.state import InMemoryState
-from drover.runtime.brokerstate import BrokerState, PlanSummary, apply_for_broker, decode_for_broker
 
 
 def _placed(n: int, start: int, job: str, **kw: object) -> list[Allocation]:

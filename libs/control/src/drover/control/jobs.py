@@ -1,0 +1,104 @@
+"""Job commands: register (with Nomad's version rule), the dry-run plan (the same rule),
+scale, deregister and evaluate. Each takes what it reads and `now`, and returns the events."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from drover.control.change import Change
+from drover.control.errors import Invalid, NotFound
+from drover.model import Job
+from drover.model.canonicalize import canonicalize
+from drover.model.evaluation import (
+    TRIGGER_JOB_DEREGISTER,
+    TRIGGER_JOB_REGISTER,
+    TRIGGER_SCALING,
+    job_eval,
+)
+from drover.model.events import JobDeregistered, JobRegistered, NewEvent
+from drover.model.job import job_spec
+from drover.model.state import InMemoryState
+from drover.model.validation import validate_job
+from drover.scheduler import SchedulerResult, schedule
+
+
+def prepare(job: Job) -> Job:
+    """The job as submitted, canonicalized (defaults filled) and validated."""
+    job = canonicalize(job)
+    problems = validate_job(job)
+    if problems:
+        raise Invalid.of(problems, "Job is invalid:")
+    return job
+
+
+def next_version(existing: Job | None, job: Job) -> int:
+    """A new job is version 0; registering it again bumps the version only when its spec
+    changed (Nomad's rule: the same spec registered twice is one version)."""
+    if existing is None:
+        return 0
+    same = job_spec(existing) == job_spec(job.model_copy(update={"version": existing.version}))
+    return existing.version + (0 if same else 1)
+
+
+@dataclass
+class JobChange(Change):
+    """A change to a job: `job` as it is after it."""
+
+    job: Job | None = None
+
+
+def register(job: Job, existing: Job | None, stream_version: int, now: int) -> JobChange:
+    """Register `job` (prepared) over `existing`, whose stream is at `stream_version`: the job
+    at its next version, and a job-register eval."""
+    job = job.model_copy(update={"version": next_version(existing, job), "submit_time": now})
+    ev = job_eval(job, TRIGGER_JOB_REGISTER, now)
+    change = Change.of([NewEvent(JobRegistered(job=job), expected_version=stream_version)], [ev])
+    return JobChange(change.events, change.evals, job)
+
+
+def plan(state: InMemoryState, job: Job, now: int) -> tuple[Job | None, SchedulerResult]:
+    """What registering `job` (prepared) would do, scheduled against `state` (a snapshot this
+    call changes; nothing is written): the job as registered now, and the scheduler's result."""
+    existing = state.job(job.namespace, job.id)
+    state.upsert_job(job.model_copy(update={"version": next_version(existing, job)}))
+    return existing, schedule(state, job_eval(job, TRIGGER_JOB_REGISTER, now), now)
+
+
+def scale(job: Job | None, count: int | None, group: str, stream_version: int, now: int) -> JobChange:
+    """Set `group`'s count: a new version of the job, and a job-scaling eval."""
+    if job is None:
+        raise NotFound("job not found")
+    problems = []
+    if count is None or count < 0:
+        problems.append("Count must be a non-negative integer")
+    if job.lookup_task_group(group) is None:
+        problems.append(f"Target.Group {group!r} is not a task group of job {job.id!r}")
+    if problems:
+        raise Invalid.of(problems)
+    assert count is not None
+    scaled = job.model_copy(deep=True)
+    tg = scaled.lookup_task_group(group)
+    assert tg is not None
+    tg.count = count
+    scaled.version = job.version + 1
+    ev = job_eval(scaled, TRIGGER_SCALING, now)
+    change = Change.of([NewEvent(JobRegistered(job=scaled), expected_version=stream_version)], [ev])
+    return JobChange(change.events, change.evals, scaled)
+
+
+def deregister(job: Job | None, purge: bool, now: int) -> Change:
+    """Stop the job (with `purge`, forget it) and evaluate it, so its allocs stop."""
+    if job is None:
+        raise NotFound("job not found")
+    return Change.of(
+        [JobDeregistered(namespace=job.namespace, job_id=job.id, purge=purge)],
+        [job_eval(job, TRIGGER_JOB_DEREGISTER, now)],
+    )
+
+
+def evaluate(job: Job | None, now: int) -> JobChange:
+    """A new job-register eval of the job as it is (Nomad's force evaluate)."""
+    if job is None:
+        raise NotFound("job not found")
+    change = Change.of([], [job_eval(job, TRIGGER_JOB_REGISTER, now)])
+    return JobChange(change.events, change.evals, job)

@@ -1,0 +1,113 @@
+"""Job commands: what each appends, and what each refuses, without a database."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from drover.control import jobs
+from drover.control.errors import Invalid, NotFound
+from drover.model import Job
+from drover.model.events import EvalsUpserted, JobDeregistered, JobRegistered
+
+from .conftest import NOW, Cluster, job, node
+
+
+def _changed(j: Job, **update: Any) -> Job:
+    return j.model_copy(update=update)
+
+
+@pytest.mark.parametrize(
+    ("existing", "submitted", "version"),
+    [
+        (None, job(), 0),
+        (job(version=3), job(), 3),  # the same spec again: the same version
+        (job(version=3), job(count=5), 4),  # a changed spec: the next version
+        (job(version=3), _changed(job(), submit_time=99, modify_index=7), 3),  # not part of the spec
+        (job(version=3), job(meta={"owner": "ops"}), 4),
+    ],
+)
+def test_the_version_rule(existing: Job | None, submitted: Job, version: int) -> None:
+    assert jobs.next_version(existing, submitted) == version
+
+
+def test_register_appends_the_job_at_its_version_and_an_eval_after_the_stream() -> None:
+    change = jobs.register(job(count=5), job(version=2), 7, NOW)
+    registered, evals = (e.event for e in change.events)
+    assert isinstance(registered, JobRegistered) and isinstance(evals, EvalsUpserted)
+    assert change.events[0].expected_version == 7
+    assert registered.job.version == 3 and registered.job.submit_time == NOW
+    (ev,) = evals.evals
+    assert (ev.job_id, ev.triggered_by, ev.status, ev.create_time) == ("web", "job-register", "pending", NOW)
+    assert change.eval_ids == [ev.id] and change.job == registered.job
+
+
+def test_prepare_fills_defaults_and_lists_every_problem() -> None:
+    assert (
+        jobs.prepare(Job(id="x", task_groups=job().task_groups)).task_groups[0].reschedule_policy is not None
+    )
+    bad = Job(id="bad job", type="cron", priority=500, task_groups=job(count=-1).task_groups)
+    with pytest.raises(Invalid) as e:
+        jobs.prepare(bad)
+    lines = e.value.message.splitlines()
+    assert lines[0] == "Job is invalid:" and len(lines) >= 4
+
+
+@pytest.mark.parametrize(
+    ("count", "group", "problems"),
+    [
+        (-2, "nope", ["Count must be a non-negative integer", "Target.Group 'nope' is not a task group"]),
+        (None, "g", ["Count must be a non-negative integer"]),
+        (2, "", ["Target.Group '' is not a task group"]),
+    ],
+)
+def test_scale_refuses_with_every_problem(count: int | None, group: str, problems: list[str]) -> None:
+    with pytest.raises(Invalid) as e:
+        jobs.scale(job(), count, group, 1, NOW)
+    assert len(e.value.message.splitlines()) == len(problems)
+    for p in problems:
+        assert p in e.value.message
+
+
+def test_scale_registers_a_new_version_with_a_scaling_eval() -> None:
+    current = job(count=3, version=4)
+    change = jobs.scale(current, 7, "g", 9, NOW)
+    registered = change.events[0].event
+    assert isinstance(registered, JobRegistered) and change.events[0].expected_version == 9
+    assert registered.job.version == 5 and registered.job.task_groups[0].count == 7
+    assert current.task_groups[0].count == 3  # the job read is left as it was
+    assert [e.triggered_by for e in change.evals] == ["job-scaling"]
+
+
+@pytest.mark.parametrize("command", [
+    lambda: jobs.scale(None, 1, "g", 0, NOW),
+    lambda: jobs.deregister(None, False, NOW),
+    lambda: jobs.evaluate(None, NOW),
+])  # fmt: skip
+def test_commands_on_an_unknown_job_are_not_found(command: Any) -> None:
+    with pytest.raises(NotFound):
+        command()
+
+
+@pytest.mark.parametrize("purge", [False, True])
+def test_deregister_stops_or_purges_and_evaluates(purge: bool) -> None:
+    change = jobs.deregister(job(), purge, NOW)
+    stopped = change.events[0].event
+    assert isinstance(stopped, JobDeregistered) and stopped.purge is purge and stopped.job_id == "web"
+    assert [e.triggered_by for e in change.evals] == ["job-deregister"]
+
+
+def test_evaluate_writes_only_an_eval() -> None:
+    change = jobs.evaluate(job(), NOW)
+    assert [type(e.event) for e in change.events] == [EvalsUpserted]
+    assert [e.triggered_by for e in change.evals] == ["job-register"]
+
+
+def test_plan_schedules_the_job_at_its_next_version_and_writes_nothing(cluster: Cluster) -> None:
+    cluster.add(node("n1"), node("n2"), job(count=2, version=1))
+    existing, res = jobs.plan(cluster.state, job(count=4), NOW)
+    assert existing is not None and existing.version == 1
+    assert res.plan.annotations["g"].place == 4  # none placed yet
+    assert cluster.state.job("default", "web").version == 2  # type: ignore[union-attr]
+    assert cluster.state.allocs == {}

@@ -1,0 +1,128 @@
+"""Node commands: registration, heartbeats bringing nodes back, status, eligibility and drain,
+with the node-update evals a status change calls for."""
+
+from __future__ import annotations
+
+import pytest
+
+from drover.control import nodes
+from drover.control.errors import Invalid, NotFound
+from drover.model import Job, Node
+from drover.model.events import (
+    EvalsUpserted,
+    NodeDrainUpdated,
+    NodeEligibilityUpdated,
+    NodeRegistered,
+    NodeStatusUpdated,
+)
+from drover.model.node import DrainSpec, NodeResources
+
+from .conftest import NOW, Cluster, alloc, job, node
+
+
+@pytest.mark.parametrize(
+    ("given", "problems"),
+    [
+        (Node(datacenter="dc1"), ["Node.ID is required"]),
+        (Node(id="n1", datacenter=""), ["Node.Datacenter is required"]),
+        (Node(datacenter=""), ["Node.ID is required", "Node.Datacenter is required"]),
+        (
+            node("n1", reserved_resources=NodeResources.model_validate({"Cpu": {"CpuShares": 5000}})),
+            ["Node reserves more resources than it has"],
+        ),
+    ],
+)
+def test_register_refuses_with_every_problem(cluster: Cluster, given: Node, problems: list[str]) -> None:
+    with pytest.raises(Invalid) as e:
+        nodes.register(cluster.reads, given, NOW)
+    assert e.value.message.splitlines() == ["Node is invalid:", *problems]
+
+
+def _system(job_id: str = "sys", **kw: object) -> Job:
+    return job(job_id, type="system", **kw)
+
+
+@pytest.mark.parametrize(
+    ("status", "jobs", "evaluated"),
+    [
+        ("ready", [], []),
+        ("ready", [_system()], ["sys"]),
+        ("ready", [_system(stop=True)], []),
+        ("ready", [_system(datacenters=["dc2"])], []),  # its datacenters do not take the node
+        ("initializing", [_system()], []),  # only a ready node is evaluated
+    ],
+)
+def test_register_evaluates_the_system_jobs_that_take_a_ready_node(
+    cluster: Cluster, status: str, jobs: list[Job], evaluated: list[str]
+) -> None:
+    cluster.add(*jobs)
+    change = nodes.register(cluster.reads, node("n1", status=status), NOW)
+    assert isinstance(change.events[0].event, NodeRegistered)
+    assert [e.job_id for e in change.evals] == evaluated
+    assert all(e.triggered_by == "node-update" and e.node_id == "n1" for e in change.evals)
+
+
+def test_heartbeats_bring_nodes_back_and_evaluate_their_jobs(cluster: Cluster) -> None:
+    web = job("web")
+    cluster.add(
+        node("up"), node("down", status="down"), web, alloc("a1", web, "down", client_status="running")
+    )
+    change = nodes.heartbeat(cluster.reads, ["up", "down"], NOW)
+    (back, evals) = (e.event for e in change.events)
+    assert isinstance(back, NodeStatusUpdated) and (back.node_id, back.status, back.at) == (
+        "down",
+        "ready",
+        NOW,
+    )
+    assert isinstance(evals, EvalsUpserted) and [e.job_id for e in change.evals] == ["web"]
+    assert nodes.heartbeat(cluster.reads, ["up"], NOW).events == []  # a ready node's beat writes nothing
+    with pytest.raises(NotFound, match="unknown nodes: ghost"):
+        nodes.heartbeat(cluster.reads, ["up", "ghost"], NOW)
+
+
+@pytest.mark.parametrize(("status", "evaluated"), [("ready", []), ("down", ["web"])])
+def test_a_status_change_evaluates_the_jobs_on_the_node(
+    cluster: Cluster, status: str, evaluated: list[str]
+) -> None:
+    web = job("web")
+    cluster.add(
+        node("n1"),
+        web,
+        alloc("a1", web, client_status="running"),
+        alloc("a2", job("gone"), desired_status="stop"),
+    )
+    change = nodes.set_status(cluster.reads, "n1", status, NOW)
+    assert isinstance(change.events[0].event, NodeStatusUpdated)
+    assert [e.job_id for e in change.evals] == evaluated
+
+
+def test_eligibility(cluster: Cluster) -> None:
+    cluster.add(node("n1"))
+    event = nodes.set_eligibility(cluster.reads, "n1", "ineligible").events[0].event
+    assert isinstance(event, NodeEligibilityUpdated) and event.eligibility == "ineligible"
+    with pytest.raises(Invalid):
+        nodes.set_eligibility(cluster.reads, "n1", "maybe")
+    with pytest.raises(NotFound):
+        nodes.set_eligibility(cluster.reads, "ghost", "eligible")
+
+
+@pytest.mark.parametrize(
+    ("deadline", "force_deadline"),
+    [(0, 0), (-1, NOW), (60_000_000_000, NOW + 60_000_000_000)],
+)
+def test_a_drain_s_force_deadline(cluster: Cluster, deadline: int, force_deadline: int) -> None:
+    cluster.add(node("n1"))
+    event = nodes.drain(cluster.reads, "n1", DrainSpec(deadline=deadline), False, NOW).events[0].event
+    assert isinstance(event, NodeDrainUpdated) and event.drain_strategy is not None
+    assert event.drain_strategy.force_deadline == force_deadline and event.drain_strategy.started_at == NOW
+    assert event.eligibility == "ineligible"
+
+
+@pytest.mark.parametrize(("mark_eligible", "eligibility"), [(False, ""), (True, "eligible")])
+def test_cancelling_a_drain(cluster: Cluster, mark_eligible: bool, eligibility: str) -> None:
+    cluster.add(node("n1"))
+    event = nodes.drain(cluster.reads, "n1", None, mark_eligible, NOW).events[0].event
+    assert isinstance(event, NodeDrainUpdated)
+    assert event.drain_strategy is None and event.eligibility == eligibility
+    with pytest.raises(NotFound):
+        nodes.drain(cluster.reads, "ghost", None, False, NOW)

@@ -1,0 +1,106 @@
+"""Request bodies as models, in Nomad's names, so /openapi.json documents each one. A model
+checks types and shapes; the commands (drover.control) check the rest, and say what is wrong
+in the domain's words. Scalars are strict: `"AllTasks": "yes"` is refused, not read as true."""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal
+
+from pydantic import ConfigDict, Field, StrictBool, StrictInt, StrictStr, StringConstraints
+
+from drover.model import Job, Node
+from drover.model.base import NomadModel
+from drover.model.events import AllocClientUpdate
+
+
+class Body(NomadModel):
+    model_config = ConfigDict(strict=True)
+
+
+class JobRegisterRequest(Body):
+    """`PUT /v1/jobs`, `PUT /v1/job/:id`: the job to register."""
+
+    job: Job
+
+
+class JobPlanRequest(Body):
+    """`PUT /v1/job/:id/plan`: the job to plan (nothing is written)."""
+
+    job: Job
+
+
+class ScalingTarget(Body):
+    group: StrictStr = ""
+
+
+class ScalingRequest(Body):
+    """`PUT /v1/job/:id/scale`: the group's new count."""
+
+    count: StrictInt | None = None
+    target: ScalingTarget = Field(default_factory=ScalingTarget)
+
+
+class DrainSpecBody(Body):
+    # Nanoseconds; -1 forces the drain now, 0 means no deadline.
+    deadline: StrictInt = 0
+    ignore_system_jobs: StrictBool = False
+
+
+class NodeDrainRequest(Body):
+    """`PUT /v1/node/:id/drain`: start a drain (DrainSpec), or cancel it (DrainSpec null)."""
+
+    drain_spec: DrainSpecBody | None = None
+    mark_eligible: StrictBool = False
+
+
+class NodeEligibilityRequest(Body):
+    """`PUT /v1/node/:id/eligibility`."""
+
+    eligibility: Literal["eligible", "ineligible"]
+
+
+class DeploymentPromoteRequest(Body):
+    """`PUT /v1/deployment/promote/:id`: promote the canaries of every group, or of those named."""
+
+    groups: list[StrictStr] = Field(default_factory=list)
+    all: StrictBool = False
+
+
+class DeploymentPauseRequest(Body):
+    """`PUT /v1/deployment/pause/:id`: pause, or resume."""
+
+    pause: StrictBool
+
+
+class AllocRestartBody(Body):
+    """`PUT /v1/client/allocation/:id/restart`: one task by name, the running ones, or all."""
+
+    task_name: StrictStr = ""
+    all_tasks: StrictBool = False
+
+
+class NodeRegisterRequest(Body):
+    """`PUT /v1/drover/node/register`: a client registers its node."""
+
+    node: Node
+
+
+class NodeStatusRequest(Body):
+    """`PUT /v1/drover/node/:id/status`: a client reports its node's status."""
+
+    status: Literal["initializing", "ready", "down", "disconnected"]
+
+
+class HeartbeatsRequest(Body):
+    """`PUT /v1/drover/heartbeats`: heartbeats of many nodes at once (a simulator's)."""
+
+    node_ids: list[Annotated[StrictStr, StringConstraints(min_length=1)]] = Field(
+        alias="NodeIDs", min_length=1
+    )
+
+
+class AllocsStatusRequest(Body):
+    """`PUT /v1/drover/allocs/status`: a client reports its allocs' status."""
+
+    node_id: StrictStr = ""
+    updates: list[AllocClientUpdate]

@@ -1,0 +1,43 @@
+"""What every request passes before it is routed: a body over the limit is refused (413)
+before it is read, and a path or query holding a NUL character (which no stored text may hold)
+is refused (400). Every body is JSON, whatever its content type says (`curl -d` sends a form
+type), as Nomad's agent reads it.
+
+A plain ASGI middleware: Starlette's `@app.middleware("http")` runs every request in a task of
+its own and passes its response through a memory stream."""
+
+from __future__ import annotations
+
+from fastapi.responses import PlainTextResponse
+from starlette.types import ASGIApp, Receive, Scope, Send
+
+_JSON = (b"content-type", b"application/json")
+
+
+def _has_nul(scope: Scope) -> bool:
+    query: bytes = scope.get("query_string", b"")
+    return "\x00" in scope["path"] or b"%00" in query or b"\x00" in query
+
+
+class RequestGuard:
+    def __init__(self, app: ASGIApp, limit: int) -> None:
+        self.app = app
+        self.limit = limit
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        headers = []
+        for name, value in scope["headers"]:
+            if name == b"content-length" and value.isdigit() and int(value) > self.limit:
+                await PlainTextResponse("Request body too large", status_code=413)(scope, receive, send)
+                return
+            if name != b"content-type":
+                headers.append((name, value))
+        if _has_nul(scope):
+            response = PlainTextResponse("The request's path or query holds a NUL character", status_code=400)
+            await response(scope, receive, send)
+            return
+        headers.append(_JSON)
+        await self.app({**scope, "headers": headers}, receive, send)

@@ -1,0 +1,48 @@
+"""/v1/allocations, /v1/allocation/:id and Nomad's client alloc restart."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from fastapi import APIRouter, Request, Response
+
+from drover.api.blocking import Paged, paged
+from drover.api.bodies import AllocRestartBody
+from drover.api.body import JsonRoute
+from drover.api.deps import BlockingDep, CommandsDep
+from drover.api.views import alloc_stub
+from drover.control import allocs
+from drover.runtime.watches import alloc_key
+
+router = APIRouter(route_class=JsonRoute, tags=["allocations"])
+
+
+@router.get("/v1/allocations")
+async def list_allocs(request: Request, blocking: BlockingDep, prefix: str = "") -> Response:
+    read = paged(request, lambda start, limit: blocking.reads.allocs(prefix=prefix, start=start, limit=limit))
+
+    def fn() -> Paged:
+        page = read()
+        return Paged([alloc_stub(a) for a in page.items], page.next_token)
+
+    return await blocking.read(request, fn, ["allocs"])
+
+
+@router.get("/v1/allocation/{alloc_id}")
+async def read_alloc(alloc_id: str, request: Request, blocking: BlockingDep) -> Response:
+    return await blocking.read(request, lambda: blocking.reads.alloc(alloc_id), [alloc_key(alloc_id)])
+
+
+@router.put("/v1/client/allocation/{alloc_id}/restart")
+@router.post("/v1/client/allocation/{alloc_id}/restart")
+async def restart_alloc(
+    alloc_id: str, commands: CommandsDep, body: AllocRestartBody | None = None
+) -> dict[str, Any]:
+    """Restart an alloc's tasks in place (Nomad's alloc restart), recorded in the log: the
+    node's agent acts on it and reports a "Restart Signaled" task event."""
+    body = body or AllocRestartBody()
+    change, positions = await commands.run(
+        lambda reads: allocs.restart(reads, alloc_id, body.task_name, body.all_tasks, time.time_ns())
+    )
+    return {"Index": positions[-1], "RestartID": change.request_id}

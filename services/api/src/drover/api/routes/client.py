@@ -1,0 +1,90 @@
+"""Drover's endpoints for clients (/v1/drover/...): a node agent or the simulator registers
+its nodes, heartbeats, reports node and alloc status, and follows the allocs of many nodes."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from fastapi import APIRouter, Request, Response
+
+from drover.api.blocking import parse_index
+from drover.api.bodies import AllocsStatusRequest, HeartbeatsRequest, NodeRegisterRequest, NodeStatusRequest
+from drover.api.body import JsonRoute
+from drover.api.deps import BlockingDep, CommandsDep, HeartbeatsDep
+from drover.api.errors import ApiError
+from drover.api.heartbeats import Heartbeats
+from drover.api.views import alloc_stub
+from drover.control import allocs, nodes
+
+router = APIRouter(route_class=JsonRoute, tags=["client"])
+
+
+@router.put("/v1/drover/node/register")
+@router.post("/v1/drover/node/register")
+async def node_register(
+    body: NodeRegisterRequest, commands: CommandsDep, heartbeats: HeartbeatsDep
+) -> dict[str, Any]:
+    change, positions = await commands.run(lambda reads: nodes.register(reads, body.node, time.time_ns()))
+    # Registering counts as a heartbeat: the watcher starts the node's clock when it sees the
+    # registration in the log (with the longest TTL it could have been handed).
+    ttl = await heartbeats.ttl()
+    index = positions[-1]
+    return {"NodeModifyIndex": index, "EvalIDs": change.eval_ids, "HeartbeatTTL": ttl, "Index": index}
+
+
+async def _heartbeat(commands: CommandsDep, heartbeats: Heartbeats, node_ids: list[str]) -> dict[str, Any]:
+    """Heartbeats of `node_ids`: a node that was down or disconnected comes back (its status
+    and evals, in the log); every one is passed on to the heartbeat watcher."""
+    change, positions = await commands.run(lambda reads: nodes.heartbeat(reads, node_ids, time.time_ns()))
+    ttls = [await heartbeats.ttl() for _ in node_ids]
+    try:
+        await heartbeats.publish(node_ids, ttls)
+    except Exception as e:
+        raise ApiError(503, f"heartbeat not delivered (NATS unreachable): {e}") from e
+    return {"HeartbeatTTLs": dict(zip(node_ids, ttls, strict=True)), "EvalIDs": change.eval_ids,
+            "Index": positions[-1]}  # fmt: skip
+
+
+@router.put("/v1/drover/node/{node_id}/heartbeat")
+@router.post("/v1/drover/node/{node_id}/heartbeat")
+async def node_heartbeat(node_id: str, commands: CommandsDep, heartbeats: HeartbeatsDep) -> dict[str, Any]:
+    out = await _heartbeat(commands, heartbeats, [node_id])
+    return {"HeartbeatTTL": out["HeartbeatTTLs"][node_id], "EvalIDs": out["EvalIDs"], "Index": out["Index"]}
+
+
+@router.put("/v1/drover/heartbeats")
+@router.post("/v1/drover/heartbeats")
+async def node_heartbeats(
+    body: HeartbeatsRequest, commands: CommandsDep, heartbeats: HeartbeatsDep
+) -> dict[str, Any]:
+    return await _heartbeat(commands, heartbeats, list(dict.fromkeys(body.node_ids)))
+
+
+@router.put("/v1/drover/node/{node_id}/status")
+@router.post("/v1/drover/node/{node_id}/status")
+async def node_status(node_id: str, body: NodeStatusRequest, commands: CommandsDep) -> dict[str, Any]:
+    change, positions = await commands.run(
+        lambda reads: nodes.set_status(reads, node_id, body.status, time.time_ns())
+    )
+    index = positions[-1]
+    return {"NodeModifyIndex": index, "EvalIDs": change.eval_ids, "Index": index}
+
+
+@router.put("/v1/drover/allocs/status")
+@router.post("/v1/drover/allocs/status")
+async def allocs_status(body: AllocsStatusRequest, commands: CommandsDep) -> dict[str, Any]:
+    change, positions = await commands.run(
+        lambda reads: allocs.client_update(reads, body.node_id, body.updates, time.time_ns())
+    )
+    return {"Index": positions[-1], "EvalIDs": change.eval_ids}
+
+
+@router.get("/v1/drover/allocs/changes")
+async def alloc_changes(request: Request, blocking: BlockingDep, node_prefix: str = "") -> Response:
+    """Allocs changed after ?index= on nodes whose ID starts with ?node_prefix= (a blocking
+    query): how a process hosting many nodes (drover sim) follows their allocs at once."""
+    since = parse_index(request.query_params.get("index"))
+    return await blocking.read(
+        request, lambda: [alloc_stub(a) for a in blocking.reads.alloc_changes(since, node_prefix)], ["allocs"]
+    )

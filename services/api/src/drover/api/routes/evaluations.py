@@ -1,0 +1,42 @@
+"""/v1/evaluations and /v1/evaluation/:id."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fastapi import APIRouter, Request, Response
+
+from drover.api.blocking import paged
+from drover.api.body import JsonRoute
+from drover.api.deps import BlockingDep
+from drover.api.views import alloc_stub
+from drover.runtime.watches import eval_key
+
+router = APIRouter(route_class=JsonRoute, tags=["evaluations"])
+
+
+@router.get("/v1/evaluations")
+async def list_evals(request: Request, blocking: BlockingDep, prefix: str = "") -> Response:
+    return await blocking.read(
+        request,
+        paged(request, lambda start, limit: blocking.reads.evals(prefix=prefix, start=start, limit=limit)),
+        ["evals"],
+    )
+
+
+@router.get("/v1/evaluation/{eval_id}")
+async def read_eval(eval_id: str, request: Request, blocking: BlockingDep) -> Response:
+    return await blocking.read(request, lambda: blocking.reads.eval(eval_id), [eval_key(eval_id)])
+
+
+@router.get("/v1/evaluation/{eval_id}/allocations")
+async def eval_allocs(eval_id: str, request: Request, blocking: BlockingDep) -> Response:
+    def fn() -> Any:
+        ev = blocking.reads.eval(eval_id)
+        if ev is None:
+            return None
+        # An eval's allocs are its job's: found by the job's index, filtered by the eval.
+        allocs = blocking.reads.allocs(namespace=ev.namespace, job_id=ev.job_id, eval_id=eval_id)
+        return [alloc_stub(a) for a in allocs]
+
+    return await blocking.read(request, fn, [eval_key(eval_id)])

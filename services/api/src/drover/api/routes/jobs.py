@@ -1,0 +1,223 @@
+"""/v1/jobs and /v1/job/:id: register, read, versions, allocations, evaluations, deployments,
+summary, deregister, evaluate, scale and the dry-run plan."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from typing import Any
+
+from fastapi import APIRouter, Request, Response
+
+from drover.api.blocking import Paged, paged
+from drover.api.bodies import JobPlanRequest, JobRegisterRequest, ScalingRequest
+from drover.api.body import JsonRoute
+from drover.api.deps import BlockingDep, CommandsDep, ReadsDep
+from drover.api.errors import ApiError
+from drover.api.views import NO_DEPLOYMENT, alloc_stub, as_json, job_stub
+from drover.control import jobs
+from drover.model import Job
+from drover.runtime.store.queries import Reads, load_snapshot
+from drover.runtime.watches import job_key
+
+router = APIRouter(route_class=JsonRoute, tags=["jobs"])
+_SUMMARY_KEYS = ("Queued", "Complete", "Failed", "Running", "Starting", "Lost", "Unknown")
+_SUMMARY_OF = {"pending": "Starting", "running": "Running", "complete": "Complete", "failed": "Failed",
+               "lost": "Lost", "unknown": "Unknown"}  # fmt: skip
+
+
+@router.get("/v1/jobs")
+async def list_jobs(
+    request: Request, blocking: BlockingDep, prefix: str = "", namespace: str = "default"
+) -> Response:
+    read = paged(
+        request, lambda start, limit: blocking.reads.jobs(namespace, prefix, start=start, limit=limit)
+    )
+
+    def fn() -> Paged:
+        page = read()
+        return Paged([job_stub(j) for j in page.items], page.next_token)
+
+    # A job's Status is derived from its allocs and evals.
+    return await blocking.read(request, fn, ["jobs", "allocs", "evals"])
+
+
+async def _register(commands: CommandsDep, submitted: Job) -> dict[str, Any]:
+    job = jobs.prepare(submitted)
+
+    def decide(reads: Reads) -> jobs.JobChange:
+        existing, stream_version = reads.job_for_register(job.namespace, job.id)
+        return jobs.register(job, existing, stream_version, time.time_ns())
+
+    change, positions = await commands.run(decide, span="job.register", what=f"job {job.id} registered")
+    return {
+        "EvalID": change.eval_ids[0],
+        "EvalCreateIndex": positions[1],
+        "JobModifyIndex": positions[0],
+        "Warnings": "",
+        "Index": positions[-1],
+        "LastContact": 0,
+        "KnownLeader": True,
+    }
+
+
+@router.put("/v1/jobs")
+@router.post("/v1/jobs")
+async def register_jobs(body: JobRegisterRequest, commands: CommandsDep) -> dict[str, Any]:
+    return await _register(commands, body.job)
+
+
+@router.put("/v1/job/{job_id}")
+@router.post("/v1/job/{job_id}")
+async def register_job(job_id: str, body: JobRegisterRequest, commands: CommandsDep) -> dict[str, Any]:
+    if body.job.id != job_id:
+        raise ApiError(400, "Job ID does not match name")
+    return await _register(commands, body.job)
+
+
+@router.get("/v1/job/{job_id}")
+async def read_job(
+    job_id: str, request: Request, blocking: BlockingDep, namespace: str = "default"
+) -> Response:
+    return await blocking.read(
+        request, lambda: blocking.reads.job_with_status(namespace, job_id), [job_key(namespace, job_id)]
+    )
+
+
+@router.get("/v1/job/{job_id}/versions")
+async def job_versions(
+    job_id: str, request: Request, blocking: BlockingDep, namespace: str = "default"
+) -> Response:
+    def fn() -> Any:
+        versions = blocking.reads.job_versions(namespace, job_id)
+        return {"Versions": versions, "Diffs": None} if versions else None
+
+    return await blocking.read(request, fn, [job_key(namespace, job_id)])
+
+
+@router.get("/v1/job/{job_id}/allocations")
+async def job_allocs(
+    job_id: str, request: Request, blocking: BlockingDep, namespace: str = "default"
+) -> Response:
+    def read() -> tuple[int, Any]:
+        index, allocs = blocking.reads.job_allocs_at(namespace, job_id)
+        return index, None if allocs is None else [alloc_stub(a) for a in allocs]
+
+    return await blocking.read_at(request, read, [job_key(namespace, job_id)])
+
+
+@router.get("/v1/job/{job_id}/evaluations")
+async def job_evals(
+    job_id: str, request: Request, blocking: BlockingDep, namespace: str = "default"
+) -> Response:
+    def fn() -> Any:
+        if not blocking.reads.job_exists(namespace, job_id):
+            return None
+        return blocking.reads.evals(namespace=namespace, job_id=job_id)
+
+    return await blocking.read(request, fn, [job_key(namespace, job_id)])
+
+
+@router.get("/v1/job/{job_id}/deployments")
+async def job_deployments(
+    job_id: str, request: Request, blocking: BlockingDep, namespace: str = "default"
+) -> Response:
+    def fn() -> Any:
+        if not blocking.reads.job_exists(namespace, job_id):
+            return None
+        return blocking.reads.deployments(namespace, job_id)
+
+    return await blocking.read(request, fn, [job_key(namespace, job_id)])
+
+
+@router.get("/v1/job/{job_id}/deployment")
+async def job_latest_deployment(
+    job_id: str, request: Request, blocking: BlockingDep, namespace: str = "default"
+) -> Response:
+    def fn() -> Any:
+        if not blocking.reads.job_exists(namespace, job_id):
+            return None
+        deps = blocking.reads.deployments(namespace, job_id)
+        # Nomad answers null when the job has no deployment.
+        return deps[0] if deps else NO_DEPLOYMENT
+
+    return await blocking.read(request, fn, [job_key(namespace, job_id)])
+
+
+@router.get("/v1/job/{job_id}/summary")
+async def job_summary(
+    job_id: str, request: Request, blocking: BlockingDep, namespace: str = "default"
+) -> Response:
+    def fn() -> Any:
+        job = blocking.reads.job(namespace, job_id)
+        if job is None:
+            return None
+        summary = {tg.name: dict.fromkeys(_SUMMARY_KEYS, 0) for tg in job.task_groups}
+        for a in blocking.reads.allocs(namespace=namespace, job_id=job_id):
+            if a.task_group in summary and a.client_status in _SUMMARY_OF:
+                summary[a.task_group][_SUMMARY_OF[a.client_status]] += 1
+        return {"JobID": job.id, "Namespace": job.namespace, "Summary": summary,
+                "CreateIndex": job.create_index, "ModifyIndex": job.modify_index}  # fmt: skip
+
+    return await blocking.read(request, fn, [job_key(namespace, job_id)])
+
+
+@router.delete("/v1/job/{job_id}")
+async def deregister(
+    job_id: str, commands: CommandsDep, namespace: str = "default", purge: bool = False
+) -> dict[str, Any]:
+    change, positions = await commands.run(
+        lambda reads: jobs.deregister(reads.job(namespace, job_id), purge, time.time_ns())
+    )
+    index = positions[-1]
+    return {"EvalID": change.eval_ids[0], "EvalCreateIndex": index, "JobModifyIndex": index, "Index": index}
+
+
+@router.put("/v1/job/{job_id}/evaluate")
+@router.post("/v1/job/{job_id}/evaluate")
+async def evaluate(job_id: str, commands: CommandsDep, namespace: str = "default") -> dict[str, Any]:
+    change, positions = await commands.run(
+        lambda reads: jobs.evaluate(reads.job(namespace, job_id), time.time_ns())
+    )
+    assert change.job is not None
+    index = positions[-1]
+    return {"EvalID": change.eval_ids[0], "EvalCreateIndex": index, "JobModifyIndex": change.job.modify_index,
+            "Index": index}  # fmt: skip
+
+
+@router.put("/v1/job/{job_id}/scale")
+@router.post("/v1/job/{job_id}/scale")
+async def scale(
+    job_id: str, body: ScalingRequest, commands: CommandsDep, namespace: str = "default"
+) -> dict[str, Any]:
+    def decide(reads: Reads) -> jobs.JobChange:
+        job, version = reads.job(namespace, job_id), reads.job_stream_version(namespace, job_id)
+        return jobs.scale(job, body.count, body.target.group, version, time.time_ns())
+
+    change, positions = await commands.run(decide)
+    index = positions[-1]
+    return {"EvalID": change.eval_ids[0], "EvalCreateIndex": index, "JobModifyIndex": index, "Index": index,
+            "Warnings": ""}  # fmt: skip
+
+
+@router.put("/v1/job/{job_id}/plan")
+@router.post("/v1/job/{job_id}/plan")
+async def plan(job_id: str, body: JobPlanRequest, reads: ReadsDep) -> dict[str, Any]:
+    job = jobs.prepare(body.job)
+    if job.id != job_id:
+        raise ApiError(400, "Job ID does not match name")
+
+    def dry_run() -> dict[str, Any]:
+        state = load_snapshot(reads.store)
+        existing, res = jobs.plan(state, job, time.time_ns())
+        return {
+            "Annotations": {"DesiredTGUpdates": as_json(res.plan.annotations)},
+            "FailedTGAllocs": as_json(res.eval.failed_tg_allocs) or None,
+            "JobModifyIndex": existing.job_modify_index if existing else 0,
+            "CreatedEvals": as_json(res.create_evals),
+            "Diff": None,
+            "Warnings": "",
+            "Index": state.index,
+        }
+
+    return await asyncio.to_thread(dry_run)

@@ -1,0 +1,75 @@
+"""/v1/nodes and /v1/node/:id: reads, eligibility and drain."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from fastapi import APIRouter, Request, Response
+
+from drover.api.blocking import Paged, paged
+from drover.api.bodies import NodeDrainRequest, NodeEligibilityRequest
+from drover.api.body import JsonRoute
+from drover.api.deps import BlockingDep, CommandsDep
+from drover.api.views import node_stub
+from drover.control import nodes
+from drover.model.node import DrainSpec
+from drover.runtime.watches import node_key
+
+router = APIRouter(route_class=JsonRoute, tags=["nodes"])
+
+
+@router.get("/v1/nodes")
+async def list_nodes(request: Request, blocking: BlockingDep, prefix: str = "") -> Response:
+    read = paged(request, lambda start, limit: blocking.reads.nodes(prefix, start=start, limit=limit))
+
+    def fn() -> Paged:
+        page = read()
+        return Paged([node_stub(n) for n in page.items], page.next_token)
+
+    return await blocking.read(request, fn, ["nodes"])
+
+
+@router.get("/v1/node/{node_id}")
+async def read_node(node_id: str, request: Request, blocking: BlockingDep) -> Response:
+    return await blocking.read(request, lambda: blocking.reads.node(node_id), [node_key(node_id)])
+
+
+@router.get("/v1/node/{node_id}/allocations")
+async def node_allocs(node_id: str, request: Request, blocking: BlockingDep) -> Response:
+    def fn() -> Any:
+        if blocking.reads.node(node_id) is None:
+            return None
+        return blocking.reads.allocs(node_id=node_id)
+
+    return await blocking.read(request, fn, [node_key(node_id)])
+
+
+def _answer(positions: list[int]) -> dict[str, Any]:
+    index = positions[-1]
+    return {"EvalIDs": [], "EvalCreateIndex": 0, "NodeModifyIndex": index, "Index": index}
+
+
+@router.put("/v1/node/{node_id}/eligibility")
+@router.post("/v1/node/{node_id}/eligibility")
+async def node_eligibility(
+    node_id: str, body: NodeEligibilityRequest, commands: CommandsDep
+) -> dict[str, Any]:
+    _, positions = await commands.run(lambda reads: nodes.set_eligibility(reads, node_id, body.eligibility))
+    return _answer(positions)
+
+
+@router.put("/v1/node/{node_id}/drain")
+@router.post("/v1/node/{node_id}/drain")
+async def node_drain(node_id: str, body: NodeDrainRequest, commands: CommandsDep) -> dict[str, Any]:
+    """Start (DrainSpec) or cancel (DrainSpec null) a drain; the node drainer moves the allocs."""
+    given = body.drain_spec
+    spec = (
+        None
+        if given is None
+        else DrainSpec(deadline=given.deadline, ignore_system_jobs=given.ignore_system_jobs)
+    )
+    _, positions = await commands.run(
+        lambda reads: nodes.drain(reads, node_id, spec, body.mark_eligible, time.time_ns())
+    )
+    return _answer(positions)
