@@ -1,0 +1,261 @@
+"""The figures table of docs/performance.md, rewritten from the benchmarks' JSON.
+
+    python -m bench.table [--out-dir bench/out] [--doc docs/performance.md]
+
+`make bench` runs it last. It reads bench/out/<name>.json for every benchmark below and
+replaces what lies between FIGURES_BEGIN and FIGURES_END in the doc with one markdown table:
+benchmark, figure, measured value, target, met, and when the JSON file was written (its
+modification time, UTC). Every value is read from the JSON as the benchmark wrote it (the one
+exception, marked "largest", picks the largest of a benchmark's per-service values); a
+benchmark without its JSON gets a row saying "not run", a figure absent from the JSON (or
+null: the pipeline run with --no-probes) says "not measured". Each figure's target is kept
+here beside it: those the benchmarks record in their JSON (`targets`, `target`) and the
+project's issues name; a figure without one says "none".
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import operator
+import sys
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+FIGURES_BEGIN = "<!-- figures:begin -->"
+FIGURES_END = "<!-- figures:end -->"
+
+# A key into the JSON: a member's name, or (member, value) for the item of a list whose
+# member has that value (memory's run at 1,000,000 allocs).
+Key = str | tuple[str, int]
+
+OPS: dict[str, Callable[[float, float], bool]] = {
+    "<": operator.lt,
+    "<=": operator.le,
+    ">": operator.gt,
+    ">=": operator.ge,
+    "=": operator.eq,
+}
+
+
+@dataclass(frozen=True)
+class Figure:
+    label: str  # may name the JSON's top-level members: "{nodes} nodes"
+    path: tuple[Key, ...]
+    unit: str
+    target: tuple[str, float] | None = None  # (one of OPS, bound)
+    largest: bool = False  # the path leads to an object of values: show the largest
+
+
+S10K = ("headline", "spread_10000_nodes_1200_allocs_dc_and_rack")
+S10K_ALL = ("headline", "spread_10000_nodes_1200_allocs_dc_and_rack_no_limit")
+CODEC = ("per_alloc", "columns_metrics_apart")
+PLAN_1000 = ("idle", "plan_1000_allocs")
+
+FIGURES: dict[str, list[Figure]] = {
+    "scheduler": [
+        Figure(
+            "10,000 nodes, 1,200 allocs, spread on dc + rack",
+            (*S10K, "ms_per_eval"),
+            "ms per eval",
+            ("<", 1000),
+        ),
+        Figure(
+            "the same: spread error on dc", (*S10K, "spread_error", "${node.datacenter}"), "allocs", ("<=", 1)
+        ),
+        Figure(
+            "the same: spread error on rack", (*S10K, "spread_error", "${meta.rack}"), "allocs", ("<=", 1)
+        ),
+        Figure("the same, scoring every feasible node", (*S10K_ALL, "ms_per_eval"), "ms per eval"),
+        Figure(
+            "5,000 nodes, 1,000 allocs",
+            ("headline", "no_spread_5000_nodes_1000_allocs", "ms_per_eval"),
+            "ms per eval",
+            ("<", 300),
+        ),
+        Figure(
+            "5,000 nodes, 10 allocs",
+            ("headline", "no_spread_5000_nodes_10_allocs", "ms_per_eval"),
+            "ms per eval",
+        ),
+    ],
+    "codec": [
+        Figure("1,000-alloc plan: relayed", (*CODEC, "relayed_bytes_per_alloc"), "bytes per alloc"),
+        Figure("1,000-alloc plan: stored", (*CODEC, "stored_bytes_per_alloc"), "bytes per alloc"),
+        Figure("1,000-alloc plan: encoded for the log", (*CODEC, "store_encode_us"), "us per alloc"),
+        Figure("1,000-alloc plan: followed by a replica", (*CODEC, "replica_follow_us"), "us per alloc"),
+        Figure("1,000-alloc plan: followed by the broker", (*CODEC, "broker_follow_us"), "us per alloc"),
+        Figure("1,000-alloc plan: decoded in full", (*CODEC, "full_decode_us"), "us per alloc"),
+        Figure("1,000-alloc plan request: decoded", (*CODEC, "plan_request_decode_us"), "us per alloc"),
+    ],
+    "append": [
+        Figure("events lock held, 1,000-alloc plan, idle (median)", (*PLAN_1000, "lock_held_ms"), "ms"),
+        Figure("events lock held, 1,000-alloc plan, idle (longest)", (*PLAN_1000, "lock_held_max_ms"), "ms"),
+        Figure("whole append, 1,000-alloc plan, idle", (*PLAN_1000, "append_ms"), "ms"),
+        Figure(
+            "events lock held, 1,000-alloc plan, beside a busy thread",
+            ("beside_busy_thread", "plan_1000_allocs", "lock_held_ms"),
+            "ms",
+        ),
+        Figure("events lock held, 10-alloc plan, idle", ("idle", "plan_10_allocs", "lock_held_ms"), "ms"),
+        Figure("events lock held, job register, idle", ("idle", "job_register", "lock_held_ms"), "ms"),
+    ],
+    "pipeline": [
+        Figure(
+            "{jobs} jobs x {count} allocs on {nodes} nodes",
+            ("placements_per_s",),
+            "placements/s",
+            (">=", 5000),
+        ),
+        Figure(
+            "count-10 job under that load, register to placed, p50",
+            ("probe_register_to_placed_ms", "p50"),
+            "ms",
+            ("<", 50),
+        ),
+        Figure(
+            "count-10 job under that load, register to placed, p99",
+            ("probe_register_to_placed_ms", "p99"),
+            "ms",
+        ),
+        Figure("count-10 job's register request, p50", ("probe_register_request_ms_p50",), "ms"),
+        Figure("machine CPU during the load", ("cpu_s_during_load", "machine"), "CPU-s"),
+        Figure("peak RSS, largest service", ("peak_rss_mb",), "MB", largest=True),
+        Figure("nodes missed", ("nodes_missed",), "nodes", ("=", 0)),
+        Figure("host speed: 5,000-node, 1,000-alloc eval", ("host_reference_eval_ms",), "ms"),
+    ],
+    "memory": [
+        Figure(
+            "replica at 1,000,000 allocs: peak RSS",
+            ("replica", ("allocs", 1_000_000), "peak_rss_mb"),
+            "MB",
+            ("<", 1500),
+        ),
+        Figure(
+            "replica at 1,000,000 allocs: applied",
+            ("replica", ("allocs", 1_000_000), "allocs_applied_per_s"),
+            "allocs/s",
+        ),
+        Figure("replica: memory per alloc", ("mb_per_100k_allocs",), "MB per 100,000 allocs"),
+    ],
+    "heartbeats": [
+        Figure("drover sim at {nodes} nodes: heartbeats", ("sim", "heartbeats_per_s"), "per s"),
+        Figure("drover sim at {nodes} nodes: CPU", ("sim", "cpu_fraction_of_one_core"), "cores", ("<", 1)),
+        Figure("heartbeat watcher: CPU", ("watcher_cpu_fraction_of_one_core",), "cores"),
+        Figure("nodes marked down while beating", ("nodes_down_while_beating",), "nodes", ("=", 0)),
+        Figure("last heartbeat to down, p50", ("last_heartbeat_to_down_s", "p50"), "s"),
+        Figure("last heartbeat to down, p99", ("last_heartbeat_to_down_s", "p99"), "s"),
+        Figure("down beyond TTL + grace, p50", ("beyond_ttl_plus_grace_s", "p50"), "s"),
+        Figure("down beyond TTL + grace, p99", ("beyond_ttl_plus_grace_s", "p99"), "s"),
+    ],
+    "watchers": [
+        Figure(
+            "{nodes} waiting clients, {jobs} jobs: register to seen by the node, p50",
+            ("register_to_seen_by_node_ms", "p50"),
+            "ms",
+        ),
+        Figure("the same, p99", ("register_to_seen_by_node_ms", "p99"), "ms"),
+        Figure("answers to waiting clients", ("answers_per_position",), "per log position"),
+        Figure("API CPU during the load", ("cpu_s_during_load", "api"), "CPU-s"),
+    ],
+    "requests": [
+        Figure("a node's document: API CPU", ("node", "api_cpu_ms_per_request"), "ms per request"),
+        Figure("an unknown job (404): API CPU", ("unknown_job", "api_cpu_ms_per_request"), "ms per request"),
+        Figure("a node's document, {threads} threads", ("node", "requests_per_s"), "requests/s"),
+    ],
+}
+
+HEADER = ("benchmark", "figure", "measured", "target", "met", "date")
+
+
+def lookup(data: Any, path: Sequence[Key]) -> Any:
+    """The value at `path`, or None where the JSON has nothing there."""
+    for key in path:
+        if isinstance(key, tuple):
+            name, want = key
+            items = data if isinstance(data, list) else []
+            data = next((i for i in items if isinstance(i, dict) and i.get(name) == want), None)
+        else:
+            data = data.get(key) if isinstance(data, dict) else None
+        if data is None:
+            return None
+    return data
+
+
+def number(value: float) -> str:
+    """The JSON's number as written, with thousands separators."""
+    return f"{value:,}"
+
+
+def figure_row(name: str, fig: Figure, data: dict[str, Any], date: str) -> list[str]:
+    value = lookup(data, fig.path)
+    if fig.largest and isinstance(value, dict):
+        value = max((v for v in value.values() if isinstance(v, int | float)), default=None)
+    params = {
+        k: number(v) if isinstance(v, int | float) and not isinstance(v, bool) else v for k, v in data.items()
+    }
+    try:
+        label = fig.label.format(**params)
+    except (KeyError, IndexError, ValueError):
+        label = fig.label
+    target = "none" if fig.target is None else f"{fig.target[0]} {number(fig.target[1])} {fig.unit}"
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return [name, label, "not measured", target, "-", date]
+    met = "-" if fig.target is None else ("yes" if OPS[fig.target[0]](value, fig.target[1]) else "no")
+    return [name, label, f"{number(value)} {fig.unit}", target, met, date]
+
+
+def rows(out_dir: Path) -> list[list[str]]:
+    """One row per figure of every benchmark whose JSON is in `out_dir`, one "not run" row
+    for every other."""
+    table: list[list[str]] = []
+    for name, figures in FIGURES.items():
+        path = out_dir / f"{name}.json"
+        if not path.exists():
+            table.append([name, "-", "not run", "-", "-", "-"])
+            continue
+        date = datetime.fromtimestamp(path.stat().st_mtime, UTC).strftime("%Y-%m-%d %H:%M UTC")
+        try:
+            data = json.loads(path.read_text())
+        except (OSError, ValueError):
+            table.append([name, "-", "unreadable JSON", "-", "-", date])
+            continue
+        table.extend(figure_row(name, fig, data if isinstance(data, dict) else {}, date) for fig in figures)
+    return table
+
+
+def render(table: list[list[str]]) -> str:
+    lines = [HEADER, ("---",) * len(HEADER), *table]
+    return "\n".join("| " + " | ".join(cell.replace("|", "\\|") for cell in line) + " |" for line in lines)
+
+
+def replace_figures(doc: str, table: str) -> str:
+    """`doc` with what lies between the markers replaced by `table`."""
+    start, end = doc.find(FIGURES_BEGIN), doc.find(FIGURES_END)
+    if start < 0 or end < start:
+        raise ValueError(f"the doc needs {FIGURES_BEGIN} and then {FIGURES_END}")
+    return doc[: start + len(FIGURES_BEGIN)] + "\n" + table + "\n" + doc[end:]
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
+    ap.add_argument("--out-dir", type=Path, default=Path("bench/out"))
+    ap.add_argument("--doc", type=Path, default=Path("docs/performance.md"))
+    args = ap.parse_args(argv)
+    known = {f"{name}.json" for name in FIGURES}
+    for extra in sorted(p.name for p in args.out_dir.glob("*.json") if p.name not in known):
+        print(f"bench.table: no figures known for {args.out_dir / extra}", file=sys.stderr)
+    table = render(rows(args.out_dir))
+    try:
+        args.doc.write_text(replace_figures(args.doc.read_text(), table))
+    except ValueError as e:
+        raise SystemExit(f"bench.table: {args.doc}: {e}") from None
+    print(table)
+    print(f"wrote the figures table into {args.doc}")
+
+
+if __name__ == "__main__":
+    main()

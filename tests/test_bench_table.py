@@ -1,0 +1,176 @@
+"""bench.table: the figures table is the benchmarks' JSON, a benchmark not run says so, and a
+target missed says "no". Fast: sample JSON of the benchmarks' own shape, no servers."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import sys
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _load() -> ModuleType:
+    # bench/ is not an installed package (the benchmarks run as `python -m bench.x` from the
+    # repository's root); table.py imports the standard library only.
+    spec = importlib.util.spec_from_file_location("bench_table", ROOT / "bench" / "table.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+table = _load()
+
+# Shapes copied from real runs (bench.scheduler --quick, bench.codec) and from what
+# bench/pipeline.py and bench/memory.py write.
+SCHEDULER: dict[str, Any] = {
+    "benchmark": "scheduler",
+    "targets": {
+        "spread_10000_nodes_1200_allocs_dc_and_rack": "ms_per_eval < 1000 and spread_error <= 1",
+        "no_spread_5000_nodes_1000_allocs": "ms_per_eval < 300",
+    },
+    "headline": {
+        "spread_10000_nodes_1200_allocs_dc_and_rack": {
+            "nodes": 10000, "racks": 50, "allocs": 1200, "spread": ["${node.datacenter}", "${meta.rack}"],
+            "full_scan": False, "placed": 1200, "ms_per_eval": 248.5, "us_per_placement": 207.1,
+            "repeats": 3, "spread_error": {"${node.datacenter}": 0.0, "${meta.rack}": 1.0},
+        },
+        "spread_10000_nodes_1200_allocs_dc_and_rack_no_limit": {
+            "nodes": 10000, "racks": 50, "allocs": 1200, "spread": ["${node.datacenter}", "${meta.rack}"],
+            "full_scan": True, "placed": 1200, "ms_per_eval": 483.98, "us_per_placement": 403.3,
+            "repeats": 1, "spread_error": {"${node.datacenter}": 0.0, "${meta.rack}": 0.0},
+        },
+        "no_spread_5000_nodes_1000_allocs": {
+            "nodes": 5000, "racks": 50, "allocs": 1000, "spread": [], "full_scan": False, "placed": 1000,
+            "ms_per_eval": 35.22, "us_per_placement": 35.2, "repeats": 3,
+        },
+        "no_spread_5000_nodes_10_allocs": {
+            "nodes": 5000, "racks": 50, "allocs": 10, "spread": [], "full_scan": False, "placed": 10,
+            "ms_per_eval": 1.01, "us_per_placement": 100.6, "repeats": 21,
+        },
+    },
+    "matrix": [],
+}  # fmt: skip
+CODEC: dict[str, Any] = {
+    "benchmark": "codec",
+    "allocs": 1000,
+    "per_alloc": {
+        "columns_metrics_apart": {
+            "stored_bytes_per_alloc": 320.9, "relayed_bytes_per_alloc": 84.9, "store_encode_us": 5.98,
+            "replica_decode_us": 0.22, "full_decode_us": 6.61, "broker_decode_us": 0.3,
+            "replica_follow_us": 5.28, "broker_follow_us": 0.79, "plan_request_bytes_per_alloc": 35.3,
+            "plan_request_encode_us": 10.33, "plan_request_decode_us": 2.63,
+        }
+    },
+}  # fmt: skip
+PIPELINE: dict[str, Any] = {
+    "benchmark": "pipeline", "nodes": 5000, "jobs": 100, "count": 1000, "submit_over_s": 0.0,
+    "large_evals": None, "host_reference_eval_ms": 85.2, "node_register_s": 30.1,
+    "allocs_placed": 100000, "submit_all_s": 1.9, "first_register_to_last_commit_s": 20.77,
+    "placements_per_s": 4815.0, "probe_jobs": 40,
+    "probe_register_to_placed_ms": {"p50": 114.5, "p99": 566.0},
+    "probe_register_request_ms_p50": 21.3,
+    "cpu_s_during_load": {"api-0": 2.1, "broker-0": 0.9, "nats": 0.5, "postgres": 4.7, "bench": 0.6, "machine": 37.6},
+    "peak_rss_mb": {"api-0": 112.0, "worker-0": 240.1, "planner-0": 236.5},
+    "targets": {"placements_per_s": ">= 5000", "probe_p50_ms": "< 50", "rss_mb_at_1M_allocs": "< 1500"},
+    "nodes_missed": 0,
+}  # fmt: skip
+MEMORY: dict[str, Any] = {
+    "benchmark": "memory",
+    "replica": [
+        {"allocs": 100000, "nodes": 5000, "peak_rss_mb": 245.0, "load_s": 2.6, "allocs_applied_per_s": 38500},
+        {
+            "allocs": 1000000,
+            "nodes": 5000,
+            "peak_rss_mb": 1232.0,
+            "load_s": 26.1,
+            "allocs_applied_per_s": 38300,
+        },
+    ],
+    "target": "rss_mb_at_1M_allocs < 1500",
+    "mb_per_100k_allocs": 109.7,
+}
+
+
+def _write(out: Path, **reports: dict[str, Any]) -> None:
+    out.mkdir(parents=True, exist_ok=True)
+    for name, report in reports.items():
+        (out / f"{name}.json").write_text(json.dumps(report, indent=2))
+
+
+def _row(rows: list[list[str]], benchmark: str, figure: str) -> list[str]:
+    return next(r for r in rows if r[0] == benchmark and r[1] == figure)
+
+
+def test_the_table_is_the_benchmarks_json(tmp_path: Path) -> None:
+    _write(tmp_path, scheduler=SCHEDULER, codec=CODEC, pipeline=PIPELINE, memory=MEMORY)
+    rows = table.rows(tmp_path)
+    spread = _row(rows, "scheduler", "10,000 nodes, 1,200 allocs, spread on dc + rack")
+    assert spread[2:5] == ["248.5 ms per eval", "< 1,000 ms per eval", "yes"]
+    assert spread[5].endswith(" UTC")
+    assert _row(rows, "scheduler", "the same: spread error on rack")[2:5] == [
+        "1.0 allocs",
+        "<= 1 allocs",
+        "yes",
+    ]
+    assert _row(rows, "scheduler", "5,000 nodes, 10 allocs")[2:5] == ["1.01 ms per eval", "none", "-"]
+    assert _row(rows, "codec", "1,000-alloc plan: relayed")[2] == "84.9 bytes per alloc"
+    assert _row(rows, "memory", "replica at 1,000,000 allocs: peak RSS")[2:5] == [
+        "1,232.0 MB",
+        "< 1,500 MB",
+        "yes",
+    ]
+    assert _row(rows, "pipeline", "peak RSS, largest service")[2] == "240.1 MB"
+    assert _row(rows, "pipeline", "nodes missed")[2:5] == ["0 nodes", "= 0 nodes", "yes"]
+    # Every measured value in the table is one the JSON holds.
+    written = json.dumps([SCHEDULER, CODEC, PIPELINE, MEMORY])
+    for row in rows:
+        if row[2] not in ("not run", "not measured"):
+            assert row[2].split()[0].replace(",", "") in written, row
+
+
+def test_a_target_missed_says_no(tmp_path: Path) -> None:
+    _write(tmp_path, pipeline=PIPELINE)
+    rows = table.rows(tmp_path)
+    assert _row(rows, "pipeline", "100 jobs x 1,000 allocs on 5,000 nodes")[2:5] == [
+        "4,815.0 placements/s",
+        ">= 5,000 placements/s",
+        "no",
+    ]
+    p50 = _row(rows, "pipeline", "count-10 job under that load, register to placed, p50")
+    assert p50[2:5] == ["114.5 ms", "< 50 ms", "no"]
+
+
+def test_a_benchmark_not_run_says_so(tmp_path: Path) -> None:
+    _write(tmp_path, scheduler=SCHEDULER)
+    rows = table.rows(tmp_path)
+    for name in table.FIGURES:
+        if name != "scheduler":
+            assert [r for r in rows if r[0] == name] == [[name, "-", "not run", "-", "-", "-"]]
+    # A figure the run did not measure (the pipeline with --no-probes) is not made up either.
+    _write(tmp_path, pipeline={**PIPELINE, "probe_register_to_placed_ms": {"p50": None, "p99": None}})
+    p50 = _row(table.rows(tmp_path), "pipeline", "count-10 job under that load, register to placed, p50")
+    assert p50[2:5] == ["not measured", "< 50 ms", "-"]
+
+
+def test_main_rewrites_only_between_the_markers(tmp_path: Path) -> None:
+    _write(tmp_path / "out", codec=CODEC)
+    doc = tmp_path / "performance.md"
+    doc.write_text(f"# Intro\n\n{table.FIGURES_BEGIN}\nold table\n{table.FIGURES_END}\n\n## Dated\n")
+    table.main(["--out-dir", str(tmp_path / "out"), "--doc", str(doc)])
+    text = doc.read_text()
+    assert text.startswith(f"# Intro\n\n{table.FIGURES_BEGIN}\n| benchmark | figure |")
+    assert text.endswith(f"|\n{table.FIGURES_END}\n\n## Dated\n")
+    assert "old table" not in text and "| codec | 1,000-alloc plan: stored | 320.9 bytes per alloc |" in text
+    table.main(["--out-dir", str(tmp_path / "out"), "--doc", str(doc)])
+    assert doc.read_text() == text
+    doc.write_text("no markers\n")
+    with pytest.raises(SystemExit):
+        table.main(["--out-dir", str(tmp_path / "out"), "--doc", str(doc)])
