@@ -26,7 +26,7 @@ from drover.runtime.store import EventStore, libpq_url
 from drover.scheduler import schedule
 from drover.scheduler.plan import Plan
 from drover.scheduler.wire import PlanRequest, PlanResponse, decode_response, encode_request
-from drover.worker.__main__ import Worker
+from drover.worker.worker import Worker
 
 from .invariants import check_log
 from .test_eventstore import node
