@@ -17,7 +17,7 @@ import pytest
 from drover.model import Evaluation, Job
 from drover.model.canonicalize import canonicalize
 from drover.model.events import EvalsUpserted, JobRegistered, NodeRegistered, PlanApplied
-from drover.planner import __main__ as planner
+from drover.planner import service as planner
 from drover.runtime.bus import PLAN_SUBJECT, connect
 from drover.runtime.relay import Relay
 from drover.runtime.replica import Replica
