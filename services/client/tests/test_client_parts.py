@@ -15,9 +15,8 @@ from drover.client.config import load
 from drover.client.drivers import MockDriver, RawExecDriver, StartError
 from drover.client.health import HealthTracker
 from drover.model.alloc import TaskState
+from drover.model.durations import SECOND as S
 from drover.model.job import Task
-
-S = 1_000_000_000
 
 
 def test_config_file_in_nomads_client_layout_and_flags_over_it(tmp_path: Path) -> None:
