@@ -62,12 +62,12 @@ async def leadership(
     stop: asyncio.Event,
     *,
     role: str,
-    log: logging.Logger,
+    logger: logging.Logger,
 ) -> AsyncIterator[int | None]:
     """Lead: wait for advisory lock `key` (`wait_for_leadership`), take lease `lease`'s next
     epoch and yield it, the lock's connection watched meanwhile (`hold_leadership`: losing it
     sets `stop`). None if `stop` was set first. On exit the watch ends and the lock is released.
-    `role` and `log` say who leads: "<role> <host>:<pid> is the leader (epoch <n>)"."""
+    `role` and `logger` say who leads: "<role> <host>:<pid> is the leader (epoch <n>)"."""
     conn = await wait_for_leadership(conninfo, key, stop)
     if conn is None:
         yield None
@@ -75,7 +75,7 @@ async def leadership(
     try:
         holder = f"{socket.gethostname()}:{os.getpid()}"
         epoch = await asyncio.to_thread(store.acquire_lease, lease, holder)
-        log.info("%s %s is the leader (epoch %d)", role, holder, epoch)
+        logger.info("%s %s is the leader (epoch %d)", role, holder, epoch)
         holding = asyncio.create_task(hold_leadership(conn, stop))
         try:
             yield epoch

@@ -68,7 +68,7 @@ async def run(settings: Settings, stop: asyncio.Event) -> None:
         nc, js = await connect_streams(settings.nats_url, "planner")
         conninfo = libpq_url(settings.database_url)
         async with leadership(
-            store, conninfo, PLANNER_LOCK_KEY, LEASE, stop, role="planner", log=log
+            store, conninfo, PLANNER_LOCK_KEY, LEASE, stop, role="planner", logger=log
         ) as epoch:
             try:
                 if epoch is not None:

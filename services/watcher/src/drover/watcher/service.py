@@ -68,7 +68,7 @@ async def run(settings: Settings, stop: asyncio.Event) -> None:
         nc, js = await connect_streams(settings.nats_url, "watcher")
         conninfo = libpq_url(settings.database_url)
         async with leadership(
-            store, conninfo, WATCHER_LOCK_KEY, LEASE, stop, role="watcher", log=log
+            store, conninfo, WATCHER_LOCK_KEY, LEASE, stop, role="watcher", logger=log
         ) as epoch:
             try:
                 if epoch is not None:
