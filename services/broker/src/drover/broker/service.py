@@ -133,6 +133,7 @@ class BrokerService:
 
 
 async def run(settings: Settings, stop: asyncio.Event) -> None:
+    """The broker until `stop`: its replica, the rules fed from it, and the dispatch loop publishing to EVALS."""
     store = EventStore(settings.database_url)
     nc, js = await connect_streams(settings.nats_url, "broker")
     # Of allocs, the broker keeps only what it reads (drover.runtime.brokerstate).
@@ -176,4 +177,5 @@ async def run(settings: Settings, stop: asyncio.Event) -> None:
 
 
 def main() -> None:
+    """`drover-broker`."""
     run_service("broker", run)

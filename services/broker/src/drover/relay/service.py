@@ -18,6 +18,7 @@ from drover.runtime.store import EventStore, libpq_url
 
 
 async def run(settings: Settings, stop: asyncio.Event) -> None:
+    """The relay until `stop` (drover.runtime.relay)."""
     store = EventStore(settings.database_url, pool_size=1)
     nc, js = await connect_streams(settings.nats_url, "relay")
     try:
@@ -28,4 +29,5 @@ async def run(settings: Settings, stop: asyncio.Event) -> None:
 
 
 def main() -> None:
+    """`drover-relay`."""
     run_service("relay", run)

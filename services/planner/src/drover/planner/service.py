@@ -63,6 +63,7 @@ async def lead(store: EventStore, nc: Client, js: JetStreamContext, epoch: int, 
 
 
 async def run(settings: Settings, stop: asyncio.Event) -> None:
+    """Stand by until this instance leads, then serve plans until `stop` (or until fenced)."""
     store = EventStore(settings.database_url)
     try:
         nc, js = await connect_streams(settings.nats_url, "planner")
@@ -80,4 +81,5 @@ async def run(settings: Settings, stop: asyncio.Event) -> None:
 
 
 def main() -> None:
+    """`drover-planner`."""
     run_service("planner", run)

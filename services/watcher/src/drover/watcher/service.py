@@ -63,6 +63,7 @@ async def lead(
 
 
 async def run(settings: Settings, stop: asyncio.Event) -> None:
+    """Stand by until this instance leads, then watch until `stop` (or until fenced)."""
     store = EventStore(settings.database_url)
     try:
         nc, js = await connect_streams(settings.nats_url, "watcher")
@@ -80,4 +81,5 @@ async def run(settings: Settings, stop: asyncio.Event) -> None:
 
 
 def main() -> None:
+    """`drover-watcher`."""
     run_service("watcher", run)

@@ -25,6 +25,7 @@ from drover.worker.worker import Worker
 
 
 async def run(settings: Settings, stop: asyncio.Event) -> None:
+    """Work on evals of the worker's lane (DROVER_WORKER_LANE) until `stop`."""
     store = EventStore(settings.database_url)
     nc, js = await connect_streams(settings.nats_url, "worker")
     replica = Replica(store, js)
@@ -40,4 +41,5 @@ async def run(settings: Settings, stop: asyncio.Event) -> None:
 
 
 def main() -> None:
+    """`drover-worker`."""
     run_service("worker", run)
