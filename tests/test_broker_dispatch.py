@@ -8,7 +8,7 @@ import time
 
 from nats.js import JetStreamContext
 
-from drover.broker.__main__ import BrokerService
+from drover.broker.service import BrokerService
 from drover.model import Evaluation
 from drover.model.events import EvalsUpserted
 from drover.runtime.bus import EVALS_STREAM, EVALS_SUBJECT

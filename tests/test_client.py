@@ -15,6 +15,8 @@ from typing import Any
 
 import pytest
 
+from drover.model.durations import SECOND as S
+
 from .cluster import Cluster
 
 # Seconds a new agent process has to register and report ready. A deadline for start-up (a
@@ -23,7 +25,6 @@ from .cluster import Cluster
 AGENT_START = 45
 
 ENV = {"DROVER_HEARTBEAT_MIN_TTL": "1", "DROVER_HEARTBEAT_GRACE": "1", "DROVER_FAILOVER_HEARTBEAT_TTL": "5"}
-S = 1_000_000_000
 
 
 class Agents:

@@ -7,10 +7,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from drover.model.durations import SECOND as S
+
 from .cluster import Cluster
 from .test_client import AGENT_START, Agents, agents, allocs, cluster, service_job  # noqa: F401 - fixtures
-
-S = 1_000_000_000
 
 
 def mock_job(job_id: str, count: int, config: dict[str, Any], **group: Any) -> dict[str, Any]:

@@ -13,10 +13,10 @@ from __future__ import annotations
 import signal
 from typing import Any
 
+from drover.model.durations import SECOND as S
+
 from .cluster import Cluster
 from .test_client import AGENT_START, Agents, agents, allocs, cluster, service_job  # noqa: F401 - fixtures
-
-S = 1_000_000_000
 
 
 def tolerant_job(job_id: str, disconnect: dict[str, Any]) -> dict[str, Any]:

@@ -17,7 +17,7 @@ import pytest
 from drover.model import Evaluation, Job
 from drover.model.canonicalize import canonicalize
 from drover.model.events import EvalsUpserted, JobRegistered, NodeRegistered, PlanApplied
-from drover.planner import __main__ as planner
+from drover.planner import service as planner
 from drover.runtime.bus import PLAN_SUBJECT, connect
 from drover.runtime.relay import Relay
 from drover.runtime.replica import Replica
@@ -26,7 +26,7 @@ from drover.runtime.store import EventStore, libpq_url
 from drover.scheduler import schedule
 from drover.scheduler.plan import Plan
 from drover.scheduler.wire import PlanRequest, PlanResponse, decode_response, encode_request
-from drover.worker.__main__ import Worker
+from drover.worker.worker import Worker
 
 from .invariants import check_log
 from .test_eventstore import node

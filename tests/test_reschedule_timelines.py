@@ -11,10 +11,10 @@ from typing import Any
 
 import pytest
 
+from drover.model.durations import SECOND as S
+
 from .cluster import Cluster
 from .test_client import AGENT_START, ENV, Agents, agents  # noqa: F401 - the agents fixture
-
-S = 1_000_000_000
 
 
 @pytest.fixture

@@ -31,8 +31,8 @@ from drover.model import (
 )
 from drover.model.alloc import RescheduleEvent
 from drover.model.deployment import DEPLOYMENT_PAUSED, DEPLOYMENT_SUCCESSFUL, DeploymentState
+from drover.model.durations import SECOND as S
 
-S = 1_000_000_000
 NOW = 1_000_000 * S
 ONE_ATTEMPT = ReschedulePolicy(attempts=1, interval=3600 * S, delay=5 * S, delay_function="constant")
 

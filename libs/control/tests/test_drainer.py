@@ -6,11 +6,10 @@ from __future__ import annotations
 from drover.control.drainer import drain_step
 from drover.model import Allocation, Job, Node, Task, TaskGroup
 from drover.model.alloc import DesiredTransition
+from drover.model.durations import SECOND as S
 from drover.model.job import MigrateStrategy
 from drover.model.node import DrainSpec, DrainStrategy
 from drover.scheduler.state import InMemoryState
-
-S = 1_000_000_000
 
 
 def setup(

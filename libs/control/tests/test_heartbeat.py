@@ -1,5 +1,5 @@
 """Heartbeat rules (spec page: "Nodes"): TTL scaling, grace, failover TTL, down vs disconnected,
-and the node-update evals of a status change."""
+the node-update evals of a status change, and the events of missed heartbeats."""
 
 from __future__ import annotations
 
@@ -10,16 +10,19 @@ import pytest
 from drover.control.heartbeat import (
     FAILOVER_HEARTBEAT_TTL,
     HEARTBEAT_GRACE,
+    HEARTBEAT_MISSED,
     MIN_HEARTBEAT_TTL,
     HeartbeatTracker,
     heartbeat_ttl,
+    missed_heartbeats,
     missed_status,
     node_update_evals,
 )
 from drover.model import Allocation, Job, Node, TaskGroup
+from drover.model.durations import SECOND as S
+from drover.model.events import EvalsUpserted, NodeStatusUpdated
 from drover.model.job import Disconnect
-
-S = 1_000_000_000
+from drover.model.state import InMemoryState
 
 
 @pytest.mark.parametrize(
@@ -102,3 +105,63 @@ def test_node_update_evals_one_per_job_and_matching_system_job() -> None:
         ("node-update", "n1", "pending", 5)
     }
     assert len({e.id for e in evals}) == 3
+
+
+def _cluster() -> InMemoryState:
+    """n1 runs a plain job's alloc, n2 a tolerant one's (disconnect.lost_after), n3 is
+    initializing in another datacenter, n4 is down, n5 ran a plain alloc that completed; a
+    system job runs in dc1."""
+    st = InMemoryState()
+    for node in (
+        Node(id="n1"),
+        Node(id="n2"),
+        Node(id="n3", status="initializing", datacenter="dc9"),
+        Node(id="n4", status="down"),
+        Node(id="n5"),
+    ):
+        st.upsert_node(node)
+    for job in (
+        _job("plain"),
+        _job("tolerant", lost_after=60 * S),
+        _job("agent", type="system", datacenters=["dc1"]),
+        _job("retired", type="system", datacenters=["dc1", "dc9"], stop=True),
+    ):
+        st.upsert_job(job)
+    st.upsert_alloc(Allocation(id="a1", job_id="plain", task_group="g", node_id="n1"))
+    st.upsert_alloc(Allocation(id="a2", job_id="tolerant", task_group="g", node_id="n2"))
+    st.upsert_alloc(
+        Allocation(id="a5", job_id="plain", task_group="g", node_id="n5", client_status="complete")
+    )
+    return st
+
+
+@pytest.mark.parametrize(
+    ("missed", "statuses", "evals"),
+    [
+        ([], [], set()),
+        (["gone"], [], set()),  # deregistered meanwhile
+        (["n4"], [], set()),  # down already
+        (["n1"], [("n1", "down")], {("plain", "n1"), ("agent", "n1")}),
+        (["n2"], [("n2", "disconnected")], {("tolerant", "n2"), ("agent", "n2")}),
+        (["n3"], [("n3", "down")], set()),  # initializing counts as alive; no job there
+        (["n5"], [("n5", "down")], {("agent", "n5")}),  # a finished alloc's job is not evaluated
+        (
+            ["n1", "n4", "n2"],
+            [("n1", "down"), ("n2", "disconnected")],
+            {("plain", "n1"), ("agent", "n1"), ("tolerant", "n2"), ("agent", "n2")},
+        ),
+    ],
+)
+def test_missed_heartbeats_write_each_status_then_the_node_update_evals(
+    missed: list[str], statuses: list[tuple[str, str]], evals: set[tuple[str, str]]
+) -> None:
+    events = missed_heartbeats(_cluster(), missed, now=7)
+    updates = [e for e in events if isinstance(e, NodeStatusUpdated)]
+    assert [(e.node_id, e.status) for e in updates] == statuses
+    assert {(e.status_description, e.at) for e in updates} <= {(HEARTBEAT_MISSED, 7)}
+    # One batch of evals, after the statuses (none without evals).
+    assert events[: len(updates)] == updates
+    written = [e for ev in events[len(updates) :] for e in ev.evals if isinstance(ev, EvalsUpserted)]
+    assert len(events) == len(updates) + (1 if evals else 0)
+    assert {(e.job_id, e.node_id) for e in written} == evals
+    assert {(e.triggered_by, e.create_time) for e in written} <= {("node-update", 7)}

@@ -7,9 +7,8 @@ import random
 import pytest
 
 from drover.control.restarts import DONE, FAIL, RESTART, RestartTracker
+from drover.model.durations import SECOND as S
 from drover.model.job import RestartPolicy
-
-S = 1_000_000_000
 
 
 def tracker(

@@ -8,6 +8,7 @@ from __future__ import annotations
 from drover.model import Allocation, AllocDeploymentStatus, Deployment, Job
 from drover.model.alloc import AllocRestartRequest
 from drover.model.deployment import DeploymentState
+from drover.model.durations import SECOND as S
 from drover.model.events import (
     AllocClientUpdate,
     AllocRestartRequested,
@@ -19,7 +20,6 @@ from drover.model.events import (
 from drover.model.reducer import apply
 from drover.model.state import InMemoryState
 
-S = 1_000_000_000
 T0 = 1_000 * S
 
 

@@ -2,10 +2,26 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import pytest
 
-from drover.model import Evaluation
-from drover.scheduler.broker import CANCELED_NEWER_EVAL, EvalBroker
+from drover.model import Allocation, Evaluation, Job, Node, TaskGroup
+from drover.model.durations import SECOND
+from drover.model.events import (
+    AllocClientUpdate,
+    AllocsClientUpdated,
+    Event,
+    JobRegistered,
+    NodeDeregistered,
+    NodeDrainUpdated,
+    NodeEligibilityUpdated,
+    NodeRegistered,
+    NodeStatusUpdated,
+    PlanApplied,
+)
+from drover.model.node import DrainStrategy
+from drover.scheduler.broker import CANCELED_NEWER_EVAL, EvalBroker, eval_cost, unblocked_classes
 
 NOW = 1_000_000_000_000
 
@@ -113,9 +129,6 @@ def test_reblocked_eval_frees_the_job_and_waits_again() -> None:
     assert [e.id for e in b.due(NOW).dispatch] == ["reg"]
 
 
-SECOND = 1_000_000_000
-
-
 def test_small_job_goes_ahead_of_large_ones_queued_before_it() -> None:
     b = EvalBroker()
     b.upsert(ev("big1", "j1", idx=1), NOW, cost=1000)
@@ -203,9 +216,6 @@ def test_the_large_lanes_depth_is_used_only_while_no_small_eval_is_out() -> None
     assert EvalBroker(window=4, large=2).large_beside_small == 2
 
 
-SECOND = 1_000_000_000
-
-
 @pytest.mark.parametrize(
     ("quiet", "small_done_after", "extra_at", "held_until"),
     [
@@ -253,3 +263,96 @@ def test_a_small_eval_arriving_in_the_quiet_starts_it_again() -> None:
     assert b.due(NOW + 3 * SECOND).dispatch == []
     assert b.next_wakeup() == NOW + 4 * SECOND + SECOND // 10
     assert [e.id for e in b.due(NOW + 4 * SECOND + SECOND // 10).dispatch] == ["big1"]
+
+
+def _job(kind: str = "service", counts: tuple[int, ...] = (1,), stop: bool = False) -> Job:
+    groups = [TaskGroup(name=f"g{i}", count=c) for i, c in enumerate(counts)]
+    return Job(id="j", type=kind, task_groups=groups, stop=stop)
+
+
+@pytest.mark.parametrize(
+    ("job", "live", "nodes", "want"),
+    [
+        (None, 0, 10, 1),  # the job is gone: at least one
+        (None, 7, 10, 7),  # gone, its live allocs to stop
+        (_job(counts=(5,), stop=True), 3, 10, 3),  # stopped: its live allocs
+        (_job(counts=(3, 2)), 0, 10, 5),  # every group's count
+        (_job(counts=(5,)), 8, 10, 8),  # more live than asked: each is looked at
+        (_job("batch", counts=(0,)), 0, 10, 1),
+        (_job("system", counts=(1, 1)), 0, 10, 20),  # a placement per node and group
+        (_job("sysbatch", counts=(1,)), 50, 10, 10),  # live allocs do not count
+        (_job("system", counts=(1,)), 0, 0, 1),
+    ],
+)
+def test_an_evals_cost_is_the_placements_its_job_asks_for(
+    job: Job | None, live: int, nodes: int, want: int
+) -> None:
+    assert eval_cost(job, live, nodes) == want
+
+
+@dataclass
+class _Record:
+    node_id: str
+    stopped: bool
+
+    def terminal_status(self) -> bool:
+        return self.stopped
+
+
+class _View:
+    """The broker's replica after the event: nodes by ID, and what it keeps of each alloc."""
+
+    nodes = {
+        "ready": Node(id="ready", computed_class="c-ready"),
+        "down": Node(id="down", status="down", computed_class="c-down"),
+        "ineligible": Node(id="ineligible", scheduling_eligibility="ineligible", computed_class="c-in"),
+        "draining": Node(id="draining", drain_strategy=DrainStrategy(), computed_class="c-dr"),
+    }
+    records = {
+        "done": _Record("ready", True),
+        "running": _Record("ready", False),
+        "done-on-down": _Record("down", True),
+        "done-on-gone": _Record("gone", True),
+    }
+
+    def node(self, node_id: str) -> Node | None:
+        return self.nodes.get(node_id)
+
+    def record(self, alloc_id: str) -> _Record | None:
+        return self.records.get(alloc_id)
+
+
+def _client(*ids: str) -> AllocsClientUpdated:
+    return AllocsClientUpdated(updates=[AllocClientUpdate(id=i, client_status="complete") for i in ids])
+
+
+@pytest.mark.parametrize(
+    ("event", "want"),
+    [
+        # A node that is now usable: ready, eligible, not draining.
+        (NodeRegistered(node=_View.nodes["ready"]), ["c-ready"]),
+        (NodeRegistered(node=_View.nodes["down"]), []),
+        (NodeStatusUpdated(node_id="ready", status="ready"), ["c-ready"]),
+        (NodeStatusUpdated(node_id="down", status="down"), []),
+        (NodeStatusUpdated(node_id="unknown", status="ready"), []),
+        (NodeEligibilityUpdated(node_id="ready", eligibility="eligible"), ["c-ready"]),
+        (NodeEligibilityUpdated(node_id="ineligible", eligibility="ineligible"), []),
+        (NodeDrainUpdated(node_id="ready"), ["c-ready"]),  # drain done
+        (NodeDrainUpdated(node_id="draining", drain_strategy=DrainStrategy()), []),
+        (NodeDeregistered(node_id="ready"), []),
+        # Allocs that stopped: their node's class, whatever the node's status.
+        (_client("done", "running", "done-on-gone"), ["c-ready"]),
+        (_client("done-on-down", "done"), ["c-down", "c-ready"]),
+        (_client("unknown"), []),
+        (
+            PlanApplied(
+                eval_id="e", stopped=[Allocation(id="done")], preempted=[Allocation(id="done-on-down")]
+            ),
+            ["c-ready", "c-down"],
+        ),
+        (PlanApplied(eval_id="e", allocs=[Allocation(id="done")]), []),  # placements free nothing
+        (JobRegistered(job=_job()), []),
+    ],
+)
+def test_which_classes_an_event_unblocks(event: Event, want: list[str]) -> None:
+    assert list(unblocked_classes(_View(), event)) == want

@@ -9,15 +9,14 @@ from pathlib import Path
 
 import pytest
 
-from drover.client.__main__ import parse
 from drover.client.agent import Agent
 from drover.client.config import load
 from drover.client.drivers import MockDriver, RawExecDriver, StartError
 from drover.client.health import HealthTracker
+from drover.client.service import parse
 from drover.model.alloc import TaskState
+from drover.model.durations import SECOND as S
 from drover.model.job import Task
-
-S = 1_000_000_000
 
 
 def test_config_file_in_nomads_client_layout_and_flags_over_it(tmp_path: Path) -> None:

@@ -11,7 +11,7 @@
   expiry.
 - Heartbeats are not state changes and never reach the event log; status transitions do, with
   node-update evals (one per job with a live alloc on the node, one per system job whose
-  datacenters and pool take it).
+  datacenters and pool take it): `missed_heartbeats`.
 """
 
 from __future__ import annotations
@@ -23,8 +23,16 @@ from collections.abc import Iterable
 from drover.model.alloc import Allocation
 from drover.model.durations import SECOND
 from drover.model.evaluation import TRIGGER_NODE_UPDATE, Evaluation, job_eval
+from drover.model.events import EvalsUpserted, Event, NodeStatusUpdated
 from drover.model.job import Job
-from drover.model.node import NODE_STATUS_DISCONNECTED, NODE_STATUS_DOWN, Node
+from drover.model.node import (
+    NODE_STATUS_DISCONNECTED,
+    NODE_STATUS_DOWN,
+    NODE_STATUS_INIT,
+    NODE_STATUS_READY,
+    Node,
+)
+from drover.model.state import InMemoryState
 from drover.scheduler.feasible import node_in_job_pool
 
 MIN_HEARTBEAT_TTL = 10 * SECOND
@@ -32,6 +40,8 @@ MAX_HEARTBEATS_PER_SECOND = 50.0
 HEARTBEAT_GRACE = 10 * SECOND
 FAILOVER_HEARTBEAT_TTL = 300 * SECOND
 HEARTBEAT_MISSED = "Node heartbeat missed"
+# The node statuses a heartbeat is expected in.
+ALIVE = (NODE_STATUS_READY, NODE_STATUS_INIT)
 
 
 def heartbeat_ttl(
@@ -108,3 +118,35 @@ def node_update_evals(
         if (sj.namespace, sj.id) not in jobs and not sj.stop and node_in_job_pool(node, sj):
             jobs[(sj.namespace, sj.id)] = sj
     return [job_eval(j, TRIGGER_NODE_UPDATE, now, node_id=node.id) for j in jobs.values()]
+
+
+def missed_heartbeats(state: InMemoryState, node_ids: Iterable[str], now: int) -> list[Event]:
+    """The events for nodes that missed their heartbeat: each one's new status (`missed_status`)
+    and then all their node-update evals (`node_update_evals`). Nodes gone or no longer alive
+    are skipped."""
+    events: list[Event] = []
+    evals = []
+    system = [j for j in state.jobs.values() if j.is_system() and not j.stop]
+    for node_id in node_ids:
+        node = state.node(node_id)
+        if node is None or node.status not in ALIVE:
+            continue
+        allocs = state.allocs_by_node(node_id)
+        jobs: dict[tuple[str, str], Job] = {}
+        for a in allocs:
+            job = state.job(a.namespace, a.job_id)
+            if job is not None:
+                jobs[(a.namespace, a.job_id)] = job
+        status = missed_status(allocs, jobs)
+        events.append(
+            NodeStatusUpdated(node_id=node_id, status=status, status_description=HEARTBEAT_MISSED, at=now)
+        )
+        live = [
+            jobs[(a.namespace, a.job_id)]
+            for a in allocs
+            if not a.terminal_status() and (a.namespace, a.job_id) in jobs
+        ]
+        evals.extend(node_update_evals(node.model_copy(update={"status": status}), live, system, now))
+    if evals:
+        events.append(EvalsUpserted(evals=evals))
+    return events

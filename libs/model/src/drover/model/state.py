@@ -356,19 +356,6 @@ class InMemoryState:
                 used[i + 2] += disk
         return built, known
 
-    def upsert_allocs(self, allocs: Iterable[Allocation]) -> None:
-        for a in allocs:
-            self.upsert_alloc(a)
-
-    def delete_alloc(self, alloc_id: str) -> None:
-        old = self.allocs.pop(alloc_id, None)
-        if old is None:
-            return
-        if not old.terminal_status():
-            self._add_usage(old.node_id, _usage(old), -1)
-        self._by_job.get((old.namespace, old.job_id), {}).pop(alloc_id, None)
-        self._by_node.get(old.node_id, {}).pop(alloc_id, None)
-
     def _add_usage(self, node_id: str, u: tuple[int, int, int], sign: int) -> None:
         slot = self._slot.get(node_id)
         i = 3 * (slot if slot is not None else self._slot_of(node_id))

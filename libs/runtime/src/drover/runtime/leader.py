@@ -1,14 +1,21 @@
 """Leader election for single-active services (plan applier, heartbeat watcher): a Postgres
 advisory lock held on a dedicated connection. The lock goes with the session, so a dead
 leader's lock is released at once and a standby polling for it takes over; the new leader
-then takes a new lease epoch (EventStore.acquire_lease) that fences the old one's appends."""
+then takes a new lease epoch (EventStore.acquire_lease) that fences the old one's appends.
+`leadership` does all of it for a service."""
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
+import os
+import socket
+from collections.abc import AsyncIterator
 
 import psycopg
+
+from drover.runtime.store import EventStore
 
 log = logging.getLogger("drover.leader")
 
@@ -44,3 +51,35 @@ async def hold_leadership(conn: psycopg.AsyncConnection[object], stop: asyncio.E
             stop.set()
             return
         await asyncio.sleep(1.0)
+
+
+@contextlib.asynccontextmanager
+async def leadership(
+    store: EventStore,
+    conninfo: str,
+    key: int,
+    lease: str,
+    stop: asyncio.Event,
+    *,
+    role: str,
+    logger: logging.Logger,
+) -> AsyncIterator[int | None]:
+    """Lead: wait for advisory lock `key` (`wait_for_leadership`), take lease `lease`'s next
+    epoch and yield it, the lock's connection watched meanwhile (`hold_leadership`: losing it
+    sets `stop`). None if `stop` was set first. On exit the watch ends and the lock is released.
+    `role` and `logger` say who leads: "<role> <host>:<pid> is the leader (epoch <n>)"."""
+    conn = await wait_for_leadership(conninfo, key, stop)
+    if conn is None:
+        yield None
+        return
+    try:
+        holder = f"{socket.gethostname()}:{os.getpid()}"
+        epoch = await asyncio.to_thread(store.acquire_lease, lease, holder)
+        logger.info("%s %s is the leader (epoch %d)", role, holder, epoch)
+        holding = asyncio.create_task(hold_leadership(conn, stop))
+        try:
+            yield epoch
+        finally:
+            holding.cancel()
+    finally:
+        await conn.close()

@@ -14,7 +14,6 @@ import contextlib
 import logging
 import time
 
-import psycopg
 from nats.js import JetStreamContext
 from nats.js.errors import NotFoundError
 
@@ -26,6 +25,7 @@ from drover.runtime.bus import (
     POSITION_HEADER,
     position_of,
 )
+from drover.runtime.listen import listen
 from drover.runtime.store import EventStore
 from drover.runtime.store.eventstore import NOTIFY_CHANNEL
 
@@ -57,19 +57,15 @@ class Relay:
         self.log_id = ""
         self._wake = asyncio.Event()
 
-    async def _listen(self) -> None:
-        while True:
-            try:
-                async with await psycopg.AsyncConnection.connect(self.conninfo, autocommit=True) as conn:
-                    await conn.execute(f"LISTEN {NOTIFY_CHANNEL}")
-                    async for _ in conn.notifies():
-                        self._wake.set()
-            except (psycopg.Error, OSError) as e:
-                log.warning("relay listen connection lost: %s", e)
-                await asyncio.sleep(0.5)
+    def _woken(self, payload: str) -> None:
+        self._wake.set()
+
+    @staticmethod
+    def _lost(e: Exception) -> None:
+        log.warning("relay listen connection lost: %s", e)
 
     async def run(self, stop: asyncio.Event, poll: float = 0.25) -> None:
-        listener = asyncio.create_task(self._listen())
+        listener = asyncio.create_task(listen(self.conninfo, NOTIFY_CHANNEL, self._woken, on_lost=self._lost))
         try:
             self.log_id = await asyncio.to_thread(self.store.log_id)
             self.position = await last_relayed(self.js, self.log_id)

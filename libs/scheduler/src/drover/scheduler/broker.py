@@ -26,15 +26,18 @@
   stops - including an unblock that happened after their snapshot but before they arrived.
   Blocked evals created for plan conflicts (max-plan-attempts) are also released every minute.
 
-The broker service feeds it every eval it sees in the log and every capacity signal, and
-publishes what `due()` returns.
+The broker service feeds it every eval it sees in the log, with its cost (`eval_cost`), and
+every capacity signal (`unblocked_classes`), and publishes what `due()` returns.
 """
 
 from __future__ import annotations
 
 import heapq
+from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import Protocol
 
+from drover.model.brokerstate import PlanSummary
 from drover.model.durations import MILLISECOND, MINUTE
 from drover.model.evaluation import (
     EVAL_STATUS_BLOCKED,
@@ -43,6 +46,17 @@ from drover.model.evaluation import (
     TRIGGER_MAX_PLANS,
     Evaluation,
 )
+from drover.model.events import (
+    AllocsClientUpdated,
+    Event,
+    NodeDrainUpdated,
+    NodeEligibilityUpdated,
+    NodeRegistered,
+    NodeStatusUpdated,
+    PlanApplied,
+)
+from drover.model.job import Job
+from drover.model.node import Node
 from drover.scheduler.lanes import is_large, large_window
 
 CANCELED_NEWER_EVAL = "canceled after more recent eval was processed"
@@ -62,6 +76,66 @@ class BrokerOutcome:
 
 def _key(ev: Evaluation) -> JobKey:
     return (ev.namespace, ev.job_id)
+
+
+# --- what the broker service reads of the cluster ---
+def eval_cost(job: Job | None, live_allocs: int, nodes: int) -> int:
+    """How many placements an eval's job asks for: what the broker orders work by. `live_allocs`:
+    the job's allocs not terminal; `nodes`: the nodes in the cluster. A stopped or unknown job
+    stops its live allocs; a system job places a group per node; any other job its count, or
+    has its live allocs to update."""
+    if job is None or job.stop:
+        return max(1, live_allocs)
+    if job.type in ("system", "sysbatch"):
+        return max(1, nodes * len(job.task_groups))
+    return max(1, live_allocs, sum(tg.count for tg in job.task_groups))
+
+
+class AllocEnd(Protocol):
+    """What `unblocked_classes` reads of an alloc."""
+
+    @property
+    def node_id(self) -> str: ...
+
+    def terminal_status(self) -> bool: ...
+
+
+class CapacityView(Protocol):
+    """What `unblocked_classes` reads of the cluster (the broker's replica)."""
+
+    def node(self, node_id: str) -> Node | None: ...
+
+    def record(self, alloc_id: str) -> AllocEnd | None: ...
+
+
+NODE_EVENTS = (NodeRegistered, NodeStatusUpdated, NodeEligibilityUpdated, NodeDrainUpdated)
+_NOTHING: tuple[str, ...] = ()
+
+
+def unblocked_classes(state: CapacityView, event: Event) -> Sequence[str]:
+    """The computed classes of the nodes where `event` (applied to `state`) may have made
+    capacity: a node that is now ready, eligible and not draining; a node where an alloc
+    stopped (its client finished it, or a plan stopped or preempted it)."""
+    if isinstance(event, NODE_EVENTS):
+        node_id = event.node.id if isinstance(event, NodeRegistered) else event.node_id
+        node = state.node(node_id)
+        if node is not None and node.ready() and node.eligible() and not node.draining():
+            return (node.computed_class,)
+        return _NOTHING
+    if isinstance(event, AllocsClientUpdated):
+        ids = [u.id for u in event.updates]
+    elif isinstance(event, (PlanApplied, PlanSummary)):  # the broker's replica decodes a summary
+        ids = [a.id for a in (*event.stopped, *event.preempted)]
+    else:
+        return _NOTHING
+    classes: list[str] = []
+    for alloc_id in ids:
+        rec = state.record(alloc_id)
+        if rec is not None and rec.terminal_status():
+            node = state.node(rec.node_id)
+            if node is not None:
+                classes.append(node.computed_class)
+    return classes
 
 
 class EvalBroker:

@@ -14,11 +14,11 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
-import psycopg
 from fastapi import Request, Response
 
 from drover.api.errors import ApiError
 from drover.api.views import NO_DEPLOYMENT, as_json
+from drover.runtime.listen import listen
 from drover.runtime.store import EventStore
 from drover.runtime.store.eventstore import NOTIFY_CHANNEL
 from drover.runtime.store.queries import Reads
@@ -113,16 +113,14 @@ class IndexWatcher:
 
     async def run(self) -> None:
         self.changes.forget(await asyncio.to_thread(self.store.last_position))
-        while True:
-            try:
-                async with await psycopg.AsyncConnection.connect(self.conninfo, autocommit=True) as conn:
-                    await conn.execute(f"LISTEN {NOTIFY_CHANNEL}")
-                    # Whatever committed while no one listened may have changed anything.
-                    self._forget(await asyncio.to_thread(self.store.last_position))
-                    async for note in conn.notifies():
-                        self.note(*parse_payload(note.payload))
-            except (psycopg.Error, OSError):
-                await asyncio.sleep(0.5)
+
+        async def connected() -> None:
+            # Whatever committed while no one listened may have changed anything.
+            self._forget(await asyncio.to_thread(self.store.last_position))
+
+        await listen(
+            self.conninfo, NOTIFY_CHANNEL, lambda p: self.note(*parse_payload(p)), on_connect=connected
+        )
 
     def note(self, position: int, keys: list[str], categories: list[str]) -> None:
         """A commit at `position` changed `keys` (and every key of `categories`)."""

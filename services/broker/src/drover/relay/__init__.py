@@ -1,1 +1,1 @@
-"""`drover-relay`: the log -> EVENTS relay, as a process of its own (see `__main__`)."""
+"""`drover-relay`: the log -> EVENTS relay, as a process of its own (see `service`)."""

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import os
 import signal
 import sys
@@ -169,7 +168,3 @@ def driver_for(name: str, enabled: set[str]) -> Driver | None:
     if name not in enabled:
         return None
     return {"mock": MockDriver(), "raw_exec": RawExecDriver()}.get(name)  # type: ignore[return-value]
-
-
-def dumps_state(state: dict[str, Any]) -> str:
-    return json.dumps(state, indent=1, sort_keys=True)

@@ -4,7 +4,7 @@ Each plan is checked node by node (`evaluate_plan`); what fits is committed in o
 the leader's lease epoch, so a deposed leader's commit is refused by the database. A plan for an
 eval that is already finished is refused whole: that is what makes a redelivered eval harmless.
 A large plan that only adds may commit in the background while smaller plans of other jobs are
-verified against it (`PendingPlacements`) and committed (the service decides: drover.planner).
+verified against it (`PendingPlacements`) and committed (the server decides: drover.planner.server).
 """
 
 from __future__ import annotations

@@ -40,6 +40,7 @@ from drover.model.events import (
 )
 from drover.model.reducer import apply
 from drover.model.state import InMemoryState
+from drover.runtime.locks import EVENTS_LOCK_KEY
 from drover.runtime.store.projections import PROJECTION_TABLES, Prefetch, SqlState, Statement
 from drover.runtime.watches import notify_payloads
 
@@ -51,7 +52,7 @@ NOTIFY_CHANNEL = "drover_events"
 TRUST_NEW_FROM = 64
 # Every append holds this transaction-level advisory lock while it assigns positions and until
 # it commits (see the module notes).
-EVENTS_LOCK = "SELECT pg_advisory_xact_lock(4646000)"
+EVENTS_LOCK = f"SELECT pg_advisory_xact_lock({EVENTS_LOCK_KEY})"
 # Every event records the append protocol it was written under (migration 0005): 1, the table
 # lock; 2, this advisory lock and staged inserts. Writers of protocol 1 name no protocol, and
 # the column has no default: their inserts are refused rather than left to append beside ones

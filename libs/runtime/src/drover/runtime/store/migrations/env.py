@@ -5,6 +5,8 @@ from __future__ import annotations
 from alembic import context
 from sqlalchemy import create_engine, pool
 
+from drover.runtime.locks import MIGRATIONS_LOCK_KEY
+
 config = context.config
 
 
@@ -16,7 +18,7 @@ def run() -> None:
         context.configure(connection=conn, target_metadata=None)
         with context.begin_transaction():
             # Two processes migrating at once (make up starts several) take turns.
-            conn.exec_driver_sql("SELECT pg_advisory_xact_lock(7070707)")
+            conn.exec_driver_sql(f"SELECT pg_advisory_xact_lock({MIGRATIONS_LOCK_KEY})")
             context.run_migrations()
     engine.dispose()
 

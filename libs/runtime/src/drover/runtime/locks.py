@@ -1,0 +1,12 @@
+"""PostgreSQL advisory-lock keys, each defined here once: two uses that shared a key would
+exclude each other for no reason."""
+
+# Held by every append transaction while it assigns positions and until it commits: positions
+# commit in order (drover.runtime.store.eventstore).
+EVENTS_LOCK_KEY = 4_646_000
+# Plan applier leadership: one planner verifies and commits plans (drover.planner).
+PLANNER_LOCK_KEY = 4_646_001
+# Watcher leadership: one watcher writes missed heartbeats, drains and deployments (drover.watcher).
+WATCHER_LOCK_KEY = 4_646_002
+# Migrations: two processes migrating at once (`drover up` starts several) take turns.
+MIGRATIONS_LOCK_KEY = 7_070_707

@@ -1,0 +1,33 @@
+"""`drover-relay`: publishes every committed event, in log order, onto the EVENTS stream
+(drover.runtime.relay). Every consumer of the stream waits on it - the broker hears of a new
+eval, a worker's replica reaches the eval's index - so it runs as a process of its own: in
+the broker's it waited for the broker's event loop, busy following large plans, and the eval
+of a small job registered under load was heard ~13 ms later for it. More than one may run:
+a re-published event is dropped by the stream's duplicate window, and consumers skip
+positions they have applied."""
+
+from __future__ import annotations
+
+import asyncio
+
+from drover.runtime.bus import close, connect_streams
+from drover.runtime.relay import Relay
+from drover.runtime.service import run_service
+from drover.runtime.settings import Settings
+from drover.runtime.store import EventStore, libpq_url
+
+
+async def run(settings: Settings, stop: asyncio.Event) -> None:
+    """The relay until `stop` (drover.runtime.relay)."""
+    store = EventStore(settings.database_url, pool_size=1)
+    nc, js = await connect_streams(settings.nats_url, "relay")
+    try:
+        await Relay(store, js, libpq_url(settings.database_url)).run(stop)
+    finally:
+        await close(nc)
+        store.close()
+
+
+def main() -> None:
+    """`drover-relay`."""
+    run_service("relay", run)

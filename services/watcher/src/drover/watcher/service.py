@@ -1,0 +1,85 @@
+"""`drover-watcher`: the heartbeat watcher (drover.watcher.heartbeats), node drainer
+(drover.watcher.drain) and deployment watcher (drover.watcher.deployments). One instance is
+active (advisory lock, lease epoch that fences a deposed one's appends: drover.runtime.leader),
+the others stand by."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+
+from nats.aio.client import Client
+from nats.aio.msg import Msg
+from nats.js import JetStreamContext
+
+from drover.runtime.bus import HEARTBEAT_SUBJECT, close, connect_streams
+from drover.runtime.leader import leadership
+from drover.runtime.locks import WATCHER_LOCK_KEY
+from drover.runtime.replica import Replica
+from drover.runtime.service import run_service
+from drover.runtime.settings import Settings
+from drover.runtime.store import EventStore, libpq_url
+from drover.watcher.deployments import watch_deployments
+from drover.watcher.drain import drain
+from drover.watcher.heartbeats import HeartbeatWatcher, watch_heartbeats
+
+log = logging.getLogger("drover.watcher")
+LEASE = "heartbeat-watcher"
+
+
+async def lead(
+    settings: Settings,
+    store: EventStore,
+    nc: Client,
+    js: JetStreamContext,
+    lease: tuple[str, int],
+    stop: asyncio.Event,
+) -> None:
+    """Watch heartbeats, drains and deployments as the leader of the lease, until `stop`."""
+    replica = Replica(store, js)
+    watcher = HeartbeatWatcher(settings, replica)
+    replica.listeners.append(watcher.on_event)
+
+    async def on_heartbeat(msg: Msg) -> None:
+        try:
+            watcher.on_heartbeat(msg.data)
+        except (ValueError, KeyError, TypeError) as e:
+            log.warning("bad heartbeat message: %s", e)
+
+    # Heard before the snapshot is taken, so no beat in between is lost.
+    sub = await nc.subscribe(HEARTBEAT_SUBJECT, cb=on_heartbeat)
+    await replica.start()
+    watcher.start(time.time_ns())
+    drainer = asyncio.create_task(drain(replica, store, lease, stop))
+    deployments = asyncio.create_task(watch_deployments(replica, store, lease, stop))
+    try:
+        await watch_heartbeats(watcher, store, lease, stop)
+    finally:
+        stop.set()
+        await drainer
+        await deployments
+        await sub.unsubscribe()
+
+
+async def run(settings: Settings, stop: asyncio.Event) -> None:
+    """Stand by until this instance leads, then watch until `stop` (or until fenced)."""
+    store = EventStore(settings.database_url)
+    try:
+        nc, js = await connect_streams(settings.nats_url, "watcher")
+        conninfo = libpq_url(settings.database_url)
+        async with leadership(
+            store, conninfo, WATCHER_LOCK_KEY, LEASE, stop, role="watcher", logger=log
+        ) as epoch:
+            try:
+                if epoch is not None:
+                    await lead(settings, store, nc, js, (LEASE, epoch), stop)
+            finally:
+                await close(nc)
+    finally:
+        store.close()
+
+
+def main() -> None:
+    """`drover-watcher`."""
+    run_service("watcher", run)

@@ -1,0 +1,130 @@
+"""The worker's loop: pull ready evals from the EVALS work queue and work on up to the worker's
+depth at once; ack each when its outcome is committed, nack it (with a backoff) when it failed.
+
+A worker takes its own lane's evals first and the other lane's when it has none: an idle
+large-lane worker helps with a burst of small jobs, and either lane keeps going if the other
+has no worker."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Awaitable
+
+from nats.aio.msg import Msg
+from nats.errors import TimeoutError as NatsTimeout
+from nats.js import JetStreamContext
+from nats.js.api import AckPolicy, ConsumerConfig
+
+from drover.model.evaluation import Evaluation
+from drover.runtime.bus import EVALS_LARGE_SUBJECT, EVALS_STREAM, EVALS_SUBJECT
+from drover.runtime.telemetry import extract, tracer
+from drover.scheduler.evalflow import nack_delay
+from drover.scheduler.lanes import LANE_LARGE
+from drover.worker.worker import Worker
+
+log = logging.getLogger("drover.worker")
+_tracer = tracer("drover.worker")
+DURABLE = "workers"
+DURABLE_LARGE = "workers-large"
+# Seconds a worker waits for an eval of its own lane before it looks at the other lane's, and
+# how long it waits there. A small-lane worker looks rarely: while it does, its own lane's
+# evals go to the next worker waiting. A large-lane worker looks often, so a burst of small
+# evals is shared out.
+SMALL_LANE_WAIT = 1.0
+LARGE_LANE_WAIT = 0.25
+OTHER_LANE_WAIT = 0.05
+
+Subscription = JetStreamContext.PullSubscription
+
+
+async def subscribe(js: JetStreamContext, lane: str, ack_wait: float) -> tuple[Subscription, Subscription]:
+    """The consumers of the worker's own lane and of the other lane, in that order."""
+    config = ConsumerConfig(ack_policy=AckPolicy.EXPLICIT, ack_wait=ack_wait, max_ack_pending=-1)
+    small = await js.pull_subscribe(EVALS_SUBJECT, durable=DURABLE, stream=EVALS_STREAM, config=config)
+    large = await js.pull_subscribe(
+        EVALS_LARGE_SUBJECT, durable=DURABLE_LARGE, stream=EVALS_STREAM, config=config
+    )
+    return (large, small) if lane == LANE_LARGE else (small, large)
+
+
+async def _fetch(sub: Subscription, wait: float) -> list[Msg]:
+    """At most one eval from `sub`, waiting up to `wait` seconds for it."""
+    try:
+        return await sub.fetch(1, timeout=wait)
+    except NatsTimeout:
+        return []
+
+
+async def _settle(op: Awaitable[None]) -> None:
+    """Ack or nack; if NATS is away the eval is simply redelivered later."""
+    try:
+        await op
+    except Exception as e:
+        log.warning("could not settle an eval message: %s", e)
+
+
+async def _keep_alive(msg: Msg, every: float) -> None:
+    while True:
+        await asyncio.sleep(every)
+        try:
+            await msg.in_progress()
+        except Exception:
+            return
+
+
+async def handle(worker: Worker, msg: Msg, ack_wait: float) -> None:
+    """Work on the eval in `msg`, then ack it - or nack it if that failed."""
+    deliveries = msg.metadata.num_delivered if msg.metadata else 1
+    # Tell JetStream we are still on it, so a long eval is not redelivered meanwhile.
+    beat = asyncio.create_task(_keep_alive(msg, ack_wait / 3))
+    try:
+        ev = Evaluation.model_validate_json(msg.data)
+        with _tracer.start_as_current_span(
+            "worker.schedule", context=extract(msg.headers), attributes={"eval.id": ev.id}
+        ):
+            await worker.process(ev, deliveries)
+        beat.cancel()
+        await _settle(msg.ack())
+    except Exception:
+        beat.cancel()
+        log.exception("eval failed; nack")
+        await _settle(msg.nak(delay=nack_delay(deliveries)))
+
+
+async def work(
+    worker: Worker, own: Subscription, other: Subscription, lane: str, ack_wait: float, stop: asyncio.Event
+) -> None:
+    """Hand evals to `worker`, its own lane's (`own`) first, until `stop`; then let those it
+    works on finish."""
+    own_wait = LARGE_LANE_WAIT if lane == LANE_LARGE else SMALL_LANE_WAIT
+    busy: set[asyncio.Task[None]] = set()
+    idle_since = time.perf_counter()
+
+    def finished(task: asyncio.Task[None]) -> None:
+        nonlocal idle_since
+        busy.discard(task)
+        if not busy:
+            idle_since = time.perf_counter()
+
+    while not stop.is_set():
+        if len(busy) >= worker.depth:
+            await asyncio.wait(busy, return_when=asyncio.FIRST_COMPLETED)
+            continue
+        try:
+            msgs: list[Msg] = await _fetch(own, own_wait) or await _fetch(other, OTHER_LANE_WAIT)
+        except Exception as e:
+            log.warning("fetch: %s", e)
+            await asyncio.sleep(0.5)
+            continue
+        if not msgs:
+            continue
+        if not busy:
+            log.debug("idle %.0f ms before the next eval", (time.perf_counter() - idle_since) * 1000)
+        for msg in msgs:
+            task = asyncio.create_task(handle(worker, msg, ack_wait))
+            busy.add(task)
+            task.add_done_callback(finished)
+    if busy:
+        await asyncio.wait(busy)
