@@ -27,7 +27,7 @@ from drover.scheduler.feasible import FeasibilityChecker, ready_nodes_table
 from drover.scheduler.generic import eval_seed, finish_failed
 from drover.scheduler.names import alloc_name
 from drover.scheduler.plan import DesiredUpdates, Plan, SchedulerResult
-from drover.scheduler.reconcile import ALLOC_LOST, ALLOC_NOT_NEEDED, ALLOC_UPDATING, new_uuid_fn
+from drover.scheduler.reconciler import ALLOC_LOST, ALLOC_NOT_NEEDED, ALLOC_UPDATING, new_uuid_fn
 from drover.scheduler.stack import NodeTable
 from drover.scheduler.state import StateSnapshot
 from drover.scheduler.update import tasks_updated
