@@ -447,6 +447,3 @@ def _dedupe(allocs: list[Allocation]) -> list[Allocation]:
     for a in allocs:
         seen[a.id] = a
     return list(seen.values())
-
-
-SchedulerFactory = Callable[[StateSnapshot, Evaluation, int], GenericScheduler]
