@@ -1,36 +1,36 @@
 """Alloc sets and the filters that sort a task group's allocs into buckets.
 
 An alloc set maps alloc ID to alloc. The reconciler sorts each task group's allocs in two
-passes; every alloc lands in exactly one bucket of each pass (or is dropped, as said).
+passes. By the health of the alloc's node (`filter_by_tainted`), each alloc in one bucket:
 
-By the health of the alloc's node (`filter_by_tainted`):
-
-1. **untainted**: its node is fine (not tainted), or the alloc is terminal anyway; also an
-   alloc already unknown on a disconnected node while it may still reconnect. These are the
-   allocs the reconciler counts as running the job.
+1. **untainted**: its node is fine (not tainted, or draining while the alloc is not yet marked
+   to migrate), or the alloc is terminal anyway; also an alloc already unknown on a
+   disconnected node while it may still reconnect.
 2. **migrate**: the alloc is marked to migrate (its node is draining): it is stopped and an
    alloc of the same name is placed elsewhere.
-3. **lost**: its node is down or gone; on a disconnected node, the alloc is lost when the group
-   does not tolerate disconnects (no `disconnect.lost_after`) or had not started yet. Stopped
-   with client status lost, and replaced.
+3. **lost**: its node is down or gone; or its node disconnected and the group does not
+   tolerate disconnects (no `disconnect.lost_after`) or the alloc had not started; or its node
+   came back after `lost_after` ran out. Stopped with client status lost, and replaced.
 4. **disconnecting**: running on a node that has just disconnected, in a group that tolerates
-   disconnects: marked unknown, with a follow-up eval for when it would expire.
-5. **reconnecting**: unknown (or failed while disconnected) and its node is back before
-   `lost_after` ran out: the reconciler keeps either it or its replacement.
+   disconnects: marked unknown, with a follow-up eval for when `lost_after` runs out.
+5. **reconnecting**: unknown (or failed while disconnected) and its node is back in time: the
+   reconciler keeps either it or its replacement, as `disconnect.reconcile` says.
 6. **ignore**: failed while disconnected and already told to stop: nothing more to do.
-7. **expiring**: unknown for longer than `lost_after`: treated as lost.
+7. **expiring**: still unknown after `lost_after`: treated as lost.
 
-Then the untainted (and the disconnecting) by their need to be rescheduled
+Then the untainted (and, on their own, the disconnecting) by their need to be rescheduled
 (`filter_by_rescheduleable`):
 
-8. **reschedule now**: failed, with its reschedule policy allowing a replacement that is due
-   (within a second), or its follow-up eval is the one being processed, or it is marked for a
-   forced reschedule; a disconnecting alloc with `disconnect.replace` is replaced at once.
+8. **reschedule now**: failed, and its reschedule policy allows a replacement that is due
+   (within a second), or is due at the follow-up eval being processed; or marked for a forced
+   reschedule. A disconnecting alloc is replaced at once when `disconnect.replace` is set.
+   Not while the alloc's own deployment is active, unless it is marked to reschedule.
 9. **reschedule later**: failed, its replacement due later: a follow-up eval is created for
-   that time (failures due close together share one) and the alloc stays untainted meanwhile.
-10. **untainted**: the rest. Failed allocs already replaced are dropped; so are terminal
-    allocs the server stopped (and, for batch jobs, allocs that ran successfully are kept as
-    done, never rescheduled).
+   that time (failures due close together share one), and the alloc stays untainted meanwhile.
+10. **untainted**: the rest: running allocs, failures not (or no longer) eligible, and for
+    batch jobs allocs that finished successfully (done, never run again). Dropped: failed
+    allocs already replaced, allocs the server stopped, and for service jobs allocs that
+    completed or were lost (they are missing from the count, and new ones take their names).
 """
 
 from __future__ import annotations
