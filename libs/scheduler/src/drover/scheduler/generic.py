@@ -32,6 +32,7 @@ from drover.model.evaluation import (
 )
 from drover.model.node import NODE_STATUS_DISCONNECTED, NODE_STATUS_DOWN
 from drover.scheduler.feasible import FeasibilityChecker, node_in_job_pool, ready_nodes_table
+from drover.scheduler.nodetable import NodeTable
 from drover.scheduler.plan import Plan, SchedulerResult
 from drover.scheduler.reconciler import (
     ALLOC_IN_PLACE,
@@ -43,7 +44,7 @@ from drover.scheduler.reconciler import (
     new_uuid_fn,
 )
 from drover.scheduler.reschedule import new_reschedule_tracker
-from drover.scheduler.stack import GroupStack, NodeTable, Selection, SelectOptions, score_meta
+from drover.scheduler.stack import GroupStack, Selection, SelectOptions, score_meta
 from drover.scheduler.state import StateSnapshot
 from drover.scheduler.update import tasks_updated
 
