@@ -17,6 +17,8 @@ from drover.model import (
     NodeDiskResources,
     NodeMemoryResources,
     NodeResources,
+    RescheduleEvent,
+    RescheduleTracker,
     Resources,
     Task,
     TaskGroup,
@@ -80,6 +82,16 @@ def make_job(
         ],
     )
     return canonicalize(job)
+
+
+def tracker(*events: tuple[int, int]) -> RescheduleTracker:
+    """Events as (reschedule_time, delay)."""
+    return RescheduleTracker(
+        events=[
+            RescheduleEvent(reschedule_time=t, prev_alloc_id=f"old-{i}", prev_node_id=f"n{i}", delay=d)
+            for i, (t, d) in enumerate(events)
+        ]
+    )
 
 
 _counter = iter(range(1, 1_000_000))

@@ -485,7 +485,7 @@ def test_a_node_table_reads_the_usage_the_state_keeps_node_by_node() -> None:
     for nodes that never held an alloc."""
     from drover.model import Allocation, Resources
     from drover.scheduler.feasible import ready_nodes_table
-    from drover.scheduler.stack import NodeTable
+    from drover.scheduler.nodetable import NodeTable
     from drover.scheduler.state import InMemoryState
 
     state = InMemoryState()

@@ -32,10 +32,19 @@ from drover.model.evaluation import (
 )
 from drover.model.node import NODE_STATUS_DISCONNECTED, NODE_STATUS_DOWN
 from drover.scheduler.feasible import FeasibilityChecker, node_in_job_pool, ready_nodes_table
+from drover.scheduler.nodetable import NodeTable
 from drover.scheduler.plan import Plan, SchedulerResult
-from drover.scheduler.reconcile import ALLOC_IN_PLACE, PlaceRequest, Reconciler, new_uuid_fn
+from drover.scheduler.reconciler import (
+    ALLOC_IN_PLACE,
+    ClusterState,
+    EvalContext,
+    JobState,
+    PlaceRequest,
+    Reconciler,
+    new_uuid_fn,
+)
 from drover.scheduler.reschedule import new_reschedule_tracker
-from drover.scheduler.stack import GroupStack, NodeTable, Selection, SelectOptions, score_meta
+from drover.scheduler.stack import GroupStack, Selection, SelectOptions, score_meta
 from drover.scheduler.state import StateSnapshot
 from drover.scheduler.update import tasks_updated
 
@@ -253,22 +262,20 @@ class GenericScheduler:
         allocs = self.state.allocs_by_job(ev.namespace, ev.job_id)
         deployment = self.state.latest_deployment(ev.namespace, ev.job_id)
         rec = Reconciler(
-            job_id=ev.job_id,
-            namespace=ev.namespace,
-            job=self.job,
-            allocs=allocs,
-            tainted_nodes=tainted_nodes(self.state, allocs),
-            deployment=deployment,
-            eval_id=ev.id,
-            eval_priority=ev.priority,
-            now=self.now,
-            batch=self.batch,
-            update_fn=self._update_fn,
-            job_lookup=self._job_lookup,
-            new_id=self.new_id,
+            JobState(
+                job_id=ev.job_id,
+                namespace=ev.namespace,
+                job=self.job,
+                batch=self.batch,
+                deployment=deployment,
+                job_lookup=self._job_lookup,
+            ),
+            ClusterState(allocs=allocs, tainted_nodes=tainted_nodes(self.state, allocs)),
+            EvalContext(eval_id=ev.id, eval_priority=ev.priority, now=self.now, new_id=self.new_id),
+            self._update_fn,
         )
         results = rec.compute()
-        self.deployment = rec.deployment
+        self.deployment = rec.deployments.current
         self.plan.deployment = results.deployment
         self.plan.deployment_updates = results.deployment_updates
         self.plan.annotations = results.desired_tg_updates
@@ -441,6 +448,3 @@ def _dedupe(allocs: list[Allocation]) -> list[Allocation]:
     for a in allocs:
         seen[a.id] = a
     return list(seen.values())
-
-
-SchedulerFactory = Callable[[StateSnapshot, Evaluation, int], GenericScheduler]

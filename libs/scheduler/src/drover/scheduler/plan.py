@@ -59,13 +59,6 @@ class Plan:
     def append_preemption(self, alloc: Allocation) -> None:
         self.node_preemptions.setdefault(alloc.node_id, []).append(alloc)
 
-    def pop_alloc(self, alloc: Allocation) -> None:
-        """Take back a placement (used when an in-place update turns out not to fit)."""
-        lst = self.node_allocation.get(alloc.node_id, [])
-        self.node_allocation[alloc.node_id] = [a for a in lst if a.id != alloc.id]
-        if not self.node_allocation[alloc.node_id]:
-            del self.node_allocation[alloc.node_id]
-
     def is_noop(self) -> bool:
         return (
             not self.node_allocation

@@ -8,8 +8,6 @@ from drover.scheduler.plan import SchedulerResult
 from drover.scheduler.state import StateSnapshot
 from drover.scheduler.system import SystemScheduler
 
-SCHEDULER_TYPES = ("service", "batch", "system", "sysbatch")
-
 
 def schedule(state: StateSnapshot, ev: Evaluation, now: int, *, full_scan: bool = False) -> SchedulerResult:
     """One scheduling pass for `ev` over `state` at time `now` (Unix ns)."""

@@ -1,8 +1,7 @@
 """Placement: feasibility, then ranking, then the choice of a node for one alloc.
 
-`NodeTable` is a per-eval columnar view of the candidate nodes (capacity and usage as NumPy
-arrays, kept current as the plan grows). `GroupStack` selects nodes for one task group: the
-static feasibility (constraints, drivers) is computed once per group with the computed-class
+Over the eval's `NodeTable` (the candidate nodes as columns, see `nodetable`), `GroupStack`
+selects nodes for one task group: the static feasibility (constraints, drivers) is computed once per group with the computed-class
 cache, and per placement only resource fit, distinct_* and scores are evaluated, vectorized.
 
 Like Nomad, candidates are visited in a random order (seeded from the eval) and only a limited
@@ -13,18 +12,17 @@ max(count, 100). `full_scan=True` scores every feasible node instead.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import cast
 
 import numpy as np
 
 from drover.model import Allocation, AllocMetric, Job, Node, NodeScoreMeta, Spread, TaskGroup
 from drover.model.base import copy_with
 from drover.model.job import CONSTRAINT_DISTINCT_HOSTS
-from drover.model.state import has_flat_usage
 from drover.scheduler.constraints import is_escaped, matches, resolve_target
-from drover.scheduler.feasible import FeasibilityChecker, ReadyNodes, distinct_constraints
+from drover.scheduler.feasible import FeasibilityChecker, distinct_constraints
+from drover.scheduler.nodetable import NodeTable
 from drover.scheduler.rank import (
     MAX_SKIP,
     BoolArray,
@@ -38,7 +36,6 @@ from drover.scheduler.rank import (
     limit_window_array,
 )
 from drover.scheduler.spread import SpreadState, build_spread
-from drover.scheduler.state import InMemoryState, StateSnapshot
 
 # At most this many changed rows are refreshed one by one (GroupStack._refresh_row); more go
 # through the vector path.
@@ -48,68 +45,6 @@ _SCALAR_WINDOW = 64
 # Jobs with spread or affinity score at least this many nodes per placement (Nomad's
 # default node limit for feasibility checks, the seed 002 fix).
 SPREAD_MIN_LIMIT = 100
-
-
-class NodeTable:
-    """The candidate nodes of one eval, with capacity and proposed usage as arrays."""
-
-    def __init__(
-        self, nodes: Sequence[Node] | ReadyNodes, state: StateSnapshot, caps: FloatArray | None = None
-    ) -> None:
-        slots = None
-        # Rows of each computed class, when known: feasibility is then decided class by class.
-        self.class_rows: dict[str, IntArray] | None = None
-        if isinstance(nodes, ReadyNodes):
-            # Rows, capacities and classes are the cached ones (read only); usage is gathered
-            # from the state's flat array in one step instead of node by node.
-            self.nodes, self.row, caps, slots = list(nodes.nodes), nodes.row, nodes.caps, nodes.usage_slots
-            self.class_rows = nodes.class_rows
-        else:
-            self.nodes = list(nodes)
-            self.row = {n.id: i for i, n in enumerate(self.nodes)}
-        if caps is None:
-            caps = np.array([n.capacity() for n in self.nodes], dtype=np.float64).reshape(-1, 3)
-        if slots is not None and has_flat_usage(state):
-            flat = cast(InMemoryState, state)  # or a view over one with the same slots
-            by_slot = np.frombuffer(flat.usage_buffer(), dtype=np.int64).reshape(-1, 3)
-            used = by_slot[slots].astype(np.float64)
-        else:
-            used = np.array([state.node_usage(n.id) for n in self.nodes], dtype=np.float64).reshape(-1, 3)
-        self.cap_cpu, self.cap_mem, self.cap_disk = caps[:, 0].copy(), caps[:, 1].copy(), caps[:, 2].copy()
-        self.used_cpu, self.used_mem, self.used_disk = used[:, 0].copy(), used[:, 1].copy(), used[:, 2].copy()
-        # 1/capacity, 0 where a node has none: binpack multiplies instead of dividing and
-        # never sees a division by zero.
-        with np.errstate(divide="ignore"):
-            self.inv_cpu = np.where(self.cap_cpu > 0, 1.0 / self.cap_cpu, 0.0)
-            self.inv_mem = np.where(self.cap_mem > 0, 1.0 / self.cap_mem, 0.0)
-        # Rows whose usage changed, in order: group stacks replay this log to refresh their
-        # cached fit masks row by row instead of recomputing them for every placement.
-        self.changes: list[int] = []
-        self._attr_cache: dict[str, list[str | None]] = {}
-
-    def __len__(self) -> int:
-        return len(self.nodes)
-
-    def add_usage(self, node_id: str, alloc: Allocation, sign: int) -> None:
-        i = self.row.get(node_id)
-        if i is None:
-            return
-        r = alloc.resources
-        self.used_cpu[i] += sign * r.cpu
-        self.used_mem[i] += sign * r.memory_mb
-        self.used_disk[i] += sign * r.disk_mb
-        self.changes.append(i)
-
-    def values(self, attribute: str) -> list[str | None]:
-        """Each node's resolved value of `attribute` (None when missing), cached per eval."""
-        vals = self._attr_cache.get(attribute)
-        if vals is None:
-            vals = []
-            for n in self.nodes:
-                v, ok = resolve_target(attribute, n)
-                vals.append(v if ok else None)
-            self._attr_cache[attribute] = vals
-        return vals
 
 
 @dataclass
@@ -161,20 +96,37 @@ class GroupStack:
         ask = tg.combined_resources()
         self.ask_cpu, self.ask_mem, self.ask_disk = float(ask.cpu), float(ask.memory_mb), float(ask.disk_mb)
 
-        # Proposed allocs of this job (per node) and of this group (per node): existing live
-        # allocs now, placements and stops applied as the plan grows.
+        live = [a for a in job_allocs if not a.terminal_status()]
+        self._count_live(live)
+        self._init_distinct(live)
+        self._init_affinity()
+        self._init_spreads(live)
+
+        self.limit = self._limit(int(self.feasible.sum()))
+        # Per-row caches refreshed from the table's change log: fit mask, binpack score and
+        # anti-affinity score of placing one more alloc of this group on the row.
+        self._fits: BoolArray = np.zeros(n, dtype=bool)
+        self._binpack: FloatArray = np.zeros(n)
+        self._anti: FloatArray = np.zeros(n)
+        self._seen = -1
+
+    def _count_live(self, live: list[Allocation]) -> None:
+        """Proposed allocs of this job (per node) and of this group (per node): existing live
+        allocs now, placements and stops applied as the plan grows."""
+        table, n = self.table, len(self.table)
         self.tg_count: IntArray = np.zeros(n, dtype=np.int64)
         self.job_count: IntArray = np.zeros(n, dtype=np.int64)
-        live = [a for a in job_allocs if not a.terminal_status()]
         for a in live:
             i = table.row.get(a.node_id)
             if i is None:
                 continue
             self.job_count[i] += 1
-            if a.task_group == tg.name:
+            if a.task_group == self.tg.name:
                 self.tg_count[i] += 1
 
-        # distinct_hosts and distinct_property (job and group level).
+    def _init_distinct(self, live: list[Allocation]) -> None:
+        """distinct_hosts and distinct_property, job and group level."""
+        job, tg, table = self.job, self.tg, self.table
         self.distinct_hosts_job = False
         self.distinct_hosts_group = False
         self.distinct_props: list[tuple[SpreadState, int]] = []
@@ -201,10 +153,12 @@ class GroupStack:
                 st = build_spread(Spread(attribute=c.ltarget), 0, table.values(c.ltarget), initial)
                 self.distinct_props.append((st, allowed))
 
-        # Node affinity: static per node.
+    def _init_affinity(self) -> None:
+        """Node affinity: static per node, computed once per computed class unless escaped."""
+        job, tg, table = self.job, self.tg, self.table
         affinities = list(job.affinities) + list(tg.affinities) + [a for t in tg.tasks for a in t.affinities]
         self.has_affinity = bool(affinities)
-        self.affinity: FloatArray = np.zeros(n)
+        self.affinity: FloatArray = np.zeros(len(table))
         if affinities:
             total_w = sum(abs(a.weight) for a in affinities) or 1
             cache: dict[str, float] = {}
@@ -218,12 +172,14 @@ class GroupStack:
                 cache[key] = s
                 self.affinity[i] = s
 
-        # Spread: job-level blocks apply to every group (seed 002); counts are per group.
+    def _init_spreads(self, live: list[Allocation]) -> None:
+        """Spread: job-level blocks apply to every group (seed 002); counts are per group."""
+        job, tg, table = self.job, self.tg, self.table
         spreads = list(tg.spreads) + list(job.spreads)
         self.spreads: list[SpreadState] = []
         self.sum_spread_weights = sum(s.weight for s in spreads)
         for sp in spreads:
-            initial = {}
+            initial: dict[str, int] = {}
             for a in live:
                 if a.task_group != tg.name or a.node_id not in table.row:
                     continue
@@ -235,20 +191,12 @@ class GroupStack:
         # Nodes sharing the same values of every spread attribute score the same spread boost:
         # score each combination once per placement and gather.
         self._combo_vals: IntArray = np.zeros((0, 0), dtype=np.int64)
-        self._combo_of_row: IntArray = np.zeros(n, dtype=np.int64)
+        self._combo_of_row: IntArray = np.zeros(len(table), dtype=np.int64)
         if self.spreads:
             stacked = np.stack([sp.value_ids for sp in self.spreads], axis=1)
             combos, inverse = np.unique(stacked, axis=0, return_inverse=True)
             self._combo_vals = combos
             self._combo_of_row = inverse.reshape(-1).astype(np.int64)
-
-        self.limit = self._limit(int(self.feasible.sum()))
-        # Per-row caches refreshed from the table's change log: fit mask, binpack score and
-        # anti-affinity score of placing one more alloc of this group on the row.
-        self._fits: BoolArray = np.zeros(n, dtype=bool)
-        self._binpack: FloatArray = np.zeros(n)
-        self._anti: FloatArray = np.zeros(n)
-        self._seen = -1
 
     def _limit(self, feasible_nodes: int) -> int:
         limit = 2

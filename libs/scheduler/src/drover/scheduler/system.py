@@ -9,6 +9,7 @@ is feasible but full may preempt allocs of jobs at least 10 priority lower.
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass, field
 
 from drover.model import Allocation, AllocMetric, Evaluation, Job, Node, TaskGroup
 from drover.model.alloc import (
@@ -26,9 +27,9 @@ from drover.model.evaluation import (
 from drover.scheduler.feasible import FeasibilityChecker, ready_nodes_table
 from drover.scheduler.generic import eval_seed, finish_failed
 from drover.scheduler.names import alloc_name
+from drover.scheduler.nodetable import NodeTable
 from drover.scheduler.plan import DesiredUpdates, Plan, SchedulerResult
-from drover.scheduler.reconcile import ALLOC_LOST, ALLOC_NOT_NEEDED, ALLOC_UPDATING, new_uuid_fn
-from drover.scheduler.stack import NodeTable
+from drover.scheduler.reconciler import ALLOC_LOST, ALLOC_NOT_NEEDED, ALLOC_UPDATING, new_uuid_fn
 from drover.scheduler.state import StateSnapshot
 from drover.scheduler.update import tasks_updated
 
@@ -36,6 +37,24 @@ from drover.scheduler.update import tasks_updated
 PREEMPTION_PRIORITY_DELTA = 10
 ALLOC_PREEMPTED = "Preempted by alloc ID {}"
 NODE_DRAINING = "alloc not needed as node is draining"
+
+
+@dataclass
+class _Pass:
+    """What one pass shares across the job's task groups."""
+
+    job: Job
+    ready: list[Node]
+    ready_ids: set[str]
+    by_dc: dict[str, int]
+    in_pool: int
+    table: NodeTable
+    checker: FeasibilityChecker
+    # Destructive updates allowed per eval (None: all).
+    limit: int | None
+    updated: int = 0
+    by_node_tg: dict[tuple[str, str], Allocation] = field(default_factory=dict)
+    done_sysbatch: set[tuple[str, str]] = field(default_factory=set)
 
 
 class SystemScheduler:
@@ -87,18 +106,32 @@ class SystemScheduler:
             for a in allocs:
                 self._stop(a, ALLOC_NOT_NEEDED)
             return self._finish()
+        p = self._start_pass(job, allocs)
+        for tg in job.task_groups:
+            self._compute_group(p, tg)
+        if p.limit is not None and p.updated >= p.limit and self._more_updates(job, p.by_node_tg):
+            self.followups.append(self._rolling_update_eval(job))
+        return self._finish()
 
+    def _start_pass(self, job: Job, allocs: list[Allocation]) -> _Pass:
+        """The ready nodes and their usage; the live allocs to keep, by node and task group,
+        once those of groups the job no longer has and those on lost or draining nodes stop."""
         nodes = ready_nodes_table(self.state, job)
-        ready, by_dc, in_pool = list(nodes.nodes), dict(nodes.available), nodes.in_pool
-        ready_ids = {n.id for n in ready}
-        table = NodeTable(nodes, self.state)
-        checker = FeasibilityChecker(job)
-        by_node_tg: dict[tuple[str, str], Allocation] = {}
-        done_sysbatch: set[tuple[str, str]] = set()
-        for a in self.state.allocs_by_job(ev.namespace, ev.job_id):
-            if self.sysbatch and a.ran_successfully():
-                done_sysbatch.add((a.node_id, a.task_group))
-
+        ready = list(nodes.nodes)
+        p = _Pass(
+            job=job,
+            ready=ready,
+            ready_ids={n.id for n in ready},
+            by_dc=dict(nodes.available),
+            in_pool=nodes.in_pool,
+            table=NodeTable(nodes, self.state),
+            checker=FeasibilityChecker(job),
+            limit=_rolling_limit(job),
+        )
+        if self.sysbatch:
+            for a in self.state.allocs_by_job(self.eval.namespace, self.eval.job_id):
+                if a.ran_successfully():
+                    p.done_sysbatch.add((a.node_id, a.task_group))
         tg_names = {tg.name for tg in job.task_groups}
         for a in allocs:
             node = self.state.node(a.node_id)
@@ -111,89 +144,83 @@ class SystemScheduler:
             ):
                 self._stop(a, NODE_DRAINING)
             else:
-                by_node_tg[(a.node_id, a.task_group)] = a
-
+                p.by_node_tg[(a.node_id, a.task_group)] = a
         stopping = {a.id for lst in self.plan.node_update.values() for a in lst}
         for a in allocs:
             if a.id in stopping:
+                p.table.add_usage(a.node_id, a, -1)
+        return p
+
+    def _compute_group(self, p: _Pass, tg: TaskGroup) -> None:
+        """One alloc of `tg` on every feasible node: keep, update in place, replace (within the
+        rolling limit) or place; stop those on nodes no longer feasible."""
+        job, table, by_node_tg = p.job, p.table, p.by_node_tg
+        desired = self._desired(tg.name)
+        feas = p.checker.check(tg, p.ready)
+        feasible_ids = {n.id for n in feas.nodes}
+        ready_ids = p.ready_ids
+        # Allocs on nodes that are no longer feasible (constraints changed) stop.
+        for (node_id, tg_name), a in list(by_node_tg.items()):
+            if tg_name == tg.name and node_id in ready_ids and node_id not in feasible_ids:
+                self._stop(a, ALLOC_NOT_NEEDED)
                 table.add_usage(a.node_id, a, -1)
-
-        limit = _rolling_limit(job)
-        updated = 0
-        for tg in job.task_groups:
-            desired = self._desired(tg.name)
-            feas = checker.check(tg, ready)
-            feasible_ids = {n.id for n in feas.nodes}
-            # Allocs on nodes that are no longer feasible (constraints changed) stop.
-            for (node_id, tg_name), a in list(by_node_tg.items()):
-                if tg_name == tg.name and node_id in ready_ids and node_id not in feasible_ids:
-                    self._stop(a, ALLOC_NOT_NEEDED)
-                    table.add_usage(a.node_id, a, -1)
-                    del by_node_tg[(node_id, tg_name)]
-            for node in feas.nodes:
-                key = (node.id, tg.name)
-                existing = by_node_tg.get(key)
-                if existing is not None:
-                    if existing.job_version == job.version:
-                        desired.ignore += 1
-                        continue
-                    old_job = self.state.job_version(job.namespace, job.id, existing.job_version)
-                    if old_job is not None and not tasks_updated(job, old_job, tg.name):
-                        self.plan.append_alloc(
-                            existing.model_copy(update={"job_version": job.version, "eval_id": ev.id})
-                        )
-                        desired.in_place_update += 1
-                        continue
-                    if limit is not None and updated >= limit:
-                        desired.ignore += 1
-                        continue
-                    updated += 1
-                    desired.destructive_update += 1
-                    self._stop(existing, ALLOC_UPDATING)
-                    desired.stop -= 1  # a destructive update is counted as such, not as a stop
-                    table.add_usage(node.id, existing, -1)
-                    self._place(table, job, tg, node, by_dc, in_pool, counted=False, previous=existing)
-                    continue
-                if key in done_sysbatch:
+                del by_node_tg[(node_id, tg_name)]
+        for node in feas.nodes:
+            key = (node.id, tg.name)
+            existing = by_node_tg.get(key)
+            if existing is None:
+                if key in p.done_sysbatch:
                     desired.ignore += 1
-                    continue
-                self._place(table, job, tg, node, by_dc, in_pool, counted=True)
-
-        if limit is not None and updated >= limit and self._more_updates(job, by_node_tg):
-            assert job.update is not None
-            self.followups.append(
-                Evaluation(
-                    id=self.new_id(),
-                    namespace=ev.namespace,
-                    priority=ev.priority,
-                    type=ev.type,
-                    triggered_by=TRIGGER_ROLLING_UPDATE,
-                    job_id=ev.job_id,
-                    status=EVAL_STATUS_PENDING,
-                    wait=job.update.stagger,
-                    wait_until=self.now + job.update.stagger,
-                    previous_eval=ev.id,
-                    create_time=self.now,
-                    modify_time=self.now,
+                else:
+                    self._place(p, tg, node, counted=True)
+                continue
+            if existing.job_version == job.version:
+                desired.ignore += 1
+                continue
+            old_job = self.state.job_version(job.namespace, job.id, existing.job_version)
+            if old_job is not None and not tasks_updated(job, old_job, tg.name):
+                self.plan.append_alloc(
+                    existing.model_copy(update={"job_version": job.version, "eval_id": self.eval.id})
                 )
-            )
-        return self._finish()
+                desired.in_place_update += 1
+                continue
+            if p.limit is not None and p.updated >= p.limit:
+                desired.ignore += 1
+                continue
+            p.updated += 1
+            desired.destructive_update += 1
+            self._stop(existing, ALLOC_UPDATING)
+            desired.stop -= 1  # a destructive update is counted as such, not as a stop
+            table.add_usage(node.id, existing, -1)
+            self._place(p, tg, node, counted=False, previous=existing)
+
+    def _rolling_update_eval(self, job: Job) -> Evaluation:
+        """The follow-up eval that continues a rolling update after `update.stagger`."""
+        assert job.update is not None
+        ev = self.eval
+        return Evaluation(
+            id=self.new_id(),
+            namespace=ev.namespace,
+            priority=ev.priority,
+            type=ev.type,
+            triggered_by=TRIGGER_ROLLING_UPDATE,
+            job_id=ev.job_id,
+            status=EVAL_STATUS_PENDING,
+            wait=job.update.stagger,
+            wait_until=self.now + job.update.stagger,
+            previous_eval=ev.id,
+            create_time=self.now,
+            modify_time=self.now,
+        )
 
     def _more_updates(self, job: Job, by_node_tg: dict[tuple[str, str], Allocation]) -> bool:
         placed_on = {a.id for lst in self.plan.node_update.values() for a in lst}
         return any(a.job_version != job.version and a.id not in placed_on for a in by_node_tg.values())
 
     def _place(
-        self,
-        table: NodeTable,
-        job: Job,
-        tg: TaskGroup,
-        node: Node,
-        by_dc: dict[str, int],
-        in_pool: int,
-        counted: bool,
-        previous: Allocation | None = None,
+        self, p: _Pass, tg: TaskGroup, node: Node, counted: bool, previous: Allocation | None = None
     ) -> None:
+        job, table = p.job, p.table
         row = table.row[node.id]
         ask = tg.combined_resources()
         if not _fits(table, row, ask.cpu, ask.memory_mb, ask.disk_mb):
@@ -203,7 +230,7 @@ class SystemScheduler:
                 else None
             )
             if victims is None:
-                self._record_failure(table, tg, row, ask.cpu, ask.memory_mb, ask.disk_mb, by_dc, in_pool)
+                self._record_failure(table, tg, row, ask.cpu, ask.memory_mb, ask.disk_mb, p.by_dc, p.in_pool)
                 if counted:
                     # Asked for but not placed: Place counts it, QueuedAllocations holds it.
                     self._desired(tg.name).place += 1
@@ -229,11 +256,11 @@ class SystemScheduler:
         )
         pending = self.plan.node_preemptions.get(node.id, [])
         if pending:
-            ids = [p.id for p in pending if not p.preempted_by_allocation]
-            for p in pending:
-                if not p.preempted_by_allocation:
-                    p.preempted_by_allocation = alloc.id
-                    p.desired_description = ALLOC_PREEMPTED.format(alloc.id)
+            ids = [pre.id for pre in pending if not pre.preempted_by_allocation]
+            for pre in pending:
+                if not pre.preempted_by_allocation:
+                    pre.preempted_by_allocation = alloc.id
+                    pre.desired_description = ALLOC_PREEMPTED.format(alloc.id)
             alloc.preempted_allocations = ids
         self.plan.append_alloc(alloc)
         table.add_usage(node.id, alloc, 1)
