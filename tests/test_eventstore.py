@@ -57,6 +57,7 @@ from drover.runtime.store import (
     eventstore,
     migrate,
     projections,
+    statements,
 )
 from drover.runtime.store.eventstore import libpq_url
 from drover.runtime.store.migrate import alembic_config
@@ -530,7 +531,7 @@ def test_no_event_is_stored_half_numbered_or_by_an_old_writer(store: EventStore)
         conn.execute(old_writer)
     assert [r.position for r in store.read(0)] == [1]
     with store.reader.connect() as conn:
-        assert conn.exec_driver_sql("SELECT protocol FROM events").scalar_one() == eventstore.APPEND_PROTOCOL
+        assert conn.exec_driver_sql("SELECT protocol FROM events").scalar_one() == statements.APPEND_PROTOCOL
 
 
 @pytest.mark.parametrize("alloc_keys_max", [64, 2], ids=["allocs named", "allocs by category"])

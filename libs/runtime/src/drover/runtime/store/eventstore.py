@@ -40,8 +40,14 @@ from drover.model.events import (
 )
 from drover.model.reducer import apply
 from drover.model.state import InMemoryState
-from drover.runtime.locks import EVENTS_LOCK_KEY
 from drover.runtime.store.projections import PROJECTION_TABLES, Prefetch, SqlState, Statement
+from drover.runtime.store.statements import (
+    EVENTS_LOCK,
+    FENCE,
+    insert_events_sql,
+    number_staged_sql,
+    stage_events_sql,
+)
 from drover.runtime.watches import notify_payloads
 
 # The append transaction notifies this channel (delivered at commit) so tailers wake at once;
@@ -50,71 +56,12 @@ NOTIFY_CHANNEL = "drover_events"
 # Placements in one append from which new ones are not looked up: below it, the one lookup
 # query costs less than the savepoint that guards the shortcut.
 TRUST_NEW_FROM = 64
-# Every append holds this transaction-level advisory lock while it assigns positions and until
-# it commits (see the module notes).
-EVENTS_LOCK = f"SELECT pg_advisory_xact_lock({EVENTS_LOCK_KEY})"
-# Every event records the append protocol it was written under (migration 0005): 1, the table
-# lock; 2, this advisory lock and staged inserts. Writers of protocol 1 name no protocol, and
-# the column has no default: their inserts are refused rather than left to append beside ones
-# that do not exclude them (a service left running the code before 0005).
-APPEND_PROTOCOL = 2
 # Appends of at least this many stored bytes insert their events before the lock, at staging
-# positions, and only number them under it (`_stage_events_sql`).
+# positions, and only number them under it (`stage_events_sql`).
 STAGE_FROM = 32 * 1024
 
 
-def _insert_events_sql(nth: list[int]) -> str:
-    """The head of an append, run after the lock is granted (a statement of its own, so its
-    snapshot is taken after the lock): event i gets the next position after the log's last,
-    plus i, and its stream's version plus `nth[i]` (which of this append's events of that
-    stream it is). Rows as VALUES: Postgres parses a text array of large documents slowly."""
-    rows = ",".join(f"(%s, %s, %s, %s, %s, {i}, {k})" for i, k in enumerate(nth, 1))
-    return (
-        f"WITH new (stream, type, data, metrics, metadata, ord, nth) AS (VALUES {rows}), "
-        "head AS (SELECT coalesce(max(position), 0) AS position FROM events), "
-        "versions AS (SELECT stream, max(version) AS version FROM events "
-        "WHERE stream IN (SELECT stream FROM new) GROUP BY stream) "
-        f"INSERT INTO events (position, stream, version, type, data, metrics, metadata, protocol) "
-        "SELECT head.position + new.ord, new.stream, coalesce(versions.version, 0) + new.nth, "
-        "new.type, CAST(new.data AS json), CAST(new.metrics AS text), CAST(new.metadata AS jsonb), "
-        f"{APPEND_PROTOCOL} "
-        "FROM new CROSS JOIN head LEFT JOIN versions ON versions.stream = new.stream "
-        "RETURNING position, version, extract(epoch FROM clock_timestamp())::float8"
-    )
-
-
-def _stage_events_sql(count: int) -> str:
-    """Events inserted before the lock, each at a staging position (negative, random) and
-    without a version: Postgres validates and compresses their documents - for a large plan,
-    most of writing the event rows - while other appends hold the lock. No committed row has
-    a staging position: `_number_staged_sql` numbers every one under the lock."""
-    rows = ",".join("(%s, %s, %s, %s, %s, %s)" for _ in range(count))
-    return (
-        f"INSERT INTO events (position, stream, type, data, metrics, metadata, protocol) "
-        f"SELECT p, s, t, CAST(d AS json), CAST(m AS text), CAST(md AS jsonb), {APPEND_PROTOCOL} "
-        f"FROM (VALUES {rows}) AS new (p, s, t, d, m, md)"
-    )
-
-
-def _number_staged_sql(staged: list[tuple[int, str, int]]) -> tuple[str, list[Any]]:
-    """Under the lock: give the staged events (staging position, stream, nth of its stream in
-    this append) their positions and versions, as `_insert_events_sql` would have."""
-    rows = ",".join(f"({temp}::bigint, %s, {i}, {nth})" for i, (temp, _, nth) in enumerate(staged, 1))
-    return (
-        f"WITH staged (temp, stream, ord, nth) AS (VALUES {rows}), "
-        "head AS (SELECT coalesce(max(position), 0) AS position FROM events WHERE position > 0), "
-        "versions AS (SELECT stream, max(version) AS version FROM events "
-        "WHERE stream IN (SELECT stream FROM staged) GROUP BY stream) "
-        "UPDATE events SET position = head.position + staged.ord, "
-        "version = coalesce(versions.version, 0) + staged.nth "
-        "FROM staged CROSS JOIN head LEFT JOIN versions ON versions.stream = staged.stream "
-        "WHERE events.position = staged.temp "
-        "RETURNING events.position, events.version, extract(epoch FROM clock_timestamp())::float8"
-    ), [stream for _, stream, _ in staged]
-
-
 EVENTS_PER_INSERT = 5000
-_FENCE = "SELECT epoch FROM leases WHERE name = %s"
 # Seconds a pooled connection may sit idle before it is checked at checkout (see below).
 PING_AFTER_IDLE = 1.0
 
@@ -205,6 +152,67 @@ def _project(
     state.flush(then)
 
 
+def _insert_chunks(
+    items: list[NewEvent], encoded: list[tuple[str, str | None, str]]
+) -> list[tuple[list[int], list[str | None]]]:
+    """The events' insert parameters in statements of at most EVENTS_PER_INSERT rows (Postgres
+    takes 65,535 parameters), with which of its statement's events of that stream each is (each
+    statement numbers its rows after what the ones before it wrote)."""
+    chunks: list[tuple[list[int], list[str | None]]] = []
+    for start in range(0, len(items), EVENTS_PER_INSERT):
+        seen: dict[str, int] = {}
+        nth: list[int] = []
+        params: list[str | None] = []
+        for item, (data, metrics, metadata) in zip(
+            items[start : start + EVENTS_PER_INSERT], encoded[start : start + EVENTS_PER_INSERT], strict=True
+        ):
+            stream = item.event.stream()
+            seen[stream] = seen.get(stream, 0) + 1
+            nth.append(seen[stream])
+            params += [stream, item.event.type, data, metrics, metadata]
+        chunks.append((nth, params))
+    return chunks
+
+
+def _recorded(items: list[NewEvent], rows: list[Any]) -> list[RecordedEvent]:
+    """The events at the positions and versions the server gave them; ConcurrencyError if a
+    stream was not at the version its event expected."""
+    recorded: list[RecordedEvent] = []
+    for item, (position, version, _) in zip(items, rows, strict=True):
+        stream = item.event.stream()
+        if item.expected_version is not None and version - 1 != item.expected_version:
+            raise ConcurrencyError(
+                f"stream {stream} is at version {version - 1}, expected {item.expected_version}"
+            )
+        recorded.append(RecordedEvent(position, stream, version, item.event, item.metadata))
+    return recorded
+
+
+def _project_and_commit(state: SqlState, recorded: list[RecordedEvent], trust_new: bool) -> None:
+    """Reduce the appended events into the projections and commit, in the writes' round trip:
+    the connection is then idle, and the transaction's own commit has nothing left to do."""
+    events = [(r.position, r.event) for r in recorded]
+    # The notification names what changed, for blocking queries (drover.runtime.watches).
+    last: list[Statement] = []
+    try:
+        for position, ev in events:
+            apply(state, position, ev)
+        last = [
+            ("SELECT pg_notify(%s, %s)", (NOTIFY_CHANNEL, payload))
+            for payload in notify_payloads(recorded[-1].position, *state.touched())
+        ]
+        last.append(("COMMIT", None))
+        state.flush([("RELEASE SAVEPOINT trust_new", None), *last] if trust_new else last)
+    except psycopg.errors.UniqueViolation:
+        if not trust_new:
+            raise
+        # A placement taken as new exists after all: redo the projection with lookups.
+        state.raw.execute("ROLLBACK TO SAVEPOINT trust_new")
+        redo = SqlState(state.conn)
+        redo.take_metrics([e for _, e in events])
+        _project(redo, events, then=last)
+
+
 def _ping_when_idle(engine: Engine) -> None:
     """Check a pooled connection (one round trip) before use only if it sat idle longer than
     PING_AFTER_IDLE: one Postgres dropped meanwhile (a restart) is replaced instead of failing
@@ -273,23 +281,7 @@ class EventStore:
         # lock too: it sees every append before this one), in one round trip.
         raw = conn.connection.dbapi_connection
         assert isinstance(raw, psycopg.Connection)
-        # In statements of at most EVENTS_PER_INSERT rows (Postgres takes 65,535 parameters);
-        # each statement numbers its rows after what the ones before it wrote.
-        chunks: list[tuple[list[int], list[str]]] = []
-        for start in range(0, len(items), EVENTS_PER_INSERT):
-            seen: dict[str, int] = {}
-            nth: list[int] = []
-            params: list[str | None] = []
-            for item, (data, metrics, metadata) in zip(
-                items[start : start + EVENTS_PER_INSERT],
-                encoded[start : start + EVENTS_PER_INSERT],
-                strict=True,
-            ):
-                stream = item.event.stream()
-                seen[stream] = seen.get(stream, 0) + 1
-                nth.append(seen[stream])
-                params += [stream, item.event.type, data, metrics, metadata]
-            chunks.append((nth, params))
+        chunks = _insert_chunks(items, encoded)
         appended = [i.event for i in items]
         trust_new = sum(len(e.allocs) for e in appended if isinstance(e, PlanApplied)) >= TRUST_NEW_FROM
         state = SqlState(conn, owns_events=owned)
@@ -306,14 +298,14 @@ class EventStore:
                 staged_params: list[Any] = []
                 for k, temp in enumerate(temps):
                     staged_params += [temp, *params[5 * k : 5 * k + 5]]
-                raw.execute(_stage_events_sql(len(items)), staged_params)
+                raw.execute(stage_events_sql(len(items)), staged_params)
             raw.execute(EVENTS_LOCK)
-            fenced = raw.execute(_FENCE, (fence[0],)) if fence is not None else None
+            fenced = raw.execute(FENCE, (fence[0],)) if fence is not None else None
             if stage:
                 streams = [i.event.stream() for i in items]
-                inserted = [raw.execute(*_number_staged_sql(list(zip(temps, streams, nth, strict=True))))]
+                inserted = [raw.execute(*number_staged_sql(list(zip(temps, streams, nth, strict=True))))]
             else:
-                inserted = [raw.execute(_insert_events_sql(nth), params) for nth, params in chunks]
+                inserted = [raw.execute(insert_events_sql(nth), params) for nth, params in chunks]
             if trust_new:
                 # New placements are not looked up (a thousand-ID query under the lock); should
                 # one exist after all, its insert fails and the projection is redone with lookups.
@@ -324,40 +316,13 @@ class EventStore:
             prefetched = found.fetchall() if found is not None else []
         if fence is not None and (epoch is None or int(epoch[0]) != fence[1]):
             raise FencedError(f"lease {fence[0]!r} epoch {fence[1]} is not current")
-        recorded: list[RecordedEvent] = []
-        granted = min(row[2] for row in rows)
-        for item, (position, version, _) in zip(items, rows, strict=True):
-            stream = item.event.stream()
-            if item.expected_version is not None and version - 1 != item.expected_version:
-                raise ConcurrencyError(
-                    f"stream {stream} is at version {version - 1}, expected {item.expected_version}"
-                )
-            recorded.append(RecordedEvent(position, stream, version, item.event, item.metadata))
+        recorded = _recorded(items, rows)
         if query is not None:
             query.take(prefetched)
         state.assume_absent(new)
-        events = [(r.position, r.event) for r in recorded]
-        try:
-            for position, ev in events:
-                apply(state, position, ev)
-            # The notification names what changed, for blocking queries (drover.runtime.watches).
-            # The commit goes in the writes' round trip (the connection is then idle, and the
-            # transaction's own commit has nothing left to do): one round trip less under the lock.
-            last: list[Statement] = [
-                ("SELECT pg_notify(%s, %s)", (NOTIFY_CHANNEL, payload))
-                for payload in notify_payloads(recorded[-1].position, *state.touched())
-            ]
-            last.append(("COMMIT", None))
-            state.flush([("RELEASE SAVEPOINT trust_new", None), *last] if trust_new else last)
-        except psycopg.errors.UniqueViolation:
-            if not trust_new:
-                raise
-            raw.execute("ROLLBACK TO SAVEPOINT trust_new")
-            redo = SqlState(conn)
-            redo.take_metrics(appended)
-            _project(redo, events, then=last)
+        _project_and_commit(state, recorded, trust_new)
         if self.lock_held is not None:
-            self.lock_held(time.time() - granted)
+            self.lock_held(time.time() - min(row[2] for row in rows))
         return recorded
 
     # --- leases ---

@@ -350,27 +350,39 @@ class SqlState:
         """Write every buffered change: one statement per table and kind, the new allocs
         COPYed first, then the rest in one pipeline with what is queued and `then`."""
         writes: list[Statement] = []
-        nodes, gone_nodes = self._split(self._nodes, "nodes")
-        self._upsert(
-            writes,
-            "nodes",
-            ("id",),
-            [{"id": n.id, "doc": _doc(n), "modify_index": n.modify_index} for n in nodes],
-        )
-        if gone_nodes:
-            writes.append(("DELETE FROM nodes WHERE id = ANY(%s)", (gone_nodes,)))
+        self._flush_nodes(writes)
+        self._flush_jobs(writes)
+        self._flush_allocs(writes)
+        evals, _ = self._split(self._evals, "evals")
+        self._upsert(writes, "evals", ("id",), [
+            {"id": e.id, "namespace": e.namespace, "job_id": e.job_id, "status": e.status, "doc": _doc(e),
+             "modify_index": e.modify_index}
+            for e in evals
+        ])  # fmt: skip
+        deps, _ = self._split(self._deployments, "deployments")
+        self._upsert(writes, "deployments", ("id",), [
+            {"id": d.id, "namespace": d.namespace, "job_id": d.job_id, "create_index": d.create_index,
+             "doc": _doc(d), "modify_index": d.modify_index}
+            for d in deps
+        ])  # fmt: skip
+        self.run([*writes, *then])
 
-        jobs, gone_jobs = self._split(self._jobs, "jobs")
-        self._upsert(
-            writes,
-            "jobs",
-            ("namespace", "id"),
-            [
-                {"namespace": j.namespace, "id": j.id, "doc": _doc(j), "modify_index": j.modify_index}
-                for j in jobs
-            ],
-        )
-        for ns, job_id in gone_jobs:
+    def _flush_nodes(self, writes: list[Statement]) -> None:
+        nodes, gone = self._split(self._nodes, "nodes")
+        rows = [{"id": n.id, "doc": _doc(n), "modify_index": n.modify_index} for n in nodes]
+        self._upsert(writes, "nodes", ("id",), rows)
+        if gone:
+            writes.append(("DELETE FROM nodes WHERE id = ANY(%s)", (gone,)))
+
+    def _flush_jobs(self, writes: list[Statement]) -> None:
+        """The jobs, a purged job's versions with it, and the versions registered."""
+        jobs, gone = self._split(self._jobs, "jobs")
+        rows = [
+            {"namespace": j.namespace, "id": j.id, "doc": _doc(j), "modify_index": j.modify_index}
+            for j in jobs
+        ]
+        self._upsert(writes, "jobs", ("namespace", "id"), rows)
+        for ns, job_id in gone:
             for table in ("jobs", "job_versions"):
                 writes.append((f"DELETE FROM {table} WHERE namespace = %s AND id = %s", (ns, job_id)))
         versions = [
@@ -381,82 +393,39 @@ class SqlState:
         self._job_versions.clear()
         self._upsert(writes, "job_versions", ("namespace", "id", "version"), versions)
 
+    def _flush_allocs(self, writes: list[Statement]) -> None:
+        """New allocs by COPY, at once; the others upserted with the rest of the writes."""
         allocs, _ = self._split(self._allocs, "allocs")
         new = [a for a in allocs if a.id in self._absent_allocs]
         new_ids = {a.id for a in new}
         if new:
-            # COPY cannot be pipelined: what is queued (a savepoint) goes first.
-            self.run([])
-            keys = ("id", "namespace", "job_id", "node_id", "eval_id", "desired_status", "client_status")
-            cols = (*keys, "doc", "modify_index")
-            with self.raw.cursor().copy(f"COPY allocs ({', '.join(cols)}) FROM STDIN") as copy:
-                for a in new:
-                    fields = (
-                        a.id,
-                        a.namespace,
-                        a.job_id,
-                        a.node_id,
-                        a.eval_id,
-                        a.desired_status,
-                        a.client_status,
-                    )
-                    copy.write_row((*fields, _alloc_doc(a, self.metrics_json), a.modify_index))
+            self._copy_allocs(new)
             self._absent_allocs -= new_ids
-        self._upsert(
-            writes,
-            "allocs",
-            ("id",),
-            [
-                {
-                    "id": a.id,
-                    "namespace": a.namespace,
-                    "job_id": a.job_id,
-                    "node_id": a.node_id,
-                    "eval_id": a.eval_id,
-                    "desired_status": a.desired_status,
-                    "client_status": a.client_status,
-                    "doc": _alloc_doc(a, self.metrics_json),
-                    "modify_index": a.modify_index,
-                }
-                for a in allocs
-                if a.id not in new_ids
-            ],
-        )
-        evals, _ = self._split(self._evals, "evals")
-        self._upsert(
-            writes,
-            "evals",
-            ("id",),
-            [
-                {
-                    "id": e.id,
-                    "namespace": e.namespace,
-                    "job_id": e.job_id,
-                    "status": e.status,
-                    "doc": _doc(e),
-                    "modify_index": e.modify_index,
-                }
-                for e in evals
-            ],
-        )
-        deps, _ = self._split(self._deployments, "deployments")
-        self._upsert(
-            writes,
-            "deployments",
-            ("id",),
-            [
-                {
-                    "id": d.id,
-                    "namespace": d.namespace,
-                    "job_id": d.job_id,
-                    "create_index": d.create_index,
-                    "doc": _doc(d),
-                    "modify_index": d.modify_index,
-                }
-                for d in deps
-            ],
-        )
-        self.run([*writes, *then])
+        self._upsert(writes, "allocs", ("id",), [
+            {"id": a.id, "namespace": a.namespace, "job_id": a.job_id, "node_id": a.node_id, "eval_id": a.eval_id,
+             "desired_status": a.desired_status, "client_status": a.client_status,
+             "doc": _alloc_doc(a, self.metrics_json), "modify_index": a.modify_index}
+            for a in allocs
+            if a.id not in new_ids
+        ])  # fmt: skip
+
+    def _copy_allocs(self, new: list[Allocation]) -> None:
+        # COPY cannot be pipelined: what is queued (a savepoint) goes first.
+        self.run([])
+        keys = ("id", "namespace", "job_id", "node_id", "eval_id", "desired_status", "client_status")
+        cols = (*keys, "doc", "modify_index")
+        with self.raw.cursor().copy(f"COPY allocs ({', '.join(cols)}) FROM STDIN") as copy:
+            for a in new:
+                fields = (
+                    a.id,
+                    a.namespace,
+                    a.job_id,
+                    a.node_id,
+                    a.eval_id,
+                    a.desired_status,
+                    a.client_status,
+                )
+                copy.write_row((*fields, _alloc_doc(a, self.metrics_json), a.modify_index))
 
     @staticmethod
     def _upsert(
