@@ -50,3 +50,34 @@ def parse_duration(value: object) -> int:
         total += float(number) * _UNITS[unit]
         i = k
     return sign * round(total)
+
+
+def format_duration(ns: int) -> str:
+    """Nanoseconds as Go prints a time.Duration: ``0s``, ``500ms``, ``1.5s``, ``1m30s``, ``1h0m0s``."""
+    if ns == 0:
+        return "0s"
+    sign = "-" if ns < 0 else ""
+    n = abs(ns)
+    if n < MICROSECOND:
+        return f"{sign}{n}ns"
+    if n < MILLISECOND:
+        return f"{sign}{_decimal(n, MICROSECOND)}µs"
+    if n < SECOND:
+        return f"{sign}{_decimal(n, MILLISECOND)}ms"
+    hours, rest = divmod(n, HOUR)
+    minutes, rest = divmod(rest, MINUTE)
+    seconds = f"{_decimal(rest, SECOND)}s"
+    if hours:
+        return f"{sign}{hours}h{minutes}m{seconds}"
+    if minutes:
+        return f"{sign}{minutes}m{seconds}"
+    return sign + seconds
+
+
+def _decimal(value: int, unit: int) -> str:
+    """``value / unit`` written exactly, without trailing zeros (1500, 1000 -> "1.5")."""
+    whole, frac = divmod(value, unit)
+    if frac == 0:
+        return str(whole)
+    width = len(str(unit)) - 1
+    return f"{whole}.{str(frac).rjust(width, '0').rstrip('0')}"

@@ -1,0 +1,83 @@
+"""Job validation: every problem of a (canonicalized) job at once, as readable messages.
+
+The rules follow Nomad's ``Validate`` methods in nomad/structs (Job, TaskGroup, Task, Resources,
+Constraint, Affinity, Spread, ReschedulePolicy, RestartPolicy, UpdateStrategy, MigrateStrategy,
+DisconnectStrategy, PeriodicConfig); the messages are Drover's own. Each message starts with the
+place it is about, e.g. ``Task group 'web': reschedule delay 1s is below the minimum of 5s``.
+The checks live in ``job`` (the job and its periodic block), ``groups`` (task groups and tasks),
+``placement`` (resources, constraints, affinities, spreads) and ``policies`` (reschedule, restart,
+update, migrate, disconnect).
+"""
+
+from __future__ import annotations
+
+from drover.model.durations import format_duration
+from drover.model.job import Job
+from drover.model.validation.groups import MIN_EPHEMERAL_DISK_MB, task_groups_problems
+from drover.model.validation.job import PERIODIC_SPEC_TYPES, job_problems, periodic_problems
+from drover.model.validation.placement import (
+    MEMORY_NO_LIMIT,
+    MIN_CPU_MHZ,
+    MIN_MEMORY_MB,
+    VALID_AFFINITY_OPERANDS,
+    affinities_at,
+    affinity_problems,
+    constraint_problems,
+    constraints_at,
+    resources_problems,
+    spread_problems,
+    spreads_at,
+)
+from drover.model.validation.places import at
+from drover.model.validation.policies import (
+    MIGRATE_HEALTH_CHECKS,
+    RESCHEDULE_MIN_DELAY,
+    RESCHEDULE_MIN_INTERVAL,
+    RESTART_MIN_INTERVAL,
+    RESTART_MODES,
+    UPDATE_HEALTH_CHECKS,
+    disconnect_problems,
+    migrate_problems,
+    reschedule_problems,
+    restart_problems,
+    update_problems,
+)
+
+
+def validate_job(job: Job) -> list[str]:
+    """Every problem with ``job`` (run it on a canonicalized job); an empty list means valid."""
+    problems = at("Job", job_problems(job))
+    problems += affinities_at("Job", job.affinities, job.type)
+    problems += spreads_at("Job", job.spreads, job.type)
+    problems += constraints_at("Job", job.constraints)
+    if job.periodic is not None:
+        problems += at("Job", periodic_problems(job.periodic, job.type))
+    problems += task_groups_problems(job)
+    return problems
+
+
+__all__ = [
+    "MEMORY_NO_LIMIT",
+    "MIGRATE_HEALTH_CHECKS",
+    "MIN_CPU_MHZ",
+    "MIN_EPHEMERAL_DISK_MB",
+    "MIN_MEMORY_MB",
+    "PERIODIC_SPEC_TYPES",
+    "RESCHEDULE_MIN_DELAY",
+    "RESCHEDULE_MIN_INTERVAL",
+    "RESTART_MIN_INTERVAL",
+    "RESTART_MODES",
+    "UPDATE_HEALTH_CHECKS",
+    "VALID_AFFINITY_OPERANDS",
+    "affinity_problems",
+    "constraint_problems",
+    "disconnect_problems",
+    "format_duration",
+    "migrate_problems",
+    "reschedule_problems",
+    "resources_problems",
+    "restart_problems",
+    "spread_problems",
+    "update_problems",
+    "validate_job",
+]

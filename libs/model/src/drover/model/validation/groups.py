@@ -1,0 +1,166 @@
+"""Task groups and their tasks (structs.TaskGroup.Validate, structs.Task.Validate)."""
+
+from __future__ import annotations
+
+from drover.model.drivers import config_problems
+from drover.model.durations import format_duration
+from drover.model.job import (
+    JOB_TYPE_BATCH,
+    JOB_TYPE_SERVICE,
+    JOB_TYPE_SYSBATCH,
+    JOB_TYPE_SYSTEM,
+    Job,
+    Task,
+    TaskGroup,
+)
+from drover.model.validation.placement import (
+    affinities_at,
+    constraints_at,
+    resources_problems,
+    spreads_at,
+)
+from drover.model.validation.places import at
+from drover.model.validation.policies import (
+    disconnect_problems,
+    migrate_problems,
+    reschedule_problems,
+    restart_problems,
+    update_problems,
+)
+
+# structs.EphemeralDisk.Validate.
+MIN_EPHEMERAL_DISK_MB = 10
+
+
+def task_groups_problems(job: Job) -> list[str]:
+    """Every group's problems in turn, a name used twice reported just before the group's own."""
+    out: list[str] = []
+    seen: dict[str, int] = {}
+    for idx, tg in enumerate(job.task_groups, 1):
+        where = f"Task group '{tg.name}'" if tg.name else f"Task group {idx}"
+        if tg.name in seen:
+            out.append(f"{where}: group {idx} has the same name as group {seen[tg.name]}")
+        elif tg.name:
+            seen[tg.name] = idx
+        out += _group_problems(tg, job.type, where)
+    return out
+
+
+def _group_problems(tg: TaskGroup, job_type: str, where: str) -> list[str]:
+    out = at(where, _group_field_problems(tg, job_type))
+    out += constraints_at(where, tg.constraints)
+    out += affinities_at(where, tg.affinities, job_type)
+    out += spreads_at(where, tg.spreads, job_type)
+    out += at(where, _restart_and_reschedule_problems(tg, job_type))
+    out += at(where, _ephemeral_disk_problems(tg))
+    out += at(where, _update_migrate_disconnect_problems(tg, job_type))
+    out += at(where, _task_name_problems(tg))
+    for idx, task in enumerate(tg.tasks, 1):
+        task_where = f"{where}, task '{task.name}'" if task.name else f"{where}, task {idx}"
+        out += at(task_where, _task_problems(task, tg, job_type))
+        out += constraints_at(task_where, task.constraints, task_level=True)
+        out += affinities_at(task_where, task.affinities, job_type)
+    return out
+
+
+def _group_field_problems(tg: TaskGroup, job_type: str) -> list[str]:
+    out: list[str] = []
+    if not tg.name:
+        out.append("name is empty")
+    elif "\0" in tg.name:
+        out.append("name contains a null character")
+    if tg.count < 0:
+        out.append(f"count {tg.count} is negative")
+    elif job_type == JOB_TYPE_SYSTEM and tg.count > 1:
+        # Nomad's Job.Validate: a system group runs once per node, so count is 0 or 1.
+        out.append(f"count {tg.count} is above 1, which system jobs do not allow")
+    if not tg.tasks:
+        out.append("has no tasks")
+    return out
+
+
+def _restart_and_reschedule_problems(tg: TaskGroup, job_type: str) -> list[str]:
+    out: list[str] = []
+    if tg.restart_policy is None:
+        out.append("has no restart policy (was the job canonicalized?)")
+    else:
+        out += restart_problems(tg.restart_policy)
+
+    if job_type in (JOB_TYPE_SYSTEM, JOB_TYPE_SYSBATCH):
+        if tg.reschedule_policy is not None:
+            out.append(f"{job_type} jobs run on every node and may not have a reschedule policy")
+    elif tg.reschedule_policy is not None:
+        out += reschedule_problems(tg.reschedule_policy)
+    elif job_type in (JOB_TYPE_SERVICE, JOB_TYPE_BATCH):
+        # Only these types have a default; an unknown type is reported once, at the job.
+        out.append("has no reschedule policy (was the job canonicalized?)")
+    return out
+
+
+def _ephemeral_disk_problems(tg: TaskGroup) -> list[str]:
+    if tg.ephemeral_disk is None:
+        return ["has no ephemeral disk (was the job canonicalized?)"]
+    if tg.ephemeral_disk.size_mb < MIN_EPHEMERAL_DISK_MB:
+        return [
+            f"ephemeral disk {tg.ephemeral_disk.size_mb} MB is below the minimum of "
+            f"{MIN_EPHEMERAL_DISK_MB} MB"
+        ]
+    return []
+
+
+def _update_migrate_disconnect_problems(tg: TaskGroup, job_type: str) -> list[str]:
+    out: list[str] = []
+    if tg.update is not None:
+        if job_type not in (JOB_TYPE_SERVICE, JOB_TYPE_SYSTEM):
+            out.append(f"{job_type} jobs may not have an update block")
+        out += update_problems(tg.update)
+    if tg.migrate is not None:
+        if job_type != JOB_TYPE_SERVICE:
+            out.append(f"{job_type} jobs may not have a migrate block")
+        else:
+            out += migrate_problems(tg.migrate)
+    if tg.disconnect is not None:
+        out += disconnect_problems(tg.disconnect, job_type)
+    return out
+
+
+def _task_name_problems(tg: TaskGroup) -> list[str]:
+    out: list[str] = []
+    seen: dict[str, int] = {}
+    for idx, task in enumerate(tg.tasks, 1):
+        if not task.name:
+            out.append(f"task {idx} has no name")
+        elif task.name in seen:
+            out.append(f"task {idx} has the same name as task {seen[task.name]} ({task.name!r})")
+        else:
+            seen[task.name] = idx
+    if sum(1 for t in tg.tasks if t.leader) > 1:
+        out.append("more than one task is marked as leader")
+    return out
+
+
+def _task_problems(task: Task, tg: TaskGroup, job_type: str) -> list[str]:
+    out: list[str] = []
+    if task.name == "alloc":
+        out.append('a task may not be named "alloc" (it is the shared alloc directory)')
+    if "/" in task.name or "\\" in task.name:
+        out.append("task name contains a slash")
+    elif "\0" in task.name:
+        out.append("task name contains a null character")
+    if not task.driver:
+        out.append("no driver given")
+    out.extend(config_problems(task.driver, task.config))
+    if task.kill_timeout < 0:
+        out.append(f"kill timeout {format_duration(task.kill_timeout)} is negative")
+    elif (
+        job_type == JOB_TYPE_SERVICE
+        and tg.update is not None
+        and tg.update.progress_deadline > 0
+        and task.kill_timeout > tg.update.progress_deadline
+    ):
+        out.append(
+            f"kill timeout {format_duration(task.kill_timeout)} is longer than the group's progress "
+            f"deadline {format_duration(tg.update.progress_deadline)}"
+        )
+    out.extend(resources_problems(task.resources))
+    return out
