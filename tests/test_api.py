@@ -3,6 +3,7 @@ bad input that change nothing, blocking queries, the dry-run plan."""
 
 from __future__ import annotations
 
+import json
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -475,3 +476,15 @@ def test_openapi_documents_every_request_body(client: TestClient) -> None:
     assert {"ID", "TaskGroups", "Datacenters"} <= set(job)
     register = doc["paths"]["/v1/jobs"]["put"]["requestBody"]["content"]["application/json"]["schema"]
     assert register == {"$ref": "#/components/schemas/JobRegisterRequest"}
+
+
+@pytest.mark.parametrize("content_type", [None, "application/x-www-form-urlencoded", "text/plain", "application/json"])
+def test_a_body_is_json_whatever_its_content_type_says(
+    client: TestClient, store: EventStore, content_type: str | None
+) -> None:
+    """`curl -d` sends a form content type, a bare client none: the body is read as JSON, as
+    Nomad's agent reads it."""
+    headers = {"Content-Type": content_type} if content_type else {}
+    r = client.put("/v1/jobs", content=json.dumps(job_json("web", 1)).encode(), headers=headers)
+    assert r.status_code == 200, r.text
+    assert client.get("/v1/job/web").json()["ID"] == "web"

@@ -2,7 +2,7 @@
 advisory lock held on a dedicated connection. The lock goes with the session, so a dead
 leader's lock is released at once and a standby polling for it takes over; the new leader
 then takes a new lease epoch (EventStore.acquire_lease) that fences the old one's appends.
-`leadership` does all of it for a service."""
+`leadership` does all of it, and `run_as_leader` is a single-active service's whole `run`."""
 
 from __future__ import annotations
 
@@ -11,11 +11,15 @@ import contextlib
 import logging
 import os
 import socket
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 
 import psycopg
+from nats.aio.client import Client
+from nats.js import JetStreamContext
 
-from drover.runtime.store import EventStore
+from drover.runtime.bus import close, connect_streams
+from drover.runtime.settings import Settings
+from drover.runtime.store import EventStore, libpq_url
 
 log = logging.getLogger("drover.leader")
 
@@ -83,3 +87,33 @@ async def leadership(
             holding.cancel()
     finally:
         await conn.close()
+
+
+# What a single-active service does while it leads: with the store, NATS and its lease epoch.
+Lead = Callable[[EventStore, Client, JetStreamContext, int], Awaitable[None]]
+
+
+async def run_as_leader(
+    settings: Settings,
+    stop: asyncio.Event,
+    lead: Lead,
+    *,
+    role: str,
+    key: int,
+    lease: str,
+    logger: logging.Logger,
+) -> None:
+    """A single-active service's `run`: connect, stand by until this instance leads
+    (`leadership`), then `lead` until `stop` (or until fenced); close everything after."""
+    store = EventStore(settings.database_url)
+    try:
+        nc, js = await connect_streams(settings.nats_url, role)
+        conninfo = libpq_url(settings.database_url)
+        async with leadership(store, conninfo, key, lease, stop, role=role, logger=logger) as epoch:
+            try:
+                if epoch is not None:
+                    await lead(store, nc, js, epoch)
+            finally:
+                await close(nc)
+    finally:
+        store.close()

@@ -4,7 +4,8 @@ plain function dependency in a worker thread)."""
 
 from __future__ import annotations
 
-from typing import Annotated
+from collections.abc import Awaitable, Callable
+from typing import Annotated, Any
 
 from fastapi import Depends, Request
 
@@ -15,33 +16,17 @@ from drover.runtime.settings import Settings
 from drover.runtime.store.queries import Reads
 
 
-async def _blocking(request: Request) -> Blocking:
-    blocking: Blocking = request.app.state.blocking
-    return blocking
+def _from_state(name: str) -> Callable[[Request], Awaitable[Any]]:
+    """A provider of what `create_app` kept on the app's state under `name`."""
+
+    async def provide(request: Request) -> Any:
+        return getattr(request.app.state, name)
+
+    return provide
 
 
-async def _commands(request: Request) -> Commands:
-    commands: Commands = request.app.state.commands
-    return commands
-
-
-async def _reads(request: Request) -> Reads:
-    reads: Reads = request.app.state.reads
-    return reads
-
-
-async def _heartbeats(request: Request) -> Heartbeats:
-    heartbeats: Heartbeats = request.app.state.heartbeats
-    return heartbeats
-
-
-async def _settings(request: Request) -> Settings:
-    settings: Settings = request.app.state.settings
-    return settings
-
-
-BlockingDep = Annotated[Blocking, Depends(_blocking)]
-CommandsDep = Annotated[Commands, Depends(_commands)]
-ReadsDep = Annotated[Reads, Depends(_reads)]
-HeartbeatsDep = Annotated[Heartbeats, Depends(_heartbeats)]
-SettingsDep = Annotated[Settings, Depends(_settings)]
+BlockingDep = Annotated[Blocking, Depends(_from_state("blocking"))]
+CommandsDep = Annotated[Commands, Depends(_from_state("commands"))]
+ReadsDep = Annotated[Reads, Depends(_from_state("reads"))]
+HeartbeatsDep = Annotated[Heartbeats, Depends(_from_state("heartbeats"))]
+SettingsDep = Annotated[Settings, Depends(_from_state("settings"))]

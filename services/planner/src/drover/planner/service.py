@@ -15,13 +15,13 @@ from nats.js import JetStreamContext
 from drover.planner.applier import LEASE, PlanApplier, plan_size
 from drover.planner.planqueue import PlanQueue
 from drover.planner.server import PlanServer
-from drover.runtime.bus import PLAN_SUBJECT, close, connect_streams
-from drover.runtime.leader import leadership
+from drover.runtime.bus import PLAN_SUBJECT
+from drover.runtime.leader import run_as_leader
 from drover.runtime.locks import PLANNER_LOCK_KEY
 from drover.runtime.replica import Replica
 from drover.runtime.service import run_service
 from drover.runtime.settings import Settings
-from drover.runtime.store import EventStore, libpq_url
+from drover.runtime.store import EventStore
 from drover.scheduler.wire import PlanResponse, decode_request, encode_response
 
 log = logging.getLogger("drover.planner")
@@ -64,20 +64,13 @@ async def lead(store: EventStore, nc: Client, js: JetStreamContext, epoch: int, 
 
 async def run(settings: Settings, stop: asyncio.Event) -> None:
     """Stand by until this instance leads, then serve plans until `stop` (or until fenced)."""
-    store = EventStore(settings.database_url)
-    try:
-        nc, js = await connect_streams(settings.nats_url, "planner")
-        conninfo = libpq_url(settings.database_url)
-        async with leadership(
-            store, conninfo, PLANNER_LOCK_KEY, LEASE, stop, role="planner", logger=log
-        ) as epoch:
-            try:
-                if epoch is not None:
-                    await lead(store, nc, js, epoch, stop)
-            finally:
-                await close(nc)
-    finally:
-        store.close()
+
+    async def leading(store: EventStore, nc: Client, js: JetStreamContext, epoch: int) -> None:
+        await lead(store, nc, js, epoch, stop)
+
+    await run_as_leader(
+        settings, stop, leading, role="planner", key=PLANNER_LOCK_KEY, lease=LEASE, logger=log
+    )
 
 
 def main() -> None:

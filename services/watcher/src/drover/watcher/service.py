@@ -13,13 +13,13 @@ from nats.aio.client import Client
 from nats.aio.msg import Msg
 from nats.js import JetStreamContext
 
-from drover.runtime.bus import HEARTBEAT_SUBJECT, close, connect_streams
-from drover.runtime.leader import leadership
+from drover.runtime.bus import HEARTBEAT_SUBJECT
+from drover.runtime.leader import run_as_leader
 from drover.runtime.locks import WATCHER_LOCK_KEY
 from drover.runtime.replica import Replica
 from drover.runtime.service import run_service
 from drover.runtime.settings import Settings
-from drover.runtime.store import EventStore, libpq_url
+from drover.runtime.store import EventStore
 from drover.watcher.deployments import watch_deployments
 from drover.watcher.drain import drain
 from drover.watcher.heartbeats import HeartbeatWatcher, watch_heartbeats
@@ -64,20 +64,13 @@ async def lead(
 
 async def run(settings: Settings, stop: asyncio.Event) -> None:
     """Stand by until this instance leads, then watch until `stop` (or until fenced)."""
-    store = EventStore(settings.database_url)
-    try:
-        nc, js = await connect_streams(settings.nats_url, "watcher")
-        conninfo = libpq_url(settings.database_url)
-        async with leadership(
-            store, conninfo, WATCHER_LOCK_KEY, LEASE, stop, role="watcher", logger=log
-        ) as epoch:
-            try:
-                if epoch is not None:
-                    await lead(settings, store, nc, js, (LEASE, epoch), stop)
-            finally:
-                await close(nc)
-    finally:
-        store.close()
+
+    async def leading(store: EventStore, nc: Client, js: JetStreamContext, epoch: int) -> None:
+        await lead(settings, store, nc, js, (LEASE, epoch), stop)
+
+    await run_as_leader(
+        settings, stop, leading, role="watcher", key=WATCHER_LOCK_KEY, lease=LEASE, logger=log
+    )
 
 
 def main() -> None:
