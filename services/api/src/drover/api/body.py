@@ -117,6 +117,8 @@ class JsonRoute(APIRoute):
 
     def get_route_handler(self) -> Callable[[Request], Coroutine[Any, Any, Response]]:
         handler = super().get_route_handler()
+        if self.body_field is None:
+            return handler
 
         async def route(request: Request) -> Response:
             return await handler(JsonRequest(request.scope, request.receive))

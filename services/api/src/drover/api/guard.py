@@ -12,6 +12,8 @@ from fastapi.responses import PlainTextResponse
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 _JSON = (b"content-type", b"application/json")
+# Methods that send no body: nothing to measure or to read as JSON.
+_READS = frozenset({"GET", "HEAD", "OPTIONS"})
 
 
 def _has_nul(scope: Scope) -> bool:
@@ -28,6 +30,13 @@ class RequestGuard:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
+        if _has_nul(scope):
+            response = PlainTextResponse("The request's path or query holds a NUL character", status_code=400)
+            await response(scope, receive, send)
+            return
+        if scope["method"] in _READS:
+            await self.app(scope, receive, send)
+            return
         headers = []
         for name, value in scope["headers"]:
             if name == b"content-length" and value.isdigit() and int(value) > self.limit:
@@ -35,9 +44,5 @@ class RequestGuard:
                 return
             if name != b"content-type":
                 headers.append((name, value))
-        if _has_nul(scope):
-            response = PlainTextResponse("The request's path or query holds a NUL character", status_code=400)
-            await response(scope, receive, send)
-            return
         headers.append(_JSON)
         await self.app({**scope, "headers": headers}, receive, send)
