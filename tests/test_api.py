@@ -478,7 +478,9 @@ def test_openapi_documents_every_request_body(client: TestClient) -> None:
     assert register == {"$ref": "#/components/schemas/JobRegisterRequest"}
 
 
-@pytest.mark.parametrize("content_type", [None, "application/x-www-form-urlencoded", "text/plain", "application/json"])
+@pytest.mark.parametrize(
+    "content_type", [None, "application/x-www-form-urlencoded", "text/plain", "application/json"]
+)
 def test_a_body_is_json_whatever_its_content_type_says(
     client: TestClient, store: EventStore, content_type: str | None
 ) -> None:
