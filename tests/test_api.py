@@ -471,6 +471,8 @@ def test_openapi_documents_every_request_body(client: TestClient) -> None:
         "/v1/job/{job_id}/evaluate",
         "/v1/deployment/fail/{deployment_id}",
         "/v1/drover/node/{node_id}/heartbeat",
+        "/v1/job/{job_id}/restart/{restart_id}/pause",
+        "/v1/job/{job_id}/restart/{restart_id}/resume",
     }
     job = doc["components"]["schemas"]["Job"]["properties"]
     assert {"ID", "TaskGroups", "Datacenters"} <= set(job)

@@ -31,7 +31,7 @@ from drover.model import (
     TaskState,
     events,
 )
-from drover.model.alloc import AllocMetric
+from drover.model.alloc import AllocMetric, AllocRestartRequest
 from drover.model.brokerstate import AllocRecord, BrokerState, apply_for_broker, decode_for_broker
 from drover.model.canonicalize import canonicalize
 from drover.model.events import (
@@ -39,12 +39,17 @@ from drover.model.events import (
     AllocsClientUpdated,
     EvalsUpserted,
     JobRegistered,
+    JobRestartDeleted,
+    JobRestartSignaled,
+    JobRestartStarted,
+    JobRestartUpdated,
     NodeRegistered,
     NodeStatusUpdated,
     PlanApplied,
     decode_event,
     encode_event_json,
 )
+from drover.model.jobrestart import JobRestart, request_id
 from drover.model.state import InMemoryState
 from drover.planner import applier
 from drover.runtime.embedded import EmbeddedPostgres
@@ -320,7 +325,21 @@ def test_rebuild_reproduces_the_live_projections(
             NodeStatusUpdated(node_id="n3", status="down"),
         ]
     )
+    # Job restarts: one signalled and seen done, one collected.
+    req = AllocRestartRequest(id=request_id("r1", live[1].id), time=1)
+    store.append(
+        [
+            JobRestartStarted(restart=JobRestart(id="r1", job_id="web", batch_size=1)),
+            JobRestartSignaled(
+                restart_id="r1", job_id="web", batch_number=1, requests={live[1].id: req}, at=1
+            ),
+            JobRestartUpdated(restart_id="r1", job_id="web", batch_done_at=2, at=2),
+            JobRestartStarted(restart=JobRestart(id="r0", job_id="web", status="complete")),
+        ]
+    )
+    store.append([JobRestartDeleted(restart_id="r0", job_id="web")])
     before = store.projection_dump()
+    assert [(row[0], row[3]) for row in before["job_restarts"]] == [("r1", "running")]
     last = store.rebuild_projections(batch=3)  # small batches: state must carry across them
     assert last == store.last_position()
     assert store.projection_dump() == before
@@ -330,6 +349,10 @@ def test_rebuild_reproduces_the_live_projections(
         row[0]: row[6] for row in before["allocs"]
     }
     assert replayed.allocs[live[0].id].client_status == "running"
+    assert replayed.allocs[live[1].id].restart_request == req
+    assert list(replayed.job_restarts) == ["r1"] and replayed.job_restarts["r1"].restarted_allocs == [
+        live[1].id
+    ]
     # The status columns (job status and a node's jobs are read from them) follow the documents.
     rows = before["allocs"]
     docs = [json.loads(row[5]) for row in rows]  # kept as the text the services wrote

@@ -62,7 +62,7 @@ def job(job_id: str = "web", count: int = 3, **kw: Any) -> Job:
 def alloc(alloc_id: str, of: Job, node_id: str = "n1", **kw: Any) -> Allocation:
     return Allocation(
         id=alloc_id,
-        name=f"{of.id}.g[0]",
+        name=kw.pop("name", f"{of.id}.g[0]"),
         namespace=of.namespace,
         job_id=of.id,
         job_version=of.version,

@@ -7,7 +7,8 @@ from __future__ import annotations
 from typing import Protocol
 
 from drover.model import Allocation, Deployment, Job, Node
-from drover.model.events import job_stream
+from drover.model.events import job_stream, restart_stream
+from drover.model.jobrestart import JobRestart
 from drover.model.state import InMemoryState
 
 
@@ -38,6 +39,16 @@ class ClusterReads(Protocol):
     def deployment(self, deployment_id: str) -> Deployment | None: ...
 
     def deployment_allocs(self, dep: Deployment) -> list[Allocation]: ...
+
+    def active_deployment(self, namespace: str, job_id: str) -> Deployment | None: ...
+
+    def job_allocs(self, namespace: str, job_id: str) -> list[Allocation]: ...
+
+    def job_restart(self, restart_id: str) -> JobRestart | None: ...
+
+    def job_restarts_of(self, namespace: str, job_id: str) -> list[JobRestart]: ...
+
+    def restart_stream_version(self, namespace: str, job_id: str) -> int: ...
 
 
 class StateReads:
@@ -84,6 +95,22 @@ class StateReads:
 
     def deployment(self, deployment_id: str) -> Deployment | None:
         return self.state.deployment(deployment_id)
+
+    def active_deployment(self, namespace: str, job_id: str) -> Deployment | None:
+        dep = self.state.latest_deployment(namespace, job_id)
+        return dep if dep is not None and dep.active() else None
+
+    def job_allocs(self, namespace: str, job_id: str) -> list[Allocation]:
+        return self.state.allocs_by_job(namespace, job_id)
+
+    def job_restart(self, restart_id: str) -> JobRestart | None:
+        return self.state.job_restart(restart_id)
+
+    def job_restarts_of(self, namespace: str, job_id: str) -> list[JobRestart]:
+        return self.state.job_restarts_of(namespace, job_id)
+
+    def restart_stream_version(self, namespace: str, job_id: str) -> int:
+        return self.stream_versions.get(restart_stream(namespace, job_id), 0)
 
     def deployment_allocs(self, dep: Deployment) -> list[Allocation]:
         return sorted(

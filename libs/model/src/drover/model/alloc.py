@@ -105,6 +105,8 @@ class AllocRestartRequest(NomadModel):
 
     id: str = ""
     task_name: str = ""
+    # Several tasks by name (a job restart's Tasks); task_name names one.
+    task_names: list[str] = Field(default_factory=list)
     all_tasks: bool = False
     time: RFC3339Ns = 0
 

@@ -24,6 +24,7 @@ from drover.model.base import NomadModel
 from drover.model.deployment import Deployment
 from drover.model.evaluation import Evaluation
 from drover.model.job import Job
+from drover.model.jobrestart import JobRestart
 from drover.model.node import DrainStrategy, Node
 from drover.model.placements import (
     COLUMNS_FROM,
@@ -311,6 +312,77 @@ class AllocRestartRequested(Event):
         return f"restart:{self.alloc_id}"
 
 
+def restart_stream(namespace: str, job_id: str) -> str:
+    """The stream of a job's restarts: one per job, so that two restarts started at once
+    cannot both find none running (optimistic concurrency)."""
+    return f"jobrestart:{namespace}/{job_id}"
+
+
+class JobRestartStarted(Event):
+    """An operator started a restart of a job (seed 001)."""
+
+    type: Literal["JobRestartStarted"] = "JobRestartStarted"
+    category: ClassVar[str] = "JobRestart"
+    restart: JobRestart
+
+    def stream(self) -> str:
+        return restart_stream(self.restart.namespace, self.restart.job_id)
+
+
+class JobRestartSignaled(Event):
+    """The restart watcher signalled a batch: each alloc's restart request (in place), or its
+    mark to migrate (with reschedule: the scheduler replaces it), and the restart's record of
+    the batch, in one event - a batch is signalled and recorded together or not at all."""
+
+    type: Literal["JobRestartSignaled"] = "JobRestartSignaled"
+    category: ClassVar[str] = "JobRestart"
+    restart_id: str
+    namespace: str = "default"
+    job_id: str = ""
+    batch_number: int
+    requests: dict[str, AllocRestartRequest] = Field(default_factory=dict)
+    migrate: list[str] = Field(default_factory=list)
+    at: int = 0
+
+    def stream(self) -> str:
+        return restart_stream(self.namespace, self.job_id)
+
+    def alloc_ids(self) -> list[str]:
+        return [*self.requests, *self.migrate]
+
+
+class JobRestartUpdated(Event):
+    """A restart's status changed (paused, resumed, cancelled, complete, failed), or its batch in
+    flight was seen done."""
+
+    type: Literal["JobRestartUpdated"] = "JobRestartUpdated"
+    category: ClassVar[str] = "JobRestart"
+    restart_id: str
+    namespace: str = "default"
+    job_id: str = ""
+    status: str = ""
+    status_description: str = ""
+    batch_done_at: int = 0
+    at: int = 0
+
+    def stream(self) -> str:
+        return restart_stream(self.namespace, self.job_id)
+
+
+class JobRestartDeleted(Event):
+    """A terminal restart collected after gc_restart_threshold: it leaves the projections; the
+    log keeps its history."""
+
+    type: Literal["JobRestartDeleted"] = "JobRestartDeleted"
+    category: ClassVar[str] = "JobRestart"
+    restart_id: str
+    namespace: str = "default"
+    job_id: str = ""
+
+    def stream(self) -> str:
+        return restart_stream(self.namespace, self.job_id)
+
+
 # Every event but PlanApplied, which each reader decodes in a form of its own.
 OTHER_EVENTS = (
     NodeRegistered
@@ -326,6 +398,10 @@ OTHER_EVENTS = (
     | DeploymentUpserted
     | DeploymentUpdated
     | AllocRestartRequested
+    | JobRestartStarted
+    | JobRestartSignaled
+    | JobRestartUpdated
+    | JobRestartDeleted
 )
 AnyEvent = Annotated[OTHER_EVENTS | PlanApplied, Field(discriminator="type")]
 AnyReplicaEvent = Annotated[OTHER_EVENTS | ReplicaPlanApplied, Field(discriminator="type")]

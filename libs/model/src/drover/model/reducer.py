@@ -27,6 +27,10 @@ from drover.model.events import (
     Event,
     JobDeregistered,
     JobRegistered,
+    JobRestartDeleted,
+    JobRestartSignaled,
+    JobRestartStarted,
+    JobRestartUpdated,
     NodeDeregistered,
     NodeDrainUpdated,
     NodeEligibilityUpdated,
@@ -35,8 +39,16 @@ from drover.model.events import (
     PlanApplied,
 )
 from drover.model.job import JOB_STATUS_DEAD, JOB_STATUS_PENDING, Job
+from drover.model.jobrestart import JobRestart
 from drover.model.node import NODE_STATUS_DISCONNECTED, Node, compute_class
 from drover.model.placements import ReplicaPlacements
+from drover.model.restartreducer import (
+    cancel_for_deployment,
+    restart_deleted,
+    restart_signaled,
+    restart_started,
+    restart_updated,
+)
 
 
 class StateWriter(Protocol):
@@ -55,6 +67,10 @@ class StateWriter(Protocol):
     def upsert_eval(self, ev: Evaluation) -> None: ...
     def upsert_alloc(self, alloc: Allocation) -> None: ...
     def upsert_deployment(self, dep: Deployment) -> None: ...
+    def job_restart(self, restart_id: str) -> JobRestart | None: ...
+    def job_restarts_of(self, namespace: str, job_id: str) -> list[JobRestart]: ...
+    def upsert_job_restart(self, restart: JobRestart) -> None: ...
+    def delete_job_restart(self, restart: JobRestart) -> None: ...
 
 
 M = TypeVar("M", Evaluation, Deployment)
@@ -220,7 +236,10 @@ def keeps_client_status(state: StateWriter, node_id: str, planned: str) -> bool:
 
 def _plan_applied(state: StateWriter, index: int, ev: PlanApplied) -> None:
     if ev.deployment is not None:
-        state.upsert_deployment(_indexed(ev.deployment, state.deployment(ev.deployment.id), index))
+        old_dep = state.deployment(ev.deployment.id)
+        state.upsert_deployment(_indexed(ev.deployment, old_dep, index))
+        if old_dep is None:
+            cancel_for_deployment(state, index, ev.deployment, ev.at)
     for upd in ev.deployment_updates:
         target = state.deployment(upd.get("DeploymentID", ""))
         if target is not None:
@@ -443,5 +462,9 @@ _HANDLERS: dict[str, Callable[[StateWriter, int, Any], None]] = {
         (DeploymentUpserted, _deployment),
         (DeploymentUpdated, _deployment_updated),
         (AllocRestartRequested, _restart_requested),
+        (JobRestartStarted, restart_started),
+        (JobRestartSignaled, restart_signaled),
+        (JobRestartUpdated, restart_updated),
+        (JobRestartDeleted, restart_deleted),
     )
 }

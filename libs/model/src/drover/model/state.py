@@ -14,6 +14,7 @@ from typing import Any, Protocol
 from drover.model import Allocation, Deployment, Evaluation, Job, Node
 from drover.model.alloc import DesiredTransition
 from drover.model.job import Resources
+from drover.model.jobrestart import JobRestart
 from drover.model.node import compute_class
 
 JobKey = tuple[str, str]
@@ -87,6 +88,8 @@ class InMemoryState:
         self.allocs: dict[str, Allocation] = {}
         self.evals: dict[str, Evaluation] = {}
         self.deployments: dict[str, Deployment] = {}
+        self.job_restarts: dict[str, JobRestart] = {}
+        self._restarts_by_job: dict[JobKey, dict[str, JobRestart]] = {}
         self._by_job: dict[JobKey, dict[str, Allocation]] = {}
         self._by_node: dict[str, dict[str, Allocation]] = {}
         # Usage of non-terminal allocs per node: cpu, memory, disk at 3 * slot. A flat array
@@ -158,6 +161,12 @@ class InMemoryState:
     def deployment(self, deployment_id: str) -> Deployment | None:
         return self.deployments.get(deployment_id)
 
+    def job_restart(self, restart_id: str) -> JobRestart | None:
+        return self.job_restarts.get(restart_id)
+
+    def job_restarts_of(self, namespace: str, job_id: str) -> list[JobRestart]:
+        return list(self._restarts_by_job.get((namespace, job_id), {}).values())
+
     # --- writes ---
     def bump(self, index: int | None = None) -> int:
         self._index = index if index is not None else self._index + 1
@@ -194,6 +203,15 @@ class InMemoryState:
         cur = self.deployments.get(self._latest_deployment.get(key, ""))
         if cur is None or cur.id == dep.id or dep.create_index >= cur.create_index:
             self._latest_deployment[key] = dep.id
+
+    def upsert_job_restart(self, restart: JobRestart) -> None:
+        self.job_restarts[restart.id] = restart
+        self._restarts_by_job.setdefault((restart.namespace, restart.job_id), {})[restart.id] = restart
+
+    def delete_job_restart(self, restart: JobRestart) -> None:
+        self.job_restarts.pop(restart.id, None)
+        by_job = self._restarts_by_job.get((restart.namespace, restart.job_id), {})
+        by_job.pop(restart.id, None)
 
     def upsert_alloc(self, alloc: Allocation) -> None:
         if self.drop_metrics:

@@ -48,3 +48,6 @@ class Settings(BaseSettings):
     heartbeat_max_per_second: float = 50.0
     heartbeat_grace: float = 10.0
     failover_heartbeat_ttl: float = 300.0
+    # Seconds a job restart that has ended is kept before it is collected (seed 001:
+    # server.gc_restart_threshold, 4h).
+    gc_restart_threshold: float = Field(default=4 * 3600.0, ge=0.0)

@@ -48,6 +48,10 @@ def deployment_key(deployment_id: str) -> str:
     return f"deployment:{deployment_id}"
 
 
+def restart_key(restart_id: str) -> str:
+    return f"restart:{restart_id}"
+
+
 def category(key: str) -> str:
     """`node` for `node:n1`; a table key is its own category."""
     return key.split(":", 1)[0]

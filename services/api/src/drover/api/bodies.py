@@ -104,3 +104,17 @@ class AllocsStatusRequest(Body):
 
     node_id: StrictStr = ""
     updates: list[AllocClientUpdate]
+
+
+class JobRestartRequest(Body):
+    """`POST /v1/job/:id/restart`: restart the job's allocs, BatchSize (a count or "n%") at a
+    time, BatchWait (a duration or nanoseconds) between batches."""
+
+    batch_size: StrictInt | StrictStr = 1
+    batch_wait: StrictInt | StrictStr = 0
+    groups: list[StrictStr] = Field(default_factory=list)
+    tasks: list[StrictStr] = Field(default_factory=list)
+    all_tasks: StrictBool = False
+    reschedule: StrictBool = False
+    on_error: StrictStr = "pause"
+    health_check: StrictBool = False

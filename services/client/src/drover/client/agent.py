@@ -184,7 +184,7 @@ class Agent:
             return
         runner.restart_handled = req.id
         self.persist()
-        task = asyncio.create_task(runner.restart(req.id, req.task_name, req.all_tasks))
+        task = asyncio.create_task(runner.restart(req.id, req.task_name, req.all_tasks, req.task_names))
         self._stopping.add(task)
         task.add_done_callback(self._stopping.discard)
 

@@ -269,17 +269,20 @@ class AllocRunner:
                     tr.stopping.set()
         self.changed()
 
-    async def restart(self, request_id: str, task: str = "", all_tasks: bool = False) -> None:
-        """An operator's restart: the named task, else the running ones; with `all_tasks` also
-        the tasks that have finished run again."""
+    async def restart(
+        self, request_id: str, task: str = "", all_tasks: bool = False, tasks: list[str] | None = None
+    ) -> None:
+        """An operator's restart: the named task (or `tasks`), else the running ones; with
+        `all_tasks` also the tasks that have finished run again."""
         if self.stopped:
             return
-        chosen = [self.tasks[task]] if task in self.tasks else [] if task else list(self.tasks.values())
+        named = tasks or ([task] if task else [])
+        chosen = [self.tasks[t] for t in named if t in self.tasks] if named else list(self.tasks.values())
         log.info(
             "alloc %s: restarting %s", self.alloc.id, ", ".join(tr.task.name for tr in chosen) or "nothing"
         )
         restarts = [tr.restart(request_id) for tr in chosen if tr.running()]
-        if all_tasks and not task:
+        if all_tasks and not named:
             for tr in self.tasks.values():
                 if tr.state.state == TASK_STATE_DEAD and not tr.state.failed:
                     tr._event("Restart Signaled", "User requested restart", restart_id=request_id)

@@ -23,6 +23,7 @@ from drover.runtime.store import EventStore
 from drover.watcher.deployments import watch_deployments
 from drover.watcher.drain import drain
 from drover.watcher.heartbeats import HeartbeatWatcher, watch_heartbeats
+from drover.watcher.restarts import watch_restarts
 
 log = logging.getLogger("drover.watcher")
 LEASE = "heartbeat-watcher"
@@ -36,7 +37,8 @@ async def lead(
     lease: tuple[str, int],
     stop: asyncio.Event,
 ) -> None:
-    """Watch heartbeats, drains and deployments as the leader of the lease, until `stop`."""
+    """Watch heartbeats, drains, deployments and job restarts as the leader of the lease, until
+    `stop`."""
     replica = Replica(store, js)
     watcher = HeartbeatWatcher(settings, replica)
     replica.listeners.append(watcher.on_event)
@@ -53,12 +55,14 @@ async def lead(
     watcher.start(time.time_ns())
     drainer = asyncio.create_task(drain(replica, store, lease, stop))
     deployments = asyncio.create_task(watch_deployments(replica, store, lease, stop))
+    restarts = asyncio.create_task(watch_restarts(replica, store, lease, stop, settings.gc_restart_threshold))
     try:
         await watch_heartbeats(watcher, store, lease, stop)
     finally:
         stop.set()
         await drainer
         await deployments
+        await restarts
         await sub.unsubscribe()
 
 

@@ -24,23 +24,16 @@ from sqlalchemy import Connection, Engine, create_engine, event, text
 from sqlalchemy.exc import DisconnectionError
 
 from drover.model.events import (
-    AllocsClientUpdated,
     Event,
-    JobDeregistered,
-    JobRegistered,
     NewEvent,
-    NodeDrainUpdated,
-    NodeEligibilityUpdated,
-    NodeRegistered,
-    NodeStatusUpdated,
     PlanApplied,
     decode_event,
     encode_event_parts,
-    evals_of,
 )
 from drover.model.reducer import apply
 from drover.model.state import InMemoryState
-from drover.runtime.store.projections import PROJECTION_TABLES, Prefetch, SqlState, Statement
+from drover.runtime.store.prefetch import prefetch_query, wanted_by
+from drover.runtime.store.projections import PROJECTION_TABLES, SqlState, Statement
 from drover.runtime.store.statements import (
     EVENTS_LOCK,
     FENCE,
@@ -89,52 +82,13 @@ class RecordedEvent:
     recorded_at: datetime | None = None
 
 
-def _prefetch_query(
-    state: SqlState, events: Sequence[Event], *, trust_new: bool = False
-) -> tuple[Prefetch | None, list[str]]:
-    """The one query that loads what the events will read: the allocs, evals, deployments,
-    nodes and jobs they name (None if `state` knows them all); and, with `trust_new`, the
-    placements the scheduler just created (CreateIndex 0: a fresh ID), to be taken as absent
-    without a lookup. Anything else is read when asked for."""
-    allocs: list[str] = []
-    new: list[str] = []
-    evals: list[str] = []
-    deployments: list[str] = []
-    nodes: list[str] = []
-    jobs: list[tuple[str, str]] = []
-    for ev in events:
-        evals.extend(e.id for e in evals_of(ev))
-        if isinstance(ev, PlanApplied):
-            for a in ev.allocs:
-                (new if trust_new and a.create_index == 0 else allocs).append(a.id)
-                if a.previous_allocation:
-                    allocs.append(a.previous_allocation)
-            for a in (*ev.stopped, *ev.preempted):
-                allocs.append(a.id)
-                nodes.append(a.node_id)
-            if ev.deployment is not None:
-                deployments.append(ev.deployment.id)
-            deployments.extend(str(u.get("DeploymentID", "")) for u in ev.deployment_updates)
-        elif isinstance(ev, AllocsClientUpdated):
-            allocs.extend(u.id for u in ev.updates)
-        elif isinstance(ev, JobRegistered):
-            jobs.append((ev.job.namespace, ev.job.id))
-        elif isinstance(ev, JobDeregistered):
-            jobs.append((ev.namespace, ev.job_id))
-        elif isinstance(ev, NodeRegistered):
-            nodes.append(ev.node.id)
-        elif isinstance(ev, (NodeStatusUpdated, NodeEligibilityUpdated, NodeDrainUpdated)):
-            nodes.append(ev.node_id)
-    query = state.prefetch_query(allocs=allocs, evals=evals, deployments=deployments, nodes=nodes, jobs=jobs)
-    return query, new
-
-
 def _prefetch(state: SqlState, events: Sequence[Event], *, trust_new: bool = False) -> None:
-    """Load what the events will read (`_prefetch_query`), in a round trip of its own."""
-    query, new = _prefetch_query(state, events, trust_new=trust_new)
+    """Load what the events will read (drover.runtime.store.prefetch), in a round trip of its own."""
+    wanted = wanted_by(events, trust_new=trust_new)
+    query = prefetch_query(state, wanted)
     if query is not None:
         query.take(state.fetch(*query.statement))
-    state.assume_absent(new)
+    state.assume_absent(wanted.new)
 
 
 def _project(
@@ -286,7 +240,8 @@ class EventStore:
         trust_new = sum(len(e.allocs) for e in appended if isinstance(e, PlanApplied)) >= TRUST_NEW_FROM
         state = SqlState(conn, owns_events=owned)
         state.take_metrics(appended)
-        query, new = _prefetch_query(state, appended, trust_new=trust_new)
+        wanted = wanted_by(appended, trust_new=trust_new)
+        query = prefetch_query(state, wanted)
         stage = (
             len(items) <= EVENTS_PER_INSERT
             and sum(len(d) + len(m or "") for d, m, _ in encoded) >= STAGE_FROM
@@ -319,7 +274,7 @@ class EventStore:
         recorded = _recorded(items, rows)
         if query is not None:
             query.take(prefetched)
-        state.assume_absent(new)
+        state.assume_absent(wanted.new)
         _project_and_commit(state, recorded, trust_new)
         if self.lock_held is not None:
             self.lock_held(time.time() - min(row[2] for row in rows))

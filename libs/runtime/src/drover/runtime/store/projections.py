@@ -23,16 +23,25 @@ from drover.model.deployment import Deployment
 from drover.model.evaluation import Evaluation
 from drover.model.events import Event, PlanApplied
 from drover.model.job import Job
+from drover.model.jobrestart import JobRestart
 from drover.model.node import Node
 from drover.model.placements import metric_json
-from drover.runtime.watches import ALLOC_KEYS_MAX, alloc_key, deployment_key, eval_key, job_key, node_key
+from drover.runtime.watches import (
+    ALLOC_KEYS_MAX,
+    alloc_key,
+    deployment_key,
+    eval_key,
+    job_key,
+    node_key,
+    restart_key,
+)
 
 T = TypeVar("T", bound=BaseModel)
-PROJECTION_TABLES = ("nodes", "jobs", "job_versions", "allocs", "evals", "deployments")
+PROJECTION_TABLES = ("nodes", "jobs", "job_versions", "allocs", "evals", "deployments", "job_restarts")
 # Tables whose `doc` is `text` (kept as sent, never parsed; see migrations 0002 and 0003), the
 # others' is `jsonb`.
 _TEXT_DOC_TABLES = frozenset({"allocs"})
-_DELETED = object()
+DELETED = object()
 # A statement for the raw (psycopg) connection: SQL with %s placeholders, and its parameters.
 Statement = tuple[str, Any]
 # SQL types of the projection columns (for the arrays `_upsert` sends).
@@ -75,39 +84,6 @@ def _row_json(row: dict[str, Any]) -> str:
     return "{" + ",".join(f'"{c}":' + (v if c == "doc" else json.dumps(v)) for c, v in row.items()) + "}"
 
 
-class Prefetch:
-    """A prefetch query (`SqlState.prefetch_query`) and what it looks for."""
-
-    def __init__(
-        self,
-        state: SqlState,
-        statement: Statement,
-        wanted: list[tuple[str, dict[Any, Any], list[Any], type[BaseModel]]],
-        job_keys: list[tuple[str, str]],
-    ) -> None:
-        self.state = state
-        self.statement = statement
-        self.wanted = wanted
-        self.job_keys = job_keys
-
-    def take(self, rows: Iterable[tuple[Any, ...]]) -> None:
-        """Cache the documents found, and what was not found as absent."""
-        st = self.state
-        models: dict[str, tuple[dict[Any, Any], type[BaseModel]]] = {t: (c, m) for t, c, _, m in self.wanted}
-        models["jobs"] = (st._jobs, Job)
-        for table, namespace, key, doc in rows:
-            cache, model = models[table]
-            cache[(namespace, key) if table == "jobs" else key] = model.model_validate_json(doc)
-        for table, cache, ids, _ in self.wanted:
-            for i in ids:
-                if i not in cache:
-                    cache[i] = _DELETED
-                    if table == "allocs":
-                        st._absent_allocs.add(i)
-        for k in self.job_keys:
-            st._jobs.setdefault(k, _DELETED)
-
-
 class SqlState:
     """A `StateWriter` for one transaction on `conn`."""
 
@@ -131,11 +107,15 @@ class SqlState:
         self._allocs: dict[str, Any] = {}
         self._evals: dict[str, Any] = {}
         self._deployments: dict[str, Any] = {}
+        # Job restarts by ID, and the IDs of each job's that are known (all of them, once the
+        # job's were looked up: `job_restarts_of`).
+        self.restarts: dict[str, Any] = {}
+        self.restarts_by_job: dict[tuple[str, str], set[str]] = {}
         # Allocs looked up and not in the table: written with COPY (no conflict possible: every
         # projection write happens under the log's lock), about twice as fast as an upsert.
         self._absent_allocs: set[str] = set()
         self._dirty: dict[str, set[Any]] = {
-            k: set() for k in ("nodes", "jobs", "allocs", "evals", "deployments")
+            k: set() for k in ("nodes", "jobs", "allocs", "evals", "deployments", "job_restarts")
         }
 
     def take_metrics(self, events: Iterable[Event]) -> None:
@@ -180,10 +160,10 @@ class SqlState:
     def _load(self, cache: dict[Any, Any], key: Any, sql: str, params: Any, model: type[T]) -> T | None:
         if key in cache:
             v = cache[key]
-            return None if v is _DELETED else v
+            return None if v is DELETED else v
         rows = self.fetch(sql, params)
         obj = model.model_validate_json(rows[0][0]) if rows else None
-        cache[key] = obj if obj is not None else _DELETED
+        cache[key] = obj if obj is not None else DELETED
         if obj is None and cache is self._allocs:
             self._absent_allocs.add(key)
         return obj
@@ -219,49 +199,33 @@ class SqlState:
             Deployment,
         )
 
-    def prefetch_query(
-        self,
-        *,
-        allocs: Iterable[str] = (),
-        evals: Iterable[str] = (),
-        deployments: Iterable[str] = (),
-        nodes: Iterable[str] = (),
-        jobs: Iterable[tuple[str, str]] = (),
-    ) -> Prefetch | None:
-        """What a batch of events will read, of every table, as one query (a plan touches
-        hundreds of allocs, a register its job and its eval) to send with other statements (an
-        append sends it with its insert), and what takes its rows in; None if everything is
-        known already."""
-        wanted: list[tuple[str, dict[Any, Any], list[Any], type[BaseModel]]] = [
-            ("allocs", self._allocs, list(set(allocs)), Allocation),
-            ("evals", self._evals, list(set(evals)), Evaluation),
-            ("deployments", self._deployments, list(set(deployments)), Deployment),
-            ("nodes", self._nodes, list(set(nodes)), Node),
-        ]
-        parts: list[str] = []
-        params: list[Any] = []
-        for table, cache, ids, _ in wanted:
-            ids[:] = [i for i in ids if i and i not in cache]
-            if ids:
-                parts.append(f"SELECT '{table}', '', id, doc::text FROM {table} WHERE id = ANY(%s)")
-                params.append(ids)
-        job_keys = [k for k in set(jobs) if k not in self._jobs]
-        if job_keys:
-            parts.append(
-                "SELECT 'jobs', namespace, id, doc::text FROM jobs "
-                "WHERE (namespace, id) IN (SELECT * FROM unnest(%s::text[], %s::text[]))"
+    def job_restart(self, restart_id: str) -> JobRestart | None:
+        return self._load(
+            self.restarts,
+            restart_id,
+            "SELECT doc::text FROM job_restarts WHERE id = %s",
+            (restart_id,),
+            JobRestart,
+        )
+
+    def job_restarts_of(self, namespace: str, job_id: str) -> list[JobRestart]:
+        key = (namespace, job_id)
+        if key not in self.restarts_by_job:
+            rows = self.fetch(
+                "SELECT id, doc::text FROM job_restarts WHERE namespace = %s AND job_id = %s", key
             )
-            params.extend([[k[0] for k in job_keys], [k[1] for k in job_keys]])
-        if not parts:
-            return None
-        return Prefetch(self, (" UNION ALL ".join(parts), params), wanted, job_keys)
+            for restart_id, doc in rows:
+                self.restarts.setdefault(restart_id, JobRestart.model_validate_json(doc))
+            self.restarts_by_job[key] = {r[0] for r in rows}
+        found = (self.restarts.get(i) for i in sorted(self.restarts_by_job[key]))
+        return [r for r in found if r is not None and r is not DELETED]
 
     def assume_absent(self, ids: Iterable[str]) -> None:
         """Take allocs as not in the table without looking (new placements: fresh IDs). Were
         one there after all, its COPY fails on the primary key and the caller starts over."""
         for i in ids:
             if i not in self._allocs:
-                self._allocs[i] = _DELETED
+                self._allocs[i] = DELETED
                 self._absent_allocs.add(i)
 
     # --- writes (buffered) ---
@@ -275,7 +239,7 @@ class SqlState:
         self._dirty["nodes"].add(node.id)
 
     def delete_node(self, node_id: str) -> None:
-        self._nodes[node_id] = _DELETED
+        self._nodes[node_id] = DELETED
         self._dirty["nodes"].add(node_id)
 
     def upsert_job(self, job: Job) -> None:
@@ -285,7 +249,7 @@ class SqlState:
         self._dirty["jobs"].add(key)
 
     def delete_job(self, namespace: str, job_id: str) -> None:
-        self._jobs[(namespace, job_id)] = _DELETED
+        self._jobs[(namespace, job_id)] = DELETED
         self._dirty["jobs"].add((namespace, job_id))
 
     def upsert_eval(self, ev: Evaluation) -> None:
@@ -300,6 +264,15 @@ class SqlState:
         self._deployments[dep.id] = dep
         self._dirty["deployments"].add(dep.id)
 
+    def upsert_job_restart(self, restart: JobRestart) -> None:
+        self.restarts[restart.id] = restart
+        self.restarts_by_job.setdefault((restart.namespace, restart.job_id), set()).add(restart.id)
+        self._dirty["job_restarts"].add(restart.id)
+
+    def delete_job_restart(self, restart: JobRestart) -> None:
+        self.restarts[restart.id] = DELETED
+        self._dirty["job_restarts"].add(restart.id)
+
     def touched(self) -> tuple[set[str], list[str]]:
         """The keys of what the buffered writes change, and the categories of which every key
         counts as changed (drover.runtime.watches), for the blocking queries waiting on them;
@@ -313,6 +286,11 @@ class SqlState:
         if dirty["jobs"]:
             keys.add("jobs")
             keys.update(job_key(ns, j) for ns, j in dirty["jobs"])
+        for restart_id in dirty["job_restarts"]:
+            r = self.restarts[restart_id]
+            keys.update(("job_restarts", restart_key(restart_id)))
+            if r is not DELETED:
+                keys.add(job_key(r.namespace, r.job_id))
         name_allocs = len(dirty["allocs"]) <= ALLOC_KEYS_MAX
         if not name_allocs:
             every.append("alloc")
@@ -329,7 +307,7 @@ class SqlState:
             last: tuple[str, str, str, str] = ("", "", "", "")
             for k in dirty[table]:
                 obj = cache[k]
-                if obj is _DELETED:
+                if obj is DELETED:
                     continue
                 if table == "allocs":
                     keys.add(node_key(obj.node_id))
@@ -365,7 +343,18 @@ class SqlState:
              "doc": _doc(d), "modify_index": d.modify_index}
             for d in deps
         ])  # fmt: skip
+        self._flush_restarts(writes)
         self.run([*writes, *then])
+
+    def _flush_restarts(self, writes: list[Statement]) -> None:
+        restarts, gone = self._split(self.restarts, "job_restarts")
+        self._upsert(writes, "job_restarts", ("id",), [
+            {"id": r.id, "namespace": r.namespace, "job_id": r.job_id, "status": r.status, "doc": _doc(r),
+             "create_index": r.create_index, "modify_index": r.modify_index}
+            for r in restarts
+        ])  # fmt: skip
+        if gone:
+            writes.append(("DELETE FROM job_restarts WHERE id = ANY(%s)", (gone,)))
 
     def _flush_nodes(self, writes: list[Statement]) -> None:
         nodes, gone = self._split(self._nodes, "nodes")
@@ -388,7 +377,7 @@ class SqlState:
         versions = [
             {"namespace": j.namespace, "id": j.id, "version": j.version, "doc": _doc(j)}
             for (ns, jid, _), j in self._job_versions.items()
-            if self._jobs.get((ns, jid)) is not _DELETED
+            if self._jobs.get((ns, jid)) is not DELETED
         ]
         self._job_versions.clear()
         self._upsert(writes, "job_versions", ("namespace", "id", "version"), versions)
@@ -454,7 +443,7 @@ class SqlState:
         gone: list[Any] = []
         for key in self._dirty[table]:
             v = cache[key]
-            if v is _DELETED:
+            if v is DELETED:
                 gone.append(key)
             else:
                 up.append(v)

@@ -13,8 +13,9 @@ from sqlalchemy import Connection, text
 
 from drover.model import Allocation, Deployment, Evaluation, Job, Node
 from drover.model.alloc import ReplicaAllocation
-from drover.model.events import job_stream
+from drover.model.events import job_stream, restart_stream
 from drover.model.job import derive_job_status
+from drover.model.jobrestart import JobRestart
 from drover.model.state import InMemoryState
 from drover.runtime.store.eventstore import EventStore
 
@@ -39,6 +40,8 @@ def load_into(store: EventStore, state: S, load_allocs: Callable[[Connection, S]
             state.upsert_deployment(Deployment.model_validate_json(doc))
         for (doc,) in conn.execute(text("SELECT doc::text FROM evals")):
             state.upsert_eval(Evaluation.model_validate_json(doc))
+        for (doc,) in conn.execute(text("SELECT doc::text FROM job_restarts")):
+            state.upsert_job_restart(JobRestart.model_validate_json(doc))
         load_allocs(conn, state)
     state.bump(position)
     return state
@@ -359,3 +362,27 @@ class Reads:
             "SELECT doc::text FROM jobs WHERE doc->>'Type' IN ('system', 'sysbatch') AND NOT (doc->>'Stop')::boolean"
         )
         return [Job.model_validate_json(d) for d in docs]
+
+    def active_deployment(self, namespace: str, job_id: str) -> Deployment | None:
+        """The job's newest deployment, if it has not ended."""
+        deps = self.deployments(namespace, job_id)
+        return deps[0] if deps and deps[0].active() else None
+
+    def job_allocs(self, namespace: str, job_id: str) -> list[Allocation]:
+        return self.allocs(namespace=namespace, job_id=job_id)
+
+    def job_restart(self, restart_id: str) -> JobRestart | None:
+        docs = self._docs("SELECT doc::text FROM job_restarts WHERE id = :id", id=restart_id)
+        return JobRestart.model_validate_json(docs[0]) if docs else None
+
+    def job_restarts_of(self, namespace: str, job_id: str) -> list[JobRestart]:
+        """The job's restarts, the newest first."""
+        docs = self._docs(
+            "SELECT doc::text FROM job_restarts WHERE namespace = :ns AND job_id = :job ORDER BY create_index DESC",
+            ns=namespace,
+            job=job_id,
+        )
+        return [JobRestart.model_validate_json(d) for d in docs]
+
+    def restart_stream_version(self, namespace: str, job_id: str) -> int:
+        return self.store.stream_version(restart_stream(namespace, job_id))

@@ -1,0 +1,171 @@
+"""What an append reads before it reduces: every row its events name, of every projection, in
+one query sent with the events' insert (a plan touches hundreds of allocs, a register its job
+and its eval), so the reducer finds them in `SqlState`'s caches instead of asking one by one.
+Anything not prefetched is read when asked for."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from pydantic import BaseModel
+
+from drover.model import Allocation, Deployment, Evaluation, Job, Node
+from drover.model.events import (
+    AllocsClientUpdated,
+    Event,
+    JobDeregistered,
+    JobRegistered,
+    JobRestartDeleted,
+    JobRestartSignaled,
+    JobRestartUpdated,
+    NodeDrainUpdated,
+    NodeEligibilityUpdated,
+    NodeRegistered,
+    NodeStatusUpdated,
+    PlanApplied,
+    evals_of,
+)
+from drover.model.jobrestart import JobRestart
+from drover.runtime.store.projections import DELETED, SqlState, Statement
+
+JobKey = tuple[str, str]
+
+
+@dataclass
+class Wanted:
+    """The rows a batch of events will read, by table."""
+
+    allocs: list[str] = field(default_factory=list)
+    evals: list[str] = field(default_factory=list)
+    deployments: list[str] = field(default_factory=list)
+    nodes: list[str] = field(default_factory=list)
+    jobs: list[JobKey] = field(default_factory=list)
+    restarts: list[str] = field(default_factory=list)
+    # Jobs whose restarts a new deployment cancels.
+    restarts_of: list[JobKey] = field(default_factory=list)
+    # Placements the scheduler just created (CreateIndex 0: a fresh ID), taken as absent.
+    new: list[str] = field(default_factory=list)
+
+
+def _plan(w: Wanted, ev: PlanApplied, trust_new: bool) -> None:
+    for a in ev.allocs:
+        (w.new if trust_new and a.create_index == 0 else w.allocs).append(a.id)
+        if a.previous_allocation:
+            w.allocs.append(a.previous_allocation)
+    for a in (*ev.stopped, *ev.preempted):
+        w.allocs.append(a.id)
+        w.nodes.append(a.node_id)
+    if ev.deployment is not None:
+        w.deployments.append(ev.deployment.id)
+        w.restarts_of.append((ev.namespace, ev.job_id))
+    w.deployments.extend(str(u.get("DeploymentID", "")) for u in ev.deployment_updates)
+
+
+def wanted_by(events: Sequence[Event], *, trust_new: bool = False) -> Wanted:
+    """What `events` will read; with `trust_new`, new placements are taken as absent."""
+    w = Wanted()
+    for ev in events:
+        w.evals.extend(e.id for e in evals_of(ev))
+        if isinstance(ev, PlanApplied):
+            _plan(w, ev, trust_new)
+        elif isinstance(ev, AllocsClientUpdated):
+            w.allocs.extend(u.id for u in ev.updates)
+        elif isinstance(ev, JobRegistered):
+            w.jobs.append((ev.job.namespace, ev.job.id))
+        elif isinstance(ev, JobDeregistered):
+            w.jobs.append((ev.namespace, ev.job_id))
+        elif isinstance(ev, NodeRegistered):
+            w.nodes.append(ev.node.id)
+        elif isinstance(ev, (NodeStatusUpdated, NodeEligibilityUpdated, NodeDrainUpdated)):
+            w.nodes.append(ev.node_id)
+        elif isinstance(ev, (JobRestartSignaled, JobRestartUpdated, JobRestartDeleted)):
+            w.restarts.append(ev.restart_id)
+            if isinstance(ev, JobRestartSignaled):
+                w.allocs.extend(ev.alloc_ids())
+    return w
+
+
+class Prefetch:
+    """A prefetch query and what takes its rows in."""
+
+    def __init__(
+        self,
+        state: SqlState,
+        statement: Statement,
+        wanted: list[tuple[str, dict[Any, Any], list[Any], type[BaseModel]]],
+        job_keys: list[JobKey],
+        restarts_of: list[JobKey],
+    ) -> None:
+        self.state = state
+        self.statement = statement
+        self.wanted = wanted
+        self.job_keys = job_keys
+        self.restarts_of = restarts_of
+
+    def take(self, rows: Iterable[tuple[Any, ...]]) -> None:
+        """Cache the documents found, and what was not found as absent."""
+        st = self.state
+        models: dict[str, tuple[dict[Any, Any], type[BaseModel]]] = {t: (c, m) for t, c, _, m in self.wanted}
+        models["jobs"] = (st._jobs, Job)
+        for k in self.restarts_of:
+            st.restarts_by_job.setdefault(k, set())
+        for table, namespace, key, doc in rows:
+            if table == "restarts_of":
+                r = JobRestart.model_validate_json(doc)
+                st.restarts.setdefault(r.id, r)
+                st.restarts_by_job[(r.namespace, r.job_id)].add(r.id)
+                continue
+            cache, model = models[table]
+            cache[(namespace, key) if table == "jobs" else key] = model.model_validate_json(doc)
+        for table, cache, ids, _ in self.wanted:
+            for i in ids:
+                if i not in cache:
+                    cache[i] = DELETED
+                    if table == "allocs":
+                        st._absent_allocs.add(i)
+        for jk in self.job_keys:
+            st._jobs.setdefault(jk, DELETED)
+
+
+def _by_job_keys(select: str, table: str, keys: list[JobKey], id_column: str) -> tuple[str, list[Any]]:
+    return (
+        f"{select} FROM {table} WHERE (namespace, {id_column}) IN "
+        "(SELECT * FROM unnest(%s::text[], %s::text[]))",
+        [[k[0] for k in keys], [k[1] for k in keys]],
+    )
+
+
+def prefetch_query(state: SqlState, w: Wanted) -> Prefetch | None:
+    """`w` as one query of every table, to send with other statements (an append sends it
+    with its insert), and what takes its rows in; None if `state` knows everything already."""
+    wanted: list[tuple[str, dict[Any, Any], list[Any], type[BaseModel]]] = [
+        ("allocs", state._allocs, list(set(w.allocs)), Allocation),
+        ("evals", state._evals, list(set(w.evals)), Evaluation),
+        ("deployments", state._deployments, list(set(w.deployments)), Deployment),
+        ("nodes", state._nodes, list(set(w.nodes)), Node),
+        ("job_restarts", state.restarts, list(set(w.restarts)), JobRestart),
+    ]
+    parts: list[str] = []
+    params: list[Any] = []
+    for table, cache, ids, _ in wanted:
+        ids[:] = [i for i in ids if i and i not in cache]
+        if ids:
+            parts.append(f"SELECT '{table}', '', id, doc::text FROM {table} WHERE id = ANY(%s)")
+            params.append(ids)
+    job_keys = [k for k in set(w.jobs) if k not in state._jobs]
+    if job_keys:
+        sql, args = _by_job_keys("SELECT 'jobs', namespace, id, doc::text", "jobs", job_keys, "id")
+        parts.append(sql)
+        params.extend(args)
+    restarts_of = [k for k in set(w.restarts_of) if k not in state.restarts_by_job]
+    if restarts_of:
+        sql, args = _by_job_keys(
+            "SELECT 'restarts_of', '', id, doc::text", "job_restarts", restarts_of, "job_id"
+        )
+        parts.append(sql)
+        params.extend(args)
+    if not parts:
+        return None
+    return Prefetch(state, (" UNION ALL ".join(parts), params), wanted, job_keys, restarts_of)

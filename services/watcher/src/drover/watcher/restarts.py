@@ -1,0 +1,123 @@
+"""The restart watcher loop: for every running job restart, ask the pure rules
+(drover.control.restartwatch) what to do and write it - the next batch's signal (with its
+record, in one append), the batch in flight done, a pause or failure on an error, the end.
+Terminal restarts are collected after gc_restart_threshold (until a garbage collector does it).
+
+Exactly once: a batch's signal and its record are one event, each alloc's request ID is derived
+from the restart and the alloc, and the reducer applies a batch's signal once; after a failover
+the new leader reads the batch from the log and signals it no more."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from typing import Any
+
+from drover.control.restartwatch import watch_restart
+from drover.model.durations import SECOND
+from drover.model.events import (
+    AllocsClientUpdated,
+    EvalsUpserted,
+    Event,
+    JobRestartDeleted,
+    JobRestartSignaled,
+    JobRestartStarted,
+    JobRestartUpdated,
+    PlanApplied,
+)
+from drover.model.state import InMemoryState
+from drover.runtime.replica import Replica
+from drover.runtime.store import EventStore, NewEvent
+from drover.watcher.appending import append_as_leader
+
+log = logging.getLogger("drover.watcher")
+PASS_EVERY = 0.25
+JobKey = tuple[str, str]
+
+
+class RestartWatcher:
+    """Looks again at a restart when its job's allocs or the restart changed (told by the
+    replica's listener), or when its deadline (BatchWait, a health deadline) has come."""
+
+    def __init__(self, state: InMemoryState, gc_threshold: int) -> None:
+        self.state = state
+        self.gc_threshold = gc_threshold
+        self.deadlines: dict[str, int] = {}
+        # Jobs to look at again; None: every job (the first pass).
+        self.changed: set[JobKey] | None = None
+
+    def on_event(self, position: int, event: Event, meta: dict[str, Any]) -> None:
+        if self.changed is None:
+            return
+        if isinstance(event, (JobRestartSignaled, JobRestartUpdated, JobRestartDeleted)):
+            self.changed.add((event.namespace, event.job_id))
+        elif isinstance(event, JobRestartStarted):
+            self.changed.add((event.restart.namespace, event.restart.job_id))
+        elif isinstance(event, PlanApplied):
+            self.changed.add((event.namespace, event.job_id))
+        elif isinstance(event, AllocsClientUpdated):
+            for u in event.updates:
+                a = self.state.alloc(u.id)
+                if a is not None:
+                    self.changed.add((a.namespace, a.job_id))
+
+    def step(self, now: int) -> list[Event]:
+        """The events of one pass over the restarts due a look."""
+        changed, self.changed = self.changed, set()
+        events: list[Event] = []
+        evals = []
+        for r in list(self.state.job_restarts.values()):
+            if r.terminal():
+                self.deadlines.pop(r.id, None)
+                if self.gc_threshold and now - r.updated_at >= self.gc_threshold:
+                    events.append(JobRestartDeleted(restart_id=r.id, namespace=r.namespace, job_id=r.job_id))
+                continue
+            deadline = self.deadlines.get(r.id, 0)
+            if (
+                changed is not None
+                and (r.namespace, r.job_id) not in changed
+                and not (deadline and now >= deadline)
+            ):
+                continue
+            job = self.state.job(r.namespace, r.job_id)
+            step = watch_restart(r, job, self.state.allocs_by_job(r.namespace, r.job_id), now)
+            self.deadlines[r.id] = step.deadline
+            for ev in step.events:
+                log.info("restart %s of %s: %s", r.id, r.job_id, _describe(ev))
+            events.extend(step.events)
+            evals.extend(step.evals)
+        if evals:
+            events.append(EvalsUpserted(evals=evals))
+        return events
+
+
+def _describe(ev: Event) -> str:
+    if isinstance(ev, JobRestartSignaled):
+        return f"batch {ev.batch_number} signalled ({len(ev.alloc_ids())} allocs)"
+    if isinstance(ev, JobRestartUpdated):
+        return ev.status or "batch done"
+    return ev.type
+
+
+async def watch_restarts(
+    replica: Replica, store: EventStore, lease: tuple[str, int], stop: asyncio.Event, gc_threshold: float
+) -> None:
+    """Run passes until stopped; a fenced append (a newer leader) stops the watcher."""
+    watcher = RestartWatcher(replica.state, int(gc_threshold * SECOND))
+    replica.listeners.append(watcher.on_event)
+    while not stop.is_set():
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(stop.wait(), PASS_EVERY)
+        events = watcher.step(time.time_ns())
+        if not events:
+            continue
+        recorded = await append_as_leader(
+            store, [NewEvent(e) for e in events], lease, stop, "restart watcher"
+        )
+        if recorded is None:
+            watcher.changed = None  # look at every restart again on the next pass
+            continue
+        # The next pass must see these, or it would signal the same batch again.
+        await replica.wait_for(recorded[-1].position)
