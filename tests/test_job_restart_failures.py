@@ -75,10 +75,12 @@ def test_a_task_failing_after_its_restart_pauses_or_fails_the_restart(
 ) -> None:
     c = cluster
     _ready(c, agents)
-    # Runs once; run again (the restart), it fails at once, and the restart block gives up.
+    # Runs once; run again (the restart), it fails at once, and the restart block gives up. The
+    # health check holds the batch long enough (min_healthy_time) for the failure to be reported
+    # on a loaded host.
     cmd = f"m={tmp_path}/$NOMAD_ALLOC_ID; [ -f $m ] && exit 3; touch $m; exec sleep 300"
     job = raw_exec_job("svc", "/bin/sh", "-c", cmd, count=2, RestartPolicy={"Attempts": 0, "Mode": "fail"},
-                       Update={"MaxParallel": 0, "MinHealthyTime": 2 * S, "HealthyDeadline": 30 * S})  # fmt: skip
+                       Update={"MaxParallel": 0, "MinHealthyTime": 15 * S, "HealthyDeadline": 60 * S})  # fmt: skip
     c.put("/v1/jobs", job)
     c.wait(lambda: len(_live(c, "svc")) == 2, timeout=30)
     body = {"BatchSize": 1, "OnError": on_error, "HealthCheck": True}
