@@ -1,4 +1,4 @@
-"""`drover`: run a local cluster and administer the event log."""
+"""`drover`: run a local cluster, operate on jobs through the API, administer the event log."""
 
 from __future__ import annotations
 
@@ -7,11 +7,17 @@ from pathlib import Path
 
 import typer
 
+from drover.cli import restart
 from drover.runtime.settings import Settings
 
+# Nomad's spellings of help too (`drover job restart -h`).
+_HELP_NAMES = {"help_option_names": ["--help", "-h", "-help"]}
 app = typer.Typer(help="Drover: a cluster scheduler with Nomad's model and API.", no_args_is_help=True)
 admin = typer.Typer(help="Administer the event log and its projections.", no_args_is_help=True)
 app.add_typer(admin, name="admin")
+job = typer.Typer(help="Operate on jobs through the API.", no_args_is_help=True, context_settings=_HELP_NAMES)
+app.add_typer(job, name="job")
+job.command("restart", help=restart.HELP, no_args_is_help=True)(restart.restart)
 
 
 def _settings() -> Settings:

@@ -1,0 +1,83 @@
+"""The CLI's HTTP client of Drover's API (Nomad's paths): the few calls the commands make, each
+answer's JSON, and the API's refusals as `ApiError` carrying its plain-text message."""
+
+from __future__ import annotations
+
+from typing import Any
+from urllib.parse import quote
+
+import httpx
+
+DEFAULT_ADDRESS = "http://127.0.0.1:4646"
+# How long a blocking query waits on the server; the client waits that and a margin.
+BLOCKING_WAIT = 30.0
+_MARGIN = 15.0
+
+
+def _seg(value: str) -> str:
+    """A path segment: an ID quoted whole (a job ID may hold characters a URL reserves)."""
+    return quote(value, safe="")
+
+
+class ApiError(Exception):
+    """The API refused a request (`status` its HTTP status) or could not be reached (0)."""
+
+    def __init__(self, status: int, message: str) -> None:
+        super().__init__(message)
+        self.status = status
+        self.message = message
+
+
+class Client:
+    """Calls to the API at `address`, in `namespace`."""
+
+    def __init__(self, address: str, namespace: str = "default") -> None:
+        self.address = address.rstrip("/")
+        self.namespace = namespace
+        self.http = httpx.Client(
+            base_url=self.address, timeout=httpx.Timeout(30.0, read=BLOCKING_WAIT + _MARGIN)
+        )
+
+    def close(self) -> None:
+        self.http.close()
+
+    def _call(self, method: str, path: str, body: Any = None, **params: Any) -> tuple[Any, int]:
+        """(the answer's JSON, its X-Nomad-Index or 0)."""
+        try:
+            r = self.http.request(method, path, json=body, params={"namespace": self.namespace, **params})
+        except httpx.TransportError as e:
+            raise ApiError(0, f"can't reach the API at {self.address}: {e or type(e).__name__}") from e
+        if r.status_code != 200:
+            raise ApiError(r.status_code, r.text.strip() or f"{r.status_code} {r.reason_phrase}")
+        return r.json(), int(r.headers.get("X-Nomad-Index", 0))
+
+    # --- jobs ---
+    def jobs(self) -> list[dict[str, Any]]:
+        return list(self._call("GET", "/v1/jobs")[0])
+
+    def job_allocs(self, job_id: str) -> list[dict[str, Any]]:
+        return list(self._call("GET", f"/v1/job/{_seg(job_id)}/allocations")[0])
+
+    # --- restarts ---
+    def start_restart(self, job_id: str, body: dict[str, Any]) -> str:
+        """Start restarting the job; the restart's ID."""
+        return str(self._call("POST", f"/v1/job/{_seg(job_id)}/restart", body)[0]["RestartID"])
+
+    def restarts(self, job_id: str) -> list[dict[str, Any]]:
+        return list(self._call("GET", f"/v1/job/{_seg(job_id)}/restarts")[0])
+
+    def restart(self, job_id: str, restart_id: str, index: int = 0) -> tuple[dict[str, Any], int]:
+        """The restart and the index it was read at; given an index, a blocking query: it answers
+        once the restart changed after `index` (or BLOCKING_WAIT passed)."""
+        params = {"index": index, "wait": f"{BLOCKING_WAIT:g}s"} if index else {}
+        doc, at = self._call("GET", f"/v1/job/{_seg(job_id)}/restart/{_seg(restart_id)}", **params)
+        return doc, at
+
+    def pause_restart(self, job_id: str, restart_id: str) -> None:
+        self._call("POST", f"/v1/job/{_seg(job_id)}/restart/{_seg(restart_id)}/pause")
+
+    def resume_restart(self, job_id: str, restart_id: str) -> None:
+        self._call("POST", f"/v1/job/{_seg(job_id)}/restart/{_seg(restart_id)}/resume")
+
+    def cancel_restart(self, job_id: str, restart_id: str) -> None:
+        self._call("DELETE", f"/v1/job/{_seg(job_id)}/restart/{_seg(restart_id)}")
