@@ -71,7 +71,7 @@ def watch_restart(r: JobRestart, job: Job | None, allocs: list[Allocation], now:
         progress = batch_progress(r, job, by_id, now)
         if progress.error:
             status = RESTART_FAILED if r.on_error == ON_ERROR_FAIL else RESTART_PAUSED
-            desc = f"{'Failed' if status == RESTART_FAILED else 'Paused'}: {progress.error}"
+            desc = progress.error
             return RestartStep([_update(r, now, status=status, status_description=desc)])
         if not progress.done:
             return RestartStep(deadline=progress.deadline)
