@@ -1,8 +1,12 @@
 """`drover sim`'s task states (drover.client.simtasks): what the restart watcher reads of a
-simulated alloc, as the agent would report it. Pure, no servers."""
+simulated alloc, as the agent would report it; and its reports cut small enough to relay.
+Pure, no servers."""
 
 from __future__ import annotations
 
+from typing import Any
+
+from drover.client.sim import REPORT_EVENTS, report_chunks
 from drover.client.simtasks import SimTasks
 from drover.control.restartwatch import started_after
 from drover.model.alloc import TaskState
@@ -62,3 +66,15 @@ def test_finished_and_killed_tasks_are_dead() -> None:
     killed.start(1)
     killed.finish(2, None)
     assert _types(killed, "a")[-1] == "Killed" and not killed.states["a"]["Failed"]
+
+
+def test_status_reports_stay_small_enough_to_relay() -> None:
+    def update(i: int, events: int) -> dict[str, Any]:
+        return {"ID": str(i), "TaskStates": {"t": {"Events": [{}] * events}}}
+
+    restarted = [update(i, 6) for i in range(1000)]
+    chunks = report_chunks(restarted)
+    assert [u for c in chunks for u in c] == restarted
+    assert all(sum(1 + 6 for _ in c) <= REPORT_EVENTS for c in chunks) and len(chunks) == 4
+    started = report_chunks([update(i, 1) for i in range(2500)])
+    assert [len(c) for c in started] == [1000, 1000, 500]  # never more allocs than BATCH

@@ -36,6 +36,10 @@ from drover.runtime.telemetry import setup_logging
 
 log = logging.getLogger("drover.sim")
 BATCH = 1000
+# A status report is one event in the log, relayed whole as one NATS message (1 MB at most):
+# a report is cut after about 2,000 task events (~180 bytes each there). 1,000 allocs with 6
+# events each (restarted once) came to 1.1 MB, and the relay could not pass it on.
+REPORT_EVENTS = 2000
 
 
 def sim_node(
@@ -282,18 +286,30 @@ class Simulator:
                 await asyncio.wait_for(stop.wait(), 0.2)
             if not self.updates:
                 continue
-            batch, self.updates = list(self.updates.values()), {}
-            for i in range(0, len(batch), BATCH):
+            queued, self.updates = list(self.updates.values()), {}
+            for chunk in report_chunks(queued):
                 try:
-                    r = await self.http.put(
-                        "/v1/drover/allocs/status", json={"Updates": batch[i : i + BATCH]}
-                    )
+                    r = await self.http.put("/v1/drover/allocs/status", json={"Updates": chunk})
                     if r.status_code not in (200, 404):
                         r.raise_for_status()
                 except httpx.HTTPError as e:
                     log.warning("alloc status report failed: %s", e)
-                    for u in batch[i : i + BATCH]:
+                    for u in chunk:
                         self.updates.setdefault(u["ID"], u)
+
+
+def report_chunks(updates: list[dict[str, Any]]) -> list[list[dict[str, Any]]]:
+    """`updates` cut into reports of at most BATCH allocs and about REPORT_EVENTS task events."""
+    chunks: list[list[dict[str, Any]]] = [[]]
+    weight = 0
+    for u in updates:
+        w = 1 + sum(len(ts.get("Events") or ()) for ts in u["TaskStates"].values())
+        if chunks[-1] and (weight + w > REPORT_EVENTS or len(chunks[-1]) >= BATCH):
+            chunks.append([])
+            weight = 0
+        chunks[-1].append(u)
+        weight += w
+    return [c for c in chunks if c]
 
 
 def cpu_seconds() -> float:
