@@ -161,6 +161,11 @@ FIGURES: dict[str, list[Figure]] = {
         Figure("answers to waiting clients", ("answers_per_position",), "per log position"),
         Figure("API CPU during the load", ("cpu_s_during_load", "api"), "CPU-s"),
     ],
+    "requests": [
+        Figure("a node's document: API CPU", ("node", "api_cpu_ms_per_request"), "ms per request"),
+        Figure("an unknown job (404): API CPU", ("unknown_job", "api_cpu_ms_per_request"), "ms per request"),
+        Figure("a node's document, {threads} threads", ("node", "requests_per_s"), "requests/s"),
+    ],
     "restarts": [
         Figure(
             "{count} allocs on {nodes} sim nodes, batches of {batch_size}: the whole restart",
@@ -182,11 +187,6 @@ FIGURES: dict[str, list[Figure]] = {
         Figure("watcher CPU during the restart", ("watcher_cpu_s",), "CPU-s"),
         Figure("allocs signalled exactly once", ("allocs_signalled_once",), "allocs", ("=", 5000)),
         Figure("host speed: 5,000-node, 1,000-alloc eval", ("host_reference_eval_ms",), "ms"),
-    ],
-    "requests": [
-        Figure("a node's document: API CPU", ("node", "api_cpu_ms_per_request"), "ms per request"),
-        Figure("an unknown job (404): API CPU", ("unknown_job", "api_cpu_ms_per_request"), "ms per request"),
-        Figure("a node's document, {threads} threads", ("node", "requests_per_s"), "requests/s"),
     ],
 }
 
