@@ -47,6 +47,7 @@ bench: install
 	$(RUN) python -m bench.heartbeats --out bench/out/heartbeats.json
 	$(RUN) python -m bench.watchers --out bench/out/watchers.json
 	$(RUN) python -m bench.requests --out bench/out/requests.json
+	$(RUN) python -m bench.restarts --out bench/out/restarts.json
 	$(RUN) python -m bench.table
 
 clean:

@@ -166,6 +166,28 @@ FIGURES: dict[str, list[Figure]] = {
         Figure("an unknown job (404): API CPU", ("unknown_job", "api_cpu_ms_per_request"), "ms per request"),
         Figure("a node's document, {threads} threads", ("node", "requests_per_s"), "requests/s"),
     ],
+    "restarts": [
+        Figure(
+            "{count} allocs on {nodes} sim nodes, batches of {batch_size}: the whole restart",
+            ("total_s",),
+            "s",
+            ("<", 15),
+        ),
+        Figure(
+            "control plane between batches (last Started to next signal), p50",
+            ("control_plane_ms_per_batch", "p50"),
+            "ms",
+            ("<", 100),
+        ),
+        Figure("the same, max", ("control_plane_ms_per_batch", "max"), "ms", ("<", 100)),
+        Figure("of which the client's report, p50", ("client_report_ms", "p50"), "ms"),
+        Figure(
+            "of which the restart watcher's (report to signal), p50", ("report_to_signal_ms", "p50"), "ms"
+        ),
+        Figure("watcher CPU during the restart", ("watcher_cpu_s",), "CPU-s"),
+        Figure("allocs signalled exactly once", ("allocs_signalled_once",), "allocs", ("=", 5000)),
+        Figure("host speed: 5,000-node, 1,000-alloc eval", ("host_reference_eval_ms",), "ms"),
+    ],
 }
 
 HEADER = ("benchmark", "figure", "measured", "target", "met", "date")

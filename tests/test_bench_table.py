@@ -98,6 +98,16 @@ MEMORY: dict[str, Any] = {
     "mb_per_100k_allocs": 109.7,
 }
 
+RESTARTS: dict[str, Any] = {
+    "benchmark": "restarts", "nodes": 1000, "count": 5000, "batch_size": 500, "restart_delay_s": 0.05,
+    "host_reference_eval_ms": 38.77,
+    "targets": {"control_plane_ms_per_batch": "< 100 (p50 and max)", "total_s": "< 15"},
+    "status": "complete", "batches": 10, "allocs_restarted": 5000, "allocs_signalled_once": 5000,
+    "total_s": 20.71, "control_plane_ms_per_batch": {"p50": 1474.9, "max": 2020.2},
+    "client_report_ms": {"p50": 735.7, "max": 1239.1}, "report_to_signal_ms": {"p50": 781.1, "max": 850.8},
+    "watcher_cpu_s": 1.38,
+}  # fmt: skip
+
 
 def _write(out: Path, **reports: dict[str, Any]) -> None:
     out.mkdir(parents=True, exist_ok=True)
@@ -174,3 +184,16 @@ def test_main_rewrites_only_between_the_markers(tmp_path: Path) -> None:
     doc.write_text("no markers\n")
     with pytest.raises(SystemExit):
         table.main(["--out-dir", str(tmp_path / "out"), "--doc", str(doc)])
+
+
+def test_the_restarts_rows(tmp_path: Path) -> None:
+    _write(tmp_path, restarts=RESTARTS)
+    rows = table.rows(tmp_path)
+    whole = _row(rows, "restarts", "5,000 allocs on 1,000 sim nodes, batches of 500: the whole restart")
+    assert whole[2:5] == ["20.71 s", "< 15 s", "no"]
+    assert _row(rows, "restarts", "the same, max")[2:5] == ["2,020.2 ms", "< 100 ms", "no"]
+    assert _row(rows, "restarts", "allocs signalled exactly once")[2:5] == [
+        "5,000 allocs",
+        "= 5,000 allocs",
+        "yes",
+    ]

@@ -1,5 +1,6 @@
 """`drover sim` against the whole control plane: its nodes register, heartbeat in batches and
-stay ready, and run their allocs as the mock driver would."""
+stay ready, run their allocs as the mock driver would, and act on restart requests as the
+agent does (a job restart completes on them)."""
 
 from __future__ import annotations
 
@@ -13,6 +14,8 @@ from pathlib import Path
 
 import pytest
 
+from drover.model.jobrestart import request_id
+
 from .cluster import Cluster
 
 ENV = {"DROVER_HEARTBEAT_MIN_TTL": "3", "DROVER_HEARTBEAT_GRACE": "2"}
@@ -25,14 +28,22 @@ def cluster(database_url: str, nats_url: str, tmp_path: Path, js_fresh: object) 
     c.stop()
 
 
+def _sim(c: Cluster, stats: Path, nodes: int, *args: str) -> subprocess.Popen[bytes]:
+    return subprocess.Popen(
+        [sys.executable, "-m", "drover.client.sim", "--api", str(c.http.base_url), "--nodes", str(nodes),
+         "--stats", str(stats), *args],
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=c.env(),
+    )  # fmt: skip
+
+
+def _running(c: Cluster, job_id: str) -> list[str]:
+    return [a["ID"] for a in c.get(f"/v1/job/{job_id}/allocations") if a["ClientStatus"] == "running"]
+
+
 def test_simulated_nodes_heartbeat_and_run_mock_allocs(cluster: Cluster, tmp_path: Path) -> None:
     c = cluster
     stats = tmp_path / "sim.json"
-    sim = subprocess.Popen(
-        [sys.executable, "-m", "drover.client.sim", "--api", str(c.http.base_url), "--nodes", "60",
-         "--datacenters", "2", "--racks", "6", "--drivers", "mock,docker", "--stats", str(stats)],
-        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=c.env(),
-    )  # fmt: skip
+    sim = _sim(c, stats, 60, "--datacenters", "2", "--racks", "6", "--drivers", "mock,docker")
     try:
         nodes = c.wait(lambda: len(n := c.get("/v1/nodes")) == 60 and n, timeout=30)
         assert {n["Datacenter"] for n in nodes} == {"dc1", "dc2"}
@@ -73,3 +84,34 @@ def test_simulated_nodes_heartbeat_and_run_mock_allocs(cluster: Cluster, tmp_pat
     assert report["allocs_started"] == 20
     # Silent now: every node goes down.
     c.wait(lambda: all(n["Status"] == "down" for n in c.get("/v1/nodes")), timeout=40)
+
+
+def test_a_job_restart_completes_on_simulated_nodes_each_alloc_signalled_once(
+    cluster: Cluster, tmp_path: Path
+) -> None:
+    c = cluster
+    stats = tmp_path / "sim.json"
+    sim = _sim(c, stats, 10)
+    try:
+        c.wait(lambda: len(c.get("/v1/nodes")) == 10, timeout=30)
+        task = {"Name": "t", "Driver": "mock", "Config": {}, "Resources": {"CPU": 100, "MemoryMB": 64}}
+        # No deployment (MaxParallel 0): the restart waits for none.
+        group = {"Name": "g", "Count": 12, "Tasks": [task], "Update": {"MaxParallel": 0}}
+        c.put("/v1/jobs", {"Job": {"ID": "svc", "Datacenters": ["dc1"], "TaskGroups": [group]}})
+        running = c.wait(lambda: len(ids := _running(c, "svc")) == 12 and ids, timeout=30)
+        rid = c.put("/v1/job/svc/restart", {"BatchSize": 5, "BatchWait": 0})["RestartID"]
+        r = c.wait(
+            lambda: (r := c.get(f"/v1/job/svc/restart/{rid}"))["Status"] == "complete" and r, timeout=60
+        )
+        assert r["BatchNumber"] == 3 and r["StatusDescription"] == "Restarted 12 allocs in 3 batches"
+        for alloc_id in r["RestartedAllocs"]:
+            state = c.get(f"/v1/allocation/{alloc_id}")["TaskStates"]["t"]
+            signals = [e for e in state["Events"] if e["Type"] == "Restart Signaled"]
+            assert [e["Details"]["restart_id"] for e in signals] == [request_id(rid, alloc_id)]
+            assert [e["Type"] for e in state["Events"]][-3:] == ["Terminated", "Restarting", "Started"]
+            assert state["Restarts"] == 1 and state["State"] == "running"
+        assert sorted(r["RestartedAllocs"]) == sorted(running)
+    finally:
+        sim.send_signal(signal.SIGTERM)
+        sim.communicate(timeout=30)
+    assert json.loads(stats.read_text())["allocs_restarted"] == 12

@@ -4,7 +4,8 @@ Nodes are spread over datacenters and racks (meta.rack) as asked and advertise w
 drivers they are told (docker included); they register, heartbeat in batches at the TTLs the
 servers hand out, and run their allocs as the mock driver would (run_for, exit_code,
 start_error; anything else runs until stopped), following every node's allocs with one
-blocking query.
+blocking query. An operator's restart request on a running alloc is acted on once, as the
+agent does: its tasks are signalled, and --restart-delay later they start again.
 
     drover sim --nodes 5000 --datacenters 2 --racks 50 --drivers mock,docker --api URL
 """
@@ -28,12 +29,17 @@ from typing import Any
 
 import httpx
 
+from drover.client.simtasks import SimTasks
 from drover.model.durations import SECOND, parse_duration
 from drover.runtime.service import run_loop
 from drover.runtime.telemetry import setup_logging
 
 log = logging.getLogger("drover.sim")
 BATCH = 1000
+# A status report is one event in the log, relayed whole as one NATS message (1 MB at most):
+# a report is cut after about 2,000 task events (~180 bytes each there). 1,000 allocs with 6
+# events each (restarted once) came to 1.1 MB, and the relay could not pass it on.
+REPORT_EVENTS = 2000
 
 
 def sim_node(
@@ -69,11 +75,14 @@ class Stats:
     heartbeat_errors: int = 0
     allocs_started: int = 0
     allocs_finished: int = 0
+    allocs_restarted: int = 0
     started: float = field(default_factory=time.monotonic)
 
 
 class Simulator:
-    def __init__(self, api: str, nodes: list[dict[str, Any]], prefix: str) -> None:
+    def __init__(
+        self, api: str, nodes: list[dict[str, Any]], prefix: str, restart_delay: float = 0.05
+    ) -> None:
         self.http = httpx.AsyncClient(base_url=api, timeout=httpx.Timeout(60.0, connect=5.0))
         self.nodes = nodes
         self.prefix = prefix
@@ -83,6 +92,9 @@ class Simulator:
         self.last_beat: dict[str, tuple[float, float]] = {}
         self.stats = Stats()
         self.allocs: dict[str, str] = {}  # alloc id -> what this sim last said of it
+        self.tasks: dict[str, SimTasks] = {}  # alloc id -> its tasks' states
+        # From a restart request's signal to its tasks running again (s).
+        self.restart_delay = restart_delay
         self.jobs: dict[tuple[str, str, int], dict[str, Any]] = {}
         self.updates: dict[str, dict[str, Any]] = {}
         self.rng = random.Random()
@@ -144,19 +156,17 @@ class Simulator:
                 self.jobs[(j.get("Namespace", "default"), j["ID"], j.get("Version", 0))] = j
         return self.jobs.get(key)
 
-    def _report(
-        self, alloc_id: str, status: str, tasks: list[str], failed: bool = False, healthy: bool | None = None
-    ) -> None:
-        state = {"running": "running", "pending": "pending"}.get(status, "dead")
+    def _report(self, alloc_id: str, status: str, healthy: bool | None = None) -> None:
+        """Queue the alloc's status and its tasks' states for the next batch."""
         now = time.time_ns()
         self.allocs[alloc_id] = status
         update: dict[str, Any] = {
             "ID": alloc_id,
             "ClientStatus": status,
-            "TaskStates": {t: {"State": state, "Failed": failed, "StartedAt": now} for t in tasks},
+            "TaskStates": self.tasks[alloc_id].to_api(),
             "At": now,
         }
-        if healthy is None and failed and alloc_id in self.judging:
+        if healthy is None and status == "failed" and alloc_id in self.judging:
             healthy = False
         if healthy is not None:
             self.judging.discard(alloc_id)
@@ -172,15 +182,41 @@ class Simulator:
         self._timers.add(timer)
         timer.add_done_callback(self._timers.discard)
 
-    def _finish(self, alloc_id: str, status: str, tasks: list[str]) -> None:
-        if self.allocs.get(alloc_id) == "running":
-            self._report(alloc_id, status, tasks, failed=status == "failed")
+    def _arm_finish(self, alloc_id: str) -> None:
+        """With run_for, the alloc's run ends that long from now, unless restarted meanwhile."""
+        tasks = self.tasks[alloc_id]
+        if tasks.run_for > 0:
+            run = tasks.run
+            self._later(tasks.run_for, lambda: self._finish(alloc_id, run))
+
+    def _finish(self, alloc_id: str, run: int) -> None:
+        tasks = self.tasks[alloc_id]
+        if self.allocs.get(alloc_id) == "running" and tasks.run == run:
+            failed = tasks.exit_code != 0
+            tasks.finish(time.time_ns(), tasks.exit_code, failed=failed)
+            self._report(alloc_id, "failed" if failed else "complete")
             self.stats.allocs_finished += 1
 
-    def _healthy(self, alloc_id: str, tasks: list[str]) -> None:
+    def _healthy(self, alloc_id: str) -> None:
         # Mock tasks that are still running after min_healthy_time are healthy.
         if self.allocs.get(alloc_id) == "running" and alloc_id in self.judging:
-            self._report(alloc_id, "running", tasks, healthy=True)
+            self._report(alloc_id, "running", healthy=True)
+
+    def _restart_if_asked(self, alloc_id: str, request: dict[str, Any]) -> None:
+        """Signal the tasks an operator's request names (once per request ID); they start
+        again restart_delay later."""
+        chosen = self.tasks[alloc_id].signal(request, time.time_ns())
+        if chosen:
+            self._report(alloc_id, "running")
+            self._later(self.restart_delay, lambda: self._restarted(alloc_id, chosen))
+
+    def _restarted(self, alloc_id: str, chosen: list[str]) -> None:
+        if self.allocs.get(alloc_id) != "running":
+            return  # stopped or finished meanwhile
+        self.tasks[alloc_id].restarted(chosen, time.time_ns())
+        self._report(alloc_id, "running")
+        self.stats.allocs_restarted += 1
+        self._arm_finish(alloc_id)
 
     async def follow_allocs(self, stop: asyncio.Event) -> None:
         index = 0
@@ -203,15 +239,18 @@ class Simulator:
         said = self.allocs.get(aid)
         if a["DesiredStatus"] != "run":
             if said in ("running", "pending"):
-                self._report(aid, "complete", list((a.get("TaskStates") or {}).keys()) or ["task"])
+                self.tasks[aid].finish(time.time_ns(), None)
+                self._report(aid, "complete")
             return
+        if said == "running":
+            self._restart_if_asked(aid, a.get("RestartRequest") or {})
         if said is not None or a["ClientStatus"] in ("complete", "failed", "lost"):
             return
         job = await self.job(a.get("Namespace", "default"), a["JobID"], a.get("JobVersion", 0))
         group = next((g for g in (job or {}).get("TaskGroups", []) if g["Name"] == a["TaskGroup"]), None)
-        tasks = [t for t in (group or {}).get("Tasks", [])]
-        names = [t["Name"] for t in tasks] or ["task"]
-        config: dict[str, Any] = tasks[0].get("Config") or {} if tasks else {}
+        specs = [t for t in (group or {}).get("Tasks", [])]
+        names = [t["Name"] for t in specs] or ["task"]
+        config: dict[str, Any] = specs[0].get("Config") or {} if specs else {}
         update = (group or {}).get("Update") or {}
         judged = (
             bool(a.get("DeploymentID"))
@@ -221,18 +260,25 @@ class Simulator:
         )
         if judged:
             self.judging.add(aid)
+        # A request already there was made before this run of the alloc: not for it.
+        tasks = self.tasks[aid] = SimTasks(
+            names,
+            restart_handled=(a.get("RestartRequest") or {}).get("ID") or "",
+            run_for=parse_duration(config["run_for"]) / SECOND if config.get("run_for") else 0.0,
+            exit_code=int(config.get("exit_code", 0)),
+        )
+        now = time.time_ns()
         if config.get("start_error"):
-            self._report(aid, "failed", names, failed=True)
+            tasks.start(now, failed=True)
+            self._report(aid, "failed")
             return
-        self._report(aid, "running", names)
+        tasks.start(now)
+        self._report(aid, "running")
         self.stats.allocs_started += 1
         if judged:
             min_healthy = int(update.get("MinHealthyTime", 0)) / SECOND
-            self._later(min_healthy, lambda: self._healthy(aid, names))
-        run_for = parse_duration(config["run_for"]) / SECOND if config.get("run_for") else 0.0
-        if run_for > 0:
-            status = "complete" if int(config.get("exit_code", 0)) == 0 else "failed"
-            self._later(run_for, lambda: self._finish(aid, status, names))
+            self._later(min_healthy, lambda: self._healthy(aid))
+        self._arm_finish(aid)
 
     async def report(self, stop: asyncio.Event) -> None:
         while not stop.is_set():
@@ -240,18 +286,30 @@ class Simulator:
                 await asyncio.wait_for(stop.wait(), 0.2)
             if not self.updates:
                 continue
-            batch, self.updates = list(self.updates.values()), {}
-            for i in range(0, len(batch), BATCH):
+            queued, self.updates = list(self.updates.values()), {}
+            for chunk in report_chunks(queued):
                 try:
-                    r = await self.http.put(
-                        "/v1/drover/allocs/status", json={"Updates": batch[i : i + BATCH]}
-                    )
+                    r = await self.http.put("/v1/drover/allocs/status", json={"Updates": chunk})
                     if r.status_code not in (200, 404):
                         r.raise_for_status()
                 except httpx.HTTPError as e:
                     log.warning("alloc status report failed: %s", e)
-                    for u in batch[i : i + BATCH]:
+                    for u in chunk:
                         self.updates.setdefault(u["ID"], u)
+
+
+def report_chunks(updates: list[dict[str, Any]]) -> list[list[dict[str, Any]]]:
+    """`updates` cut into reports of at most BATCH allocs and about REPORT_EVENTS task events."""
+    chunks: list[list[dict[str, Any]]] = [[]]
+    weight = 0
+    for u in updates:
+        w = 1 + sum(len(ts.get("Events") or ()) for ts in u["TaskStates"].values())
+        if chunks[-1] and (weight + w > REPORT_EVENTS or len(chunks[-1]) >= BATCH):
+            chunks.append([])
+            weight = 0
+        chunks[-1].append(u)
+        weight += w
+    return [c for c in chunks if c]
 
 
 def cpu_seconds() -> float:
@@ -265,7 +323,7 @@ async def run(args: argparse.Namespace, stop: asyncio.Event) -> dict[str, Any]:
         sim_node(i, args.prefix, args.datacenters, args.racks, drivers, args.cpu, args.memory)
         for i in range(args.nodes)
     ]
-    sim = Simulator(args.api, nodes, args.prefix)
+    sim = Simulator(args.api, nodes, args.prefix, args.restart_delay)
     t0 = time.monotonic()
     # Heartbeats start with the first registration: the first nodes must not wait for the last.
     loops = [asyncio.create_task(fn(stop)) for fn in (sim.heartbeat, sim.follow_allocs, sim.report)]
@@ -290,6 +348,7 @@ async def run(args: argparse.Namespace, stop: asyncio.Event) -> dict[str, Any]:
         "heartbeat_batches": sim.stats.heartbeat_batches,
         "heartbeat_errors": sim.stats.heartbeat_errors,
         "allocs_started": sim.stats.allocs_started,
+        "allocs_restarted": sim.stats.allocs_restarted,
         "cpu_fraction_of_one_core": round((cpu_seconds() - cpu0) / elapsed, 3),
         "last_beat": sim.last_beat,
     }
@@ -310,6 +369,12 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--memory", type=int, default=8192, help="MB per node")
     ap.add_argument("--prefix", default="sim-", help="node ID prefix")
     ap.add_argument("--duration", type=float, default=0, help="seconds to run (0: until Ctrl-C)")
+    ap.add_argument(
+        "--restart-delay",
+        type=float,
+        default=0.05,
+        help="seconds from a restart request's signal to its tasks running again",
+    )
     ap.add_argument("--stats", type=Path, help="write the run's figures here as JSON when it ends")
     args = ap.parse_args(argv)
     setup_logging("sim")
