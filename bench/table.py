@@ -182,8 +182,12 @@ FIGURES: dict[str, list[Figure]] = {
         Figure("the same, max", ("control_plane_ms_per_batch", "max"), "ms", ("<", 100)),
         Figure("of which the client's report, p50", ("client_report_ms", "p50"), "ms"),
         Figure(
-            "of which the restart watcher's (report to signal), p50", ("report_to_signal_ms", "p50"), "ms"
+            "of which the control plane's own (the report in the log to the next signal), p50",
+            ("report_to_signal_ms", "p50"),
+            "ms",
+            ("<", 100),
         ),
+        Figure("the same, max", ("report_to_signal_ms", "max"), "ms", ("<", 100)),
         Figure("watcher CPU during the restart", ("watcher_cpu_s",), "CPU-s"),
         Figure("allocs signalled exactly once", ("allocs_signalled_once",), "allocs", ("=", 5000)),
         Figure("host speed: 5,000-node, 1,000-alloc eval", ("host_reference_eval_ms",), "ms"),

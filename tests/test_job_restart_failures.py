@@ -129,10 +129,12 @@ def test_an_agent_killed_mid_batch_restarts_its_allocs_once_when_back(
     cmd = f"echo $NOMAD_ALLOC_ID >> {starts}; exec sleep 300"
     c.put("/v1/jobs", raw_exec_job("svc", "/bin/sh", "-c", cmd, count=4, **NO_DEPLOYMENT))
     before = c.wait(lambda: len(r := _live(c, "svc")) == 4 and r, timeout=30)
-    rid = c.put("/v1/job/svc/restart", {"BatchSize": 2, "BatchWait": "1s"})["RestartID"]
-    c.wait(lambda: c.get(f"/v1/job/svc/restart/{rid}")["BatchNumber"] >= 1, timeout=30, interval=0.005)
+    # The agent is killed (kill -9) and the first batch signalled while it is gone: back, it
+    # re-attaches to its tasks and restarts that batch's allocs, once.
     agents.procs["a1"].kill()
     agents.procs.pop("a1").wait()
+    rid = c.put("/v1/job/svc/restart", {"BatchSize": 2, "BatchWait": "1s"})["RestartID"]
+    c.wait(lambda: c.get(f"/v1/job/svc/restart/{rid}")["BatchNumber"] >= 1, timeout=30)
     agents.start("a1", "--enable-raw-exec")
     _restart(c, rid, "complete", timeout=90)
     for a in before:

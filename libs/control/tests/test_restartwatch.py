@@ -51,19 +51,21 @@ def _after(r: JobRestart, step: Any) -> JobRestart:
     return state.job_restarts["r1"]
 
 
-def test_batches_in_name_order_each_alloc_once_then_complete() -> None:
+def test_batches_in_name_order_each_alloc_once_with_the_wait_between_then_complete() -> None:
     allocs = _allocs()
-    step = watch_restart(_restart(), WEB, allocs, NOW)
+    r0 = _restart(batch_wait=3 * S)
+    step = watch_restart(r0, WEB, allocs, NOW)
     (signal,) = step.events
     assert isinstance(signal, JobRestartSignaled) and signal.batch_number == 1
     assert list(signal.requests) == ["a0", "a1"] and signal.migrate == [] and step.evals == []
     assert signal.requests["a0"].id == request_id("r1", "a0")
-    r = _after(_restart(), step)
+    r = _after(r0, step)
     assert watch_restart(r, WEB, allocs, NOW + 1).events == []  # the agents have not acted yet
     allocs[0], allocs[1] = _restarted(allocs[0], NOW), _restarted(allocs[1], NOW)
     done = watch_restart(r, WEB, allocs, NOW + 5)
     assert [(type(e), e.batch_done_at) for e in done.events] == [(JobRestartUpdated, NOW + 5)]  # type: ignore[attr-defined]
-    r = _after(r.model_copy(update={"batch_wait": 3 * S}), done)
+    assert done.deadline == NOW + 5 + 3 * S
+    r = _after(r, done)
     waiting = watch_restart(r, WEB, allocs, NOW + 6)
     assert waiting.events == [] and waiting.deadline == NOW + 5 + 3 * S
     step = watch_restart(r, WEB, allocs, NOW + 5 + 3 * S)
@@ -74,6 +76,22 @@ def test_batches_in_name_order_each_alloc_once_then_complete() -> None:
     (end,) = watch_restart(r, WEB, allocs, NOW + 12 * S).events
     assert isinstance(end, JobRestartUpdated) and end.status == "complete"
     assert end.status_description == "Restarted 4 allocs in 2 batches"
+
+
+def test_without_a_wait_the_next_batch_goes_with_the_batch_done() -> None:
+    allocs = _allocs()
+    r = _after(_restart(), watch_restart(_restart(), WEB, allocs, NOW))
+    allocs[0], allocs[1] = _restarted(allocs[0], NOW), _restarted(allocs[1], NOW)
+    step = watch_restart(r, WEB, allocs, NOW + 5)
+    done, signal = step.events
+    assert isinstance(done, JobRestartUpdated) and done.batch_done_at == NOW + 5
+    assert isinstance(signal, JobRestartSignaled) and signal.batch_number == 2
+    assert list(signal.requests) == ["a2", "a3"]
+    r = _after(r, step)
+    assert (r.batch_number, r.batch, r.batch_done_at) == (2, ["a2", "a3"], 0)
+    allocs[2], allocs[3] = _restarted(allocs[2], NOW), _restarted(allocs[3], NOW)
+    done, end = watch_restart(r, WEB, allocs, NOW + 9).events
+    assert isinstance(end, JobRestartUpdated) and end.status == "complete"
 
 
 @pytest.mark.parametrize(

@@ -75,9 +75,19 @@ def watch_restart(r: JobRestart, job: Job | None, allocs: list[Allocation], now:
             return RestartStep([_update(r, now, status=status, status_description=desc)])
         if not progress.done:
             return RestartStep(deadline=progress.deadline)
-        return RestartStep([_update(r, now, batch_done_at=now)], deadline=now + r.batch_wait)
+        done = _update(r, now, batch_done_at=now)
+        if r.batch_wait > 0:
+            return RestartStep([done], deadline=now + r.batch_wait)
+        # No wait owed: the next batch goes in the same append (a pass less per batch).
+        after = _next(r.model_copy(update={"batch_done_at": now}), job, allocs, now)
+        return RestartStep([done, *after.events], after.evals, after.deadline)
     if r.batch and now < r.batch_done_at + r.batch_wait:
         return RestartStep(deadline=r.batch_done_at + r.batch_wait)
+    return _next(r, job, allocs, now)
+
+
+def _next(r: JobRestart, job: Job, allocs: list[Allocation], now: int) -> RestartStep:
+    """Signal the next batch; or complete the restart when nothing is left to restart."""
     batch, waiting = next_batch(r, job, allocs)
     if batch:
         return _signal(r, job, batch, now)

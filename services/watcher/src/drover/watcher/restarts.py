@@ -33,7 +33,10 @@ from drover.runtime.store import EventStore, NewEvent
 from drover.watcher.appending import append_as_leader
 
 log = logging.getLogger("drover.watcher")
+# A pass at least this often (deadlines: BatchWait, health), and at most once per MIN_GAP while
+# changes keep coming: a batch's allocs report one by one, and each pass looks at the job's allocs.
 PASS_EVERY = 0.25
+MIN_GAP = 0.05
 JobKey = tuple[str, str]
 
 
@@ -47,21 +50,27 @@ class RestartWatcher:
         self.deadlines: dict[str, int] = {}
         # Jobs to look at again; None: every job (the first pass).
         self.changed: set[JobKey] | None = None
+        # Set when a job with a restart that has not ended changed: the loop passes at once.
+        self.wake = asyncio.Event()
 
     def on_event(self, position: int, event: Event, meta: dict[str, Any]) -> None:
         if self.changed is None:
             return
+        jobs: set[JobKey] = set()
         if isinstance(event, (JobRestartSignaled, JobRestartUpdated, JobRestartDeleted)):
-            self.changed.add((event.namespace, event.job_id))
+            jobs.add((event.namespace, event.job_id))
         elif isinstance(event, JobRestartStarted):
-            self.changed.add((event.restart.namespace, event.restart.job_id))
+            jobs.add((event.restart.namespace, event.restart.job_id))
         elif isinstance(event, PlanApplied):
-            self.changed.add((event.namespace, event.job_id))
+            jobs.add((event.namespace, event.job_id))
         elif isinstance(event, AllocsClientUpdated):
             for u in event.updates:
                 a = self.state.alloc(u.id)
                 if a is not None:
-                    self.changed.add((a.namespace, a.job_id))
+                    jobs.add((a.namespace, a.job_id))
+        self.changed |= jobs
+        if any(not r.terminal() for ns, job_id in jobs for r in self.state.job_restarts_of(ns, job_id)):
+            self.wake.set()
 
     def step(self, now: int) -> list[Event]:
         """The events of one pass over the restarts due a look."""
@@ -107,9 +116,16 @@ async def watch_restarts(
     """Run passes until stopped; a fenced append (a newer leader) stops the watcher."""
     watcher = RestartWatcher(replica.state, int(gc_threshold * SECOND))
     replica.listeners.append(watcher.on_event)
+    last = 0.0
     while not stop.is_set():
         with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(stop.wait(), PASS_EVERY)
+            await asyncio.wait_for(watcher.wake.wait(), PASS_EVERY)
+        gap = MIN_GAP - (time.monotonic() - last)
+        if gap > 0:
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(stop.wait(), gap)
+        watcher.wake.clear()  # before the pass: a change heard during it wakes the next one
+        last = time.monotonic()
         events = watcher.step(time.time_ns())
         if not events:
             continue
