@@ -10,6 +10,7 @@ from drover.control import jobs
 from drover.control.errors import Invalid, NotFound
 from drover.model import Job
 from drover.model.events import EvalsUpserted, JobDeregistered, JobRegistered
+from drover.model.job import PeriodicConfig
 
 from .conftest import NOW, Cluster, job, node
 
@@ -111,3 +112,39 @@ def test_plan_schedules_the_job_at_its_next_version_and_writes_nothing(cluster: 
     assert res.plan.annotations["g"].place == 4  # none placed yet
     assert cluster.state.job("default", "web").version == 2  # type: ignore[union-attr]
     assert cluster.state.allocs == {}
+
+
+def _periodic(**kw: Any) -> Job:
+    return job("nightly", type="batch", periodic=PeriodicConfig(specs=["0 2 * * *"]), **kw)
+
+
+def test_a_periodic_job_is_registered_and_deregistered_without_an_eval() -> None:
+    change = jobs.register(_periodic(), None, 0, NOW)
+    assert [type(e.event) for e in change.events] == [JobRegistered] and change.evals == []
+    stopped = jobs.deregister(_periodic(), False, NOW)
+    assert [type(e.event) for e in stopped.events] == [JobDeregistered] and stopped.evals == []
+
+
+@pytest.mark.parametrize(
+    ("existing", "submitted", "needle"),
+    [
+        (
+            job("nightly", type="batch"),
+            _periodic(),
+            "cannot update non-periodic job 'nightly' to being periodic",
+        ),
+        (
+            _periodic(),
+            job("nightly", type="batch"),
+            "cannot update periodic job 'nightly' to being non-periodic",
+        ),
+    ],
+)
+def test_a_job_cannot_become_or_stop_being_periodic(existing: Job, submitted: Job, needle: str) -> None:
+    with pytest.raises(Invalid, match=needle):
+        jobs.register(submitted, existing, 1, NOW)
+
+
+def test_a_periodic_job_is_not_evaluated_but_launched() -> None:
+    with pytest.raises(Invalid, match="can't evaluate periodic job 'nightly'"):
+        jobs.evaluate(_periodic(), NOW)
