@@ -469,6 +469,7 @@ def test_openapi_documents_every_request_body(client: TestClient) -> None:
                 bodiless.add(path)
     assert bodiless == {
         "/v1/job/{job_id}/evaluate",
+        "/v1/job/{job_id}/periodic/force",
         "/v1/deployment/fail/{deployment_id}",
         "/v1/drover/node/{node_id}/heartbeat",
         "/v1/job/{job_id}/restart/{restart_id}/pause",

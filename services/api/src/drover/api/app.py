@@ -17,12 +17,22 @@ from drover.api.blocking import Blocking, IndexWatcher
 from drover.api.commands import Commands
 from drover.api.guard import RequestGuard
 from drover.api.heartbeats import Heartbeats
-from drover.api.routes import allocations, client, deployments, evaluations, jobs, nodes, restarts, status
+from drover.api.routes import (
+    allocations,
+    client,
+    deployments,
+    evaluations,
+    jobs,
+    nodes,
+    periodic,
+    restarts,
+    status,
+)
 from drover.runtime.settings import Settings
 from drover.runtime.store import EventStore, libpq_url
 from drover.runtime.store.queries import Reads
 
-ROUTERS = (jobs, restarts, allocations, evaluations, deployments, nodes, status, client)
+ROUTERS = (jobs, restarts, periodic, allocations, evaluations, deployments, nodes, status, client)
 
 
 def create_app(settings: Settings, store: EventStore | None = None) -> FastAPI:
@@ -52,4 +62,8 @@ def create_app(settings: Settings, store: EventStore | None = None) -> FastAPI:
         # The routers' routes themselves: an included router is matched through a wrapper on
         # every request, 5-10% of the API's CPU for a simple read (bench/requests.py).
         app.router.routes.extend(module.router.routes)
+    # A job ID may hold slashes (a periodic child is "<job>/periodic-<time>"), so job paths take
+    # it as a path; a path that ends with the ID is tried after every longer one, which leaves
+    # `/v1/job/a/b/allocations` to the allocations of "a/b" (Nomad matches the suffix first too).
+    app.router.routes.sort(key=lambda route: getattr(route, "path", "").endswith(":path}"))
     return app

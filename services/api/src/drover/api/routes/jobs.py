@@ -51,8 +51,9 @@ async def _register(commands: CommandsDep, submitted: Job) -> dict[str, Any]:
 
     change, positions = await commands.run(decide, span="job.register", what=f"job {job.id} registered")
     return {
-        "EvalID": change.eval_ids[0],
-        "EvalCreateIndex": positions[1],
+        # A periodic job is registered without an eval (Nomad answers "" and 0 then).
+        "EvalID": change.eval_ids[0] if change.evals else "",
+        "EvalCreateIndex": positions[1] if change.evals else 0,
         "JobModifyIndex": positions[0],
         "Warnings": "",
         "Index": positions[-1],
@@ -67,15 +68,15 @@ async def register_jobs(body: JobRegisterRequest, commands: CommandsDep) -> dict
     return await _register(commands, body.job)
 
 
-@router.put("/v1/job/{job_id}")
-@router.post("/v1/job/{job_id}")
+@router.put("/v1/job/{job_id:path}")
+@router.post("/v1/job/{job_id:path}")
 async def register_job(job_id: str, body: JobRegisterRequest, commands: CommandsDep) -> dict[str, Any]:
     if body.job.id != job_id:
         raise ApiError(400, "Job ID does not match name")
     return await _register(commands, body.job)
 
 
-@router.get("/v1/job/{job_id}")
+@router.get("/v1/job/{job_id:path}")
 async def read_job(
     job_id: str, request: Request, blocking: BlockingDep, namespace: str = "default"
 ) -> Response:
@@ -84,7 +85,7 @@ async def read_job(
     )
 
 
-@router.get("/v1/job/{job_id}/versions")
+@router.get("/v1/job/{job_id:path}/versions")
 async def job_versions(
     job_id: str, request: Request, blocking: BlockingDep, namespace: str = "default"
 ) -> Response:
@@ -95,7 +96,7 @@ async def job_versions(
     return await blocking.read(request, fn, [job_key(namespace, job_id)])
 
 
-@router.get("/v1/job/{job_id}/allocations")
+@router.get("/v1/job/{job_id:path}/allocations")
 async def job_allocs(
     job_id: str, request: Request, blocking: BlockingDep, namespace: str = "default"
 ) -> Response:
@@ -106,7 +107,7 @@ async def job_allocs(
     return await blocking.read_at(request, read, [job_key(namespace, job_id)])
 
 
-@router.get("/v1/job/{job_id}/evaluations")
+@router.get("/v1/job/{job_id:path}/evaluations")
 async def job_evals(
     job_id: str, request: Request, blocking: BlockingDep, namespace: str = "default"
 ) -> Response:
@@ -118,7 +119,7 @@ async def job_evals(
     return await blocking.read(request, fn, [job_key(namespace, job_id)])
 
 
-@router.get("/v1/job/{job_id}/deployments")
+@router.get("/v1/job/{job_id:path}/deployments")
 async def job_deployments(
     job_id: str, request: Request, blocking: BlockingDep, namespace: str = "default"
 ) -> Response:
@@ -130,7 +131,7 @@ async def job_deployments(
     return await blocking.read(request, fn, [job_key(namespace, job_id)])
 
 
-@router.get("/v1/job/{job_id}/deployment")
+@router.get("/v1/job/{job_id:path}/deployment")
 async def job_latest_deployment(
     job_id: str, request: Request, blocking: BlockingDep, namespace: str = "default"
 ) -> Response:
@@ -144,7 +145,7 @@ async def job_latest_deployment(
     return await blocking.read(request, fn, [job_key(namespace, job_id)])
 
 
-@router.get("/v1/job/{job_id}/summary")
+@router.get("/v1/job/{job_id:path}/summary")
 async def job_summary(
     job_id: str, request: Request, blocking: BlockingDep, namespace: str = "default"
 ) -> Response:
@@ -162,7 +163,7 @@ async def job_summary(
     return await blocking.read(request, fn, [job_key(namespace, job_id)])
 
 
-@router.delete("/v1/job/{job_id}")
+@router.delete("/v1/job/{job_id:path}")
 async def deregister(
     job_id: str, commands: CommandsDep, namespace: str = "default", purge: bool = False
 ) -> dict[str, Any]:
@@ -170,11 +171,12 @@ async def deregister(
         lambda reads: jobs.deregister(reads.job(namespace, job_id), purge, time.time_ns())
     )
     index = positions[-1]
-    return {"EvalID": change.eval_ids[0], "EvalCreateIndex": index, "JobModifyIndex": index, "Index": index}
+    return {"EvalID": change.eval_ids[0] if change.evals else "", "EvalCreateIndex": index if change.evals else 0,
+            "JobModifyIndex": positions[0], "Index": index}  # fmt: skip
 
 
-@router.put("/v1/job/{job_id}/evaluate")
-@router.post("/v1/job/{job_id}/evaluate")
+@router.put("/v1/job/{job_id:path}/evaluate")
+@router.post("/v1/job/{job_id:path}/evaluate")
 async def evaluate(job_id: str, commands: CommandsDep, namespace: str = "default") -> dict[str, Any]:
     change, positions = await commands.run(
         lambda reads: jobs.evaluate(reads.job(namespace, job_id), time.time_ns())
@@ -185,8 +187,8 @@ async def evaluate(job_id: str, commands: CommandsDep, namespace: str = "default
             "Index": index}  # fmt: skip
 
 
-@router.put("/v1/job/{job_id}/scale")
-@router.post("/v1/job/{job_id}/scale")
+@router.put("/v1/job/{job_id:path}/scale")
+@router.post("/v1/job/{job_id:path}/scale")
 async def scale(
     job_id: str, body: ScalingRequest, commands: CommandsDep, namespace: str = "default"
 ) -> dict[str, Any]:
@@ -200,8 +202,8 @@ async def scale(
             "Warnings": ""}  # fmt: skip
 
 
-@router.put("/v1/job/{job_id}/plan")
-@router.post("/v1/job/{job_id}/plan")
+@router.put("/v1/job/{job_id:path}/plan")
+@router.post("/v1/job/{job_id:path}/plan")
 async def plan(job_id: str, body: JobPlanRequest, reads: ReadsDep) -> dict[str, Any]:
     job = jobs.prepare(body.job)
     if job.id != job_id:
