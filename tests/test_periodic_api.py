@@ -66,17 +66,21 @@ def test_force_launches_a_child_with_a_periodic_job_eval(client: TestClient, sto
     ev = client.get(f"/v1/evaluation/{out['EvalID']}").json()
     child_id = ev["JobID"]
     assert child_id.startswith("report/periodic-") and before <= int(child_id.rsplit("-", 1)[1]) <= after
-    assert (ev["TriggeredBy"], ev["Status"], ev["Type"], ev["CreateIndex"]) == ("periodic-job", "pending", "batch", 3)
+    assert (ev["TriggeredBy"], ev["Status"], ev["Type"]) == ("periodic-job", "pending", "batch")
+    assert ev["CreateIndex"] == 3
     assert (ev["PreviousEval"], ev["NextEval"], ev["BlockedEval"], ev["WaitUntil"]) == ("", "", "", 0)
     child = client.get(f"/v1/job/{quote(child_id, safe='')}").json()
-    assert (child["ID"], child["Name"], child["ParentID"], child["Periodic"]) == (child_id, child_id, "report", None)
+    assert (child["ID"], child["Name"], child["ParentID"]) == (child_id, child_id, "report")
+    assert child["Periodic"] is None
     assert child["TaskGroups"][0]["Name"] == "web" and child["Version"] == 0
     stubs = client.get("/v1/jobs", params={"prefix": "report"}).json()
     assert [(j["ID"], j["ParentID"]) for j in stubs] == [("report", ""), (child_id, "report")]
     # The parent is unchanged, and still has no eval of its own.
     assert client.get("/v1/job/report").json()["ModifyIndex"] == 1
     assert client.get("/v1/job/report/evaluations").json() == []
-    assert [e["ID"] for e in client.get(f"/v1/job/{quote(child_id, safe='')}/evaluations").json()] == [out["EvalID"]]
+    assert [e["ID"] for e in client.get(f"/v1/job/{quote(child_id, safe='')}/evaluations").json()] == [
+        out["EvalID"]
+    ]
 
 
 @pytest.mark.parametrize(
