@@ -48,11 +48,15 @@ def test_a_periodic_job_as_nomad_writes_it_is_registered_without_an_eval(
     assert [j["Status"] for j in client.get("/v1/jobs").json()] == ["running"]
     assert client.get("/v1/job/report/evaluations").json() == []
     assert store.last_position() == 1
+    # Scaling it changes its next children's count: no eval either.
+    out = client.put("/v1/job/report/scale", json={"Count": 3, "Target": {"Group": "web"}}).json()
+    assert (out["EvalID"], out["EvalCreateIndex"], out["JobModifyIndex"]) == ("", 0, 2)
     # Stopping it writes no eval either; it is dead then.
     out = client.delete("/v1/job/report").json()
     assert (out["EvalID"], out["EvalCreateIndex"]) == ("", 0)
     assert client.get("/v1/job/report").json()["Status"] == "dead"
-    assert store.last_position() == 2
+    assert store.last_position() == 3
+    assert client.get("/v1/job/report/evaluations").json() == []
 
 
 def test_force_launches_a_child_with_a_periodic_job_eval(client: TestClient, store: EventStore) -> None:

@@ -118,11 +118,14 @@ def _periodic(**kw: Any) -> Job:
     return job("nightly", type="batch", periodic=PeriodicConfig(specs=["0 2 * * *"]), **kw)
 
 
-def test_a_periodic_job_is_registered_and_deregistered_without_an_eval() -> None:
+def test_a_periodic_job_is_registered_scaled_and_stopped_without_an_eval() -> None:
     change = jobs.register(_periodic(), None, 0, NOW)
     assert [type(e.event) for e in change.events] == [JobRegistered] and change.evals == []
     stopped = jobs.deregister(_periodic(), False, NOW)
     assert [type(e.event) for e in stopped.events] == [JobDeregistered] and stopped.evals == []
+    scaled = jobs.scale(_periodic(), 4, "g", 1, NOW)
+    assert [type(e.event) for e in scaled.events] == [JobRegistered] and scaled.evals == []
+    assert scaled.job is not None and scaled.job.task_groups[0].count == 4
 
 
 @pytest.mark.parametrize(

@@ -86,8 +86,9 @@ def scale(job: Job | None, count: int | None, group: str, stream_version: int, n
     assert tg is not None
     tg.count = count
     scaled.version = job.version + 1
-    ev = job_eval(scaled, TRIGGER_SCALING, now)
-    change = Change.of([NewEvent(JobRegistered(job=scaled), expected_version=stream_version)], [ev])
+    # A periodic job's count applies to its next children: nothing of its own to schedule.
+    evals = [] if scaled.periodic is not None else [job_eval(scaled, TRIGGER_SCALING, now)]
+    change = Change.of([NewEvent(JobRegistered(job=scaled), expected_version=stream_version)], evals)
     return JobChange(change.events, change.evals, scaled)
 
 

@@ -198,8 +198,8 @@ async def scale(
 
     change, positions = await commands.run(decide)
     index = positions[-1]
-    return {"EvalID": change.eval_ids[0], "EvalCreateIndex": index, "JobModifyIndex": index, "Index": index,
-            "Warnings": ""}  # fmt: skip
+    return {"EvalID": change.eval_ids[0] if change.evals else "", "EvalCreateIndex": index if change.evals else 0,
+            "JobModifyIndex": positions[0], "Index": index, "Warnings": ""}  # fmt: skip
 
 
 @router.put("/v1/job/{job_id:path}/plan")
