@@ -8,8 +8,9 @@ import pytest
 
 from drover.control import jobs
 from drover.control.errors import Invalid, NotFound
+from drover.control.scaling import ScaleRequest, scale
 from drover.model import Job
-from drover.model.events import EvalsUpserted, JobDeregistered, JobRegistered
+from drover.model.events import EvalsUpserted, JobDeregistered, JobRegistered, ScalingEventRegistered
 from drover.model.job import PeriodicConfig
 
 from .conftest import NOW, Cluster, job, node
@@ -55,34 +56,7 @@ def test_prepare_fills_defaults_and_lists_every_problem() -> None:
     assert lines[0] == "Job is invalid:" and len(lines) >= 4
 
 
-@pytest.mark.parametrize(
-    ("count", "group", "problems"),
-    [
-        (-2, "nope", ["Count must be a non-negative integer", "Target.Group 'nope' is not a task group"]),
-        (None, "g", ["Count must be a non-negative integer"]),
-        (2, "", ["Target.Group '' is not a task group"]),
-    ],
-)
-def test_scale_refuses_with_every_problem(count: int | None, group: str, problems: list[str]) -> None:
-    with pytest.raises(Invalid) as e:
-        jobs.scale(job(), count, group, 1, NOW)
-    assert len(e.value.message.splitlines()) == len(problems)
-    for p in problems:
-        assert p in e.value.message
-
-
-def test_scale_registers_a_new_version_with_a_scaling_eval() -> None:
-    current = job(count=3, version=4)
-    change = jobs.scale(current, 7, "g", 9, NOW)
-    registered = change.events[0].event
-    assert isinstance(registered, JobRegistered) and change.events[0].expected_version == 9
-    assert registered.job.version == 5 and registered.job.task_groups[0].count == 7
-    assert current.task_groups[0].count == 3  # the job read is left as it was
-    assert [e.triggered_by for e in change.evals] == ["job-scaling"]
-
-
 @pytest.mark.parametrize("command", [
-    lambda: jobs.scale(None, 1, "g", 0, NOW),
     lambda: jobs.deregister(None, False, NOW),
     lambda: jobs.evaluate(None, NOW),
 ])  # fmt: skip
@@ -123,9 +97,9 @@ def test_a_periodic_job_is_registered_scaled_and_stopped_without_an_eval() -> No
     assert [type(e.event) for e in change.events] == [JobRegistered] and change.evals == []
     stopped = jobs.deregister(_periodic(), False, NOW)
     assert [type(e.event) for e in stopped.events] == [JobDeregistered] and stopped.evals == []
-    scaled = jobs.scale(_periodic(), 4, "g", 1, NOW)
-    assert [type(e.event) for e in scaled.events] == [JobRegistered] and scaled.evals == []
-    assert scaled.job is not None and scaled.job.task_groups[0].count == 4
+    scaled = scale(_periodic(), "nightly", "default", ScaleRequest(group="g", count=4), 1, NOW)
+    assert [type(e.event) for e in scaled.events] == [JobRegistered, ScalingEventRegistered]
+    assert scaled.evals == [] and scaled.job is not None and scaled.job.task_groups[0].count == 4
 
 
 @pytest.mark.parametrize(

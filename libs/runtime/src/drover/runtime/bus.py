@@ -34,6 +34,10 @@ HEARTBEAT_SUBJECT = "drover.heartbeat"
 POSITION_HEADER = "Drover-Position"
 LOG_HEADER = "Drover-Log"
 MSG_ID_HEADER = "Nats-Msg-Id"
+# On a message sent without its body ("log"): the event is too large for a NATS message, and a
+# consumer reads it from the log at the message's position.
+BODY_HEADER = "Drover-Body"
+BODY_IN_LOG = "log"
 
 
 async def connect(url: str, name: str) -> Client:

@@ -23,16 +23,30 @@ from drover.api.routes import (
     deployments,
     evaluations,
     jobs,
+    jobversions,
     nodes,
     periodic,
     restarts,
+    scaling,
     status,
 )
 from drover.runtime.settings import Settings
 from drover.runtime.store import EventStore, libpq_url
 from drover.runtime.store.queries import Reads
 
-ROUTERS = (jobs, restarts, periodic, allocations, evaluations, deployments, nodes, status, client)
+ROUTERS = (
+    jobs,
+    jobversions,
+    scaling,
+    restarts,
+    periodic,
+    allocations,
+    evaluations,
+    deployments,
+    nodes,
+    status,
+    client,
+)
 
 
 def create_app(settings: Settings, store: EventStore | None = None) -> FastAPI:
