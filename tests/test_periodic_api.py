@@ -50,12 +50,13 @@ def test_a_periodic_job_as_nomad_writes_it_is_registered_without_an_eval(
     assert store.last_position() == 1
     # Scaling it changes its next children's count: no eval either.
     out = client.put("/v1/job/report/scale", json={"Count": 3, "Target": {"Group": "web"}}).json()
-    assert (out["EvalID"], out["EvalCreateIndex"], out["JobModifyIndex"]) == ("", 0, 2)
+    assert (out["EvalID"], out["EvalCreateIndex"], out["JobModifyIndex"], out["Index"]) == ("", 0, 2, 3)
+    assert client.get("/v1/job/report").json()["TaskGroups"][0]["Count"] == 3
     # Stopping it writes no eval either; it is dead then.
     out = client.delete("/v1/job/report").json()
     assert (out["EvalID"], out["EvalCreateIndex"]) == ("", 0)
     assert client.get("/v1/job/report").json()["Status"] == "dead"
-    assert store.last_position() == 3
+    assert store.last_position() == 4
     assert client.get("/v1/job/report/evaluations").json() == []
 
 
