@@ -55,9 +55,7 @@ def wait_consumer(c: Cluster, nats_url: str) -> tuple[int, int]:
 
 
 @pytest.fixture
-def cluster_factory(
-    database_url: str, nats_url: str, tmp_path: Path, js_fresh: object
-) -> Iterator[Any]:
+def cluster_factory(database_url: str, nats_url: str, tmp_path: Path, js_fresh: object) -> Iterator[Any]:
     made: list[Cluster] = []
 
     def make(**kw: Any) -> Cluster:
@@ -106,7 +104,9 @@ def test_failed_follow_up_after_workers_die_holding_an_eval(cluster_factory: Any
 
     # With a plan applier, the follow-up is scheduled once its delay has passed.
     c.spawn("planner")
-    done = c.wait(lambda: (e := c.get(f"/v1/evaluation/{follow_id}"))["Status"] == "complete" and e, timeout=30)
+    done = c.wait(
+        lambda: (e := c.get(f"/v1/evaluation/{follow_id}"))["Status"] == "complete" and e, timeout=30
+    )
     assert done["ModifyTime"] >= follow["WaitUntil"]
     (alloc,) = c.get("/v1/job/web/allocations")
     assert alloc["EvalID"] == follow_id and alloc["NodeID"] == "n1"
