@@ -11,7 +11,6 @@ import httpx
 
 from .cluster import Cluster
 
-TERMINAL = ("complete", "failed", "canceled")
 NO_LINKS = {"PreviousEval": "", "NextEval": "", "BlockedEval": "", "WaitUntil": 0}
 
 
@@ -53,8 +52,8 @@ def links(ev: dict[str, Any]) -> dict[str, Any]:
 
 
 def settled(c: Cluster, job_id: str) -> list[dict[str, Any]]:
-    """The job's evals once every one is terminal and no new one came for a second: what the
-    cluster did, counted."""
+    """The job's evals once none is pending (each terminal, or blocked awaiting capacity) and
+    nothing changed for a second: what the cluster did, counted."""
     last: list[dict[str, Any]] = []
     quiet_since = time.monotonic()
 
@@ -63,7 +62,7 @@ def settled(c: Cluster, job_id: str) -> list[dict[str, Any]]:
         now = evals_of(c, job_id)
         if [(e["ID"], e["Status"]) for e in now] != [(e["ID"], e["Status"]) for e in last]:
             last, quiet_since = now, time.monotonic()
-        return all(e["Status"] in TERMINAL for e in now) and time.monotonic() - quiet_since >= 1.0
+        return all(e["Status"] != "pending" for e in now) and time.monotonic() - quiet_since >= 1.0
 
     c.wait(check, timeout=30, interval=0.1, describe=lambda: evals_of(c, job_id))
     return last
