@@ -58,13 +58,14 @@ def test_seed_003_a_node_running_a_system_and_two_service_jobs_misses_its_heartb
     service 1, which may run only on that node, cannot be placed and gets a blocked
     queued-allocs eval; service 2 is placed on the other node.
 
-    The seed counts six evals, two of them because service 2's plan "is rejected because the
-    scheduler has fallen behind in raft replication": a failed max-plan-attempts eval and its
-    failed-follow-up. Drover has no such lag to fall behind: a worker schedules an eval only
-    once its replica holds the eval's log position, and the plan applier verifies the plan
-    against its own state, newer than any plan it is given. So here it is four evals; the two
-    other triggers are caused, with real conflicts and delivery failures, in
-    test_triggers_failures."""
+    The seed counts six evals, two of them because service 2's plan is rejected again and
+    again, "because the scheduler has fallen behind in raft replication": a failed eval
+    (max-plan-attempts) and its failed-follow-up. Drover's workers do not fall behind that way:
+    a worker schedules an eval only once its replica holds the eval's log position, and after a
+    refused plan only once it holds the position the plan applier verified against, so a plan
+    is refused only for a commit made after it was scheduled; here the other evals' commits
+    leave room for service 2's. So Drover creates four evals. The other two triggers are caused
+    with a real conflict and real delivery failures in test_triggers_failures."""
     c = cluster
     register_node(c, beater, "a")
     pinned = [{"LTarget": "${node.unique.id}", "RTarget": "a", "Operand": "="}]
