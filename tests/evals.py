@@ -77,14 +77,12 @@ class FakeClients:
         self.healthy = healthy
         self.delay = delay
         self.stop = threading.Event()
-        self.paused = threading.Event()
         self.thread = threading.Thread(target=self._run, daemon=True)
         self.thread.start()
 
     def _run(self) -> None:
         while not self.stop.is_set():
-            if not self.paused.is_set():
-                self._report()
+            self._report()
             time.sleep(0.1)
 
     def _report(self) -> None:

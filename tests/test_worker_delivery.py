@@ -42,7 +42,9 @@ async def test_an_eval_goes_to_the_failed_queue_at_its_delivery_limit(
 
     # Scheduling fails at the third delivery: no nack, the failed queue.
     ev = Evaluation(id="e1", job_id="web", modify_index=7)
-    await js.publish(EVALS_SUBJECT, ev.model_dump_json(by_alias=True).encode(), headers={MSG_ID_HEADER: "e1:7"})
+    await js.publish(
+        EVALS_SUBJECT, ev.model_dump_json(by_alias=True).encode(), headers={MSG_ID_HEADER: "e1:7"}
+    )
     for _ in range(2):
         await (await deliver(own)).nak()  # two deliveries that failed before
     await handle(worker, await deliver(own), ack_wait=30)
@@ -54,7 +56,9 @@ async def test_an_eval_goes_to_the_failed_queue_at_its_delivery_limit(
 
     # Handed out a fourth time (the workers holding it died): moved without being scheduled.
     ev2 = Evaluation(id="e2", job_id="api", modify_index=9)
-    await js.publish(EVALS_SUBJECT, ev2.model_dump_json(by_alias=True).encode(), headers={MSG_ID_HEADER: "e2:9"})
+    await js.publish(
+        EVALS_SUBJECT, ev2.model_dump_json(by_alias=True).encode(), headers={MSG_ID_HEADER: "e2:9"}
+    )
     for _ in range(3):
         await (await deliver(own)).nak()
     await handle(worker, await deliver(own), ack_wait=30)
