@@ -54,7 +54,10 @@ class FailedEvalReaper:
 
     def outcome(self, ev: Evaluation, now: int) -> list[Evaluation]:
         """The evals to write for `ev` as the replica has it: none if it is done with (a copy
-        moved twice, or an eval that finished meanwhile), else failed with its follow-up."""
+        moved twice, or an eval that finished meanwhile), else failed with its follow-up.
+        (Only a copy the broker published again after a restart can be worked on between this
+        read and the append; should it finish there, it reads failed and its follow-up finds
+        nothing to do.)"""
         current = self.replica.state.eval(ev.id)
         if current is None or current.terminal_status():
             return []
