@@ -1,5 +1,5 @@
-"""Job commands: register (with Nomad's version rule), the dry-run plan (the same rule),
-scale, deregister and evaluate. Each takes what it reads and `now`, and returns the events."""
+"""Job commands: register (with Nomad's version and update rules), the dry-run plan (the same
+version rule), scale, deregister and evaluate. Each takes what it reads and `now`, and returns the events."""
 
 from __future__ import annotations
 
@@ -47,12 +47,30 @@ class JobChange(Change):
     job: Job | None = None
 
 
+def update_problems(existing: Job | None, job: Job) -> list[str]:
+    """Changes a register may not make (Nomad's validateJobUpdate): a job is dispatched only by
+    a dispatch, and stays parameterized or not."""
+    if existing is None:
+        return ["a job cannot be registered with Dispatched set"] if job.dispatched else []
+    out = []
+    if existing.is_parameterized() != job.is_parameterized():
+        was, now = ("", "non-") if existing.is_parameterized() else ("non-", "")
+        out.append(f"cannot update a {was}parameterized job to being {now}parameterized")
+    if existing.dispatched != job.dispatched:
+        out.append("Dispatched is read-only")
+    return out
+
+
 def register(job: Job, existing: Job | None, stream_version: int, now: int) -> JobChange:
     """Register `job` (prepared) over `existing`, whose stream is at `stream_version`: the job
-    at its next version, and a job-register eval."""
+    at its next version, and a job-register eval (none for a periodic or parameterized job,
+    which only its children run)."""
+    problems = update_problems(existing, job)
+    if problems:
+        raise Invalid.of(problems, "Job is invalid:")
     job = job.model_copy(update={"version": next_version(existing, job), "submit_time": now})
-    ev = job_eval(job, TRIGGER_JOB_REGISTER, now)
-    change = Change.of([NewEvent(JobRegistered(job=job), expected_version=stream_version)], [ev])
+    evals = [] if job.launches_children() else [job_eval(job, TRIGGER_JOB_REGISTER, now)]
+    change = Change.of([NewEvent(JobRegistered(job=job), expected_version=stream_version)], evals)
     return JobChange(change.events, change.evals, job)
 
 
@@ -81,18 +99,19 @@ def scale(job: Job | None, count: int | None, group: str, stream_version: int, n
     assert tg is not None
     tg.count = count
     scaled.version = job.version + 1
-    ev = job_eval(scaled, TRIGGER_SCALING, now)
-    change = Change.of([NewEvent(JobRegistered(job=scaled), expected_version=stream_version)], [ev])
+    evals = [] if job.launches_children() else [job_eval(scaled, TRIGGER_SCALING, now)]
+    change = Change.of([NewEvent(JobRegistered(job=scaled), expected_version=stream_version)], evals)
     return JobChange(change.events, change.evals, scaled)
 
 
 def deregister(job: Job | None, purge: bool, now: int) -> Change:
-    """Stop the job (with `purge`, forget it) and evaluate it, so its allocs stop."""
+    """Stop the job (with `purge`, forget it) and evaluate it, so its allocs stop (a periodic or
+    parameterized job has none: its children are jobs of their own)."""
     if job is None:
         raise NotFound("job not found")
     return Change.of(
         [JobDeregistered(namespace=job.namespace, job_id=job.id, purge=purge)],
-        [job_eval(job, TRIGGER_JOB_DEREGISTER, now)],
+        [] if job.launches_children() else [job_eval(job, TRIGGER_JOB_DEREGISTER, now)],
     )
 
 
@@ -100,5 +119,8 @@ def evaluate(job: Job | None, now: int) -> JobChange:
     """A new job-register eval of the job as it is (Nomad's force evaluate)."""
     if job is None:
         raise NotFound("job not found")
+    if job.launches_children():
+        kind = "parameterized" if job.is_parameterized() else "periodic"
+        raise Invalid(f"can't evaluate a {kind} job: only the children it launches are evaluated")
     change = Change.of([], [job_eval(job, TRIGGER_JOB_REGISTER, now)])
     return JobChange(change.events, change.evals, job)
