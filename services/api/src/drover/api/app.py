@@ -17,12 +17,22 @@ from drover.api.blocking import Blocking, IndexWatcher
 from drover.api.commands import Commands
 from drover.api.guard import RequestGuard
 from drover.api.heartbeats import Heartbeats
-from drover.api.routes import allocations, client, deployments, evaluations, jobs, nodes, restarts, status
+from drover.api.routes import (
+    allocations,
+    client,
+    deployments,
+    dispatch,
+    evaluations,
+    jobs,
+    nodes,
+    restarts,
+    status,
+)
 from drover.runtime.settings import Settings
 from drover.runtime.store import EventStore, libpq_url
 from drover.runtime.store.queries import Reads
 
-ROUTERS = (jobs, restarts, allocations, evaluations, deployments, nodes, status, client)
+ROUTERS = (jobs, restarts, dispatch, allocations, evaluations, deployments, nodes, status, client)
 
 
 def create_app(settings: Settings, store: EventStore | None = None) -> FastAPI:
@@ -48,8 +58,11 @@ def create_app(settings: Settings, store: EventStore | None = None) -> FastAPI:
     app.state.heartbeats = heartbeats
     errors.install(app)
     app.add_middleware(RequestGuard, limit=settings.max_body_bytes)
-    for module in ROUTERS:
-        # The routers' routes themselves: an included router is matched through a wrapper on
-        # every request, 5-10% of the API's CPU for a simple read (bench/requests.py).
-        app.router.routes.extend(module.router.routes)
+    # The routers' routes themselves: an included router is matched through a wrapper on every
+    # request, 5-10% of the API's CPU for a simple read (bench/requests.py). A job's ID may hold
+    # slashes, so /v1/job/{job_id:path} would also match /v1/job/<id>/summary: the routes ending
+    # in an ID go last, and the path after the ID is read first, as Nomad reads it.
+    routes = [route for module in ROUTERS for route in module.router.routes]
+    routes.sort(key=lambda route: str(getattr(route, "path", "")).endswith(":path}"))
+    app.router.routes.extend(routes)
     return app

@@ -1,5 +1,6 @@
 """/v1/jobs and /v1/job/:id: register, read, versions, allocations, evaluations, deployments,
-summary, deregister, evaluate, scale and the dry-run plan."""
+summary, deregister, evaluate, scale and the dry-run plan. A job's ID may hold slashes (a
+dispatched child's `<job>/dispatch-...`): the app matches the paths after the ID first."""
 
 from __future__ import annotations
 
@@ -18,12 +19,9 @@ from drover.api.views import NO_DEPLOYMENT, alloc_stub, as_json, job_stub
 from drover.control import jobs
 from drover.model import Job
 from drover.runtime.store.queries import Reads, load_snapshot
-from drover.runtime.watches import job_key
+from drover.runtime.watches import children_key, job_key
 
 router = APIRouter(route_class=JsonRoute, tags=["jobs"])
-_SUMMARY_KEYS = ("Queued", "Complete", "Failed", "Running", "Starting", "Lost", "Unknown")
-_SUMMARY_OF = {"pending": "Starting", "running": "Running", "complete": "Complete", "failed": "Failed",
-               "lost": "Lost", "unknown": "Unknown"}  # fmt: skip
 
 
 @router.get("/v1/jobs")
@@ -36,7 +34,8 @@ async def list_jobs(
 
     def fn() -> Paged:
         page = read()
-        return Paged([job_stub(j) for j in page.items], page.next_token)
+        summaries = blocking.reads.job_summaries(namespace, page.items)
+        return Paged([job_stub(j, summaries[j.id]) for j in page.items], page.next_token)
 
     # A job's Status is derived from its allocs and evals.
     return await blocking.read(request, fn, ["jobs", "allocs", "evals"])
@@ -50,9 +49,10 @@ async def _register(commands: CommandsDep, submitted: Job) -> dict[str, Any]:
         return jobs.register(job, existing, stream_version, time.time_ns())
 
     change, positions = await commands.run(decide, span="job.register", what=f"job {job.id} registered")
+    # A periodic or parameterized job is registered without an eval.
     return {
-        "EvalID": change.eval_ids[0],
-        "EvalCreateIndex": positions[1],
+        "EvalID": change.eval_ids[0] if change.evals else "",
+        "EvalCreateIndex": positions[1] if change.evals else 0,
         "JobModifyIndex": positions[0],
         "Warnings": "",
         "Index": positions[-1],
@@ -67,15 +67,15 @@ async def register_jobs(body: JobRegisterRequest, commands: CommandsDep) -> dict
     return await _register(commands, body.job)
 
 
-@router.put("/v1/job/{job_id}")
-@router.post("/v1/job/{job_id}")
+@router.put("/v1/job/{job_id:path}")
+@router.post("/v1/job/{job_id:path}")
 async def register_job(job_id: str, body: JobRegisterRequest, commands: CommandsDep) -> dict[str, Any]:
     if body.job.id != job_id:
         raise ApiError(400, "Job ID does not match name")
     return await _register(commands, body.job)
 
 
-@router.get("/v1/job/{job_id}")
+@router.get("/v1/job/{job_id:path}")
 async def read_job(
     job_id: str, request: Request, blocking: BlockingDep, namespace: str = "default"
 ) -> Response:
@@ -84,7 +84,7 @@ async def read_job(
     )
 
 
-@router.get("/v1/job/{job_id}/versions")
+@router.get("/v1/job/{job_id:path}/versions")
 async def job_versions(
     job_id: str, request: Request, blocking: BlockingDep, namespace: str = "default"
 ) -> Response:
@@ -95,7 +95,7 @@ async def job_versions(
     return await blocking.read(request, fn, [job_key(namespace, job_id)])
 
 
-@router.get("/v1/job/{job_id}/allocations")
+@router.get("/v1/job/{job_id:path}/allocations")
 async def job_allocs(
     job_id: str, request: Request, blocking: BlockingDep, namespace: str = "default"
 ) -> Response:
@@ -106,7 +106,7 @@ async def job_allocs(
     return await blocking.read_at(request, read, [job_key(namespace, job_id)])
 
 
-@router.get("/v1/job/{job_id}/evaluations")
+@router.get("/v1/job/{job_id:path}/evaluations")
 async def job_evals(
     job_id: str, request: Request, blocking: BlockingDep, namespace: str = "default"
 ) -> Response:
@@ -118,7 +118,7 @@ async def job_evals(
     return await blocking.read(request, fn, [job_key(namespace, job_id)])
 
 
-@router.get("/v1/job/{job_id}/deployments")
+@router.get("/v1/job/{job_id:path}/deployments")
 async def job_deployments(
     job_id: str, request: Request, blocking: BlockingDep, namespace: str = "default"
 ) -> Response:
@@ -130,7 +130,7 @@ async def job_deployments(
     return await blocking.read(request, fn, [job_key(namespace, job_id)])
 
 
-@router.get("/v1/job/{job_id}/deployment")
+@router.get("/v1/job/{job_id:path}/deployment")
 async def job_latest_deployment(
     job_id: str, request: Request, blocking: BlockingDep, namespace: str = "default"
 ) -> Response:
@@ -144,25 +144,18 @@ async def job_latest_deployment(
     return await blocking.read(request, fn, [job_key(namespace, job_id)])
 
 
-@router.get("/v1/job/{job_id}/summary")
+@router.get("/v1/job/{job_id:path}/summary")
 async def job_summary(
     job_id: str, request: Request, blocking: BlockingDep, namespace: str = "default"
 ) -> Response:
     def fn() -> Any:
         job = blocking.reads.job(namespace, job_id)
-        if job is None:
-            return None
-        summary = {tg.name: dict.fromkeys(_SUMMARY_KEYS, 0) for tg in job.task_groups}
-        for a in blocking.reads.allocs(namespace=namespace, job_id=job_id):
-            if a.task_group in summary and a.client_status in _SUMMARY_OF:
-                summary[a.task_group][_SUMMARY_OF[a.client_status]] += 1
-        return {"JobID": job.id, "Namespace": job.namespace, "Summary": summary,
-                "CreateIndex": job.create_index, "ModifyIndex": job.modify_index}  # fmt: skip
+        return None if job is None else blocking.reads.job_summaries(namespace, [job])[job.id]
 
-    return await blocking.read(request, fn, [job_key(namespace, job_id)])
+    return await blocking.read(request, fn, [job_key(namespace, job_id), children_key(namespace, job_id)])
 
 
-@router.delete("/v1/job/{job_id}")
+@router.delete("/v1/job/{job_id:path}")
 async def deregister(
     job_id: str, commands: CommandsDep, namespace: str = "default", purge: bool = False
 ) -> dict[str, Any]:
@@ -170,11 +163,12 @@ async def deregister(
         lambda reads: jobs.deregister(reads.job(namespace, job_id), purge, time.time_ns())
     )
     index = positions[-1]
-    return {"EvalID": change.eval_ids[0], "EvalCreateIndex": index, "JobModifyIndex": index, "Index": index}
+    return {"EvalID": change.eval_ids[0] if change.evals else "", "EvalCreateIndex": index if change.evals else 0,
+            "JobModifyIndex": index, "Index": index}  # fmt: skip
 
 
-@router.put("/v1/job/{job_id}/evaluate")
-@router.post("/v1/job/{job_id}/evaluate")
+@router.put("/v1/job/{job_id:path}/evaluate")
+@router.post("/v1/job/{job_id:path}/evaluate")
 async def evaluate(job_id: str, commands: CommandsDep, namespace: str = "default") -> dict[str, Any]:
     change, positions = await commands.run(
         lambda reads: jobs.evaluate(reads.job(namespace, job_id), time.time_ns())
@@ -185,8 +179,8 @@ async def evaluate(job_id: str, commands: CommandsDep, namespace: str = "default
             "Index": index}  # fmt: skip
 
 
-@router.put("/v1/job/{job_id}/scale")
-@router.post("/v1/job/{job_id}/scale")
+@router.put("/v1/job/{job_id:path}/scale")
+@router.post("/v1/job/{job_id:path}/scale")
 async def scale(
     job_id: str, body: ScalingRequest, commands: CommandsDep, namespace: str = "default"
 ) -> dict[str, Any]:
@@ -196,12 +190,12 @@ async def scale(
 
     change, positions = await commands.run(decide)
     index = positions[-1]
-    return {"EvalID": change.eval_ids[0], "EvalCreateIndex": index, "JobModifyIndex": index, "Index": index,
-            "Warnings": ""}  # fmt: skip
+    return {"EvalID": change.eval_ids[0] if change.evals else "", "EvalCreateIndex": index if change.evals else 0,
+            "JobModifyIndex": index, "Index": index, "Warnings": ""}  # fmt: skip
 
 
-@router.put("/v1/job/{job_id}/plan")
-@router.post("/v1/job/{job_id}/plan")
+@router.put("/v1/job/{job_id:path}/plan")
+@router.post("/v1/job/{job_id:path}/plan")
 async def plan(job_id: str, body: JobPlanRequest, reads: ReadsDep) -> dict[str, Any]:
     job = jobs.prepare(body.job)
     if job.id != job_id:
