@@ -6,13 +6,27 @@ and dead."""
 from __future__ import annotations
 
 import base64
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
+
+import pytest
 
 from drover.model.durations import SECOND as S
 
 from .cluster import Cluster
-from .test_client import AGENT_START, Agents, agents, allocs, cluster  # noqa: F401 - the fixtures
+from .test_client import AGENT_START, ENV, Agents, agents, allocs  # noqa: F401 - the agents fixture
+
+# Seconds a child has to be placed and run (or finish) on a loaded host.
+RUN = 60
+
+
+@pytest.fixture
+def cluster(database_url: str, nats_url: str, tmp_path: Path, js_fresh: object) -> Iterator[Cluster]:
+    # TTLs of 10-20 s: a busy host must not miss the agent's node mid-test (its allocs lost).
+    c = Cluster(database_url, nats_url, tmp_path, env={**ENV, "DROVER_HEARTBEAT_MIN_TTL": "10"})
+    yield c.start()
+    c.stop()
 
 
 def render_job(out: Path) -> dict[str, Any]:
@@ -53,7 +67,7 @@ def children(c: Cluster) -> dict[str, int]:
 
 
 def test_a_dispatched_payload_reaches_the_task_and_the_parent_counts_its_children(
-    cluster: Cluster,  # noqa: F811
+    cluster: Cluster,
     agents: Agents,  # noqa: F811
     tmp_path: Path,
 ) -> None:
@@ -73,7 +87,7 @@ def test_a_dispatched_payload_reaches_the_task_and_the_parent_counts_its_childre
     payload = bytes(range(256)) * 4
     first = dispatch(c, payload, Meta={"size": "large"})
     child = first["DispatchedJobID"]
-    (alloc,) = c.wait(lambda: [a for a in allocs(c, child) if a["ClientStatus"] == "complete"], timeout=30)
+    (alloc,) = c.wait(lambda: [a for a in allocs(c, child) if a["ClientStatus"] == "complete"], timeout=RUN)
     assert (out / alloc["ID"]).read_bytes() == payload
     assert (tmp_path / "a1" / "allocs" / alloc["ID"] / "t" / "local" / "input.bin").read_bytes() == payload
     ev = c.get(f"/v1/evaluation/{first['EvalID']}")
@@ -85,16 +99,18 @@ def test_a_dispatched_payload_reaches_the_task_and_the_parent_counts_its_childre
     )
     assert (ev["PreviousEval"], ev["NextEval"], ev["BlockedEval"], ev["WaitUntil"]) == ("", "", "", 0)
     assert alloc["EvalID"] == first["EvalID"] and alloc["JobID"] == child
-    c.wait(lambda: c.get(f"/v1/job/{child}")["Status"] == "dead")
+    c.wait(lambda: c.get(f"/v1/job/{child}")["Status"] == "dead", timeout=RUN)
     assert c.get("/v1/job/render")["Status"] == "running"  # the parameterized job itself runs on
     assert children(c) == {"Pending": 0, "Running": 0, "Dead": 1}
 
     # A child that keeps running, and one that cannot be placed while the node is ineligible.
     running = dispatch(c, b"wait for it")["DispatchedJobID"]
-    c.wait(lambda: [a for a in allocs(c, running) if a["ClientStatus"] == "running"], timeout=30)
+    c.wait(lambda: [a for a in allocs(c, running) if a["ClientStatus"] == "running"], timeout=RUN)
     c.put(f"/v1/node/{node_id}/eligibility", {"Eligibility": "ineligible"})
     held = dispatch(c, b"later")
-    ev = c.wait(lambda: (e := c.get(f"/v1/evaluation/{held['EvalID']}"))["Status"] == "complete" and e)
+    ev = c.wait(
+        lambda: (e := c.get(f"/v1/evaluation/{held['EvalID']}"))["Status"] == "complete" and e, timeout=RUN
+    )
     blocked = c.get(f"/v1/evaluation/{ev['BlockedEval']}")
     assert (blocked["Status"], blocked["PreviousEval"], blocked["JobID"]) == (
         "blocked",
@@ -107,11 +123,12 @@ def test_a_dispatched_payload_reaches_the_task_and_the_parent_counts_its_childre
     # Eligible again: the held child runs and finishes; stopping the running one ends it.
     c.put(f"/v1/node/{node_id}/eligibility", {"Eligibility": "eligible"})
     c.wait(
-        lambda: [a for a in allocs(c, held["DispatchedJobID"]) if a["ClientStatus"] == "complete"], timeout=30
+        lambda: [a for a in allocs(c, held["DispatchedJobID"]) if a["ClientStatus"] == "complete"],
+        timeout=RUN,
     )
     assert c.http.delete(f"/v1/job/{running}").status_code == 200
     c.wait(
         lambda: children(c) == {"Pending": 0, "Running": 0, "Dead": 3},
-        timeout=30,
+        timeout=RUN,
         describe=lambda: children(c),
     )
