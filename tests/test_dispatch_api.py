@@ -288,3 +288,16 @@ def test_a_task_payload_file_may_not_leave_the_alloc_dir(client: TestClient, sto
     assert r.status_code == 400 and "a job cannot be registered with Dispatched set" in r.text
     assert client.post("/v1/job/report/evaluate").status_code == 400
     assert store.last_position() == before
+
+
+def test_a_parameterized_job_is_scaled_and_reverted_without_an_eval(
+    client: TestClient, store: EventStore
+) -> None:
+    r = client.post("/v1/job/report/scale", json={"Count": 3, "Target": {"Group": "web"}})
+    assert r.status_code == 200, r.text
+    assert (r.json()["EvalID"], r.json()["EvalCreateIndex"]) == ("", 0)
+    assert r.json()["JobModifyIndex"] == client.get("/v1/job/report").json()["JobModifyIndex"]
+    r = client.post("/v1/job/report/revert", json={"JobID": "report", "JobVersion": 0})
+    assert r.status_code == 200, r.text
+    assert r.json()["EvalID"] == "" and client.get("/v1/job/report").json()["TaskGroups"][0]["Count"] == 1
+    assert client.get("/v1/job/report/evaluations").json() == []

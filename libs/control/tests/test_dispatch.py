@@ -10,11 +10,11 @@ from typing import Any
 
 import pytest
 
-from drover.control import jobs
+from drover.control import jobs, scaling
 from drover.control.dispatch import PAYLOAD_SIZE_LIMIT, DispatchRequest, dispatch, dispatched_id
 from drover.control.errors import Invalid, NotFound
 from drover.model import Job
-from drover.model.events import EvalsUpserted, JobDeregistered, JobRegistered
+from drover.model.events import EvalsUpserted, JobDeregistered, JobRegistered, ScalingEventRegistered
 from drover.model.job import ParameterizedJobConfig
 
 from .conftest import NOW, job
@@ -161,8 +161,9 @@ def test_a_parameterized_job_is_registered_scaled_and_stopped_without_an_eval() 
     p = parent()
     registered = jobs.register(p, None, 0, NOW)
     assert [type(e.event) for e in registered.events] == [JobRegistered] and registered.evals == []
-    scaled = jobs.scale(p, 3, "g", 1, NOW)
+    scaled = scaling.scale(p, "p", "default", scaling.ScaleRequest(group="g", count=3), 1, NOW)
     assert scaled.evals == [] and scaled.job is not None and scaled.job.task_groups[0].count == 3
+    assert [type(e.event) for e in scaled.events] == [JobRegistered, ScalingEventRegistered]
     stopped = jobs.deregister(p, False, NOW)
     assert [type(e.event) for e in stopped.events] == [JobDeregistered] and stopped.evals == []
     with pytest.raises(Invalid, match="can't evaluate a parameterized job"):

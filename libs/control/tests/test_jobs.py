@@ -54,34 +54,7 @@ def test_prepare_fills_defaults_and_lists_every_problem() -> None:
     assert lines[0] == "Job is invalid:" and len(lines) >= 4
 
 
-@pytest.mark.parametrize(
-    ("count", "group", "problems"),
-    [
-        (-2, "nope", ["Count must be a non-negative integer", "Target.Group 'nope' is not a task group"]),
-        (None, "g", ["Count must be a non-negative integer"]),
-        (2, "", ["Target.Group '' is not a task group"]),
-    ],
-)
-def test_scale_refuses_with_every_problem(count: int | None, group: str, problems: list[str]) -> None:
-    with pytest.raises(Invalid) as e:
-        jobs.scale(job(), count, group, 1, NOW)
-    assert len(e.value.message.splitlines()) == len(problems)
-    for p in problems:
-        assert p in e.value.message
-
-
-def test_scale_registers_a_new_version_with_a_scaling_eval() -> None:
-    current = job(count=3, version=4)
-    change = jobs.scale(current, 7, "g", 9, NOW)
-    registered = change.events[0].event
-    assert isinstance(registered, JobRegistered) and change.events[0].expected_version == 9
-    assert registered.job.version == 5 and registered.job.task_groups[0].count == 7
-    assert current.task_groups[0].count == 3  # the job read is left as it was
-    assert [e.triggered_by for e in change.evals] == ["job-scaling"]
-
-
 @pytest.mark.parametrize("command", [
-    lambda: jobs.scale(None, 1, "g", 0, NOW),
     lambda: jobs.deregister(None, False, NOW),
     lambda: jobs.evaluate(None, NOW),
 ])  # fmt: skip

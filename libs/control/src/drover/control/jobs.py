@@ -1,5 +1,6 @@
 """Job commands: register (with Nomad's version and update rules), the dry-run plan (the same
-version rule), scale, deregister and evaluate. Each takes what it reads and `now`, and returns the events."""
+version rule), deregister and evaluate; scaling is `drover.control.scaling`, revert and stable
+`drover.control.jobversions`. Each takes what it reads and `now`, and returns the events."""
 
 from __future__ import annotations
 
@@ -12,7 +13,6 @@ from drover.model.canonicalize import canonicalize
 from drover.model.evaluation import (
     TRIGGER_JOB_DEREGISTER,
     TRIGGER_JOB_REGISTER,
-    TRIGGER_SCALING,
     job_eval,
 )
 from drover.model.events import JobDeregistered, JobRegistered, NewEvent
@@ -80,28 +80,6 @@ def plan(state: InMemoryState, job: Job, now: int) -> tuple[Job | None, Schedule
     existing = state.job(job.namespace, job.id)
     state.upsert_job(job.model_copy(update={"version": next_version(existing, job)}))
     return existing, schedule(state, job_eval(job, TRIGGER_JOB_REGISTER, now), now)
-
-
-def scale(job: Job | None, count: int | None, group: str, stream_version: int, now: int) -> JobChange:
-    """Set `group`'s count: a new version of the job, and a job-scaling eval."""
-    if job is None:
-        raise NotFound("job not found")
-    problems = []
-    if count is None or count < 0:
-        problems.append("Count must be a non-negative integer")
-    if job.lookup_task_group(group) is None:
-        problems.append(f"Target.Group {group!r} is not a task group of job {job.id!r}")
-    if problems:
-        raise Invalid.of(problems)
-    assert count is not None
-    scaled = job.model_copy(deep=True)
-    tg = scaled.lookup_task_group(group)
-    assert tg is not None
-    tg.count = count
-    scaled.version = job.version + 1
-    evals = [] if job.launches_children() else [job_eval(scaled, TRIGGER_SCALING, now)]
-    change = Change.of([NewEvent(JobRegistered(job=scaled), expected_version=stream_version)], evals)
-    return JobChange(change.events, change.evals, scaled)
 
 
 def deregister(job: Job | None, purge: bool, now: int) -> Change:

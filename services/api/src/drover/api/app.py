@@ -24,15 +24,19 @@ from drover.api.routes import (
     dispatch,
     evaluations,
     jobs,
+    jobversions,
     nodes,
     restarts,
+    scaling,
     status,
 )
 from drover.runtime.settings import Settings
 from drover.runtime.store import EventStore, libpq_url
 from drover.runtime.store.queries import Reads
 
-ROUTERS = (jobs, restarts, dispatch, allocations, evaluations, deployments, nodes, status, client)
+ROUTERS = (
+    jobs, jobversions, scaling, restarts, dispatch, allocations, evaluations, deployments, nodes, status, client,
+)  # fmt: skip
 
 
 def create_app(settings: Settings, store: EventStore | None = None) -> FastAPI:

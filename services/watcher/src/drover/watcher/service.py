@@ -1,5 +1,6 @@
 """`drover-watcher`: the heartbeat watcher (drover.watcher.heartbeats), node drainer
-(drover.watcher.drain) and deployment watcher (drover.watcher.deployments). One instance is
+(drover.watcher.drain), deployment watcher (drover.watcher.deployments), restart watcher
+(drover.watcher.restarts) and failed-eval reaper (drover.watcher.failed). One instance is
 active (advisory lock, lease epoch that fences a deposed one's appends: drover.runtime.leader),
 the others stand by."""
 
@@ -22,6 +23,7 @@ from drover.runtime.settings import Settings
 from drover.runtime.store import EventStore
 from drover.watcher.deployments import watch_deployments
 from drover.watcher.drain import drain
+from drover.watcher.failed import reap_failed_evals
 from drover.watcher.heartbeats import HeartbeatWatcher, watch_heartbeats
 from drover.watcher.restarts import watch_restarts
 
@@ -37,8 +39,8 @@ async def lead(
     lease: tuple[str, int],
     stop: asyncio.Event,
 ) -> None:
-    """Watch heartbeats, drains, deployments and job restarts as the leader of the lease, until
-    `stop`."""
+    """Watch heartbeats, drains, deployments and job restarts, and reap failed evals, as the
+    leader of the lease, until `stop`."""
     replica = Replica(store, js)
     watcher = HeartbeatWatcher(settings, replica)
     replica.listeners.append(watcher.on_event)
@@ -56,6 +58,7 @@ async def lead(
     drainer = asyncio.create_task(drain(replica, store, lease, stop))
     deployments = asyncio.create_task(watch_deployments(replica, store, lease, stop))
     restarts = asyncio.create_task(watch_restarts(replica, store, lease, stop, settings.gc_restart_threshold))
+    reaper = asyncio.create_task(reap_failed_evals(settings, replica, store, js, lease, stop))
     try:
         await watch_heartbeats(watcher, store, lease, stop)
     finally:
@@ -63,6 +66,7 @@ async def lead(
         await drainer
         await deployments
         await restarts
+        await reaper
         await sub.unsubscribe()
 
 

@@ -20,6 +20,7 @@ from drover.model.events import (
     JobRestartDeleted,
     JobRestartSignaled,
     JobRestartUpdated,
+    JobStabilityUpdated,
     NodeDrainUpdated,
     NodeEligibilityUpdated,
     NodeRegistered,
@@ -74,7 +75,7 @@ def wanted_by(events: Sequence[Event], *, trust_new: bool = False) -> Wanted:
             w.allocs.extend(u.id for u in ev.updates)
         elif isinstance(ev, JobRegistered):
             w.jobs.append((ev.job.namespace, ev.job.id))
-        elif isinstance(ev, JobDeregistered):
+        elif isinstance(ev, (JobDeregistered, JobStabilityUpdated)):
             w.jobs.append((ev.namespace, ev.job_id))
         elif isinstance(ev, NodeRegistered):
             w.nodes.append(ev.node.id)

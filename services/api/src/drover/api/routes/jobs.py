@@ -1,6 +1,7 @@
 """/v1/jobs and /v1/job/:id: register, read, versions, allocations, evaluations, deployments,
-summary, deregister, evaluate, scale and the dry-run plan. A job's ID may hold slashes (a
-dispatched child's `<job>/dispatch-...`): the app matches the paths after the ID first."""
+summary, deregister, evaluate and the dry-run plan (scale: routes.scaling; revert and stable:
+routes.jobversions). A job's ID may hold slashes (a dispatched child's `<job>/dispatch-...`):
+the app matches the paths after the ID first."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ from typing import Any
 from fastapi import APIRouter, Request, Response
 
 from drover.api.blocking import Paged, paged
-from drover.api.bodies import JobPlanRequest, JobRegisterRequest, ScalingRequest
+from drover.api.bodies import JobPlanRequest, JobRegisterRequest
 from drover.api.body import JsonRoute
 from drover.api.deps import BlockingDep, CommandsDep, ReadsDep
 from drover.api.errors import ApiError
@@ -177,21 +178,6 @@ async def evaluate(job_id: str, commands: CommandsDep, namespace: str = "default
     index = positions[-1]
     return {"EvalID": change.eval_ids[0], "EvalCreateIndex": index, "JobModifyIndex": change.job.modify_index,
             "Index": index}  # fmt: skip
-
-
-@router.put("/v1/job/{job_id:path}/scale")
-@router.post("/v1/job/{job_id:path}/scale")
-async def scale(
-    job_id: str, body: ScalingRequest, commands: CommandsDep, namespace: str = "default"
-) -> dict[str, Any]:
-    def decide(reads: Reads) -> jobs.JobChange:
-        job, version = reads.job(namespace, job_id), reads.job_stream_version(namespace, job_id)
-        return jobs.scale(job, body.count, body.target.group, version, time.time_ns())
-
-    change, positions = await commands.run(decide)
-    index = positions[-1]
-    return {"EvalID": change.eval_ids[0] if change.evals else "", "EvalCreateIndex": index if change.evals else 0,
-            "JobModifyIndex": index, "Index": index, "Warnings": ""}  # fmt: skip
 
 
 @router.put("/v1/job/{job_id:path}/plan")

@@ -4,13 +4,13 @@ status is (0002), so a summary counts allocs by group and status from the column
 alloc documents are text, parsed only when read whole).
 
 Revision ID: 0009
-Revises: 0006
+Revises: 0010
 """
 
 from alembic import op
 
 revision = "0009"
-down_revision = "0006"
+down_revision = "0010"
 branch_labels = None
 depends_on = None
 
