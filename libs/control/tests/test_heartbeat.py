@@ -21,7 +21,7 @@ from drover.control.heartbeat import (
 from drover.model import Allocation, Job, Node, TaskGroup
 from drover.model.durations import SECOND as S
 from drover.model.events import EvalsUpserted, NodeStatusUpdated
-from drover.model.job import Disconnect
+from drover.model.job import Disconnect, ParameterizedJobConfig
 from drover.model.state import InMemoryState
 
 
@@ -97,6 +97,9 @@ def test_node_update_evals_one_per_job_and_matching_system_job() -> None:
         _job("agent", type="system", datacenters=["dc1"]),
         _job("elsewhere", type="system", datacenters=["dc9"]),
         _job("stopped", type="system", stop=True),
+        _job(
+            "template", type="sysbatch", parameterized_job=ParameterizedJobConfig()
+        ),  # only its children run
         _job("web"),  # already there
     ]
     evals = node_update_evals(node, live, system, now=5)

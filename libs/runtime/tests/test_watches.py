@@ -82,3 +82,18 @@ def test_forgetting_answers_every_query_from_before(monkeypatch: pytest.MonkeyPa
     assert not changes.changed_after(["node:n9"], 4)
     changes.forget(10)  # notifications missed (the connection was away)
     assert changes.changed_after(["node:n4"], 9) and changes.index == 10
+
+
+@pytest.mark.parametrize(
+    ("job_id", "parents"),
+    [
+        ("web", []),
+        ("report/dispatch-1700000000-0a1b2c3d", ["report"]),
+        ("report/dispatch-march-1700000000-0a1b2c3d", ["report"]),
+        ("nightly/periodic-1700000000", ["nightly"]),
+        ("a/dispatch-x/dispatch-1-0a1b2c3d", ["a", "a/dispatch-x"]),  # each place it could split
+        ("/dispatch-1-0a1b2c3d", []),  # no parent ID before the suffix
+    ],
+)
+def test_a_childs_change_names_its_parents_children_key(job_id: str, parents: list[str]) -> None:
+    assert watches.parent_keys("ns", job_id) == [watches.children_key("ns", p) for p in parents]

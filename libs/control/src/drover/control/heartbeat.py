@@ -115,7 +115,13 @@ def node_update_evals(
     datacenters and pool take the node."""
     jobs = {(j.namespace, j.id): j for j in jobs_with_live_allocs}
     for sj in system_jobs:
-        if (sj.namespace, sj.id) not in jobs and not sj.stop and node_in_job_pool(node, sj):
+        # A periodic or parameterized system job is a template: its children run, not itself.
+        if (
+            (sj.namespace, sj.id) not in jobs
+            and not sj.stop
+            and not sj.launches_children()
+            and node_in_job_pool(node, sj)
+        ):
             jobs[(sj.namespace, sj.id)] = sj
     return [job_eval(j, TRIGGER_NODE_UPDATE, now, node_id=node.id) for j in jobs.values()]
 

@@ -1,5 +1,5 @@
-"""Job commands: register (with Nomad's version rule), the dry-run plan (the same rule),
-deregister and evaluate; scaling is `drover.control.scaling`, revert and stable
+"""Job commands: register (with Nomad's version and update rules), the dry-run plan (the same
+version rule), deregister and evaluate; scaling is `drover.control.scaling`, revert and stable
 `drover.control.jobversions`. Each takes what it reads and `now`, and returns the events."""
 
 from __future__ import annotations
@@ -47,16 +47,33 @@ class JobChange(Change):
     job: Job | None = None
 
 
-def register(job: Job, existing: Job | None, stream_version: int, now: int) -> JobChange:
-    """Register `job` (prepared) over `existing`, whose stream is at `stream_version`: the job
-    at its next version, and a job-register eval - none for a periodic job, whose children are
-    what runs (Nomad's rule)."""
-    if existing is not None and (existing.periodic is None) != (job.periodic is None):
+def update_problems(existing: Job | None, job: Job) -> list[str]:
+    """Changes a register may not make (Nomad's validateJobUpdate): a job is dispatched only by
+    a dispatch, and stays periodic or not, parameterized or not."""
+    if existing is None:
+        return ["a job cannot be registered with Dispatched set"] if job.dispatched else []
+    out = []
+    if (existing.periodic is None) != (job.periodic is None):
         was = "periodic" if existing.periodic is not None else "non-periodic"
         now_is = "periodic" if job.periodic is not None else "non-periodic"
-        raise Invalid(f"cannot update {was} job {job.id!r} to being {now_is}")
+        out.append(f"cannot update {was} job {job.id!r} to being {now_is}")
+    if existing.is_parameterized() != job.is_parameterized():
+        was, now = ("", "non-") if existing.is_parameterized() else ("non-", "")
+        out.append(f"cannot update a {was}parameterized job to being {now}parameterized")
+    if existing.dispatched != job.dispatched:
+        out.append("Dispatched is read-only")
+    return out
+
+
+def register(job: Job, existing: Job | None, stream_version: int, now: int) -> JobChange:
+    """Register `job` (prepared) over `existing`, whose stream is at `stream_version`: the job
+    at its next version, and a job-register eval (none for a periodic or parameterized job,
+    which only its children run)."""
+    problems = update_problems(existing, job)
+    if problems:
+        raise Invalid.of(problems, "Job is invalid:")
     job = job.model_copy(update={"version": next_version(existing, job), "submit_time": now})
-    evals = [] if job.periodic is not None else [job_eval(job, TRIGGER_JOB_REGISTER, now)]
+    evals = [] if job.launches_children() else [job_eval(job, TRIGGER_JOB_REGISTER, now)]
     change = Change.of([NewEvent(JobRegistered(job=job), expected_version=stream_version)], evals)
     return JobChange(change.events, change.evals, job)
 
@@ -70,19 +87,22 @@ def plan(state: InMemoryState, job: Job, now: int) -> tuple[Job | None, Schedule
 
 
 def deregister(job: Job | None, purge: bool, now: int) -> Change:
-    """Stop the job (with `purge`, forget it) and evaluate it, so its allocs stop."""
+    """Stop the job (with `purge`, forget it) and evaluate it, so its allocs stop (a periodic or
+    parameterized job has none: its children are jobs of their own)."""
     if job is None:
         raise NotFound("job not found")
-    # A periodic job has no allocs of its own to stop (its children are jobs of their own).
-    evals = [] if job.periodic is not None else [job_eval(job, TRIGGER_JOB_DEREGISTER, now)]
-    return Change.of([JobDeregistered(namespace=job.namespace, job_id=job.id, purge=purge)], evals)
+    return Change.of(
+        [JobDeregistered(namespace=job.namespace, job_id=job.id, purge=purge)],
+        [] if job.launches_children() else [job_eval(job, TRIGGER_JOB_DEREGISTER, now)],
+    )
 
 
 def evaluate(job: Job | None, now: int) -> JobChange:
     """A new job-register eval of the job as it is (Nomad's force evaluate)."""
     if job is None:
         raise NotFound("job not found")
-    if job.periodic is not None:
-        raise Invalid(f"can't evaluate periodic job {job.id!r}: force a launch instead")
+    if job.launches_children():
+        kind = "parameterized" if job.is_parameterized() else "periodic"
+        raise Invalid(f"can't evaluate {kind} job {job.id!r}: only the children it launches are evaluated")
     change = Change.of([], [job_eval(job, TRIGGER_JOB_REGISTER, now)])
     return JobChange(change.events, change.evals, job)

@@ -89,10 +89,11 @@ def scale(
     group.count = req.count
     scaled.version = job.version + 1
     scaled.submit_time = now
-    # A periodic job's count is its next children's: it has nothing of its own to schedule.
-    evals = [] if scaled.periodic is not None else [job_eval(scaled, TRIGGER_SCALING, now)]
+    # A periodic or parameterized job gets no eval: only its children run (Nomad's Job.Scale).
+    evals = [] if job.launches_children() else [job_eval(scaled, TRIGGER_SCALING, now)]
     event.eval_id = evals[0].id if evals else None
     recorded = ScalingEventRegistered(namespace=job.namespace, job_id=job.id, task_group=tg.name, event=event)
     events = [NewEvent(JobRegistered(job=scaled), expected_version=stream_version), NewEvent(recorded)]
-    events += [NewEvent(EvalsUpserted(evals=evals))] if evals else []
+    if evals:
+        events.append(NewEvent(EvalsUpserted(evals=evals)))
     return JobChange(events, evals, scaled)

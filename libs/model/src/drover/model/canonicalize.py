@@ -32,6 +32,7 @@ from drover.model.defaults import (
     default_update_strategy,
 )
 from drover.model.job import (
+    DISPATCH_PAYLOAD_OPTIONAL,
     JOB_TYPE_SERVICE,
     JOB_TYPE_SYSTEM,
     Job,
@@ -75,6 +76,8 @@ def canonicalize(job: Job) -> Job:
     if out.periodic is not None:
         out.periodic.spec_type = out.periodic.spec_type or "cron"
         out.periodic.time_zone = out.periodic.time_zone or "UTC"
+    if out.parameterized_job is not None:
+        out.parameterized_job.payload = out.parameterized_job.payload or DISPATCH_PAYLOAD_OPTIONAL
 
     _canonicalize_job_policies(out)
     out.task_groups = [_canonicalize_group(tg, out) for tg in out.task_groups]

@@ -62,6 +62,12 @@ def job_stream(namespace: str, job_id: str) -> str:
     return f"job:{namespace}/{job_id}"
 
 
+def dispatch_stream(namespace: str, job_id: str, idempotency_token: str) -> str:
+    """The stream a dispatch of the job with an idempotency token appends its evals to: two
+    dispatches with one token cannot both find no child of it (optimistic concurrency)."""
+    return f"dispatch:{namespace}/{job_id}/{idempotency_token}"
+
+
 def node_stream(node_id: str) -> str:
     return f"node:{node_id}"
 

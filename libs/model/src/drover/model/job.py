@@ -20,6 +20,13 @@ JOB_STATUS_DEAD = "dead"
 
 DELAY_FUNCTIONS = ("constant", "exponential", "fibonacci")
 
+# The `parameterized` block's payload rule, and what a dispatched child's ID is made of.
+DISPATCH_PAYLOAD_OPTIONAL = "optional"
+DISPATCH_PAYLOAD_REQUIRED = "required"
+DISPATCH_PAYLOAD_FORBIDDEN = "forbidden"
+DISPATCH_PAYLOAD_RULES = (DISPATCH_PAYLOAD_OPTIONAL, DISPATCH_PAYLOAD_REQUIRED, DISPATCH_PAYLOAD_FORBIDDEN)
+DISPATCH_LAUNCH_SUFFIX = "/dispatch-"
+
 # Constraint operands (Nomad's structs.Constraint*).
 CONSTRAINT_DISTINCT_HOSTS = "distinct_hosts"
 CONSTRAINT_DISTINCT_PROPERTY = "distinct_property"
@@ -163,6 +170,22 @@ class PeriodicConfig(NomadModel):
     time_zone: str = "UTC"
 
 
+class ParameterizedJobConfig(NomadModel):
+    """The `parameterized` block: the job is a template, run by dispatching it with a payload
+    and meta (`Payload` optional, required or forbidden; the meta keys it must and may carry)."""
+
+    payload: str = ""
+    meta_required: list[str] = Field(default_factory=list)
+    meta_optional: list[str] = Field(default_factory=list)
+
+
+class DispatchPayloadConfig(NomadModel):
+    """A task's `dispatch_payload` block: the file, under the task's local dir, that receives
+    the dispatched payload."""
+
+    file: str = ""
+
+
 class Task(NomadModel):
     name: str = ""
     driver: str = ""
@@ -175,6 +198,7 @@ class Task(NomadModel):
     meta: dict[str, str] = Field(default_factory=dict)
     kill_timeout: int = 0
     leader: bool = False
+    dispatch_payload: DispatchPayloadConfig | None = None
 
 
 class TaskGroup(NomadModel):
@@ -237,6 +261,10 @@ class Job(NomadModel):
     job_modify_index: int = 0
     parent_id: str = ""
     dispatched: bool = False
+    parameterized_job: ParameterizedJobConfig | None = None
+    dispatch_idempotency_token: str = ""
+    # A dispatched child's payload, base64 in the JSON (kept as given; Nomad keeps it compressed).
+    payload: str | None = None
 
     def lookup_task_group(self, name: str) -> TaskGroup | None:
         for tg in self.task_groups:
@@ -252,6 +280,15 @@ class Job(NomadModel):
 
     def stopped(self) -> bool:
         return self.stop
+
+    def is_parameterized(self) -> bool:
+        """A parameterized job itself, not one of the children dispatched from it."""
+        return self.parameterized_job is not None and not self.dispatched
+
+    def launches_children(self) -> bool:
+        """A periodic or parameterized job: a template never scheduled itself (Nomad creates
+        no eval for it); the children it launches are."""
+        return self.periodic is not None or self.is_parameterized()
 
 
 # What a job carries besides its spec: changing these makes no new version.
@@ -277,10 +314,10 @@ def job_spec(job: Job) -> dict[str, Any]:
 def derive_job_status(
     job: Job, *, has_allocs: bool, live_allocs: bool, has_evals: bool, live_evals: bool
 ) -> str:
-    """A job's Status, derived as Nomad derives it: a system or periodic job runs until it is
-    stopped; otherwise a live (non-terminal) alloc means running, else a live eval (pending or
+    """A job's Status, derived as Nomad derives it: a system, periodic or parameterized job
+    runs until it is stopped; otherwise a live (non-terminal) alloc means running, else a live eval (pending or
     blocked) means pending; once it had allocs or evals and all are terminal it is dead."""
-    if job.type == JOB_TYPE_SYSTEM or job.periodic is not None:
+    if job.type == JOB_TYPE_SYSTEM or job.launches_children():
         return JOB_STATUS_DEAD if job.stop else JOB_STATUS_RUNNING
     if live_allocs:
         return JOB_STATUS_RUNNING

@@ -8,7 +8,8 @@ API wakes only the queries waiting on one of them (`ChangeIndex`).
 
 Keys: `job:<namespace>/<id>` (the job, its versions, allocs, evals and deployments),
 `node:<id>` (the node and the allocs on it), `alloc:<id>`, `eval:<id>` (the eval and the
-allocs it placed), `deployment:<id>` (the deployment and its allocs), and one per table
+allocs it placed), `deployment:<id>` (the deployment and its allocs), `children:<namespace>/<id>`
+(the job's children: what its summary counts), and one per table
 (`jobs`, `nodes`, `allocs`, `evals`, `deployments`) for the lists. Where a commit touched
 more allocs than are worth naming, it names their category (`alloc`) instead: every alloc
 key counts as changed.
@@ -30,6 +31,28 @@ KEYS_KEPT = 200_000
 
 def job_key(namespace: str, job_id: str) -> str:
     return f"job:{namespace}/{job_id}"
+
+
+def children_key(namespace: str, job_id: str) -> str:
+    return f"children:{namespace}/{job_id}"
+
+
+# What a child's ID adds to its parent's: a dispatched child, a periodic launch.
+_LAUNCH_SUFFIXES = ("/dispatch-", "/periodic-")
+
+
+def parent_keys(namespace: str, job_id: str) -> list[str]:
+    """The children keys of the parent a change to job `job_id` (or its allocs or evals) counts
+    for, the parent read from the child's ID as Nomad's ParentIDFromJobID does (the change
+    names jobs by ID). Each place the ID could split is named: a parent whose own ID holds a
+    suffix is still woken."""
+    out = []
+    for suffix in _LAUNCH_SUFFIXES:
+        i = job_id.find(suffix, 1)
+        while i > 0:
+            out.append(children_key(namespace, job_id[:i]))
+            i = job_id.find(suffix, i + 1)
+    return out
 
 
 def node_key(node_id: str) -> str:

@@ -21,6 +21,7 @@ from drover.api.routes import (
     allocations,
     client,
     deployments,
+    dispatch,
     evaluations,
     jobs,
     jobversions,
@@ -40,6 +41,7 @@ ROUTERS = (
     scaling,
     restarts,
     periodic,
+    dispatch,
     allocations,
     evaluations,
     deployments,
@@ -72,12 +74,12 @@ def create_app(settings: Settings, store: EventStore | None = None) -> FastAPI:
     app.state.heartbeats = heartbeats
     errors.install(app)
     app.add_middleware(RequestGuard, limit=settings.max_body_bytes)
-    for module in ROUTERS:
-        # The routers' routes themselves: an included router is matched through a wrapper on
-        # every request, 5-10% of the API's CPU for a simple read (bench/requests.py).
-        app.router.routes.extend(module.router.routes)
-    # A job ID may hold slashes (a periodic child is "<job>/periodic-<time>"), so job paths take
-    # it as a path; a path that ends with the ID is tried after every longer one, which leaves
-    # `/v1/job/a/b/allocations` to the allocations of "a/b" (Nomad matches the suffix first too).
-    app.router.routes.sort(key=lambda route: getattr(route, "path", "").endswith(":path}"))
+    # The routers' routes themselves: an included router is matched through a wrapper on every
+    # request, 5-10% of the API's CPU for a simple read (bench/requests.py). A job's ID may hold
+    # slashes (a periodic or dispatched child's), so /v1/job/{job_id:path} would also match
+    # /v1/job/<id>/summary: the routes ending in an ID go last, and the path after the ID is read
+    # first, as Nomad reads it.
+    routes = [route for module in ROUTERS for route in module.router.routes]
+    routes.sort(key=lambda route: str(getattr(route, "path", "")).endswith(":path}"))
+    app.router.routes.extend(routes)
     return app

@@ -143,3 +143,14 @@ class JobRestartRequest(Body):
     reschedule: StrictBool = False
     on_error: StrictStr = "pause"
     health_check: StrictBool = False
+
+
+class JobDispatchRequest(Body):
+    """`POST /v1/job/:id/dispatch`: dispatch a parameterized job with a Payload (base64), Meta,
+    the IdPrefixTemplate put in the child's ID and a Priority (0: the job's)."""
+
+    job_id: StrictStr = ""
+    payload: StrictStr = ""
+    meta: dict[StrictStr, StrictStr] = Field(default_factory=dict)
+    id_prefix_template: StrictStr = Field(default="", alias="IdPrefixTemplate")
+    priority: StrictInt = 0

@@ -8,6 +8,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from drover.model import Allocation, Job, Node
+from drover.model.summary import JobSummary
 
 # A read whose answer is JSON null rather than 404 (a job with no deployment).
 NO_DEPLOYMENT = object()
@@ -23,12 +24,13 @@ def as_json(obj: Any) -> Any:
     return obj
 
 
-def job_stub(j: Job) -> dict[str, Any]:
+def job_stub(j: Job, summary: JobSummary) -> dict[str, Any]:
     return {
         "ID": j.id, "ParentID": j.parent_id, "Name": j.name, "Namespace": j.namespace, "Datacenters": j.datacenters,
         "NodePool": j.node_pool, "Type": j.type, "Priority": j.priority, "Status": j.status, "Stop": j.stop,
         "Version": j.version, "CreateIndex": j.create_index, "ModifyIndex": j.modify_index,
         "JobModifyIndex": j.job_modify_index, "SubmitTime": j.submit_time,
+        "Periodic": j.periodic is not None, "ParameterizedJob": j.is_parameterized(), "JobSummary": summary.to_api(),
     }  # fmt: skip
 
 

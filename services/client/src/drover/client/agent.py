@@ -12,6 +12,7 @@ import time
 import uuid
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 import httpx
 
@@ -123,7 +124,9 @@ class Agent:
     async def job(self, alloc: Allocation) -> Job | None:
         key = (alloc.namespace, alloc.job_id, alloc.job_version)
         if key not in self.jobs:
-            r = await self.http.get(f"/v1/job/{alloc.job_id}/versions", params={"namespace": alloc.namespace})
+            r = await self.http.get(
+                f"/v1/job/{quote(alloc.job_id, safe='')}/versions", params={"namespace": alloc.namespace}
+            )
             if r.status_code != 200:
                 return None
             for doc in r.json().get("Versions", []):

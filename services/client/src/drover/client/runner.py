@@ -15,6 +15,7 @@ from typing import Any
 
 from drover.client.drivers import ExitResult, StartError, TaskHandle, driver_for
 from drover.client.health import HealthTracker
+from drover.client.statefile import write_atomically
 from drover.control.restarts import DONE, RESTART, RestartTracker
 from drover.model.alloc import (
     ALLOC_CLIENT_COMPLETE,
@@ -33,6 +34,7 @@ from drover.model.defaults import HEALTH_CHECK_MANUAL, default_restart_policy
 from drover.model.drivers import config_problems
 from drover.model.durations import SECOND
 from drover.model.job import Job, Task, TaskGroup
+from drover.model.validation.dispatch import decode_payload, dispatch_payload_path
 
 log = logging.getLogger("drover.client")
 DEFAULT_KILL_TIMEOUT = 5.0
@@ -83,6 +85,11 @@ class TaskRunner:
             if self.restart_pending:
                 # Accepted before the agent stopped and not carried out: this start is the restart.
                 self._event("Restart Signaled", "User requested restart", restart_id=self.restart_pending)
+            try:
+                self.alloc.write_payload(self.task)
+            except OSError as e:
+                self._fail("Setup Failure", f"failed to write the dispatch payload: {e}")
+                return
         while not self.stopping.is_set():
             if self.handle is None:
                 try:
@@ -218,6 +225,20 @@ class AllocRunner:
 
     def task_dir(self, task: Task) -> Path:
         return self.dir / task.name
+
+    def write_payload(self, task: Task) -> None:
+        """A dispatched job's payload, written whole into the file its task's dispatch_payload
+        names under the task's local dir, as Nomad's dispatch hook does."""
+        file = task.dispatch_payload.file if task.dispatch_payload is not None else ""
+        if not self.job.dispatched or not file:
+            return
+        rel = dispatch_payload_path(task.name, file)
+        payload = decode_payload(self.job.payload or "")
+        if rel is None or payload is None:  # refused at register; a job from elsewhere
+            raise OSError(f"dispatch_payload file {file!r} or the payload is not valid")
+        path = self.dir / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        write_atomically(path, payload)
 
     def env(self, task: Task) -> dict[str, str]:
         a = self.alloc

@@ -26,6 +26,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 import httpx
 
@@ -149,7 +150,7 @@ class Simulator:
     async def job(self, ns: str, job_id: str, version: int) -> dict[str, Any] | None:
         key = (ns, job_id, version)
         if key not in self.jobs:
-            r = await self.http.get(f"/v1/job/{job_id}/versions", params={"namespace": ns})
+            r = await self.http.get(f"/v1/job/{quote(job_id, safe='')}/versions", params={"namespace": ns})
             if r.status_code != 200:
                 return None
             for j in r.json().get("Versions", []):

@@ -6,9 +6,12 @@ import os
 from pathlib import Path
 
 
-def write_atomically(path: Path, text: str) -> None:
-    """Write `text` to `path` through a temporary file renamed over it: a reader, or the agent
+def write_atomically(path: Path, data: str | bytes) -> None:
+    """Write `data` to `path` through a temporary file renamed over it: a reader, or the agent
     after a crash, sees the old content or the new, never an empty or partial file."""
     tmp = path.with_suffix(path.suffix + ".tmp")
-    tmp.write_text(text)
+    if isinstance(data, bytes):
+        tmp.write_bytes(data)
+    else:
+        tmp.write_text(data)
     os.replace(tmp, path)

@@ -4,7 +4,8 @@ The rules follow Nomad's ``Validate`` methods in nomad/structs (Job, TaskGroup, 
 Constraint, Affinity, Spread, ReschedulePolicy, RestartPolicy, UpdateStrategy, MigrateStrategy,
 DisconnectStrategy, PeriodicConfig); the messages are Drover's own. Each message starts with the
 place it is about, e.g. ``Task group 'web': reschedule delay 1s is below the minimum of 5s``.
-The checks live in ``job`` (the job and its periodic block), ``groups`` (task groups and tasks),
+The checks live in ``job`` (the job and its periodic block), ``dispatch`` (the parameterized
+block, a payload, the tasks' dispatch_payload), ``groups`` (task groups and tasks),
 ``placement`` (resources, constraints, affinities, spreads) and ``policies`` (reschedule, restart,
 update, migrate, disconnect).
 """
@@ -13,6 +14,7 @@ from __future__ import annotations
 
 from drover.model.durations import format_duration
 from drover.model.job import Job
+from drover.model.validation.dispatch import parameterized_problems, payload_problems
 from drover.model.validation.groups import MIN_EPHEMERAL_DISK_MB, task_groups_problems
 from drover.model.validation.job import PERIODIC_SPEC_TYPES, job_problems, periodic_problems
 from drover.model.validation.placement import (
@@ -52,6 +54,10 @@ def validate_job(job: Job) -> list[str]:
     problems += constraints_at("Job", job.constraints)
     if job.periodic is not None:
         problems += at("Job", periodic_problems(job.periodic, job.type))
+    if job.is_parameterized():
+        assert job.parameterized_job is not None
+        problems += at("Job", parameterized_problems(job.parameterized_job, job.type))
+    problems += at("Job", payload_problems(job.payload))
     problems += task_groups_problems(job)
     return problems
 

@@ -13,6 +13,7 @@ from drover.model.job import (
     Task,
     TaskGroup,
 )
+from drover.model.validation.dispatch import dispatch_payload_problems
 from drover.model.validation.placement import (
     affinities_at,
     constraints_at,
@@ -163,4 +164,6 @@ def _task_problems(task: Task, tg: TaskGroup, job_type: str) -> list[str]:
             f"deadline {format_duration(tg.update.progress_deadline)}"
         )
     out.extend(resources_problems(task.resources))
+    if task.dispatch_payload is not None:
+        out.extend(dispatch_payload_problems(task.dispatch_payload, task.name))
     return out

@@ -34,6 +34,7 @@ from drover.runtime.watches import (
     eval_key,
     job_key,
     node_key,
+    parent_keys,
     restart_key,
 )
 
@@ -64,6 +65,7 @@ _COLUMN_TYPES = {
     "status": "text",
     "desired_status": "text",
     "client_status": "text",
+    "task_group": "text",
     "version": "integer",
     "modify_index": "bigint",
     "create_index": "bigint",
@@ -324,9 +326,10 @@ class SqlState:
         if dirty["nodes"]:
             keys.add("nodes")
             keys.update(node_key(n) for n in dirty["nodes"])
-        if dirty["jobs"]:
+        jobs = set(dirty["jobs"])
+        if jobs:
             keys.add("jobs")
-            keys.update(job_key(ns, j) for ns, j in dirty["jobs"])
+            keys.update(job_key(ns, j) for ns, j in jobs)
         # A version alone (its Stable flag), or the job's scaling events.
         keys.update(job_key(ns, j) for ns, j, _ in self._job_versions)
         keys.update(job_key(ns, j) for ns, j in dirty["scaling_events"])
@@ -360,12 +363,17 @@ class SqlState:
                     seen = (obj.namespace, obj.job_id, obj.eval_id, obj.deployment_id or "")
                     if seen != last:
                         last = seen
+                        jobs.add((obj.namespace, obj.job_id))
                         keys.update((job_key(obj.namespace, obj.job_id), eval_key(obj.eval_id)))
                         if obj.deployment_id:
                             keys.add(deployment_key(obj.deployment_id))
                 else:
+                    jobs.add((obj.namespace, obj.job_id))
                     keys.add(job_key(obj.namespace, obj.job_id))
                     keys.add(eval_key(obj.id) if table == "evals" else deployment_key(obj.id))
+        for ns, job_id in jobs:
+            # A child's change is its parent's summary's (the parent counts its children).
+            keys.update(parent_keys(ns, job_id))
         return keys, every
 
     def flush(self, then: Sequence[Statement] = ()) -> None:
@@ -446,7 +454,7 @@ class SqlState:
             self._absent_allocs -= new_ids
         self._upsert(writes, "allocs", ("id",), [
             {"id": a.id, "namespace": a.namespace, "job_id": a.job_id, "node_id": a.node_id, "eval_id": a.eval_id,
-             "desired_status": a.desired_status, "client_status": a.client_status,
+             "desired_status": a.desired_status, "client_status": a.client_status, "task_group": a.task_group,
              "doc": _alloc_doc(a, self.metrics_json), "modify_index": a.modify_index}
             for a in allocs
             if a.id not in new_ids
@@ -455,7 +463,7 @@ class SqlState:
     def _copy_allocs(self, new: list[Allocation]) -> None:
         # COPY cannot be pipelined: what is queued (a savepoint) goes first.
         self.run([])
-        keys = ("id", "namespace", "job_id", "node_id", "eval_id", "desired_status", "client_status")
+        keys = ("id", "namespace", "job_id", "node_id", "eval_id", "desired_status", "client_status", "task_group")  # fmt: skip
         cols = (*keys, "doc", "modify_index")
         with self.raw.cursor().copy(f"COPY allocs ({', '.join(cols)}) FROM STDIN") as copy:
             for a in new:
@@ -467,6 +475,7 @@ class SqlState:
                     a.eval_id,
                     a.desired_status,
                     a.client_status,
+                    a.task_group,
                 )
                 copy.write_row((*fields, _alloc_doc(a, self.metrics_json), a.modify_index))
 

@@ -5,6 +5,7 @@ store's (`EventStore.read`)."""
 
 from __future__ import annotations
 
+from collections import defaultdict
 from collections.abc import Callable, Iterator
 from typing import Any, TypeVar
 
@@ -18,6 +19,8 @@ from drover.model.job import derive_job_status
 from drover.model.jobrestart import JobRestart
 from drover.model.scaling import JobScalingEvents
 from drover.model.state import InMemoryState
+from drover.model.summary import JobSummary, job_summary
+from drover.runtime.store import children
 from drover.runtime.store.eventstore import EventStore
 
 _ALLOCS: TypeAdapter[list[Allocation]] = TypeAdapter(list[Allocation])
@@ -186,6 +189,28 @@ class Reads:
             )
             for j in jobs
         ]
+
+    def job_summaries(self, namespace: str, jobs: list[Job]) -> dict[str, JobSummary]:
+        """Each job's summary by ID: its allocs counted by group and client status, and its
+        children (by ParentID) by their status derived now."""
+        if not jobs:
+            return {}
+        ids = [j.id for j in jobs]
+        with self.store.reader.connect() as conn:
+            counts = children.alloc_counts(conn, namespace, ids)
+            kids = children.children_of(conn, namespace, ids)
+        allocs: dict[str, list[tuple[str, str, int]]] = defaultdict(list)
+        for job_id, group, client_status, n in counts:
+            allocs[job_id].append((group, client_status, n))
+        statuses: dict[str, list[str]] = defaultdict(list)
+        for kid in self._with_status(namespace, kids):
+            statuses[kid.parent_id].append(kid.status)
+        return {j.id: job_summary(j, allocs[j.id], statuses[j.id]) for j in jobs}
+
+    def dispatched_with_token(self, namespace: str, job_id: str, token: str) -> tuple[Job | None, int]:
+        """The job's child dispatched with idempotency `token`, and the token stream's version."""
+        with self.store.reader.connect() as conn:
+            return children.dispatched_with_token(conn, namespace, job_id, token)
 
     def job_versions(self, namespace: str, job_id: str) -> list[Job]:
         docs = self._docs(

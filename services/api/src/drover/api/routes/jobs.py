@@ -1,6 +1,7 @@
 """/v1/jobs and /v1/job/:id: register, read, versions, allocations, evaluations, deployments,
 summary, deregister, evaluate and the dry-run plan (scale: routes.scaling; revert and stable:
-routes.jobversions)."""
+routes.jobversions). A job's ID may hold slashes (a dispatched child's `<job>/dispatch-...`):
+the app matches the paths after the ID first."""
 
 from __future__ import annotations
 
@@ -19,12 +20,9 @@ from drover.api.views import NO_DEPLOYMENT, alloc_stub, as_json, job_stub
 from drover.control import jobs
 from drover.model import Job
 from drover.runtime.store.queries import Reads, load_snapshot
-from drover.runtime.watches import job_key
+from drover.runtime.watches import children_key, job_key
 
 router = APIRouter(route_class=JsonRoute, tags=["jobs"])
-_SUMMARY_KEYS = ("Queued", "Complete", "Failed", "Running", "Starting", "Lost", "Unknown")
-_SUMMARY_OF = {"pending": "Starting", "running": "Running", "complete": "Complete", "failed": "Failed",
-               "lost": "Lost", "unknown": "Unknown"}  # fmt: skip
 
 
 @router.get("/v1/jobs")
@@ -37,7 +35,8 @@ async def list_jobs(
 
     def fn() -> Paged:
         page = read()
-        return Paged([job_stub(j) for j in page.items], page.next_token)
+        summaries = blocking.reads.job_summaries(namespace, page.items)
+        return Paged([job_stub(j, summaries[j.id]) for j in page.items], page.next_token)
 
     # A job's Status is derived from its allocs and evals.
     return await blocking.read(request, fn, ["jobs", "allocs", "evals"])
@@ -51,8 +50,8 @@ async def _register(commands: CommandsDep, submitted: Job) -> dict[str, Any]:
         return jobs.register(job, existing, stream_version, time.time_ns())
 
     change, positions = await commands.run(decide, span="job.register", what=f"job {job.id} registered")
+    # A periodic or parameterized job is registered without an eval.
     return {
-        # A periodic job is registered without an eval (Nomad answers "" and 0 then).
         "EvalID": change.eval_ids[0] if change.evals else "",
         "EvalCreateIndex": positions[1] if change.evals else 0,
         "JobModifyIndex": positions[0],
@@ -152,16 +151,9 @@ async def job_summary(
 ) -> Response:
     def fn() -> Any:
         job = blocking.reads.job(namespace, job_id)
-        if job is None:
-            return None
-        summary = {tg.name: dict.fromkeys(_SUMMARY_KEYS, 0) for tg in job.task_groups}
-        for a in blocking.reads.allocs(namespace=namespace, job_id=job_id):
-            if a.task_group in summary and a.client_status in _SUMMARY_OF:
-                summary[a.task_group][_SUMMARY_OF[a.client_status]] += 1
-        return {"JobID": job.id, "Namespace": job.namespace, "Summary": summary,
-                "CreateIndex": job.create_index, "ModifyIndex": job.modify_index}  # fmt: skip
+        return None if job is None else blocking.reads.job_summaries(namespace, [job])[job.id]
 
-    return await blocking.read(request, fn, [job_key(namespace, job_id)])
+    return await blocking.read(request, fn, [job_key(namespace, job_id), children_key(namespace, job_id)])
 
 
 @router.delete("/v1/job/{job_id:path}")

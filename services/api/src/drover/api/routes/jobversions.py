@@ -36,8 +36,8 @@ async def revert(
         )
 
     change, positions = await commands.run(decide, span="job.revert", what=f"job {job_id} reverted")
+    # A periodic or parameterized job is registered again without an eval.
     return {
-        # A periodic job is registered without an eval.
         "EvalID": change.eval_ids[0] if change.evals else "",
         "EvalCreateIndex": positions[-1] if change.evals else 0,
         "JobModifyIndex": positions[0],

@@ -13,7 +13,6 @@ from drover.api.body import JsonRoute
 from drover.api.deps import BlockingDep, CommandsDep
 from drover.control import scaling
 from drover.control.jobs import JobChange
-from drover.model.events import JobRegistered
 from drover.model.scaling import scale_status
 from drover.runtime.store.queries import Reads
 from drover.runtime.watches import job_key
@@ -61,10 +60,9 @@ async def scale(
 
     change, positions = await commands.run(decide)
     assert change.job is not None
-    if not change.evals:  # only a scaling event, or a periodic job's new count
-        registered = isinstance(change.events[0].event, JobRegistered)
-        return {"EvalID": "", "EvalCreateIndex": 0,
-                "JobModifyIndex": positions[0] if registered else change.job.modify_index,
+    if req.count is None:  # only a scaling event
+        return {"EvalID": "", "EvalCreateIndex": 0, "JobModifyIndex": change.job.modify_index,
                 "Index": positions[-1], "Warnings": ""}  # fmt: skip
-    return {"EvalID": change.eval_ids[0], "EvalCreateIndex": positions[-1], "JobModifyIndex": positions[0],
-            "Index": positions[-1], "Warnings": ""}  # fmt: skip
+    # A periodic or parameterized job is scaled without an eval.
+    return {"EvalID": change.eval_ids[0] if change.evals else "", "EvalCreateIndex": positions[-1] if change.evals else 0,
+            "JobModifyIndex": positions[0], "Index": positions[-1], "Warnings": ""}  # fmt: skip
