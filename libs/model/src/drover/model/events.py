@@ -383,6 +383,62 @@ class JobRestartDeleted(Event):
         return restart_stream(self.namespace, self.job_id)
 
 
+# --- garbage collection (drover.control.gc) ---
+GC_STREAM = "gc"
+
+
+class EvalsCollected(Event):
+    """The garbage collector collected evals and allocs (Nomad's eval reap): they leave the
+    state, and the log keeps their history. Only those still terminal go (an alloc also not
+    running on its client): what changed since the collector decided stays for its next pass."""
+
+    type: Literal["EvalsCollected"] = "EvalsCollected"
+    category: ClassVar[str] = "Evaluation"
+    evals: list[str] = Field(default_factory=list)
+    allocs: list[str] = Field(default_factory=list)
+
+    def stream(self) -> str:
+        return GC_STREAM
+
+
+class DeploymentsCollected(Event):
+    """Deployments collected: those still inactive leave the state."""
+
+    type: Literal["DeploymentsCollected"] = "DeploymentsCollected"
+    category: ClassVar[str] = "Deployment"
+    deployments: list[str]
+
+    def stream(self) -> str:
+        return GC_STREAM
+
+
+class NodesCollected(Event):
+    """Down nodes collected (Nomad's node reap): those unchanged since log position `as_of`
+    (when the collector decided) leave the state."""
+
+    type: Literal["NodesCollected"] = "NodesCollected"
+    category: ClassVar[str] = "Node"
+    nodes: list[str]
+    as_of: int
+
+    def stream(self) -> str:
+        return GC_STREAM
+
+
+class JobCollected(Event):
+    """A dead job collected with its versions (Nomad's job reap, a purge), if unchanged since
+    log position `as_of`. In the job's stream: a register decided before it is decided again."""
+
+    type: Literal["JobCollected"] = "JobCollected"
+    category: ClassVar[str] = "Job"
+    namespace: str = "default"
+    job_id: str
+    as_of: int
+
+    def stream(self) -> str:
+        return job_stream(self.namespace, self.job_id)
+
+
 # Every event but PlanApplied, which each reader decodes in a form of its own.
 OTHER_EVENTS = (
     NodeRegistered
@@ -402,6 +458,10 @@ OTHER_EVENTS = (
     | JobRestartSignaled
     | JobRestartUpdated
     | JobRestartDeleted
+    | EvalsCollected
+    | DeploymentsCollected
+    | NodesCollected
+    | JobCollected
 )
 AnyEvent = Annotated[OTHER_EVENTS | PlanApplied, Field(discriminator="type")]
 AnyReplicaEvent = Annotated[OTHER_EVENTS | ReplicaPlanApplied, Field(discriminator="type")]

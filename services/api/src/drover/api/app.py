@@ -17,12 +17,22 @@ from drover.api.blocking import Blocking, IndexWatcher
 from drover.api.commands import Commands
 from drover.api.guard import RequestGuard
 from drover.api.heartbeats import Heartbeats
-from drover.api.routes import allocations, client, deployments, evaluations, jobs, nodes, restarts, status
+from drover.api.routes import (
+    allocations,
+    client,
+    deployments,
+    evaluations,
+    jobs,
+    nodes,
+    restarts,
+    status,
+    system,
+)
 from drover.runtime.settings import Settings
 from drover.runtime.store import EventStore, libpq_url
 from drover.runtime.store.queries import Reads
 
-ROUTERS = (jobs, restarts, allocations, evaluations, deployments, nodes, status, client)
+ROUTERS = (jobs, restarts, allocations, evaluations, deployments, nodes, status, system, client)
 
 
 def create_app(settings: Settings, store: EventStore | None = None) -> FastAPI:

@@ -15,6 +15,7 @@ from drover.model import Allocation, Deployment, Evaluation, Job, Node
 from drover.model.events import (
     AllocsClientUpdated,
     Event,
+    JobCollected,
     JobDeregistered,
     JobRegistered,
     JobRestartDeleted,
@@ -23,6 +24,7 @@ from drover.model.events import (
     NodeDrainUpdated,
     NodeEligibilityUpdated,
     NodeRegistered,
+    NodesCollected,
     NodeStatusUpdated,
     PlanApplied,
     evals_of,
@@ -74,8 +76,10 @@ def wanted_by(events: Sequence[Event], *, trust_new: bool = False) -> Wanted:
             w.allocs.extend(u.id for u in ev.updates)
         elif isinstance(ev, JobRegistered):
             w.jobs.append((ev.job.namespace, ev.job.id))
-        elif isinstance(ev, JobDeregistered):
+        elif isinstance(ev, (JobDeregistered, JobCollected)):
             w.jobs.append((ev.namespace, ev.job_id))
+        elif isinstance(ev, NodesCollected):
+            w.nodes.extend(ev.nodes)
         elif isinstance(ev, NodeRegistered):
             w.nodes.append(ev.node.id)
         elif isinstance(ev, (NodeStatusUpdated, NodeEligibilityUpdated, NodeDrainUpdated)):

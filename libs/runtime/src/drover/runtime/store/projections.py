@@ -42,6 +42,14 @@ PROJECTION_TABLES = ("nodes", "jobs", "job_versions", "allocs", "evals", "deploy
 # others' is `jsonb`.
 _TEXT_DOC_TABLES = frozenset({"allocs"})
 DELETED = object()
+_UNREAD = object()
+# What the garbage collector's events look up of a row, by table (no documents): its statuses,
+# and what a deletion names for the blocking queries (drover.runtime.watches).
+_REFS = {
+    "allocs": "SELECT id, desired_status, client_status, namespace, job_id, node_id, eval_id FROM allocs",
+    "evals": "SELECT id, status, '', namespace, job_id FROM evals",
+    "deployments": "SELECT id, doc->>'Status', '', namespace, job_id FROM deployments",
+}
 # A statement for the raw (psycopg) connection: SQL with %s placeholders, and its parameters.
 Statement = tuple[str, Any]
 # SQL types of the projection columns (for the arrays `_upsert` sends).
@@ -117,6 +125,9 @@ class SqlState:
         self._dirty: dict[str, set[Any]] = {
             k: set() for k in ("nodes", "jobs", "allocs", "evals", "deployments", "job_restarts")
         }
+        # Rows deleted, by table: what each named (namespace, job, and an alloc's node and eval).
+        self._gone: dict[str, dict[str, tuple[str, ...]]] = {"allocs": {}, "evals": {}, "deployments": {}}
+        self._refs: dict[str, dict[str, tuple[str, ...]]] = {"allocs": {}, "evals": {}, "deployments": {}}
 
     def take_metrics(self, events: Iterable[Event]) -> None:
         """Note the placement metrics `events` carry as JSON (PlanApplied.metrics_json), for
@@ -220,6 +231,37 @@ class SqlState:
         found = (self.restarts.get(i) for i in sorted(self.restarts_by_job[key]))
         return [r for r in found if r is not None and r is not DELETED]
 
+    def _statuses(self, table: str, ids: Sequence[str]) -> dict[str, tuple[str, str]]:
+        """(status, client status) by ID of the rows of `table` among `ids` (what the buffer
+        holds first), looking up the others by their columns: no document decoded."""
+        cache = self._table_cache(table)
+        found: dict[str, tuple[str, str]] = {}
+        unread = []
+        for i in ids:
+            obj = cache.get(i, _UNREAD)
+            if obj is _UNREAD:
+                unread.append(i)
+            elif obj is not DELETED:
+                found[i] = (obj.desired_status, obj.client_status) if table == "allocs" else (obj.status, "")
+        if unread:
+            refs = self._refs[table]
+            for row in self.fetch(_REFS[table] + " WHERE id = ANY(%s)", (unread,)):
+                found[row[0]] = (row[1], row[2])
+                refs[row[0]] = tuple(row[3:])
+        return found
+
+    def _table_cache(self, table: str) -> dict[Any, Any]:
+        return {"allocs": self._allocs, "evals": self._evals, "deployments": self._deployments}[table]
+
+    def alloc_statuses(self, ids: Sequence[str]) -> dict[str, tuple[str, str]]:
+        return self._statuses("allocs", ids)
+
+    def eval_statuses(self, ids: Sequence[str]) -> dict[str, str]:
+        return {i: s for i, (s, _) in self._statuses("evals", ids).items()}
+
+    def deployment_statuses(self, ids: Sequence[str]) -> dict[str, str]:
+        return {i: s for i, (s, _) in self._statuses("deployments", ids).items()}
+
     def assume_absent(self, ids: Iterable[str]) -> None:
         """Take allocs as not in the table without looking (new placements: fresh IDs). Were
         one there after all, its COPY fails on the primary key and the caller starts over."""
@@ -264,6 +306,33 @@ class SqlState:
         self._deployments[dep.id] = dep
         self._dirty["deployments"].add(dep.id)
 
+    def _delete(self, table: str, ids: Sequence[str]) -> None:
+        cache, gone, refs = self._table_cache(table), self._gone[table], self._refs[table]
+        for i in ids:
+            obj = cache.get(i)
+            if obj is None or obj is DELETED:
+                ref = refs.get(i)
+                if ref is None:
+                    continue
+            elif table == "allocs":
+                ref = (obj.namespace, obj.job_id, obj.node_id, obj.eval_id)
+            else:
+                ref = (obj.namespace, obj.job_id)
+            gone[i] = ref
+            cache[i] = DELETED
+            self._dirty[table].add(i)
+        if table == "allocs":
+            self._absent_allocs.difference_update(ids)
+
+    def delete_allocs(self, ids: Sequence[str]) -> None:
+        self._delete("allocs", ids)
+
+    def delete_evals(self, ids: Sequence[str]) -> None:
+        self._delete("evals", ids)
+
+    def delete_deployments(self, ids: Sequence[str]) -> None:
+        self._delete("deployments", ids)
+
     def upsert_job_restart(self, restart: JobRestart) -> None:
         self.restarts[restart.id] = restart
         self.restarts_by_job.setdefault((restart.namespace, restart.job_id), set()).add(restart.id)
@@ -305,9 +374,12 @@ class SqlState:
             # A plan's allocs share one job, eval and deployment: their keys are built only
             # when those change from one alloc to the next, not once per alloc.
             last: tuple[str, str, str, str] = ("", "", "", "")
+            gone = self._gone[table]
             for k in dirty[table]:
                 obj = cache[k]
                 if obj is DELETED:
+                    if k in gone:
+                        self._gone_keys(keys, table, k, gone[k], name_allocs)
                     continue
                 if table == "allocs":
                     keys.add(node_key(obj.node_id))
@@ -324,6 +396,17 @@ class SqlState:
                     keys.add(eval_key(obj.id) if table == "evals" else deployment_key(obj.id))
         return keys, every
 
+    @staticmethod
+    def _gone_keys(keys: set[str], table: str, row_id: str, ref: tuple[str, ...], name_allocs: bool) -> None:
+        """The keys a deleted row changes (as `touched` names a written one's)."""
+        keys.add(job_key(ref[0], ref[1]))
+        if table == "allocs":
+            keys.update((node_key(ref[2]), eval_key(ref[3])))
+            if name_allocs:
+                keys.add(alloc_key(row_id))
+        else:
+            keys.add(eval_key(row_id) if table == "evals" else deployment_key(row_id))
+
     def flush(self, then: Sequence[Statement] = ()) -> None:
         """Write every buffered change: one statement per table and kind, the new allocs
         COPYed first, then the rest in one pipeline with what is queued and `then`."""
@@ -331,18 +414,21 @@ class SqlState:
         self._flush_nodes(writes)
         self._flush_jobs(writes)
         self._flush_allocs(writes)
-        evals, _ = self._split(self._evals, "evals")
+        evals, gone_evals = self._split(self._evals, "evals")
         self._upsert(writes, "evals", ("id",), [
             {"id": e.id, "namespace": e.namespace, "job_id": e.job_id, "status": e.status, "doc": _doc(e),
              "modify_index": e.modify_index}
             for e in evals
         ])  # fmt: skip
-        deps, _ = self._split(self._deployments, "deployments")
+        deps, gone_deps = self._split(self._deployments, "deployments")
         self._upsert(writes, "deployments", ("id",), [
             {"id": d.id, "namespace": d.namespace, "job_id": d.job_id, "create_index": d.create_index,
              "doc": _doc(d), "modify_index": d.modify_index}
             for d in deps
         ])  # fmt: skip
+        for table, gone in (("evals", gone_evals), ("deployments", gone_deps)):
+            if gone:
+                writes.append((f"DELETE FROM {table} WHERE id = ANY(%s)", (gone,)))
         self._flush_restarts(writes)
         self.run([*writes, *then])
 
@@ -371,9 +457,13 @@ class SqlState:
             for j in jobs
         ]
         self._upsert(writes, "jobs", ("namespace", "id"), rows)
-        for ns, job_id in gone:
+        if gone:
+            keys = ([ns for ns, _ in gone], [job_id for _, job_id in gone])
             for table in ("jobs", "job_versions"):
-                writes.append((f"DELETE FROM {table} WHERE namespace = %s AND id = %s", (ns, job_id)))
+                writes.append((
+                    f"DELETE FROM {table} WHERE (namespace, id) IN (SELECT * FROM unnest(%s::text[], %s::text[]))",
+                    keys,
+                ))  # fmt: skip
         versions = [
             {"namespace": j.namespace, "id": j.id, "version": j.version, "doc": _doc(j)}
             for (ns, jid, _), j in self._job_versions.items()
@@ -384,7 +474,9 @@ class SqlState:
 
     def _flush_allocs(self, writes: list[Statement]) -> None:
         """New allocs by COPY, at once; the others upserted with the rest of the writes."""
-        allocs, _ = self._split(self._allocs, "allocs")
+        allocs, gone = self._split(self._allocs, "allocs")
+        if gone:
+            writes.append(("DELETE FROM allocs WHERE id = ANY(%s)", (gone,)))
         new = [a for a in allocs if a.id in self._absent_allocs]
         new_ids = {a.id for a in new}
         if new:
