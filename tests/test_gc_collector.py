@@ -68,7 +68,13 @@ def test_periodic_core_evals_are_written_every_interval_and_run(store: EventStor
     clock[0] += 300 * SECOND
     assert asyncio.run(leader.collector.step())
     core = [e for e in leader.state.evals.values() if e.type == "_core"]
-    assert sorted(e.job_id for e in core) == ["deployment-gc", "eval-gc", "job-gc", "job-restart-gc", "node-gc"]
+    assert sorted(e.job_id for e in core) == [
+        "deployment-gc",
+        "eval-gc",
+        "job-gc",
+        "job-restart-gc",
+        "node-gc",
+    ]
     assert all((e.status, e.triggered_by) == ("complete", "scheduled") for e in core)
     # eval-gc ran first (the order they were written in) and took the evals and allocs; job-gc the job.
     assert leader.state.allocs == {} and ("default", "web") not in leader.state.jobs
@@ -95,12 +101,7 @@ def test_a_core_eval_cut_short_is_run_again_by_the_next_leader(store: EventStore
     state = store.replay()
     assert state.allocs == {} and state.jobs == {} and list(state.evals) == [pending.id]
     assert state.evals[pending.id].status == "complete"
-    collected = [
-        a
-        for r in store.iter_all()
-        if isinstance(r.event, EvalsCollected)
-        for a in r.event.allocs
-    ]
+    collected = [a for r in store.iter_all() if isinstance(r.event, EvalsCollected) for a in r.event.allocs]
     assert sorted(collected) == allocs  # each alloc collected once across both leaders
     before = store.projection_dump()
     store.rebuild_projections()
