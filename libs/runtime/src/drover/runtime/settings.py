@@ -62,4 +62,4 @@ class Settings(BaseSettings):
     gc_restart_threshold: float = Field(default=4 * 3600.0, ge=0.0)
     # Objects one collecting append deletes at most: each append holds the events lock under
     # 50 ms (docs/performance.md, bench/gc.py).
-    gc_chunk: int = Field(default=1000, ge=1)
+    gc_chunk: int = Field(default=500, ge=1)

@@ -14,6 +14,8 @@ from pydantic import BaseModel
 from drover.model import Allocation, Deployment, Evaluation, Job, Node
 from drover.model.events import (
     AllocsClientUpdated,
+    DeploymentsCollected,
+    EvalsCollected,
     Event,
     JobCollected,
     JobDeregistered,
@@ -30,7 +32,7 @@ from drover.model.events import (
     evals_of,
 )
 from drover.model.jobrestart import JobRestart
-from drover.runtime.store.projections import DELETED, SqlState, Statement
+from drover.runtime.store.projections import DELETED, SqlState, Statement, refs_query
 
 JobKey = tuple[str, str]
 
@@ -49,6 +51,8 @@ class Wanted:
     restarts_of: list[JobKey] = field(default_factory=list)
     # Placements the scheduler just created (CreateIndex 0: a fresh ID), taken as absent.
     new: list[str] = field(default_factory=list)
+    # Rows the garbage collector's events delete, looked up by reference (no documents).
+    refs: dict[str, list[str]] = field(default_factory=dict)
 
 
 def _plan(w: Wanted, ev: PlanApplied, trust_new: bool) -> None:
@@ -80,6 +84,11 @@ def wanted_by(events: Sequence[Event], *, trust_new: bool = False) -> Wanted:
             w.jobs.append((ev.namespace, ev.job_id))
         elif isinstance(ev, NodesCollected):
             w.nodes.extend(ev.nodes)
+        elif isinstance(ev, EvalsCollected):
+            w.refs.setdefault("allocs", []).extend(ev.allocs)
+            w.refs.setdefault("evals", []).extend(ev.evals)
+        elif isinstance(ev, DeploymentsCollected):
+            w.refs.setdefault("deployments", []).extend(ev.deployments)
         elif isinstance(ev, NodeRegistered):
             w.nodes.append(ev.node.id)
         elif isinstance(ev, (NodeStatusUpdated, NodeEligibilityUpdated, NodeDrainUpdated)):
@@ -101,12 +110,14 @@ class Prefetch:
         wanted: list[tuple[str, dict[Any, Any], list[Any], type[BaseModel]]],
         job_keys: list[JobKey],
         restarts_of: list[JobKey],
+        refs: dict[str, list[str]],
     ) -> None:
         self.state = state
         self.statement = statement
         self.wanted = wanted
         self.job_keys = job_keys
         self.restarts_of = restarts_of
+        self.refs = refs
 
     def take(self, rows: Iterable[tuple[Any, ...]]) -> None:
         """Cache the documents found, and what was not found as absent."""
@@ -115,7 +126,11 @@ class Prefetch:
         models["jobs"] = (st._jobs, Job)
         for k in self.restarts_of:
             st.restarts_by_job.setdefault(k, set())
+        refs: dict[str, list[tuple[str, str]]] = {table: [] for table in self.refs}
         for table, namespace, key, doc in rows:
+            if table.endswith("#"):
+                refs[table[:-1]].append((key, doc))
+                continue
             if table == "restarts_of":
                 r = JobRestart.model_validate_json(doc)
                 st.restarts.setdefault(r.id, r)
@@ -131,6 +146,8 @@ class Prefetch:
                         st._absent_allocs.add(i)
         for jk in self.job_keys:
             st._jobs.setdefault(jk, DELETED)
+        for table, ids in self.refs.items():
+            st.take_refs(table, ids, refs[table])
 
 
 def _by_job_keys(select: str, table: str, keys: list[JobKey], id_column: str) -> tuple[str, list[Any]]:
@@ -170,6 +187,14 @@ def prefetch_query(state: SqlState, w: Wanted) -> Prefetch | None:
         )
         parts.append(sql)
         params.extend(args)
+    refs: dict[str, list[str]] = {}
+    for table, ids in w.refs.items():
+        cache = state._table_cache(table)
+        refs[table] = [i for i in set(ids) if i not in cache]
+        if refs[table]:
+            query = refs_query(table).replace("SELECT id,", f"SELECT '{table}#', '', id,", 1)
+            parts.append(query)
+            params.append(refs[table])
     if not parts:
         return None
-    return Prefetch(state, (" UNION ALL ".join(parts), params), wanted, job_keys, restarts_of)
+    return Prefetch(state, (" UNION ALL ".join(parts), params), wanted, job_keys, restarts_of, refs)

@@ -43,13 +43,20 @@ PROJECTION_TABLES = ("nodes", "jobs", "job_versions", "allocs", "evals", "deploy
 _TEXT_DOC_TABLES = frozenset({"allocs"})
 DELETED = object()
 _UNREAD = object()
-# What the garbage collector's events look up of a row, by table (no documents): its statuses,
-# and what a deletion names for the blocking queries (drover.runtime.watches).
-_REFS = {
-    "allocs": "SELECT id, desired_status, client_status, namespace, job_id, node_id, eval_id FROM allocs",
-    "evals": "SELECT id, status, '', namespace, job_id FROM evals",
-    "deployments": "SELECT id, doc->>'Status', '', namespace, job_id FROM deployments",
+# What the garbage collector's events look up of a row, by table (no documents): its two
+# statuses, and what a deletion names for the blocking queries (drover.runtime.watches).
+_REF_COLUMNS = {
+    "allocs": "desired_status, client_status, namespace, job_id, node_id, eval_id",
+    "evals": "status, '', namespace, job_id",
+    "deployments": "doc->>'Status', '', namespace, job_id",
 }
+
+
+def refs_query(table: str) -> str:
+    """The rows of `table` with IDs in a parameter, as (ID, their reference as a JSON array)."""
+    return f"SELECT id, json_build_array({_REF_COLUMNS[table]})::text FROM {table} WHERE id = ANY(%s)"
+
+
 # A statement for the raw (psycopg) connection: SQL with %s placeholders, and its parameters.
 Statement = tuple[str, Any]
 # SQL types of the projection columns (for the arrays `_upsert` sends).
@@ -127,7 +134,12 @@ class SqlState:
         }
         # Rows deleted, by table: what each named (namespace, job, and an alloc's node and eval).
         self._gone: dict[str, dict[str, tuple[str, ...]]] = {"allocs": {}, "evals": {}, "deployments": {}}
-        self._refs: dict[str, dict[str, tuple[str, ...]]] = {"allocs": {}, "evals": {}, "deployments": {}}
+        # Rows looked up by reference (`take_refs`); None: looked up and absent.
+        self._refs: dict[str, dict[str, tuple[str, ...] | None]] = {
+            "allocs": {},
+            "evals": {},
+            "deployments": {},
+        }
 
     def take_metrics(self, events: Iterable[Event]) -> None:
         """Note the placement metrics `events` carry as JSON (PlanApplied.metrics_json), for
@@ -234,21 +246,28 @@ class SqlState:
     def _statuses(self, table: str, ids: Sequence[str]) -> dict[str, tuple[str, str]]:
         """(status, client status) by ID of the rows of `table` among `ids` (what the buffer
         holds first), looking up the others by their columns: no document decoded."""
-        cache = self._table_cache(table)
+        cache, refs = self._table_cache(table), self._refs[table]
         found: dict[str, tuple[str, str]] = {}
-        unread = []
+        unread = [i for i in ids if cache.get(i, _UNREAD) is _UNREAD and i not in refs]
+        if unread:
+            self.take_refs(table, unread, self.fetch(refs_query(table), (unread,)))
         for i in ids:
             obj = cache.get(i, _UNREAD)
             if obj is _UNREAD:
-                unread.append(i)
+                ref = refs.get(i)
+                if ref is not None:
+                    found[i] = (ref[0], ref[1])
             elif obj is not DELETED:
                 found[i] = (obj.desired_status, obj.client_status) if table == "allocs" else (obj.status, "")
-        if unread:
-            refs = self._refs[table]
-            for row in self.fetch(_REFS[table] + " WHERE id = ANY(%s)", (unread,)):
-                found[row[0]] = (row[1], row[2])
-                refs[row[0]] = tuple(row[3:])
         return found
+
+    def take_refs(self, table: str, ids: Iterable[str], rows: Iterable[tuple[Any, ...]]) -> None:
+        """Note the references looked up (`refs_query`) of `ids`, those not found as absent."""
+        refs = self._refs[table]
+        for i in ids:
+            refs.setdefault(i, None)
+        for row_id, ref in rows:
+            refs[row_id] = tuple(json.loads(ref))
 
     def _table_cache(self, table: str) -> dict[Any, Any]:
         return {"allocs": self._allocs, "evals": self._evals, "deployments": self._deployments}[table]
@@ -310,15 +329,13 @@ class SqlState:
         cache, gone, refs = self._table_cache(table), self._gone[table], self._refs[table]
         for i in ids:
             obj = cache.get(i)
-            if obj is None or obj is DELETED:
-                ref = refs.get(i)
-                if ref is None:
-                    continue
-            elif table == "allocs":
-                ref = (obj.namespace, obj.job_id, obj.node_id, obj.eval_id)
+            if obj is not None and obj is not DELETED:
+                is_alloc = table == "allocs"
+                gone[i] = (obj.namespace, obj.job_id, *((obj.node_id, obj.eval_id) if is_alloc else ()))
+            elif (ref := refs.get(i)) is not None and obj is None:
+                gone[i] = ref[2:]  # its statuses left out
             else:
-                ref = (obj.namespace, obj.job_id)
-            gone[i] = ref
+                continue
             cache[i] = DELETED
             self._dirty[table].add(i)
         if table == "allocs":
