@@ -473,6 +473,7 @@ def test_openapi_documents_every_request_body(client: TestClient) -> None:
         "/v1/drover/node/{node_id}/heartbeat",
         "/v1/job/{job_id}/restart/{restart_id}/pause",
         "/v1/job/{job_id}/restart/{restart_id}/resume",
+        "/v1/system/gc",
     }
     job = doc["components"]["schemas"]["Job"]["properties"]
     assert {"ID", "TaskGroups", "Datacenters"} <= set(job)

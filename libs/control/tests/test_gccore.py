@@ -71,8 +71,8 @@ def _core(job_id: str, created: int, status: str = "complete") -> Evaluation:
 def test_periodic_core_evals_are_due_every_interval() -> None:
     since = NOW - MINUTE  # this collector leads since
     # None yet: an interval after it began to lead.
-    assert gccore.due([], NOW, INTERVAL, since) == []
-    due = gccore.due([], since + INTERVAL, INTERVAL, since)
+    assert gccore.due([], {}, NOW, INTERVAL, since) == []
+    due = gccore.due([], {}, since + INTERVAL, INTERVAL, since)
     assert [e.job_id for e in due] == list(gccore.PERIODIC)
     assert all(
         (e.type, e.triggered_by, e.status, e.namespace, e.priority)
@@ -89,7 +89,22 @@ def test_periodic_core_evals_are_due_every_interval() -> None:
         _core("job-restart-gc", NOW - 3 * INTERVAL),
         Evaluation(id="e", job_id="eval-gc", create_time=0),  # not a core eval
     ]
-    assert [e.job_id for e in gccore.due(seen, NOW, INTERVAL, since)] == ["eval-gc", "job-restart-gc"]
+    last = gccore.latest(seen)
+    assert last == {
+        "eval-gc": NOW - INTERVAL,
+        "job-gc": NOW - INTERVAL + SECOND,
+        "node-gc": NOW - 2 * INTERVAL,
+        "deployment-gc": NOW - SECOND,
+        "job-restart-gc": NOW - 3 * INTERVAL,
+    }
+    assert [e.job_id for e in gccore.due(seen, last, NOW, INTERVAL, since)] == ["eval-gc", "job-restart-gc"]
+    # Collected since (a forced collection takes them at once): their times still count.
+    assert [e.job_id for e in gccore.due([], last, NOW, INTERVAL, since)] == [
+        "eval-gc",
+        "node-gc",
+        "job-restart-gc",
+    ]
+    assert gccore.latest([_core("eval-gc", NOW)], last)["eval-gc"] == NOW
 
 
 @pytest.mark.parametrize(

@@ -115,18 +115,24 @@ def _events(items: list[tuple[str, object]], as_of: int) -> list[Event]:
     return events
 
 
-def due(core_evals: Iterable[Evaluation], now: int, interval: int, since: int) -> list[Evaluation]:
-    """The periodic core evals to write at `now`: each one whose last was created `interval`
-    ago or more (none yet: since `since`, when this collector began to lead) and has none
-    pending."""
-    last: dict[str, int] = {}
-    pending: set[str] = set()
+def latest(core_evals: Iterable[Evaluation], seen: dict[str, int] | None = None) -> dict[str, int]:
+    """When the newest core eval of each JobID was created, of `core_evals` and what `seen`
+    already holds (collected core evals still count: the schedule does not restart when eval
+    GC takes them)."""
+    out = dict(seen or {})
     for e in core_evals:
-        if e.type != EVAL_TYPE_CORE:
-            continue
-        if not e.terminal_status():
-            pending.add(e.job_id)
-        last[e.job_id] = max(last.get(e.job_id, 0), e.create_time)
+        if e.type == EVAL_TYPE_CORE:
+            out[e.job_id] = max(out.get(e.job_id, 0), e.create_time)
+    return out
+
+
+def due(
+    core_evals: Iterable[Evaluation], last: dict[str, int], now: int, interval: int, since: int
+) -> list[Evaluation]:
+    """The periodic core evals to write at `now`: each one whose last was created `interval`
+    ago or more (`last`: `latest`; none yet: since `since`, when this collector began to lead)
+    and that has none pending among `core_evals`."""
+    pending = {e.job_id for e in core_evals if e.type == EVAL_TYPE_CORE and not e.terminal_status()}
     return [
         core_eval(job_id, now)
         for job_id in PERIODIC

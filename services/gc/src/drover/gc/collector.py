@@ -65,6 +65,8 @@ class Collector:
         self.chunk = settings.gc_chunk
         self.since = clock()
         self.core: dict[str, Evaluation] = {e.id: e for e in state.evals.values() if e.type == EVAL_TYPE_CORE}
+        # When the last core eval of each pass was created, collected ones too.
+        self.last = gccore.latest(self.core.values())
         # Set when a core eval is pending: the loop runs it at once.
         self.wake = asyncio.Event()
 
@@ -74,6 +76,7 @@ class Collector:
             if e.type == EVAL_TYPE_CORE:
                 now = self.state.eval(e.id) or e
                 self.core[e.id] = now
+                self.last = gccore.latest([now], self.last)
                 if not now.terminal_status():
                     self.wake.set()
         if isinstance(event, EvalsCollected):
@@ -84,7 +87,7 @@ class Collector:
     async def step(self) -> bool:
         """Write the periodic core evals that are due and run every pending one, oldest first.
         False when an append failed (the next step tries again)."""
-        due = gccore.due(self.core.values(), self.clock(), self.interval, self.since)
+        due = gccore.due(self.core.values(), self.last, self.clock(), self.interval, self.since)
         if due:
             recorded = await self.append([NewEvent(EvalsUpserted(evals=due))])
             if recorded is None:
