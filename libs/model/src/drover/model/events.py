@@ -383,51 +383,44 @@ class JobRestartDeleted(Event):
         return restart_stream(self.namespace, self.job_id)
 
 
-# --- garbage collection (drover.control.gc) ---
-GC_STREAM = "gc"
+# --- garbage collection (drover.control.gc): what the collector saw change since stays ---
+class Collected(Event):
+    """Objects the garbage collector collected: they leave the state; the log keeps them."""
+
+    def stream(self) -> str:
+        return "gc"
 
 
-class EvalsCollected(Event):
-    """The garbage collector collected evals and allocs (Nomad's eval reap): they leave the
-    state, and the log keeps their history. Only those still terminal go (an alloc also not
-    running on its client): what changed since the collector decided stays for its next pass."""
+class EvalsCollected(Collected):
+    """Evals and allocs collected (Nomad's eval reap): those still terminal (an alloc also not
+    running on its client) go."""
 
     type: Literal["EvalsCollected"] = "EvalsCollected"
     category: ClassVar[str] = "Evaluation"
     evals: list[str] = Field(default_factory=list)
     allocs: list[str] = Field(default_factory=list)
 
-    def stream(self) -> str:
-        return GC_STREAM
 
-
-class DeploymentsCollected(Event):
-    """Deployments collected: those still inactive leave the state."""
+class DeploymentsCollected(Collected):
+    """Deployments collected: those still inactive go."""
 
     type: Literal["DeploymentsCollected"] = "DeploymentsCollected"
     category: ClassVar[str] = "Deployment"
     deployments: list[str]
 
-    def stream(self) -> str:
-        return GC_STREAM
 
-
-class NodesCollected(Event):
-    """Down nodes collected (Nomad's node reap): those unchanged since log position `as_of`
-    (when the collector decided) leave the state."""
+class NodesCollected(Collected):
+    """Down nodes collected (Nomad's node reap): those unchanged since log position `as_of` go."""
 
     type: Literal["NodesCollected"] = "NodesCollected"
     category: ClassVar[str] = "Node"
     nodes: list[str]
     as_of: int
 
-    def stream(self) -> str:
-        return GC_STREAM
-
 
 class JobCollected(Event):
-    """A dead job collected with its versions (Nomad's job reap, a purge), if unchanged since
-    log position `as_of`. In the job's stream: a register decided before it is decided again."""
+    """A dead job collected with its versions (Nomad's job reap), if unchanged since log
+    position `as_of`; in the job's stream, so a register decided before it is decided again."""
 
     type: Literal["JobCollected"] = "JobCollected"
     category: ClassVar[str] = "Job"

@@ -32,7 +32,8 @@ from drover.model.events import (
     evals_of,
 )
 from drover.model.jobrestart import JobRestart
-from drover.runtime.store.projections import DELETED, SqlState, Statement, refs_query
+from drover.runtime.store.collected import DELETED, refs_query
+from drover.runtime.store.projections import SqlState, Statement
 
 JobKey = tuple[str, str]
 

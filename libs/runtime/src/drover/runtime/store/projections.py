@@ -26,6 +26,7 @@ from drover.model.job import Job
 from drover.model.jobrestart import JobRestart
 from drover.model.node import Node
 from drover.model.placements import metric_json
+from drover.runtime.store.collected import DELETED, CollectedRows
 from drover.runtime.watches import (
     ALLOC_KEYS_MAX,
     alloc_key,
@@ -41,22 +42,6 @@ PROJECTION_TABLES = ("nodes", "jobs", "job_versions", "allocs", "evals", "deploy
 # Tables whose `doc` is `text` (kept as sent, never parsed; see migrations 0002 and 0003), the
 # others' is `jsonb`.
 _TEXT_DOC_TABLES = frozenset({"allocs"})
-DELETED = object()
-_UNREAD = object()
-# What the garbage collector's events look up of a row, by table (no documents): its two
-# statuses, and what a deletion names for the blocking queries (drover.runtime.watches).
-_REF_COLUMNS = {
-    "allocs": "desired_status, client_status, namespace, job_id, node_id, eval_id",
-    "evals": "status, '', namespace, job_id",
-    "deployments": "doc->>'Status', '', namespace, job_id",
-}
-
-
-def refs_query(table: str) -> str:
-    """The rows of `table` with IDs in a parameter, as (ID, their reference as a JSON array)."""
-    return f"SELECT id, json_build_array({_REF_COLUMNS[table]})::text FROM {table} WHERE id = ANY(%s)"
-
-
 # A statement for the raw (psycopg) connection: SQL with %s placeholders, and its parameters.
 Statement = tuple[str, Any]
 # SQL types of the projection columns (for the arrays `_upsert` sends).
@@ -99,7 +84,7 @@ def _row_json(row: dict[str, Any]) -> str:
     return "{" + ",".join(f'"{c}":' + (v if c == "doc" else json.dumps(v)) for c, v in row.items()) + "}"
 
 
-class SqlState:
+class SqlState(CollectedRows):
     """A `StateWriter` for one transaction on `conn`."""
 
     def __init__(self, conn: Connection, *, owns_events: bool = False) -> None:
@@ -132,14 +117,7 @@ class SqlState:
         self._dirty: dict[str, set[Any]] = {
             k: set() for k in ("nodes", "jobs", "allocs", "evals", "deployments", "job_restarts")
         }
-        # Rows deleted, by table: what each named (namespace, job, and an alloc's node and eval).
-        self._gone: dict[str, dict[str, tuple[str, ...]]] = {"allocs": {}, "evals": {}, "deployments": {}}
-        # Rows looked up by reference (`take_refs`); None: looked up and absent.
-        self._refs: dict[str, dict[str, tuple[str, ...] | None]] = {
-            "allocs": {},
-            "evals": {},
-            "deployments": {},
-        }
+        self.init_collected()
 
     def take_metrics(self, events: Iterable[Event]) -> None:
         """Note the placement metrics `events` carry as JSON (PlanApplied.metrics_json), for
@@ -243,44 +221,6 @@ class SqlState:
         found = (self.restarts.get(i) for i in sorted(self.restarts_by_job[key]))
         return [r for r in found if r is not None and r is not DELETED]
 
-    def _statuses(self, table: str, ids: Sequence[str]) -> dict[str, tuple[str, str]]:
-        """(status, client status) by ID of the rows of `table` among `ids` (what the buffer
-        holds first), looking up the others by their columns: no document decoded."""
-        cache, refs = self._table_cache(table), self._refs[table]
-        found: dict[str, tuple[str, str]] = {}
-        unread = [i for i in ids if cache.get(i, _UNREAD) is _UNREAD and i not in refs]
-        if unread:
-            self.take_refs(table, unread, self.fetch(refs_query(table), (unread,)))
-        for i in ids:
-            obj = cache.get(i, _UNREAD)
-            if obj is _UNREAD:
-                ref = refs.get(i)
-                if ref is not None:
-                    found[i] = (ref[0], ref[1])
-            elif obj is not DELETED:
-                found[i] = (obj.desired_status, obj.client_status) if table == "allocs" else (obj.status, "")
-        return found
-
-    def take_refs(self, table: str, ids: Iterable[str], rows: Iterable[tuple[Any, ...]]) -> None:
-        """Note the references looked up (`refs_query`) of `ids`, those not found as absent."""
-        refs = self._refs[table]
-        for i in ids:
-            refs.setdefault(i, None)
-        for row_id, ref in rows:
-            refs[row_id] = tuple(json.loads(ref))
-
-    def _table_cache(self, table: str) -> dict[Any, Any]:
-        return {"allocs": self._allocs, "evals": self._evals, "deployments": self._deployments}[table]
-
-    def alloc_statuses(self, ids: Sequence[str]) -> dict[str, tuple[str, str]]:
-        return self._statuses("allocs", ids)
-
-    def eval_statuses(self, ids: Sequence[str]) -> dict[str, str]:
-        return {i: s for i, (s, _) in self._statuses("evals", ids).items()}
-
-    def deployment_statuses(self, ids: Sequence[str]) -> dict[str, str]:
-        return {i: s for i, (s, _) in self._statuses("deployments", ids).items()}
-
     def assume_absent(self, ids: Iterable[str]) -> None:
         """Take allocs as not in the table without looking (new placements: fresh IDs). Were
         one there after all, its COPY fails on the primary key and the caller starts over."""
@@ -325,31 +265,6 @@ class SqlState:
         self._deployments[dep.id] = dep
         self._dirty["deployments"].add(dep.id)
 
-    def _delete(self, table: str, ids: Sequence[str]) -> None:
-        cache, gone, refs = self._table_cache(table), self._gone[table], self._refs[table]
-        for i in ids:
-            obj = cache.get(i)
-            if obj is not None and obj is not DELETED:
-                is_alloc = table == "allocs"
-                gone[i] = (obj.namespace, obj.job_id, *((obj.node_id, obj.eval_id) if is_alloc else ()))
-            elif (ref := refs.get(i)) is not None and obj is None:
-                gone[i] = ref[2:]  # its statuses left out
-            else:
-                continue
-            cache[i] = DELETED
-            self._dirty[table].add(i)
-        if table == "allocs":
-            self._absent_allocs.difference_update(ids)
-
-    def delete_allocs(self, ids: Sequence[str]) -> None:
-        self._delete("allocs", ids)
-
-    def delete_evals(self, ids: Sequence[str]) -> None:
-        self._delete("evals", ids)
-
-    def delete_deployments(self, ids: Sequence[str]) -> None:
-        self._delete("deployments", ids)
-
     def upsert_job_restart(self, restart: JobRestart) -> None:
         self.restarts[restart.id] = restart
         self.restarts_by_job.setdefault((restart.namespace, restart.job_id), set()).add(restart.id)
@@ -391,12 +306,9 @@ class SqlState:
             # A plan's allocs share one job, eval and deployment: their keys are built only
             # when those change from one alloc to the next, not once per alloc.
             last: tuple[str, str, str, str] = ("", "", "", "")
-            gone = self._gone[table]
             for k in dirty[table]:
                 obj = cache[k]
                 if obj is DELETED:
-                    if k in gone:
-                        self._gone_keys(keys, table, k, gone[k], name_allocs)
                     continue
                 if table == "allocs":
                     keys.add(node_key(obj.node_id))
@@ -411,18 +323,8 @@ class SqlState:
                 else:
                     keys.add(job_key(obj.namespace, obj.job_id))
                     keys.add(eval_key(obj.id) if table == "evals" else deployment_key(obj.id))
+        self.collected_keys(keys, name_allocs)
         return keys, every
-
-    @staticmethod
-    def _gone_keys(keys: set[str], table: str, row_id: str, ref: tuple[str, ...], name_allocs: bool) -> None:
-        """The keys a deleted row changes (as `touched` names a written one's)."""
-        keys.add(job_key(ref[0], ref[1]))
-        if table == "allocs":
-            keys.update((node_key(ref[2]), eval_key(ref[3])))
-            if name_allocs:
-                keys.add(alloc_key(row_id))
-        else:
-            keys.add(eval_key(row_id) if table == "evals" else deployment_key(row_id))
 
     def flush(self, then: Sequence[Statement] = ()) -> None:
         """Write every buffered change: one statement per table and kind, the new allocs
