@@ -78,7 +78,8 @@ def nats_url(nats_server: EmbeddedNats | str) -> str:
 
 @pytest.fixture
 async def js_fresh(nats_url: str):  # type: ignore[no-untyped-def]
-    """A JetStream context with Drover's streams, emptied for this test."""
+    """A JetStream context with Drover's streams, emptied for this test, and without consumers:
+    a durable consumer kept from an earlier test would keep that test's settings (its ack wait)."""
     from drover.runtime.bus import EVALS_STREAM, EVENTS_STREAM, connect, ensure_streams
 
     nc = await connect(nats_url, "test")
@@ -86,5 +87,7 @@ async def js_fresh(nats_url: str):  # type: ignore[no-untyped-def]
     await ensure_streams(js)
     for name in (EVENTS_STREAM, EVALS_STREAM):
         await js.purge_stream(name)
+        for info in await js.consumers_info(name):
+            await js.delete_consumer(name, info.name)
     yield js
     await nc.close()

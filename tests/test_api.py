@@ -89,6 +89,19 @@ def test_register_read_and_index_header(client: TestClient, store: EventStore) -
         ("get", "/v1/evaluation/nope", None, 404, ""),
         ("get", "/v1/allocation/nope", None, 404, ""),
         ("get", "/v1/node/nope", None, 404, ""),
+        ("post", "/v1/allocation/nope/stop", None, 404, "alloc not found"),
+        ("post", "/v1/node/nope/purge", None, 404, "node not found"),
+        ("post", "/v1/job/nope/revert", b'{"JobID": "nope", "JobVersion": 0}', 404, "job 'nope' not found"),
+        ("post", "/v1/job/nope/stable", b'{"JobID": "nope", "Stable": true}', 404, "job 'nope' not found"),
+        (
+            "post",
+            "/v1/job/nope/revert",
+            b'{"JobID": "web", "JobVersion": -1}',
+            400,
+            "Job ID does not match\nJobVersion",
+        ),
+        ("get", "/v1/job/nope/scale", None, 404, ""),
+        ("get", "/v1/nodes?os=maybe&resources=2", None, 400, "os must be a boolean"),
         ("get", "/v1/jobs?index=abc", None, 400, "Invalid index"),
         ("get", "/v1/jobs?index=1&wait=forever", None, 400, "Invalid wait time"),
         (
@@ -469,10 +482,13 @@ def test_openapi_documents_every_request_body(client: TestClient) -> None:
                 bodiless.add(path)
     assert bodiless == {
         "/v1/job/{job_id}/evaluate",
+        "/v1/job/{job_id}/periodic/force",
         "/v1/deployment/fail/{deployment_id}",
         "/v1/drover/node/{node_id}/heartbeat",
         "/v1/job/{job_id}/restart/{restart_id}/pause",
         "/v1/job/{job_id}/restart/{restart_id}/resume",
+        "/v1/allocation/{alloc_id}/stop",
+        "/v1/node/{node_id}/purge",
         "/v1/system/gc",
     }
     job = doc["components"]["schemas"]["Job"]["properties"]

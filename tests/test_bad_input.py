@@ -20,7 +20,7 @@ from drover.runtime.store import EventStore
 from .cluster import job_json, node_json
 
 # Path parameters: a real one, an unknown one, and ones no stored text may hold.
-PATH_VALUES = ("web", "n1", "nope", "a%00b", "%ED%A0%80")
+PATH_VALUES = ("web", "n1", "nope", "a%00b", "%ED%A0%80", "web%2Fperiodic-1")
 # Query strings every route is asked with; and, for reads, bad paging and blocking parameters
 # (every request of the sweep is bad: a valid one might write).
 QUERIES = ("prefix=%00", "namespace=a%00", "next_token=%00", "node_prefix=%00&index=1&wait=10ms")
@@ -86,12 +86,13 @@ def _routes() -> list[tuple[str, str, bytes | None]]:
 
 
 def _paths(template: str) -> list[str]:
-    names = re.findall(r"{(\w+)}", template)
+    # A parameter may name its type too ("{job_id:path}").
+    names = re.findall(r"{\w+(?::\w+)?}", template)
     paths = []
     for values in itertools.product(PATH_VALUES, repeat=len(names)):
         path = template
         for name, value in zip(names, values, strict=True):
-            path = path.replace("{" + name + "}", value)
+            path = path.replace(name, value)
         paths.append(path)
     return paths
 

@@ -159,7 +159,9 @@ def test_pause_resume_and_cancel_and_a_follower_of_a_cancelled_restart_exits_1(
     c = cluster
     _svc(c, agents, 3)
     env = _env(NOMAD_ADDR=str(c.http.base_url))  # honoured without DROVER_ADDR
-    p = drover("job", "restart", "-batch-size", "1", "-batch-wait", "3s", "-detach", "svc", env=env)
+    # A long wait between batches: the restart is still running when the cancel comes, however
+    # slowly the commands below start on a loaded host.
+    p = drover("job", "restart", "-batch-size", "1", "-batch-wait", "60s", "-detach", "svc", env=env)
     assert p.returncode == 0, p.stdout + p.stderr
     rid = _restart_id(p.stdout)
     p = drover("job", "restart", "-pause", rid, env=env)

@@ -43,13 +43,17 @@ from drover.model.events import (
     JobRestartSignaled,
     JobRestartStarted,
     JobRestartUpdated,
+    JobStabilityUpdated,
+    NodeDeregistered,
     NodeRegistered,
     NodeStatusUpdated,
     PlanApplied,
+    ScalingEventRegistered,
     decode_event,
     encode_event_json,
 )
 from drover.model.jobrestart import JobRestart, request_id
+from drover.model.scaling import ScalingEvent
 from drover.model.state import InMemoryState
 from drover.planner import applier
 from drover.runtime.embedded import EmbeddedPostgres
@@ -338,7 +342,25 @@ def test_rebuild_reproduces_the_live_projections(
         ]
     )
     store.append([JobRestartDeleted(restart_id="r0", job_id="web")])
+    # A version marked stable (not the current one), scaling events, a node purged.
+    store.append(
+        [
+            JobStabilityUpdated(namespace="default", job_id="web", version=0, stable=True),
+            ScalingEventRegistered(
+                namespace="default",
+                job_id="web",
+                task_group="web",
+                event=ScalingEvent(count=2, previous_count=5),
+            ),
+            ScalingEventRegistered(
+                namespace="default", job_id="web", task_group="web", event=ScalingEvent(error=True)
+            ),
+            NodeDeregistered(node_id="n3"),
+        ]
+    )
     before = store.projection_dump()
+    assert {row[2]: row[3]["Stable"] for row in before["job_versions"]} == {0: True, 1: False}
+    assert len(before["scaling_events"]) == 1 and "n3" not in {row[0] for row in before["nodes"]}
     assert [(row[0], row[3]) for row in before["job_restarts"]] == [("r1", "running")]
     last = store.rebuild_projections(batch=3)  # small batches: state must carry across them
     assert last == store.last_position()
@@ -349,6 +371,8 @@ def test_rebuild_reproduces_the_live_projections(
         row[0]: row[6] for row in before["allocs"]
     }
     assert replayed.allocs[live[0].id].client_status == "running"
+    assert replayed.job_version("default", "web", 0).stable  # type: ignore[union-attr]
+    assert [e.error for e in replayed.scaling_events("default", "web").scaling_events["web"]] == [True, False]  # type: ignore[union-attr]
     assert replayed.allocs[live[1].id].restart_request == req
     assert list(replayed.job_restarts) == ["r1"] and replayed.job_restarts["r1"].restarted_allocs == [
         live[1].id

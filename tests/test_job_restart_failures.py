@@ -5,6 +5,9 @@ restarts its allocs once when it is back."""
 
 from __future__ import annotations
 
+import json
+import os
+import signal
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -144,3 +147,44 @@ def test_an_agent_killed_mid_batch_restarts_its_allocs_once_when_back(
         assert task["Restarts"] == 1 and task["State"] == "running"
     lines = starts.read_text().split()
     assert sorted(lines) == sorted(2 * [a["ID"] for a in before]), lines
+
+
+def test_an_agent_killed_while_carrying_out_a_restart_finishes_it_once_when_back(
+    cluster: Cluster,
+    agents: Agents,  # noqa: F811
+    tmp_path: Path,
+) -> None:
+    """The agent saves a restart it takes on before acting on it. Killed (kill -9) right after,
+    one alloc's task still running its old process and the other's already stopped by the
+    restart, it carries out what it saved when it is back: each task runs again once."""
+    c = cluster
+    _ready(c, agents)
+    starts = tmp_path / "starts"
+    cmd = f"echo $NOMAD_ALLOC_ID >> {starts}; exec sleep 300"
+    c.put("/v1/jobs", raw_exec_job("svc", "/bin/sh", "-c", cmd, count=2, **NO_DEPLOYMENT))
+    before = c.wait(lambda: len(r := _live(c, "svc")) == 2 and r, timeout=30)
+    agents.procs["a1"].kill()
+    agents.procs.pop("a1").wait()
+    rid = c.put("/v1/job/svc/restart", {"BatchSize": 2})["RestartID"]
+    c.wait(lambda: c.get(f"/v1/job/svc/restart/{rid}")["BatchNumber"] >= 1, timeout=30)
+    # What the agent had written when it was killed: both requests taken on, neither finished.
+    path = tmp_path / "a1" / "client" / "state.json"
+    state = json.loads(path.read_text())
+    for a in before:
+        req = request_id(rid, a["ID"])
+        state[a["ID"]].update(RestartHandled=req, RestartPending={"t": req})
+    path.write_text(json.dumps(state))
+    stopped = state[before[0]["ID"]]["Tasks"]["t"]
+    os.killpg(stopped["pid"], signal.SIGTERM)
+    c.wait(lambda: Path(stopped["exit_file"]).exists(), timeout=10)
+    agents.start("a1", "--enable-raw-exec")
+    _restart(c, rid, "complete", timeout=60)
+    for a in before:
+        task = c.get(f"/v1/allocation/{a['ID']}")["TaskStates"]["t"]
+        signals = [e for e in task["Events"] if e["Type"] == "Restart Signaled"]
+        assert [e["Details"]["restart_id"] for e in signals] == [request_id(rid, a["ID"])], task["Events"]
+        assert task["Restarts"] == 1 and task["State"] == "running", task
+    lines = starts.read_text().split()
+    assert sorted(lines) == sorted(2 * [a["ID"] for a in before]), lines
+    saved = json.loads(path.read_text())
+    assert all(not saved[a["ID"]]["RestartPending"] for a in before), saved

@@ -10,8 +10,9 @@ from nats.js import JetStreamContext
 
 from drover.model import Node
 from drover.model.events import NodeRegistered, NodeStatusUpdated
-from drover.runtime.bus import EVENTS_STREAM, position_of
+from drover.runtime.bus import BODY_HEADER, BODY_IN_LOG, EVENTS_STREAM, position_of
 from drover.runtime.relay import Relay
+from drover.runtime.replica import Replica
 from drover.runtime.store import EventStore, libpq_url
 
 
@@ -114,3 +115,41 @@ async def test_a_commit_notified_during_an_empty_read_is_relayed_at_once(
         stop.set()
         await task
         store.close()
+
+
+async def test_an_event_too_large_for_nats_goes_by_the_log(
+    store: EventStore, database_url: str, js_fresh: JetStreamContext
+) -> None:
+    """An event over NATS's max_payload is relayed without its body (the relay would otherwise
+    stall on it), and a replica reads it from the log, in order with the events around it."""
+    js = js_fresh
+    big = Node(id="big", meta={"blob": "x" * (2 * 1024 * 1024)})
+    store.append([NodeRegistered(node=Node(id="before"))])
+    store.append([NodeRegistered(node=big)])
+    store.append([NodeRegistered(node=Node(id="after"))])
+    replica = Replica(store, js)
+    await replica.start()
+    assert replica._poller is not None and replica.position == 3
+    replica._poller.cancel()  # only the stream feeds it from here
+    store.append([NodeRegistered(node=Node(id="next"))])
+    store.append([NodeRegistered(node=big.model_copy(update={"id": "big2"}))])
+    stop = asyncio.Event()
+    task = asyncio.create_task(Relay(store, js, libpq_url(database_url)).run(stop))
+    try:
+        deadline = time.monotonic() + 10
+        while (await js.stream_info(EVENTS_STREAM)).state.messages < 5:
+            assert time.monotonic() < deadline, "the relay stalled"
+            await asyncio.sleep(0.02)
+        while replica.position < 5:  # (not wait_for: past its timeout it reads the log itself)
+            assert time.monotonic() < deadline, "the replica did not apply the large event"
+            await asyncio.sleep(0.02)
+    finally:
+        stop.set()
+        await task
+    first = (await js.stream_info(EVENTS_STREAM)).state.first_seq
+    msg = await js.get_msg(EVENTS_STREAM, seq=first + 4)
+    assert msg.headers is not None and msg.headers[BODY_HEADER] == BODY_IN_LOG and not msg.data
+    assert await positions_in_stream(js) == [1, 2, 3, 4, 5]
+    node = replica.state.node("big2")
+    assert node is not None and node.meta["blob"] == big.meta["blob"]
+    assert replica.state.node("next") is not None

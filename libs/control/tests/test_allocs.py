@@ -1,5 +1,5 @@
-"""Commands on allocs: client status reports (with alloc-failure and reconnect evals) and the
-operator's in-place restart."""
+"""Commands on allocs: client status reports (with alloc-failure and reconnect evals), the
+operator's in-place restart and stop."""
 
 from __future__ import annotations
 
@@ -8,7 +8,12 @@ import pytest
 from drover.control import allocs
 from drover.control.errors import Invalid, NotFound
 from drover.model import Allocation, TaskState
-from drover.model.events import AllocClientUpdate, AllocRestartRequested, AllocsClientUpdated
+from drover.model.events import (
+    AllocClientUpdate,
+    AllocRestartRequested,
+    AllocsClientUpdated,
+    AllocsTransitioned,
+)
 
 from .conftest import NOW, Cluster, alloc, job
 
@@ -101,3 +106,30 @@ def test_restart_records_one_request(cluster: Cluster, task: str, all_tasks: boo
     assert (event.request.task_name, event.request.all_tasks, event.request.time) == (task, all_tasks, NOW)
     assert event.request.id == change.request_id and change.request_id
     assert allocs.restart(cluster.reads, "a1", task, all_tasks, NOW).request_id != change.request_id
+
+
+@pytest.mark.parametrize("no_shutdown_delay", [False, True])
+def test_stop_marks_the_alloc_to_migrate_with_an_alloc_stop_eval(
+    cluster: Cluster, no_shutdown_delay: bool
+) -> None:
+    web = job(priority=70).model_copy(update={"modify_index": 12})
+    cluster.add(web, alloc("a1", web, client_status="running"))
+    change = allocs.stop(cluster.reads, "a1", no_shutdown_delay, NOW)
+    (event,) = (e.event for e in change.events)
+    assert isinstance(event, AllocsTransitioned) and event.evals == change.evals
+    t = event.transitions["a1"]
+    assert (
+        t.migrate is True and t.no_shutdown_delay is no_shutdown_delay and list(event.transitions) == ["a1"]
+    )
+    (ev,) = change.evals
+    assert (ev.triggered_by, ev.job_id, ev.status, ev.priority, ev.type, ev.job_modify_index) == (
+        "alloc-stop", "web", "pending", 70, "service", 12,
+    )  # fmt: skip
+
+
+def test_stop_of_an_unknown_alloc_or_one_whose_job_is_gone(cluster: Cluster) -> None:
+    with pytest.raises(NotFound, match="alloc not found"):
+        allocs.stop(cluster.reads, "nope", False, NOW)
+    cluster.add(alloc("a1", job("gone")))
+    with pytest.raises(NotFound, match="job 'gone'"):
+        allocs.stop(cluster.reads, "a1", False, NOW)

@@ -8,8 +8,10 @@ import pytest
 
 from drover.control import jobs
 from drover.control.errors import Invalid, NotFound
+from drover.control.scaling import ScaleRequest, scale
 from drover.model import Job
-from drover.model.events import EvalsUpserted, JobDeregistered, JobRegistered
+from drover.model.events import EvalsUpserted, JobDeregistered, JobRegistered, ScalingEventRegistered
+from drover.model.job import PeriodicConfig
 
 from .conftest import NOW, Cluster, job, node
 
@@ -54,34 +56,7 @@ def test_prepare_fills_defaults_and_lists_every_problem() -> None:
     assert lines[0] == "Job is invalid:" and len(lines) >= 4
 
 
-@pytest.mark.parametrize(
-    ("count", "group", "problems"),
-    [
-        (-2, "nope", ["Count must be a non-negative integer", "Target.Group 'nope' is not a task group"]),
-        (None, "g", ["Count must be a non-negative integer"]),
-        (2, "", ["Target.Group '' is not a task group"]),
-    ],
-)
-def test_scale_refuses_with_every_problem(count: int | None, group: str, problems: list[str]) -> None:
-    with pytest.raises(Invalid) as e:
-        jobs.scale(job(), count, group, 1, NOW)
-    assert len(e.value.message.splitlines()) == len(problems)
-    for p in problems:
-        assert p in e.value.message
-
-
-def test_scale_registers_a_new_version_with_a_scaling_eval() -> None:
-    current = job(count=3, version=4)
-    change = jobs.scale(current, 7, "g", 9, NOW)
-    registered = change.events[0].event
-    assert isinstance(registered, JobRegistered) and change.events[0].expected_version == 9
-    assert registered.job.version == 5 and registered.job.task_groups[0].count == 7
-    assert current.task_groups[0].count == 3  # the job read is left as it was
-    assert [e.triggered_by for e in change.evals] == ["job-scaling"]
-
-
 @pytest.mark.parametrize("command", [
-    lambda: jobs.scale(None, 1, "g", 0, NOW),
     lambda: jobs.deregister(None, False, NOW),
     lambda: jobs.evaluate(None, NOW),
 ])  # fmt: skip
@@ -111,3 +86,42 @@ def test_plan_schedules_the_job_at_its_next_version_and_writes_nothing(cluster: 
     assert res.plan.annotations["g"].place == 4  # none placed yet
     assert cluster.state.job("default", "web").version == 2  # type: ignore[union-attr]
     assert cluster.state.allocs == {}
+
+
+def _periodic(**kw: Any) -> Job:
+    return job("nightly", type="batch", periodic=PeriodicConfig(specs=["0 2 * * *"]), **kw)
+
+
+def test_a_periodic_job_is_registered_scaled_and_stopped_without_an_eval() -> None:
+    change = jobs.register(_periodic(), None, 0, NOW)
+    assert [type(e.event) for e in change.events] == [JobRegistered] and change.evals == []
+    stopped = jobs.deregister(_periodic(), False, NOW)
+    assert [type(e.event) for e in stopped.events] == [JobDeregistered] and stopped.evals == []
+    scaled = scale(_periodic(), "nightly", "default", ScaleRequest(group="g", count=4), 1, NOW)
+    assert [type(e.event) for e in scaled.events] == [JobRegistered, ScalingEventRegistered]
+    assert scaled.evals == [] and scaled.job is not None and scaled.job.task_groups[0].count == 4
+
+
+@pytest.mark.parametrize(
+    ("existing", "submitted", "needle"),
+    [
+        (
+            job("nightly", type="batch"),
+            _periodic(),
+            "cannot update non-periodic job 'nightly' to being periodic",
+        ),
+        (
+            _periodic(),
+            job("nightly", type="batch"),
+            "cannot update periodic job 'nightly' to being non-periodic",
+        ),
+    ],
+)
+def test_a_job_cannot_become_or_stop_being_periodic(existing: Job, submitted: Job, needle: str) -> None:
+    with pytest.raises(Invalid, match=needle):
+        jobs.register(submitted, existing, 1, NOW)
+
+
+def test_a_periodic_job_is_not_evaluated_but_launched() -> None:
+    with pytest.raises(Invalid, match="can't evaluate periodic job 'nightly'"):
+        jobs.evaluate(_periodic(), NOW)

@@ -1,5 +1,5 @@
-"""Node commands: registration, heartbeats bringing nodes back, status, eligibility and drain,
-with the node-update evals a status change calls for."""
+"""Node commands: registration, heartbeats bringing nodes back, status, eligibility, drain and
+purge, with the node-update evals a status change or a purge calls for."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ from drover.control.errors import Invalid, NotFound
 from drover.model import Job, Node
 from drover.model.events import (
     EvalsUpserted,
+    NodeDeregistered,
     NodeDrainUpdated,
     NodeEligibilityUpdated,
     NodeRegistered,
@@ -126,3 +127,37 @@ def test_cancelling_a_drain(cluster: Cluster, mark_eligible: bool, eligibility: 
     assert event.drain_strategy is None and event.eligibility == eligibility
     with pytest.raises(NotFound):
         nodes.drain(cluster.reads, "ghost", None, False, NOW)
+
+
+def test_purge_deregisters_the_node_and_evaluates_its_jobs(cluster: Cluster) -> None:
+    web, batch, done = job("web"), job("batch", type="batch"), job("done")
+    cluster.add(
+        node("n1"),
+        node("n2"),
+        web,
+        batch,
+        done,
+        _system(),
+        _system("elsewhere", datacenters=["dc2"]),
+        alloc("a1", web, client_status="running"),
+        alloc("a2", web, client_status="running", name="web.g[1]"),  # one eval per job
+        alloc("a3", batch, client_status="pending"),
+        alloc("a4", done, client_status="complete"),  # finished: nothing to replace
+        alloc("a5", web, "n2", client_status="running"),
+    )
+    change = nodes.purge(cluster.reads, "n1", NOW)
+    gone, evals = (e.event for e in change.events)
+    assert isinstance(gone, NodeDeregistered) and gone.node_id == "n1"
+    assert isinstance(evals, EvalsUpserted) and evals.evals == change.evals
+    assert sorted(e.job_id for e in change.evals) == ["batch", "sys", "web"]
+    assert all(
+        (e.triggered_by, e.node_id, e.status) == ("node-update", "n1", "pending") for e in change.evals
+    )
+    with pytest.raises(NotFound):
+        nodes.purge(cluster.reads, "ghost", NOW)
+
+
+def test_purge_of_an_empty_node_writes_no_eval(cluster: Cluster) -> None:
+    cluster.add(node("n1"))
+    change = nodes.purge(cluster.reads, "n1", NOW)
+    assert [type(e.event) for e in change.events] == [NodeDeregistered] and change.evals == []

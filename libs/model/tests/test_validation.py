@@ -63,6 +63,11 @@ def test_minimal_jobs_are_valid(job_type: str) -> None:
         ("batch", {"Periodic": {"Spec": "*/15 * * * *"}}),
         ("sysbatch", {"Periodic": {"Spec": "@hourly", "TimeZone": "Europe/Berlin"}}),
         ("service", {"Periodic": {"Enabled": False}}),
+        # As Nomad writes it today: several crons (JSON `Specs`, HCL `crons`).
+        ("batch", {"Periodic": {"Crons": ["*/5 * * * *"]}}),
+        ("batch", {"Periodic": {"Specs": ["0 2 * * *", "30 14 * * MON-FRI"], "TimeZone": "Asia/Tokyo"}}),
+        ("batch", {"Periodic": {"Spec": "0 30 2 * * * *", "ProhibitOverlap": True}}),
+        ("batch", {"Periodic": {"Spec": "1767225600,1767225660", "SpecType": "test"}}),
         # Seed 000: disabling with attempts 0 / unlimited false; the other fields do not matter then.
         ("service", {f"{TG}.ReschedulePolicy": {"Attempts": 0, "Unlimited": False, "Delay": 0}}),
         ("batch", {f"{TG}.ReschedulePolicy": {"Attempts": 0, "Unlimited": False}}),
@@ -164,6 +169,16 @@ CASES: list[Any] = [
     ({"Periodic": {"Spec": "@daily"}}, "service", "Job", "only allowed for batch and sysbatch"),
     ({"Periodic": {"Spec": "every day"}}, "batch", "Job", "not a valid cron expression"),
     ({"Periodic": {"Spec": "@daily", "SpecType": "rrule"}}, "batch", "Job", "spec type 'rrule' is unknown"),
+    ({"Periodic": {"Crons": []}}, "batch", "Job", "spec is empty"),
+    (
+        {"Periodic": {"Crons": ["*/5 * * * *", "5 25 * * *"]}},
+        "batch",
+        "Job",
+        "'5 25 * * *' is not a valid cron",
+    ),
+    ({"Periodic": {"Spec": "@daily", "Crons": ["@hourly"]}}, "batch", "Job", "not both"),
+    ({"Periodic": {"Crons": ["@daily"]}}, "service", "Job", "only allowed for batch and sysbatch"),
+    ({"Periodic": {"Spec": "soon", "SpecType": "test"}}, "batch", "Job", "not a list of unix times"),
     (
         {"Periodic": {"Spec": "@daily", "TimeZone": "Mars/Olympus"}},
         "batch",

@@ -7,7 +7,7 @@ import random
 import pytest
 
 from drover.model import Evaluation
-from drover.model.durations import MINUTE
+from drover.model.durations import MINUTE, SECOND
 from drover.scheduler.evalflow import (
     delivery_limit_failure,
     max_attempts_failure,
@@ -39,6 +39,33 @@ def test_delivery_limit_fails_and_follows_up_within_1_to_6_minutes() -> None:
         assert follow.triggered_by == "failed-follow-up" and follow.status == "pending"
         assert follow.priority == 70 and follow.job_id == "web"
         assert MINUTE <= follow.wait_until - NOW < 6 * MINUTE
+        assert follow.wait == follow.wait_until - NOW and follow.create_time == NOW
+        assert failed.modify_time == NOW
+
+
+@pytest.mark.parametrize(
+    ("baseline", "spread"), [(0, 0), (SECOND, 0), (SECOND, SECOND), (2 * MINUTE, 10 * MINUTE)]
+)
+def test_delivery_limit_follow_up_delay_is_the_baseline_plus_part_of_the_range(
+    baseline: int, spread: int
+) -> None:
+    ev = Evaluation(id="e1", job_id="web")
+    waits = set()
+    for seed in range(30):
+        _, follow = delivery_limit_failure(ev, NOW, random.Random(seed), baseline=baseline, spread=spread)
+        assert baseline <= follow.wait < baseline + max(spread, 1)
+        waits.add(follow.wait)
+    assert len(waits) == (1 if spread == 0 else 30)
+
+
+@pytest.mark.parametrize(
+    ("kind", "job_exists"),
+    [pytest.param("_core", True, id="core-eval"), pytest.param("service", False, id="job-gone")],
+)
+def test_delivery_limit_without_follow_up(kind: str, job_exists: bool) -> None:
+    ev = Evaluation(id="e1", job_id="web", type=kind)
+    (failed,) = delivery_limit_failure(ev, NOW, random.Random(1), job_exists=job_exists)
+    assert failed.status == "failed" and failed.next_eval == ""
 
 
 def test_max_attempts_fails_with_a_blocked_eval() -> None:

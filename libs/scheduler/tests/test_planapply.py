@@ -41,7 +41,7 @@ from drover.model.node import (
     NODE_STATUS_INIT,
 )
 from drover.scheduler.plan import Plan, PlanResult
-from drover.scheduler.planapply import apply_plan_result, evaluate_plan
+from drover.scheduler.planapply import apply_plan_result, evaluate_plan, preemption_evals
 from drover.scheduler.state import InMemoryState
 
 NOW = 1_700_000_000_000_000_000
@@ -299,6 +299,36 @@ def test_preemption_of_an_alloc_that_already_finished_is_dropped() -> None:
     r = evaluate_plan(state, plan)
     assert r.rejected_nodes == []
     assert [a.id for a in r.node_preemptions["n1"]] == ["run"]
+
+
+def test_the_applier_creates_one_preemption_eval_per_job_it_preempted() -> None:
+    """Nomad's applyPlan: one pending eval (TriggeredBy preemption) per job whose allocs the
+    committed result preempts; preemptions on a rejected node, or of a job gone, make none."""
+    evict = {"desired_status": ALLOC_DESIRED_EVICT}
+    a1 = mk_alloc("a1", "n1", cpu=400, mem=400, job_id="low", client_status=ALLOC_CLIENT_RUNNING)
+    a2 = mk_alloc("a2", "n1", cpu=400, mem=400, job_id="low", client_status=ALLOC_CLIENT_RUNNING)
+    gone = mk_alloc("g1", "n1", cpu=200, mem=200, job_id="gone", client_status=ALLOC_CLIENT_RUNNING)
+    b1 = mk_alloc("b1", "n2", cpu=900, mem=900, job_id="other", client_status=ALLOC_CLIENT_RUNNING)
+    state = mk_state([mk_node("n1"), mk_node("n2")], [a1, a2, gone, b1])
+    state.upsert_job(Job(id="low", type="batch", priority=20))
+    state.upsert_job(Job(id="other", priority=30))
+    plan = mk_plan(
+        place=[
+            mk_alloc("s1", "n1", cpu=1000, mem=1000, job_id="sys"),
+            # n2 refuses this one: b1's preemption is not committed.
+            mk_alloc("s2", "n2", cpu=1200, mem=1000, job_id="sys"),
+        ],
+        preempt=[a.model_copy(update=evict) for a in (a1, a2, gone, b1)],
+    )
+    r = evaluate_plan(state, plan)
+    assert r.rejected_nodes == ["n2"]
+    ids = iter(["e1", "e2"])
+    evals = preemption_evals(state, r, NOW, lambda: next(ids))
+    assert [(e.id, e.job_id, e.type, e.priority, e.triggered_by, e.status) for e in evals] == [
+        ("e1", "low", "batch", 20, "preemption", "pending")
+    ]
+    assert evals[0].create_time == evals[0].modify_time == NOW
+    assert preemption_evals(state, evaluate_plan(state, mk_plan(place=[mk_alloc("x", "n2")])), NOW, str) == []
 
 
 def test_inplace_update_that_grows_beyond_capacity_is_rejected() -> None:

@@ -386,6 +386,7 @@ def test_rolling_update_respects_max_parallel_and_stagger() -> None:
     nxt = rolling[0]
     assert nxt.wait == 30 * SECOND
     assert nxt.job_id == "sys" and nxt.type == "system" and nxt.previous_eval == res.eval.id
+    assert res.eval.next_eval == nxt.id
     assert nxt in h.created_evals
     versions = sorted(a.job_version for a in live(h, "sys"))
     assert versions == [0, 0, 0, 0, 1, 1]
@@ -397,6 +398,7 @@ def test_rolling_update_respects_max_parallel_and_stagger() -> None:
     assert res3.plan.annotations["g"].destructive_update == 2
     # Done: no further rolling eval.
     assert [e for e in res3.create_evals if e.triggered_by == TRIGGER_ROLLING_UPDATE] == []
+    assert res3.eval.next_eval == ""
     assert sorted(a.job_version for a in live(h, "sys")) == [1] * 6
     assert run(h, job2).plan.is_noop()
 
@@ -513,8 +515,10 @@ def test_system_job_preempts_lower_priority_service_alloc() -> None:
     assert pre[0].preempted_by_allocation == placed[0].id
     assert res.plan.annotations["g"].preemptions == 1
     assert res.eval.failed_tg_allocs == {}
+    # The plan applier's, not the scheduler's (Nomad's applyPlan): created with the commit.
+    assert [e for e in res.create_evals if e.triggered_by == TRIGGER_PREEMPTION] == []
     pevals = [e for e in h.created_evals if e.triggered_by == TRIGGER_PREEMPTION]
-    assert [(e.job_id, e.type, e.priority) for e in pevals] == [("svc", "service", 30)]
+    assert [(e.job_id, e.type, e.priority, e.status) for e in pevals] == [("svc", "service", 30, "pending")]
     # Committed: the victim is evicted, the system alloc runs, the node is not over-committed.
     v = h.state.alloc(victim.id)
     assert v is not None and v.desired_status == ALLOC_DESIRED_EVICT and v.terminal_status()

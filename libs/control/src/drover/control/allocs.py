@@ -1,5 +1,5 @@
 """Commands on allocs: what clients report of them (with the evals a failure or a reconnect
-calls for) and an operator's in-place restart."""
+calls for), an operator's in-place restart, and an operator's stop."""
 
 from __future__ import annotations
 
@@ -9,9 +9,20 @@ from dataclasses import dataclass
 from drover.control.change import Change
 from drover.control.errors import Invalid, NotFound
 from drover.control.reads import ClusterReads
-from drover.model.alloc import AllocRestartRequest
-from drover.model.evaluation import TRIGGER_RECONNECT, TRIGGER_RETRY_FAILED_ALLOC, job_eval
-from drover.model.events import AllocClientUpdate, AllocRestartRequested, AllocsClientUpdated
+from drover.model.alloc import AllocRestartRequest, DesiredTransition
+from drover.model.evaluation import (
+    TRIGGER_ALLOC_STOP,
+    TRIGGER_RECONNECT,
+    TRIGGER_RETRY_FAILED_ALLOC,
+    job_eval,
+)
+from drover.model.events import (
+    AllocClientUpdate,
+    AllocRestartRequested,
+    AllocsClientUpdated,
+    AllocsTransitioned,
+    NewEvent,
+)
 
 CLIENT_STATUSES = ("pending", "running", "complete", "failed", "lost")
 
@@ -74,3 +85,18 @@ def restart(reads: ClusterReads, alloc_id: str, task: str, all_tasks: bool, now:
     req = AllocRestartRequest(id=str(uuid.uuid4()), task_name=task, all_tasks=all_tasks, time=now)
     change = Change.of([AllocRestartRequested(alloc_id=alloc_id, request=req)])
     return RestartRequested(change.events, change.evals, req.id)
+
+
+def stop(reads: ClusterReads, alloc_id: str, no_shutdown_delay: bool, now: int) -> Change:
+    """Stop an alloc (Nomad's alloc stop): it is marked to migrate and its job gets an
+    alloc-stop eval, so the scheduler stops it and places its replacement, as a drain would.
+    `no_shutdown_delay`: its tasks skip their shutdown delay."""
+    alloc = reads.allocs_by_id([alloc_id]).get(alloc_id)
+    if alloc is None:
+        raise NotFound("alloc not found")
+    job = reads.job(alloc.namespace, alloc.job_id)
+    if job is None:
+        raise NotFound(f"job {alloc.job_id!r} of alloc {alloc_id} not found")
+    ev = job_eval(job, TRIGGER_ALLOC_STOP, now, job_modify_index=job.modify_index)
+    transition = DesiredTransition(migrate=True, no_shutdown_delay=no_shutdown_delay)
+    return Change([NewEvent(AllocsTransitioned(transitions={alloc_id: transition}, evals=[ev]))], [ev])

@@ -1,5 +1,6 @@
 """Job commands: register (with Nomad's version rule), the dry-run plan (the same rule),
-scale, deregister and evaluate. Each takes what it reads and `now`, and returns the events."""
+deregister and evaluate; scaling is `drover.control.scaling`, revert and stable
+`drover.control.jobversions`. Each takes what it reads and `now`, and returns the events."""
 
 from __future__ import annotations
 
@@ -12,7 +13,6 @@ from drover.model.canonicalize import canonicalize
 from drover.model.evaluation import (
     TRIGGER_JOB_DEREGISTER,
     TRIGGER_JOB_REGISTER,
-    TRIGGER_SCALING,
     job_eval,
 )
 from drover.model.events import JobDeregistered, JobRegistered, NewEvent
@@ -49,10 +49,15 @@ class JobChange(Change):
 
 def register(job: Job, existing: Job | None, stream_version: int, now: int) -> JobChange:
     """Register `job` (prepared) over `existing`, whose stream is at `stream_version`: the job
-    at its next version, and a job-register eval."""
+    at its next version, and a job-register eval - none for a periodic job, whose children are
+    what runs (Nomad's rule)."""
+    if existing is not None and (existing.periodic is None) != (job.periodic is None):
+        was = "periodic" if existing.periodic is not None else "non-periodic"
+        now_is = "periodic" if job.periodic is not None else "non-periodic"
+        raise Invalid(f"cannot update {was} job {job.id!r} to being {now_is}")
     job = job.model_copy(update={"version": next_version(existing, job), "submit_time": now})
-    ev = job_eval(job, TRIGGER_JOB_REGISTER, now)
-    change = Change.of([NewEvent(JobRegistered(job=job), expected_version=stream_version)], [ev])
+    evals = [] if job.periodic is not None else [job_eval(job, TRIGGER_JOB_REGISTER, now)]
+    change = Change.of([NewEvent(JobRegistered(job=job), expected_version=stream_version)], evals)
     return JobChange(change.events, change.evals, job)
 
 
@@ -64,41 +69,20 @@ def plan(state: InMemoryState, job: Job, now: int) -> tuple[Job | None, Schedule
     return existing, schedule(state, job_eval(job, TRIGGER_JOB_REGISTER, now), now)
 
 
-def scale(job: Job | None, count: int | None, group: str, stream_version: int, now: int) -> JobChange:
-    """Set `group`'s count: a new version of the job, and a job-scaling eval."""
-    if job is None:
-        raise NotFound("job not found")
-    problems = []
-    if count is None or count < 0:
-        problems.append("Count must be a non-negative integer")
-    if job.lookup_task_group(group) is None:
-        problems.append(f"Target.Group {group!r} is not a task group of job {job.id!r}")
-    if problems:
-        raise Invalid.of(problems)
-    assert count is not None
-    scaled = job.model_copy(deep=True)
-    tg = scaled.lookup_task_group(group)
-    assert tg is not None
-    tg.count = count
-    scaled.version = job.version + 1
-    ev = job_eval(scaled, TRIGGER_SCALING, now)
-    change = Change.of([NewEvent(JobRegistered(job=scaled), expected_version=stream_version)], [ev])
-    return JobChange(change.events, change.evals, scaled)
-
-
 def deregister(job: Job | None, purge: bool, now: int) -> Change:
     """Stop the job (with `purge`, forget it) and evaluate it, so its allocs stop."""
     if job is None:
         raise NotFound("job not found")
-    return Change.of(
-        [JobDeregistered(namespace=job.namespace, job_id=job.id, purge=purge)],
-        [job_eval(job, TRIGGER_JOB_DEREGISTER, now)],
-    )
+    # A periodic job has no allocs of its own to stop (its children are jobs of their own).
+    evals = [] if job.periodic is not None else [job_eval(job, TRIGGER_JOB_DEREGISTER, now)]
+    return Change.of([JobDeregistered(namespace=job.namespace, job_id=job.id, purge=purge)], evals)
 
 
 def evaluate(job: Job | None, now: int) -> JobChange:
     """A new job-register eval of the job as it is (Nomad's force evaluate)."""
     if job is None:
         raise NotFound("job not found")
+    if job.periodic is not None:
+        raise Invalid(f"can't evaluate periodic job {job.id!r}: force a launch instead")
     change = Change.of([], [job_eval(job, TRIGGER_JOB_REGISTER, now)])
     return JobChange(change.events, change.evals, job)

@@ -1,4 +1,5 @@
-"""Node commands: register, heartbeats that bring a node back, status, eligibility and drain.
+"""Node commands: register, heartbeats that bring a node back, status, eligibility, drain and
+purge.
 A node that becomes ready (or leaves ready) gets its jobs node-update evals (seed 003): one per
 job with a live alloc on it, one per system job whose datacenters and pool take it."""
 
@@ -10,6 +11,7 @@ from drover.control.heartbeat import node_update_evals
 from drover.control.reads import ClusterReads
 from drover.model import Evaluation, Node
 from drover.model.events import (
+    NodeDeregistered,
     NodeDrainUpdated,
     NodeEligibilityUpdated,
     NodeRegistered,
@@ -94,3 +96,11 @@ def drain(reads: ClusterReads, node_id: str, spec: DrainSpec | None, mark_eligib
     return Change.of(
         [NodeDrainUpdated(node_id=node_id, drain_strategy=strategy, eligibility=NODE_INELIGIBLE)]
     )
+
+
+def purge(reads: ClusterReads, node_id: str, now: int) -> Change:
+    """Deregister the node (Nomad's node purge): it leaves the cluster, and its jobs get
+    node-update evals, so the scheduler finds their allocs on a node that is gone (lost) and
+    replaces them. An agent still running there registers again at its next heartbeat."""
+    node = _node(reads, node_id)
+    return Change.of([NodeDeregistered(node_id=node_id)], update_evals(reads, node, now))

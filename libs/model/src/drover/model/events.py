@@ -35,6 +35,7 @@ from drover.model.placements import (
     metrics_object,
     with_metrics,
 )
+from drover.model.scaling import ScalingEvent
 
 
 class Event(NomadModel):
@@ -135,6 +136,36 @@ class JobDeregistered(Event):
     namespace: str
     job_id: str
     purge: bool = False
+
+    def stream(self) -> str:
+        return job_stream(self.namespace, self.job_id)
+
+
+class JobStabilityUpdated(Event):
+    """A version of a job marked stable or not (Nomad's job stable): the version itself, and
+    the job too when it is the current one."""
+
+    type: Literal["JobStabilityUpdated"] = "JobStabilityUpdated"
+    category: ClassVar[str] = "Job"
+    namespace: str
+    job_id: str
+    version: int
+    stable: bool
+
+    def stream(self) -> str:
+        return job_stream(self.namespace, self.job_id)
+
+
+class ScalingEventRegistered(Event):
+    """A scale request recorded among its task group's scaling events (Nomad's
+    ScalingEventRegisterRequest)."""
+
+    type: Literal["ScalingEventRegistered"] = "ScalingEventRegistered"
+    category: ClassVar[str] = "Job"
+    namespace: str
+    job_id: str
+    task_group: str
+    event: ScalingEvent
 
     def stream(self) -> str:
         return job_stream(self.namespace, self.job_id)
@@ -441,6 +472,8 @@ OTHER_EVENTS = (
     | NodeDeregistered
     | JobRegistered
     | JobDeregistered
+    | JobStabilityUpdated
+    | ScalingEventRegistered
     | EvalsUpserted
     | AllocsClientUpdated
     | AllocsTransitioned

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic import Field
+from pydantic import AliasChoices, Field
 
 from drover.model.base import NomadModel
 
@@ -151,8 +151,13 @@ class EphemeralDisk(NomadModel):
 
 
 class PeriodicConfig(NomadModel):
+    """The `periodic` block: launch a child of the job on a schedule (drover.model.periodic).
+    `Spec` is one cron expression (HCL `cron`), `Specs` several (HCL `crons`; JSON written with
+    the HCL name, `Crons`, is read too)."""
+
     enabled: bool = True
     spec: str = ""
+    specs: list[str] = Field(default_factory=list, validation_alias=AliasChoices("Specs", "Crons", "specs"))
     spec_type: str = "cron"
     prohibit_overlap: bool = False
     time_zone: str = "UTC"

@@ -34,6 +34,7 @@ from drover.model.events import (
     JobRestartSignaled,
     JobRestartStarted,
     JobRestartUpdated,
+    JobStabilityUpdated,
     NodeDeregistered,
     NodeDrainUpdated,
     NodeEligibilityUpdated,
@@ -41,6 +42,7 @@ from drover.model.events import (
     NodesCollected,
     NodeStatusUpdated,
     PlanApplied,
+    ScalingEventRegistered,
 )
 from drover.model.gcreducer import deployments_collected, evals_collected, job_collected, nodes_collected
 from drover.model.job import JOB_STATUS_DEAD, JOB_STATUS_PENDING, Job
@@ -54,6 +56,7 @@ from drover.model.restartreducer import (
     restart_started,
     restart_updated,
 )
+from drover.model.scaling import JobScalingEvents
 
 
 class StateWriter(Protocol):
@@ -62,6 +65,7 @@ class StateWriter(Protocol):
     def bump(self, index: int | None = None) -> int: ...
     def node(self, node_id: str) -> Node | None: ...
     def job(self, namespace: str, job_id: str) -> Job | None: ...
+    def job_version(self, namespace: str, job_id: str, version: int) -> Job | None: ...
     def alloc(self, alloc_id: str) -> Allocation | None: ...
     def deployment(self, deployment_id: str) -> Deployment | None: ...
     def eval(self, eval_id: str) -> Evaluation | None: ...
@@ -69,6 +73,9 @@ class StateWriter(Protocol):
     def delete_node(self, node_id: str) -> None: ...
     def upsert_job(self, job: Job) -> None: ...
     def delete_job(self, namespace: str, job_id: str) -> None: ...
+    def upsert_job_version(self, job: Job) -> None: ...
+    def scaling_events(self, namespace: str, job_id: str) -> JobScalingEvents | None: ...
+    def upsert_scaling_events(self, events: JobScalingEvents) -> None: ...
     def upsert_eval(self, ev: Evaluation) -> None: ...
     def upsert_alloc(self, alloc: Allocation) -> None: ...
     def upsert_deployment(self, dep: Deployment) -> None: ...
@@ -183,6 +190,25 @@ def _job_deregistered(state: StateWriter, index: int, ev: JobDeregistered) -> No
                 }
             )
         )
+
+
+def _job_stability(state: StateWriter, index: int, ev: JobStabilityUpdated) -> None:
+    """The version's Stable flag; the job's too when it is the current version. Neither makes a
+    new version nor moves JobModifyIndex (Nomad's UpdateJobStability)."""
+    job = state.job(ev.namespace, ev.job_id)
+    if job is not None and job.version == ev.version:
+        state.upsert_job(job.model_copy(update={"stable": ev.stable, "modify_index": index}))
+        return
+    old = state.job_version(ev.namespace, ev.job_id, ev.version)
+    if old is not None:
+        state.upsert_job_version(old.model_copy(update={"stable": ev.stable, "modify_index": index}))
+
+
+def _scaling_event(state: StateWriter, index: int, ev: ScalingEventRegistered) -> None:
+    events = state.scaling_events(ev.namespace, ev.job_id) or JobScalingEvents(
+        namespace=ev.namespace, job_id=ev.job_id
+    )
+    state.upsert_scaling_events(events.with_event(ev.task_group, ev.event, index))
 
 
 def _evals(state: StateWriter, index: int, ev: EvalsUpserted) -> None:
@@ -470,6 +496,8 @@ _HANDLERS: dict[str, Callable[[StateWriter, int, Any], None]] = {
         (NodeDeregistered, _node_deregistered),
         (JobRegistered, _job_registered),
         (JobDeregistered, _job_deregistered),
+        (JobStabilityUpdated, _job_stability),
+        (ScalingEventRegistered, _scaling_event),
         (EvalsUpserted, _evals),
         (PlanApplied, _plan_applied),
         (AllocsClientUpdated, _client_updated),

@@ -16,6 +16,7 @@ from drover.model.alloc import DesiredTransition
 from drover.model.job import Resources
 from drover.model.jobrestart import JobRestart
 from drover.model.node import compute_class
+from drover.model.scaling import JobScalingEvents
 
 JobKey = tuple[str, str]
 # One shared (empty) fields-set for compacted allocs; see InMemoryState._compact.
@@ -89,6 +90,7 @@ class InMemoryState:
         self.evals: dict[str, Evaluation] = {}
         self.deployments: dict[str, Deployment] = {}
         self.job_restarts: dict[str, JobRestart] = {}
+        self.scaling: dict[JobKey, JobScalingEvents] = {}
         self._restarts_by_job: dict[JobKey, dict[str, JobRestart]] = {}
         self._by_job: dict[JobKey, dict[str, Allocation]] = {}
         self._by_node: dict[str, dict[str, Allocation]] = {}
@@ -164,6 +166,9 @@ class InMemoryState:
     def job_restart(self, restart_id: str) -> JobRestart | None:
         return self.job_restarts.get(restart_id)
 
+    def scaling_events(self, namespace: str, job_id: str) -> JobScalingEvents | None:
+        return self.scaling.get((namespace, job_id))
+
     def job_restarts_of(self, namespace: str, job_id: str) -> list[JobRestart]:
         return list(self._restarts_by_job.get((namespace, job_id), {}).values())
 
@@ -195,6 +200,14 @@ class InMemoryState:
         # With its versions, as the projections forget them (a purge, or collected).
         self.jobs.pop((namespace, job_id), None)
         self.job_versions.pop((namespace, job_id), None)
+        self.scaling.pop((namespace, job_id), None)
+
+    def upsert_job_version(self, job: Job) -> None:
+        """A version of the job, not the current one (the current one: `upsert_job`)."""
+        self.job_versions.setdefault((job.namespace, job.id), {})[job.version] = job
+
+    def upsert_scaling_events(self, events: JobScalingEvents) -> None:
+        self.scaling[(events.namespace, events.job_id)] = events
 
     def upsert_eval(self, ev: Evaluation) -> None:
         self.evals[ev.id] = ev

@@ -6,7 +6,8 @@
 - EVALS: ready evals, a work queue the broker fills and workers pull from (one delivery each,
   acked when the eval's outcome is committed; unacked work is redelivered after the ack wait).
   Subject `drover.evals.ready`, consumer `workers`; with worker lanes, large evals go to
-  `drover.evals.large`, consumer `workers-large`.
+  `drover.evals.large`, consumer `workers-large`. An eval handed out past the delivery limit goes
+  to `drover.evals.failed` (Nomad's failed queue), consumer `reaper`: the watcher leader's.
 - Plans go to the plan applier by request/reply on `drover.plan.submit`.
 - Client heartbeats go from the API to the heartbeat watcher on core NATS `drover.heartbeat`
   (JSON {"NodeIDs": [...], "TTLs": [ns, ...]}): they are not state changes and are not kept.
@@ -29,11 +30,16 @@ EVENTS_SUBJECT_PREFIX = "drover.events."
 EVALS_STREAM = "EVALS"
 EVALS_SUBJECT = "drover.evals.ready"
 EVALS_LARGE_SUBJECT = "drover.evals.large"
+EVALS_FAILED_SUBJECT = "drover.evals.failed"
 PLAN_SUBJECT = "drover.plan.submit"
 HEARTBEAT_SUBJECT = "drover.heartbeat"
 POSITION_HEADER = "Drover-Position"
 LOG_HEADER = "Drover-Log"
 MSG_ID_HEADER = "Nats-Msg-Id"
+# On a message sent without its body ("log"): the event is too large for a NATS message, and a
+# consumer reads it from the log at the message's position.
+BODY_HEADER = "Drover-Body"
+BODY_IN_LOG = "log"
 
 
 async def connect(url: str, name: str) -> Client:
@@ -84,7 +90,7 @@ async def ensure_streams(js: JetStreamContext) -> None:
         ),
         StreamConfig(
             name=EVALS_STREAM,
-            subjects=[EVALS_SUBJECT, EVALS_LARGE_SUBJECT],
+            subjects=[EVALS_SUBJECT, EVALS_LARGE_SUBJECT, EVALS_FAILED_SUBJECT],
             storage=StorageType.FILE,
             retention=RetentionPolicy.WORK_QUEUE,
             duplicate_window=120.0,

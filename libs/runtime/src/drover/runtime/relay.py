@@ -4,7 +4,8 @@ It resumes after the position of the last message in the stream, publishes with 
 and the position as `Nats-Msg-Id` (a re-publish inside the duplicate window is dropped) and
 pipelines publishes,
 awaiting their acks per batch. It wakes on the append transaction's NOTIFY and also polls, so a
-missed notification only costs a poll interval.
+missed notification only costs a poll interval. An event too large for a NATS message goes out
+without its body, and consumers read it from the log.
 """
 
 from __future__ import annotations
@@ -18,6 +19,8 @@ from nats.js import JetStreamContext
 from nats.js.errors import NotFoundError
 
 from drover.runtime.bus import (
+    BODY_HEADER,
+    BODY_IN_LOG,
     EVENTS_STREAM,
     EVENTS_SUBJECT_PREFIX,
     LOG_HEADER,
@@ -47,9 +50,23 @@ async def last_relayed(js: JetStreamContext, log_id: str) -> int:
     return position_of(msg.headers)
 
 
+# Larger events go out without their body (BODY_HEADER): NATS's default max_payload is 1 MiB,
+# and the headers and the message's framing need their share of it.
+MAX_BODY = 1024 * 1024 - 64 * 1024
+
+
 class Relay:
-    def __init__(self, store: EventStore, js: JetStreamContext, conninfo: str, *, batch: int = 500) -> None:
+    def __init__(
+        self,
+        store: EventStore,
+        js: JetStreamContext,
+        conninfo: str,
+        *,
+        batch: int = 500,
+        max_body: int = MAX_BODY,
+    ) -> None:
         self.store = store
+        self.max_body = max_body
         self.js = js
         self.conninfo = conninfo
         self.batch = batch
@@ -104,9 +121,11 @@ class Relay:
                 POSITION_HEADER: str(position),
                 LOG_HEADER: self.log_id,
             }
-            futures.append(
-                await self.js.publish_async(EVENTS_SUBJECT_PREFIX + etype, data.encode(), headers=headers)
-            )
+            body = data.encode()
+            if len(body) > self.max_body:
+                # NATS would refuse it (max_payload) and the relay would stall on it forever.
+                body, headers[BODY_HEADER] = b"", BODY_IN_LOG
+            futures.append(await self.js.publish_async(EVENTS_SUBJECT_PREFIX + etype, body, headers=headers))
         await asyncio.gather(*futures)
         self.position = rows[-1][0]
         if log.isEnabledFor(logging.DEBUG):

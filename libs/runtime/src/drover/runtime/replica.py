@@ -3,7 +3,8 @@ log position, then fed by the EVENTS stream through the one reducer.
 
 Gaps are impossible to miss: every message carries its log position; a message further ahead
 than the next position makes the replica read the missing range from the log itself first, and
-one at or below the replica's position is a duplicate and is skipped.
+one at or below the replica's position is a duplicate and is skipped. An event too large for a
+NATS message arrives without its body and is read from the log too.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from drover.model.brokerstate import AllocRecord, BrokerState, apply_for_broker,
 from drover.model.events import Event, decode_event
 from drover.model.reducer import apply
 from drover.model.state import InMemoryState
-from drover.runtime.bus import EVENTS_SUBJECT_PREFIX, position_of
+from drover.runtime.bus import BODY_HEADER, BODY_IN_LOG, EVENTS_SUBJECT_PREFIX, position_of
 from drover.runtime.store import EventStore
 from drover.runtime.store.queries import alloc_records, load_into, load_snapshot
 
@@ -100,7 +101,9 @@ class Replica:
         async with self._lock:
             if pos > self.position + 1:
                 await self._fetch_until(pos - 1)
-            if pos == self.position + 1:
+            if pos == self.position + 1 and (msg.headers or {}).get(BODY_HEADER) == BODY_IN_LOG:
+                await self._fetch_until(pos)  # too large for NATS: read from the log
+            elif pos == self.position + 1:
                 self._apply(pos, self.decode(msg.data), dict(msg.headers or {}))
         await self._notify()
         # Give the loop a turn between messages. The subscription's callbacks otherwise run

@@ -41,6 +41,15 @@ class Settings(BaseSettings):
     large_lane_quiet: float = Field(default=2.0, ge=0.0, le=600.0)
     # Seconds an eval may stay unacked before it is redelivered (Nomad's nack timeout: 60 s).
     eval_ack_wait: float = 60.0
+    # An eval delivered to the limit fails, and its failed-follow-up eval waits this many seconds
+    # plus a random share of the range (Nomad's EvalFailedFollowupBaselineDelay, 1 min, and
+    # EvalFailedFollowupDelayRange, 5 min).
+    eval_failed_followup_baseline_delay: float = Field(default=60.0, ge=0.0)
+    eval_failed_followup_delay_range: float = Field(default=300.0, ge=0.0)
+    # Plans a worker submits for one eval, none of them placing anything, before the eval fails
+    # with a max-plan-attempts blocked eval; unset: Nomad's per scheduler (service and system 5,
+    # batch 2).
+    plan_attempts: int | None = Field(default=None, ge=1)
     # Client heartbeats (seconds): the least TTL handed to a node, the grace after it before the
     # node is missed, and what every node gets after a watcher failover (Nomad: 10, 10, 300).
     heartbeat_min_ttl: float = 10.0

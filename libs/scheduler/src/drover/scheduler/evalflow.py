@@ -1,5 +1,12 @@
 """What happens to an eval around a scheduling pass: plan-attempt limits, the delivery limit and
-the follow-up evals they create (Nomad's worker and eval broker rules, as pure functions)."""
+the follow-up evals they create (Nomad's worker, eval broker and failed-eval reaper rules, as pure
+functions).
+
+An eval handed out DELIVERY_LIMIT times without being acked goes to the failed queue; the leader
+reaps it there (`delivery_limit_failure`): failed, with a failed-follow-up eval after a delay of
+the baseline plus a random share of the range (Nomad's EvalFailedFollowupBaselineDelay, 1 min,
+and EvalFailedFollowupDelayRange, 5 min), so a job whose evals keep failing is tried again once
+the cluster has hopefully settled."""
 
 from __future__ import annotations
 
@@ -20,6 +27,10 @@ from drover.model.evaluation import (
 # Plan submissions per eval before giving up (Nomad: service 5, batch 2, system 5).
 PLAN_ATTEMPTS = {"service": 5, "batch": 2, "system": 5, "sysbatch": 5}
 DELIVERY_LIMIT = 3
+FAILED_FOLLOWUP_BASELINE = MINUTE
+FAILED_FOLLOWUP_RANGE = 5 * MINUTE
+# Nomad's core (garbage collection) evals: a failed one gets no follow-up, the next pass replaces it.
+CORE_EVAL_TYPE = "_core"
 BLOCKED_EVAL_MAX_PLAN_DESC = "created due to placement conflicts"
 
 
@@ -57,21 +68,33 @@ def _failed(ev: Evaluation, now: int, description: str, **fields: Any) -> Evalua
     )
 
 
-def delivery_limit_failure(ev: Evaluation, now: int, rng: random.Random) -> list[Evaluation]:
-    """The eval reached the delivery limit: it fails, and a follow-up eval is created to try
-    again after 1 min + random [0, 5 min)."""
-    wait = MINUTE + int(rng.random() * 5 * MINUTE)
+def delivery_limit_failure(
+    ev: Evaluation,
+    now: int,
+    rng: random.Random,
+    *,
+    job_exists: bool = True,
+    baseline: int = FAILED_FOLLOWUP_BASELINE,
+    spread: int = FAILED_FOLLOWUP_RANGE,
+) -> list[Evaluation]:
+    """The eval reached the delivery limit: it fails and, unless it is a core eval or its job is
+    gone, a failed-follow-up eval (its NextEval) tries again after `baseline` + random
+    [0, `spread`) ns."""
+    description = f"evaluation reached delivery limit ({DELIVERY_LIMIT})"
+    if ev.type == CORE_EVAL_TYPE or not job_exists:
+        return [_failed(ev, now, description)]
+    wait = baseline + (int(rng.random() * spread) if spread > 0 else 0)
     follow = _successor(
         ev,
         rng,
         now,
         triggered_by=TRIGGER_FAILED_FOLLOW_UP,
+        job_modify_index=ev.job_modify_index,
         status=EVAL_STATUS_PENDING,
         wait=wait,
         wait_until=now + wait,
     )
-    failed = _failed(ev, now, f"evaluation reached delivery limit ({DELIVERY_LIMIT})", next_eval=follow.id)
-    return [failed, follow]
+    return [_failed(ev, now, description, next_eval=follow.id), follow]
 
 
 def max_attempts_failure(ev: Evaluation, attempts: int, now: int, rng: random.Random) -> list[Evaluation]:

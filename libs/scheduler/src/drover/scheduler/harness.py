@@ -8,7 +8,8 @@ from dataclasses import dataclass, field
 from drover.model import Evaluation
 from drover.model.evaluation import EVAL_STATUS_BLOCKED
 from drover.scheduler.plan import Plan, PlanResult, SchedulerResult
-from drover.scheduler.planapply import apply_plan_result, evaluate_plan
+from drover.scheduler.planapply import apply_plan_result, evaluate_plan, preemption_evals
+from drover.scheduler.reconciler import new_uuid_fn
 from drover.scheduler.schedule import schedule
 from drover.scheduler.state import InMemoryState
 
@@ -34,6 +35,11 @@ class Harness:
                 break
             pr = evaluate_plan(self.state, res.plan)
             self.plan_results.append(pr)
+            # What the plan applier creates with a commit: evals for the jobs it preempted.
+            new_id = new_uuid_fn(len(self.plan_results))
+            for e in preemption_evals(self.state, pr, self.now, new_id):
+                self.state.upsert_eval(e)
+                self.created_evals.append(e)
             apply_plan_result(self.state, pr, self.state.index + 1, self.now)
             if not pr.rejected_nodes:
                 break

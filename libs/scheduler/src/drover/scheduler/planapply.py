@@ -1,5 +1,6 @@
-"""The plan applier's pure half: verify a plan against the newest state (partial commits), and
-apply a committed result to an in-memory state.
+"""The plan applier's pure half: verify a plan against the newest state (partial commits), the
+preemption evals a committed result calls for, and apply a committed result to an in-memory
+state.
 
 The serial applier service calls `evaluate_plan` on its own up-to-date state; the guarantee that
 no node is ever over-committed rests here. While a large plan that only adds allocs is being
@@ -10,11 +11,12 @@ that plan's placements added) and may commit before it: see `adds_only`.
 from __future__ import annotations
 
 from array import array
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import cast
 
 from drover.model.alloc import Allocation
 from drover.model.deployment import Deployment
+from drover.model.evaluation import EVAL_STATUS_PENDING, TRIGGER_PREEMPTION, Evaluation
 from drover.model.events import PlanApplied
 from drover.model.job import Job
 from drover.model.node import NODE_ELIGIBLE, Node
@@ -131,6 +133,34 @@ def evaluate_plan(state: StateSnapshot, plan: Plan) -> PlanResult:
     if result.rejected_nodes:
         result.refresh_index = state.index
     return result
+
+
+def preemption_evals(
+    state: StateSnapshot, result: PlanResult, now: int, new_id: Callable[[], str]
+) -> list[Evaluation]:
+    """One pending eval per job whose allocs the committed `result` preempts, so the job can
+    place them again elsewhere (Nomad's plan applier creates these, not the scheduler: only
+    preemptions that were committed count, partial commits included)."""
+    jobs = sorted({(a.namespace, a.job_id) for allocs in result.node_preemptions.values() for a in allocs})
+    out: list[Evaluation] = []
+    for namespace, job_id in jobs:
+        job = state.job(namespace, job_id)
+        if job is None:
+            continue
+        out.append(
+            Evaluation(
+                id=new_id(),
+                namespace=namespace,
+                priority=job.priority,
+                type=job.type,
+                triggered_by=TRIGGER_PREEMPTION,
+                job_id=job_id,
+                status=EVAL_STATUS_PENDING,
+                create_time=now,
+                modify_time=now,
+            )
+        )
+    return out
 
 
 def plan_applied_event(result: PlanResult, now: int) -> PlanApplied:

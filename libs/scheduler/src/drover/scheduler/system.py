@@ -2,8 +2,9 @@
 
 Allocs on nodes that are down or gone are lost; on draining nodes they stop (unless the drain
 ignores system jobs); new and changed nodes get placements; job updates roll out at most
-`update.max_parallel` per eval, with a rolling-update follow-up eval after `stagger`. A node that
-is feasible but full may preempt allocs of jobs at least 10 priority lower.
+`update.max_parallel` per eval, with a rolling-update follow-up eval after `stagger` (the eval's
+NextEval). A node that is feasible but full may preempt allocs of jobs at least 10 priority lower
+(the plan applier gives the preempted jobs their evals).
 """
 
 from __future__ import annotations
@@ -19,11 +20,7 @@ from drover.model.alloc import (
     ALLOC_DESIRED_RUN,
     ALLOC_DESIRED_STOP,
 )
-from drover.model.evaluation import (
-    EVAL_STATUS_PENDING,
-    TRIGGER_PREEMPTION,
-    TRIGGER_ROLLING_UPDATE,
-)
+from drover.model.evaluation import EVAL_STATUS_PENDING, TRIGGER_ROLLING_UPDATE
 from drover.scheduler.feasible import FeasibilityChecker, ready_nodes_table
 from drover.scheduler.generic import eval_seed, finish_failed
 from drover.scheduler.names import alloc_name
@@ -81,8 +78,8 @@ class SystemScheduler:
         self.failed: dict[str, AllocMetric] = {}
         self.queued: dict[str, int] = {}
         self.followups: list[Evaluation] = []
+        self.next_eval = ""
         self._job_priority = job_priority or self._lookup_priority
-        self._preempted_jobs: set[tuple[str, str]] = set()
 
     def _lookup_priority(self, a: Allocation) -> int:
         j = self.state.job(a.namespace, a.job_id)
@@ -110,7 +107,9 @@ class SystemScheduler:
         for tg in job.task_groups:
             self._compute_group(p, tg)
         if p.limit is not None and p.updated >= p.limit and self._more_updates(job, p.by_node_tg):
-            self.followups.append(self._rolling_update_eval(job))
+            rolling = self._rolling_update_eval(job)
+            self.followups.append(rolling)
+            self.next_eval = rolling.id
         return self._finish()
 
     def _start_pass(self, job: Job, allocs: list[Allocation]) -> _Pass:
@@ -298,7 +297,6 @@ class SystemScheduler:
             return None
         for a in chosen:
             self.plan.append_preemption(a.model_copy(update={"desired_status": ALLOC_DESIRED_EVICT}))
-            self._preempted_jobs.add((a.namespace, a.job_id))
         return chosen
 
     def _record_failure(
@@ -343,28 +341,15 @@ class SystemScheduler:
                 "failed_tg_allocs": self.failed,
                 "queued_allocations": dict(self.queued),
                 "snapshot_index": self.state.index,
+                "next_eval": self.next_eval or self.eval.next_eval,
             }
         )
-        creates = list(self.followups)
-        for ns, job_id in sorted(self._preempted_jobs):
-            j = self.state.job(ns, job_id)
-            creates.append(
-                Evaluation(
-                    id=self.new_id(),
-                    namespace=ns,
-                    priority=j.priority if j else self.eval.priority,
-                    type=j.type if j else "service",
-                    triggered_by=TRIGGER_PREEMPTION,
-                    job_id=job_id,
-                    status=EVAL_STATUS_PENDING,
-                    create_time=self.now,
-                    modify_time=self.now,
-                )
-            )
+        # The preempted jobs' evals are the plan applier's to create, for what it commits
+        # (drover.scheduler.planapply.preemption_evals).
         return finish_failed(
             ev,
             self.plan,
-            creates,
+            list(self.followups),
             failed=bool(self.failed),
             class_eligibility={},
             escaped=False,

@@ -23,8 +23,11 @@ from drover.api.routes import (
     deployments,
     evaluations,
     jobs,
+    jobversions,
     nodes,
+    periodic,
     restarts,
+    scaling,
     status,
     system,
 )
@@ -32,7 +35,20 @@ from drover.runtime.settings import Settings
 from drover.runtime.store import EventStore, libpq_url
 from drover.runtime.store.queries import Reads
 
-ROUTERS = (jobs, restarts, allocations, evaluations, deployments, nodes, status, system, client)
+ROUTERS = (
+    jobs,
+    jobversions,
+    scaling,
+    restarts,
+    periodic,
+    allocations,
+    evaluations,
+    deployments,
+    nodes,
+    status,
+    system,
+    client,
+)
 
 
 def create_app(settings: Settings, store: EventStore | None = None) -> FastAPI:
@@ -62,4 +78,8 @@ def create_app(settings: Settings, store: EventStore | None = None) -> FastAPI:
         # The routers' routes themselves: an included router is matched through a wrapper on
         # every request, 5-10% of the API's CPU for a simple read (bench/requests.py).
         app.router.routes.extend(module.router.routes)
+    # A job ID may hold slashes (a periodic child is "<job>/periodic-<time>"), so job paths take
+    # it as a path; a path that ends with the ID is tried after every longer one, which leaves
+    # `/v1/job/a/b/allocations` to the allocations of "a/b" (Nomad matches the suffix first too).
+    app.router.routes.sort(key=lambda route: getattr(route, "path", "").endswith(":path}"))
     return app

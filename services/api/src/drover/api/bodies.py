@@ -4,7 +4,7 @@ in the domain's words. Scalars are strict: `"AllTasks": "yes"` is refused, not r
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import ConfigDict, Field, StrictBool, StrictInt, StrictStr, StringConstraints
 
@@ -31,13 +31,38 @@ class JobPlanRequest(Body):
 
 class ScalingTarget(Body):
     group: StrictStr = ""
+    job: StrictStr = ""
+    namespace: StrictStr = ""
 
 
 class ScalingRequest(Body):
-    """`PUT /v1/job/:id/scale`: the group's new count."""
+    """`PUT /v1/job/:id/scale`: the group's new count (or, without one, only a scaling event:
+    Message, Error, Meta); JobModifyIndex, if set, must be the job's."""
 
     count: StrictInt | None = None
     target: ScalingTarget = Field(default_factory=ScalingTarget)
+    message: StrictStr = ""
+    error: StrictBool = False
+    meta: dict[StrictStr, Any] | None = None
+    job_modify_index: StrictInt = 0
+    policy_override: StrictBool = False
+
+
+class JobRevertRequest(Body):
+    """`POST /v1/job/:id/revert`: register version JobVersion again as the job's next version;
+    with EnforcePriorVersion, only if the job is at that version now."""
+
+    job_id: StrictStr = ""
+    job_version: StrictInt = 0
+    enforce_prior_version: StrictInt | None = None
+
+
+class JobStabilityRequest(Body):
+    """`POST /v1/job/:id/stable`: mark version JobVersion stable, or not."""
+
+    job_id: StrictStr = ""
+    job_version: StrictInt = 0
+    stable: StrictBool = False
 
 
 class DrainSpecBody(Body):

@@ -38,9 +38,17 @@ def alloc_stub(a: Allocation) -> dict[str, Any]:
     return doc
 
 
-def node_stub(n: Node) -> dict[str, Any]:
-    return {
+def node_stub(n: Node, *, resources: bool = False, os: bool = False) -> dict[str, Any]:
+    """A node as Nomad's list shows it; `resources` adds its resources, `os` its Attributes
+    with os.name alone (Nomad's NodeStubFields)."""
+    stub: dict[str, Any] = {
         "ID": n.id, "Name": n.name, "Datacenter": n.datacenter, "NodeClass": n.node_class, "NodePool": n.node_pool,
         "Status": n.status, "StatusDescription": n.status_description, "SchedulingEligibility": n.scheduling_eligibility,
         "Drain": n.draining(), "CreateIndex": n.create_index, "ModifyIndex": n.modify_index,
     }  # fmt: skip
+    if resources:
+        stub["NodeResources"] = n.node_resources.to_api()
+        stub["ReservedResources"] = n.reserved_resources.to_api()
+    if os:
+        stub["Attributes"] = {"os.name": n.attributes.get("os.name", "")}
+    return stub

@@ -22,7 +22,9 @@ async def run(settings: Settings, stop: asyncio.Event) -> None:
     store = EventStore(settings.database_url, pool_size=1)
     nc, js = await connect_streams(settings.nats_url, "relay")
     try:
-        await Relay(store, js, libpq_url(settings.database_url)).run(stop)
+        # The server's own limit: larger events go out without their body.
+        max_body = nc.max_payload - 64 * 1024
+        await Relay(store, js, libpq_url(settings.database_url), max_body=max_body).run(stop)
     finally:
         await close(nc)
         store.close()

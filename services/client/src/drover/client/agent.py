@@ -74,7 +74,11 @@ class Agent:
         """What runs here, written atomically: alloc ids, each raw_exec task's executor, and the
         last restart request acted on."""
         state = {
-            aid: {"Tasks": r.handles(), "RestartHandled": r.restart_handled}
+            aid: {
+                "Tasks": r.handles(),
+                "RestartHandled": r.restart_handled,
+                "RestartPending": r.pending_restarts(),
+            }
             for aid, r in self.runners.items()
             if not r.stopped
         }
@@ -183,6 +187,7 @@ class Agent:
         # restarts of tasks not running); after our own restart, what we saved says.
         req = alloc.restart_request
         runner.restart_handled = saved.get("RestartHandled", "") if saved else (req.id if req else "")
+        runner.resume_restarts(saved.get("RestartPending", {}))
         self.runners[alloc.id] = runner
         log.info("running alloc %s (%s)%s", alloc.id, alloc.name, " (re-attached)" if reattach else "")
         runner.start()
@@ -193,7 +198,7 @@ class Agent:
         req = alloc.restart_request
         if req is None or not req.id or req.id == runner.restart_handled or runner.stopped:
             return
-        runner.restart_handled = req.id
+        runner.accept_restart(req.id, req.task_name, req.all_tasks, req.task_names)
         self.persist()
         task = asyncio.create_task(runner.restart(req.id, req.task_name, req.all_tasks, req.task_names))
         self._stopping.add(task)

@@ -47,6 +47,10 @@ class TaskRunner:
         self.stopping = asyncio.Event()
         self.rng = random.Random()
         self.restart_now = asyncio.Event()
+        # An operator restart accepted and not yet carried out: saved with the agent's state and
+        # cleared in the same write as the new process's handle, so an agent killed in between
+        # carries it out when it is back, and one killed after it does not do it again.
+        self.restart_pending = ""
 
     def _event(self, kind: str, message: str = "", **details: str) -> None:
         ev = TaskEvent(
@@ -76,6 +80,9 @@ class TaskRunner:
             return
         if self.handle is None:
             self._event("Received", "Task received by client")
+            if self.restart_pending:
+                # Accepted before the agent stopped and not carried out: this start is the restart.
+                self._event("Restart Signaled", "User requested restart", restart_id=self.restart_pending)
         while not self.stopping.is_set():
             if self.handle is None:
                 try:
@@ -96,6 +103,7 @@ class TaskRunner:
                     continue
                 self._event("Started", "Task started by client")
                 self._set(state=TASK_STATE_RUNNING, started_at=self.state.started_at or time.time_ns())
+                self.restart_pending = ""
             self.alloc.persist()
             result = await self._wait_or_stop(self.handle)
             self.handle = None
@@ -155,9 +163,19 @@ class TaskRunner:
         """Run the task again now (an operator asked), without counting against the restart
         block: stop it as for a kill, then start it again."""
         if self.handle is None:
+            self.restart_pending = ""
             return
+        self.signal_restart(request_id)
+        await self.kill_for_restart()
+
+    def signal_restart(self, request_id: str) -> None:
+        self.restart_pending = request_id
         self._event("Restart Signaled", "User requested restart", restart_id=request_id)
         self.restart_now.set()
+
+    async def kill_for_restart(self) -> None:
+        if self.handle is None:
+            return
         kill_timeout = self.task.kill_timeout / SECOND if self.task.kill_timeout > 0 else DEFAULT_KILL_TIMEOUT
         await self.handle.stop(kill_timeout)
 
@@ -189,6 +207,7 @@ class AllocRunner:
                 tr.state = alloc.task_states[name]
         self.main: asyncio.Task[None] | None = None
         self._runs: set[asyncio.Task[None]] = set()
+        self._restarts: set[asyncio.Task[None]] = set()
         self.stopped = False
         # The last operator restart request acted on (each is acted on once, across agent restarts).
         self.restart_handled = ""
@@ -269,6 +288,29 @@ class AllocRunner:
                     tr.stopping.set()
         self.changed()
 
+    def _chosen(
+        self, task: str, tasks: list[str] | None, all_tasks: bool
+    ) -> tuple[list[TaskRunner], list[TaskRunner]]:
+        """The running tasks an operator restart runs again, and the finished ones it starts anew."""
+        named = tasks or ([task] if task else [])
+        chosen = [self.tasks[t] for t in named if t in self.tasks] if named else list(self.tasks.values())
+        again = []
+        if all_tasks and not named:
+            again = [
+                tr for tr in self.tasks.values() if tr.state.state == TASK_STATE_DEAD and not tr.state.failed
+            ]
+        return [tr for tr in chosen if tr.running()], again
+
+    def accept_restart(
+        self, request_id: str, task: str = "", all_tasks: bool = False, tasks: list[str] | None = None
+    ) -> None:
+        """Take an operator's restart on: mark what it runs again, for the agent to save before
+        carrying it out (`restart`)."""
+        self.restart_handled = request_id
+        running, again = self._chosen(task, tasks, all_tasks)
+        for tr in running + again:
+            tr.restart_pending = request_id
+
     async def restart(
         self, request_id: str, task: str = "", all_tasks: bool = False, tasks: list[str] | None = None
     ) -> None:
@@ -276,20 +318,35 @@ class AllocRunner:
         `all_tasks` also the tasks that have finished run again."""
         if self.stopped:
             return
-        named = tasks or ([task] if task else [])
-        chosen = [self.tasks[t] for t in named if t in self.tasks] if named else list(self.tasks.values())
+        running, again = self._chosen(task, tasks, all_tasks)
         log.info(
-            "alloc %s: restarting %s", self.alloc.id, ", ".join(tr.task.name for tr in chosen) or "nothing"
+            "alloc %s: restarting %s",
+            self.alloc.id,
+            ", ".join(tr.task.name for tr in running + again) or "nothing",
         )
-        restarts = [tr.restart(request_id) for tr in chosen if tr.running()]
-        if all_tasks and not named:
-            for tr in self.tasks.values():
-                if tr.state.state == TASK_STATE_DEAD and not tr.state.failed:
-                    tr._event("Restart Signaled", "User requested restart", restart_id=request_id)
-                    self._runs.add(asyncio.create_task(tr.run()))
-            if self.main is not None and self.main.done() and self._runs:
-                self.main = asyncio.create_task(self._wait_runs())
-        await asyncio.gather(*restarts)
+        for tr in again:
+            tr.restart_pending = request_id  # run() signals it: this start is the restart
+            self._runs.add(asyncio.create_task(tr.run()))
+        if again and self.main is not None and self.main.done():
+            self.main = asyncio.create_task(self._wait_runs())
+        await asyncio.gather(*(tr.restart(request_id) for tr in running))
+
+    def pending_restarts(self) -> dict[str, str]:
+        return {name: tr.restart_pending for name, tr in self.tasks.items() if tr.restart_pending}
+
+    def resume_restarts(self, pending: dict[str, str]) -> None:
+        """After the agent's own restart, before `start`: carry out the restarts it accepted and
+        had not finished. A task still running its old process is restarted; one not running
+        any more starts anew in run(), and that start is its restart."""
+        for name, request_id in pending.items():
+            tr = self.tasks.get(name)
+            if tr is None:
+                continue
+            tr.restart_pending = request_id
+            if tr.handle is not None:
+                tr.signal_restart(request_id)
+                self._restarts.add(task := asyncio.create_task(tr.kill_for_restart()))
+                task.add_done_callback(self._restarts.discard)
 
     async def stop(self) -> None:
         self.stopped = True

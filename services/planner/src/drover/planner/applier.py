@@ -3,6 +3,7 @@
 Each plan is checked node by node (`evaluate_plan`); what fits is committed in one append with
 the leader's lease epoch, so a deposed leader's commit is refused by the database. A plan for an
 eval that is already finished is refused whole: that is what makes a redelivered eval harmless.
+Each job whose allocs a commit preempts gets an eval in the same append, as Nomad's applier does.
 A large plan that only adds may commit in the background while smaller plans of other jobs are
 verified against it (`PendingPlacements`) and committed (the server decides: drover.planner.server).
 """
@@ -13,6 +14,7 @@ import asyncio
 import logging
 import threading
 import time
+import uuid
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 
@@ -20,7 +22,13 @@ from drover.model.events import EvalsUpserted, Event, PlanApplied
 from drover.runtime.replica import Replica
 from drover.runtime.store import EventStore, NewEvent, RecordedEvent
 from drover.runtime.telemetry import inject
-from drover.scheduler.planapply import PendingPlacements, adds_only, evaluate_plan, plan_applied_event
+from drover.scheduler.planapply import (
+    PendingPlacements,
+    adds_only,
+    evaluate_plan,
+    plan_applied_event,
+    preemption_evals,
+)
 from drover.scheduler.state import StateSnapshot
 from drover.scheduler.wire import PlanRequest, PlanResponse
 
@@ -34,6 +42,10 @@ Answer = Callable[[PlanResponse], Awaitable[None]]
 BACKGROUND_FROM = 100
 # Allocs per PlanApplied event: keeps every relayed message well under NATS's payload limit.
 ALLOCS_PER_EVENT = 200
+
+
+def _new_id() -> str:
+    return str(uuid.uuid4())
 
 
 def chunk(ev: PlanApplied) -> list[PlanApplied]:
@@ -144,12 +156,15 @@ class PlanApplier:
             applied = plan_applied_event(result, now)
             applied.metrics_json = req.metrics_json  # written as they came, never decoded
             events.extend(chunk(applied))
+        evals = preemption_evals(state, result, now, _new_id)
         if full and req.evals:
             stamped = [
                 e.model_copy(update={"modify_time": now, "create_time": e.create_time or now})
                 for e in req.evals
             ]
-            events.append(EvalsUpserted(evals=stamped))
+            evals = stamped + evals
+        if evals:
+            events.append(EvalsUpserted(evals=evals))
         placed = sum(len(v) for v in result.node_allocation.values())
         out = Verified(
             req, events, result.rejected_nodes, placed, started=t0, verified=time.monotonic(), queued=queued

@@ -1,7 +1,8 @@
 """`drover-watcher`: the heartbeat watcher (drover.watcher.heartbeats), node drainer
-(drover.watcher.drain) and deployment watcher (drover.watcher.deployments). One instance is
-active (advisory lock, lease epoch that fences a deposed one's appends: drover.runtime.leader),
-the others stand by."""
+(drover.watcher.drain), deployment watcher (drover.watcher.deployments), restart watcher
+(drover.watcher.restarts), failed-eval reaper (drover.watcher.failed) and periodic dispatcher
+(drover.watcher.periodic). One instance is active (advisory lock, lease epoch that fences a
+deposed one's appends: drover.runtime.leader), the others stand by."""
 
 from __future__ import annotations
 
@@ -22,7 +23,9 @@ from drover.runtime.settings import Settings
 from drover.runtime.store import EventStore
 from drover.watcher.deployments import watch_deployments
 from drover.watcher.drain import drain
+from drover.watcher.failed import reap_failed_evals
 from drover.watcher.heartbeats import HeartbeatWatcher, watch_heartbeats
+from drover.watcher.periodic import dispatch_periodic
 from drover.watcher.restarts import watch_restarts
 
 log = logging.getLogger("drover.watcher")
@@ -37,8 +40,8 @@ async def lead(
     lease: tuple[str, int],
     stop: asyncio.Event,
 ) -> None:
-    """Watch heartbeats, drains, deployments and job restarts as the leader of the lease, until
-    `stop`."""
+    """Watch heartbeats, drains, deployments and job restarts, reap failed evals and launch
+    periodic jobs, as the leader of the lease, until `stop`."""
     replica = Replica(store, js)
     watcher = HeartbeatWatcher(settings, replica)
     replica.listeners.append(watcher.on_event)
@@ -56,6 +59,8 @@ async def lead(
     drainer = asyncio.create_task(drain(replica, store, lease, stop))
     deployments = asyncio.create_task(watch_deployments(replica, store, lease, stop))
     restarts = asyncio.create_task(watch_restarts(replica, store, lease, stop))
+    reaper = asyncio.create_task(reap_failed_evals(settings, replica, store, js, lease, stop))
+    launches = asyncio.create_task(dispatch_periodic(replica, store, lease, stop))
     try:
         await watch_heartbeats(watcher, store, lease, stop)
     finally:
@@ -63,6 +68,8 @@ async def lead(
         await drainer
         await deployments
         await restarts
+        await reaper
+        await launches
         await sub.unsubscribe()
 
 

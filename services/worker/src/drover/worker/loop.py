@@ -1,5 +1,8 @@
 """The worker's loop: pull ready evals from the EVALS work queue and work on up to the worker's
 depth at once; ack each when its outcome is committed, nack it (with a backoff) when it failed.
+An eval that failed at its delivery limit, or is handed out past it (the workers holding it died
+or never acked it), is moved to the failed queue, where the watcher leader reaps it
+(drover.watcher.failed), as Nomad's broker moves it to its failed queue for the leader's reaper.
 
 A worker takes its own lane's evals first and the other lane's when it has none: an idle
 large-lane worker helps with a burst of small jobs, and either lane keeps going if the other
@@ -18,9 +21,15 @@ from nats.js import JetStreamContext
 from nats.js.api import AckPolicy, ConsumerConfig
 
 from drover.model.evaluation import Evaluation
-from drover.runtime.bus import EVALS_LARGE_SUBJECT, EVALS_STREAM, EVALS_SUBJECT
+from drover.runtime.bus import (
+    EVALS_FAILED_SUBJECT,
+    EVALS_LARGE_SUBJECT,
+    EVALS_STREAM,
+    EVALS_SUBJECT,
+    MSG_ID_HEADER,
+)
 from drover.runtime.telemetry import extract, tracer
-from drover.scheduler.evalflow import nack_delay
+from drover.scheduler.evalflow import DELIVERY_LIMIT, nack_delay
 from drover.scheduler.lanes import LANE_LARGE
 from drover.worker.worker import Worker
 
@@ -74,9 +83,32 @@ async def _keep_alive(msg: Msg, every: float) -> None:
             return
 
 
+async def to_failed_queue(worker: Worker, msg: Msg) -> None:
+    """Move the eval to the failed queue, then ack it here; if that publish fails it is nacked and
+    comes back. A copy published twice (a worker dying between the two) is dropped by the
+    stream's duplicate window, and the reaper skips an eval already terminal."""
+    original = (msg.headers or {}).get(MSG_ID_HEADER) or str(msg.metadata.sequence.stream)
+    try:
+        await worker.nc.jetstream().publish(
+            EVALS_FAILED_SUBJECT, msg.data, headers={MSG_ID_HEADER: f"failed:{original}"}
+        )
+    except Exception as e:
+        log.warning("could not move an eval to the failed queue: %s", e)
+        await _settle(msg.nak(delay=1.0))
+        return
+    await _settle(msg.ack())
+
+
 async def handle(worker: Worker, msg: Msg, ack_wait: float) -> None:
-    """Work on the eval in `msg`, then ack it - or nack it if that failed."""
+    """Work on the eval in `msg`, then ack it - or nack it if that failed. At the delivery limit
+    it goes to the failed queue instead (`to_failed_queue`)."""
     deliveries = msg.metadata.num_delivered if msg.metadata else 1
+    if deliveries > DELIVERY_LIMIT:
+        log.warning(
+            "eval delivered %d times, past the limit (%d): to the failed queue", deliveries, DELIVERY_LIMIT
+        )
+        await to_failed_queue(worker, msg)
+        return
     # Tell JetStream we are still on it, so a long eval is not redelivered meanwhile.
     beat = asyncio.create_task(_keep_alive(msg, ack_wait / 3))
     try:
@@ -89,8 +121,12 @@ async def handle(worker: Worker, msg: Msg, ack_wait: float) -> None:
         await _settle(msg.ack())
     except Exception:
         beat.cancel()
-        log.exception("eval failed; nack")
-        await _settle(msg.nak(delay=nack_delay(deliveries)))
+        if deliveries >= DELIVERY_LIMIT:
+            log.exception("eval failed at its delivery limit (%d): to the failed queue", DELIVERY_LIMIT)
+            await to_failed_queue(worker, msg)
+        else:
+            log.exception("eval failed; nack")
+            await _settle(msg.nak(delay=nack_delay(deliveries)))
 
 
 async def work(

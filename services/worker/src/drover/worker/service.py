@@ -31,7 +31,7 @@ async def run(settings: Settings, stop: asyncio.Event) -> None:
     replica = Replica(store, js)
     await replica.start()
     depth = settings.large_lane_depth if settings.worker_lane == LANE_LARGE else 1
-    worker = Worker(nc, replica, depth)
+    worker = Worker(nc, replica, depth, settings.plan_attempts)
     if settings.worker_lane == LANE_LARGE and settings.large_lane_nice:
         os.nice(settings.large_lane_nice)
     own, other = await subscribe(js, settings.worker_lane, settings.eval_ack_wait)

@@ -22,12 +22,7 @@ from drover.runtime.bus import PLAN_SUBJECT
 from drover.runtime.replica import Replica
 from drover.runtime.telemetry import inject
 from drover.scheduler import schedule
-from drover.scheduler.evalflow import (
-    DELIVERY_LIMIT,
-    delivery_limit_failure,
-    max_attempts_failure,
-    plan_attempts,
-)
+from drover.scheduler.evalflow import max_attempts_failure, plan_attempts
 from drover.scheduler.plan import Plan
 from drover.scheduler.planapply import PendingPlacements
 from drover.scheduler.state import StateSnapshot
@@ -41,9 +36,11 @@ class Worker:
     """Schedules evals on `replica` and submits their plans; `depth` evals at a time (the loop,
     drover.worker.loop, hands them out)."""
 
-    def __init__(self, nc: Client, replica: Replica, depth: int = 1) -> None:
+    def __init__(self, nc: Client, replica: Replica, depth: int = 1, attempts: int | None = None) -> None:
         self.nc = nc
         self.replica = replica
+        # Plans per eval before it fails (None: Nomad's per scheduler type).
+        self.attempts = attempts
         self.rng = random.Random()
         # With more than one eval at a time: the plans submitted and not yet known to be in the
         # replica, by eval ID. The others are scheduled as if they were committed.
@@ -106,14 +103,7 @@ class Worker:
         if deliveries > 1:
             # Redelivered: a worker died or nacked it, or it was not acked within the ack wait.
             log.info("eval %s of %s delivered again (delivery %d)", ev.id, ev.job_id, deliveries)
-        now = time.time_ns()
-        if deliveries > DELIVERY_LIMIT:
-            await self.submit(
-                Plan(eval_id=current.id, priority=current.priority, job=None),
-                delivery_limit_failure(current, now, self.rng),
-            )
-            return
-        limit = plan_attempts(current.type)
+        limit = self.attempts or plan_attempts(current.type)
         attempts = 0
         while True:
             t0 = time.perf_counter()

@@ -2,18 +2,17 @@
 
 from __future__ import annotations
 
-import re
-import zoneinfo
-
 from drover.model.defaults import MAX_PRIORITY, MIN_PRIORITY
 from drover.model.job import JOB_TYPE_BATCH, JOB_TYPE_SYSBATCH, JOB_TYPES, Job, PeriodicConfig
+from drover.model.periodic import (
+    SPEC_CRON,
+    SPEC_TEST,
+    cron_problem,
+    launch_times_problem,
+    time_zone_exists,
+)
 
-PERIODIC_SPEC_TYPES = ("cron", "test")
-
-# A sanity check of cron specs (Nomad parses them with gorhill/cronexpr): a predefined
-# "@" schedule, or 5 to 7 fields made of the characters cron fields use.
-_CRON_MACROS = ("@yearly", "@annually", "@monthly", "@weekly", "@daily", "@midnight", "@hourly")
-_CRON_FIELD = re.compile(r"^[0-9A-Za-z*/,\-?#]+$")
+PERIODIC_SPEC_TYPES = (SPEC_CRON, SPEC_TEST)
 
 
 def job_problems(job: Job) -> list[str]:
@@ -57,29 +56,16 @@ def periodic_problems(p: PeriodicConfig, job_type: str) -> list[str]:
         out.append(f"periodic is only allowed for batch and sysbatch jobs, not {job_type!r}")
     if p.spec_type not in PERIODIC_SPEC_TYPES:
         out.append(f"periodic spec type {p.spec_type!r} is unknown (expected cron or test)")
-    if not p.spec.strip():
+    given = [s for s in p.specs if s.strip()]
+    if p.spec.strip() and given:
+        out.append("periodic takes a spec (cron) or specs (crons), not both")
+    elif not p.spec.strip() and not given:
         out.append("periodic is enabled but its spec is empty")
-    elif p.spec_type == "cron" and not _cron_looks_valid(p.spec):
-        out.append(f"periodic cron spec {p.spec!r} is not a valid cron expression")
-    if not _time_zone_exists(p.time_zone):
+    for spec in [s for s in (p.spec, *p.specs) if s.strip()]:
+        if p.spec_type == SPEC_CRON and (why := cron_problem(spec)) is not None:
+            out.append(f"periodic cron spec {spec!r} is not a valid cron expression: {why}")
+        elif p.spec_type == SPEC_TEST and (why := launch_times_problem(spec)) is not None:
+            out.append(f"periodic test spec {spec!r} is not a list of unix times: {why}")
+    if not time_zone_exists(p.time_zone):
         out.append(f"periodic time zone {p.time_zone!r} is unknown")
     return out
-
-
-def _cron_looks_valid(spec: str) -> bool:
-    text = spec.strip()
-    if text.startswith("@"):
-        return text in _CRON_MACROS
-    fields = text.split()
-    return 5 <= len(fields) <= 7 and all(_CRON_FIELD.match(f) for f in fields)
-
-
-def _time_zone_exists(name: str) -> bool:
-    # Go's time.LoadLocation accepts "", "UTC" and "Local" without a zone database.
-    if name in ("", "UTC", "Local"):
-        return True
-    try:
-        zoneinfo.ZoneInfo(name)
-    except (zoneinfo.ZoneInfoNotFoundError, ValueError):
-        return False
-    return True

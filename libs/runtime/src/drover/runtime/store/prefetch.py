@@ -23,6 +23,7 @@ from drover.model.events import (
     JobRestartDeleted,
     JobRestartSignaled,
     JobRestartUpdated,
+    JobStabilityUpdated,
     NodeDrainUpdated,
     NodeEligibilityUpdated,
     NodeRegistered,
@@ -81,7 +82,7 @@ def wanted_by(events: Sequence[Event], *, trust_new: bool = False) -> Wanted:
             w.allocs.extend(u.id for u in ev.updates)
         elif isinstance(ev, JobRegistered):
             w.jobs.append((ev.job.namespace, ev.job.id))
-        elif isinstance(ev, (JobDeregistered, JobCollected)):
+        elif isinstance(ev, (JobDeregistered, JobStabilityUpdated, JobCollected)):
             w.jobs.append((ev.namespace, ev.job_id))
         elif isinstance(ev, NodesCollected):
             w.nodes.extend(ev.nodes)

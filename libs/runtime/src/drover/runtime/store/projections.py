@@ -26,6 +26,7 @@ from drover.model.job import Job
 from drover.model.jobrestart import JobRestart
 from drover.model.node import Node
 from drover.model.placements import metric_json
+from drover.model.scaling import JobScalingEvents
 from drover.runtime.store.collected import DELETED, CollectedRows
 from drover.runtime.watches import (
     ALLOC_KEYS_MAX,
@@ -38,7 +39,16 @@ from drover.runtime.watches import (
 )
 
 T = TypeVar("T", bound=BaseModel)
-PROJECTION_TABLES = ("nodes", "jobs", "job_versions", "allocs", "evals", "deployments", "job_restarts")
+PROJECTION_TABLES = (
+    "nodes",
+    "jobs",
+    "job_versions",
+    "allocs",
+    "evals",
+    "deployments",
+    "job_restarts",
+    "scaling_events",
+)
 # Tables whose `doc` is `text` (kept as sent, never parsed; see migrations 0002 and 0003), the
 # others' is `jsonb`.
 _TEXT_DOC_TABLES = frozenset({"allocs"})
@@ -104,6 +114,7 @@ class SqlState(CollectedRows):
         self._nodes: dict[str, Any] = {}
         self._jobs: dict[tuple[str, str], Any] = {}
         self._job_versions: dict[tuple[str, str, int], Job] = {}
+        self._scaling: dict[tuple[str, str], Any] = {}
         self._allocs: dict[str, Any] = {}
         self._evals: dict[str, Any] = {}
         self._deployments: dict[str, Any] = {}
@@ -115,7 +126,8 @@ class SqlState(CollectedRows):
         # projection write happens under the log's lock), about twice as fast as an upsert.
         self._absent_allocs: set[str] = set()
         self._dirty: dict[str, set[Any]] = {
-            k: set() for k in ("nodes", "jobs", "allocs", "evals", "deployments", "job_restarts")
+            k: set()
+            for k in ("nodes", "jobs", "allocs", "evals", "deployments", "job_restarts", "scaling_events")
         }
         self.init_collected()
 
@@ -179,6 +191,25 @@ class SqlState(CollectedRows):
             "SELECT doc::text FROM jobs WHERE namespace = %s AND id = %s",
             (namespace, job_id),
             Job,
+        )
+
+    def job_version(self, namespace: str, job_id: str, version: int) -> Job | None:
+        written = self._job_versions.get((namespace, job_id, version))
+        if written is not None:
+            return written
+        rows = self.fetch(
+            "SELECT doc::text FROM job_versions WHERE namespace = %s AND id = %s AND version = %s",
+            (namespace, job_id, version),
+        )
+        return Job.model_validate_json(rows[0][0]) if rows else None
+
+    def scaling_events(self, namespace: str, job_id: str) -> JobScalingEvents | None:
+        return self._load(
+            self._scaling,
+            (namespace, job_id),
+            "SELECT doc::text FROM scaling_events WHERE namespace = %s AND job_id = %s",
+            (namespace, job_id),
+            JobScalingEvents,
         )
 
     def alloc(self, alloc_id: str) -> Allocation | None:
@@ -252,6 +283,16 @@ class SqlState(CollectedRows):
     def delete_job(self, namespace: str, job_id: str) -> None:
         self._jobs[(namespace, job_id)] = DELETED
         self._dirty["jobs"].add((namespace, job_id))
+        self._scaling[(namespace, job_id)] = DELETED
+        self._dirty["scaling_events"].add((namespace, job_id))
+
+    def upsert_job_version(self, job: Job) -> None:
+        self._job_versions[(job.namespace, job.id, job.version)] = job
+
+    def upsert_scaling_events(self, events: JobScalingEvents) -> None:
+        key = (events.namespace, events.job_id)
+        self._scaling[key] = events
+        self._dirty["scaling_events"].add(key)
 
     def upsert_eval(self, ev: Evaluation) -> None:
         self._evals[ev.id] = ev
@@ -287,6 +328,9 @@ class SqlState(CollectedRows):
         if dirty["jobs"]:
             keys.add("jobs")
             keys.update(job_key(ns, j) for ns, j in dirty["jobs"])
+        # A version alone (its Stable flag), or the job's scaling events.
+        keys.update(job_key(ns, j) for ns, j, _ in self._job_versions)
+        keys.update(job_key(ns, j) for ns, j in dirty["scaling_events"])
         for restart_id in dirty["job_restarts"]:
             r = self.restarts[restart_id]
             keys.update(("job_restarts", restart_key(restart_id)))
@@ -349,7 +393,17 @@ class SqlState(CollectedRows):
             if gone:
                 writes.append((f"DELETE FROM {table} WHERE id = ANY(%s)", (gone,)))
         self._flush_restarts(writes)
+        self._flush_scaling(writes)
         self.run([*writes, *then])
+
+    def _flush_scaling(self, writes: list[Statement]) -> None:
+        events, gone = self._split(self._scaling, "scaling_events")
+        self._upsert(writes, "scaling_events", ("namespace", "job_id"), [
+            {"namespace": e.namespace, "job_id": e.job_id, "doc": _doc(e), "modify_index": e.modify_index}
+            for e in events
+        ])  # fmt: skip
+        for ns, job_id in gone:
+            writes.append(("DELETE FROM scaling_events WHERE namespace = %s AND job_id = %s", (ns, job_id)))
 
     def _flush_restarts(self, writes: list[Statement]) -> None:
         restarts, gone = self._split(self.restarts, "job_restarts")

@@ -16,6 +16,7 @@ from drover.model.alloc import ReplicaAllocation
 from drover.model.events import job_stream, restart_stream
 from drover.model.job import derive_job_status
 from drover.model.jobrestart import JobRestart
+from drover.model.scaling import JobScalingEvents
 from drover.model.state import InMemoryState
 from drover.runtime.store.eventstore import EventStore
 
@@ -42,6 +43,8 @@ def load_into(store: EventStore, state: S, load_allocs: Callable[[Connection, S]
             state.upsert_eval(Evaluation.model_validate_json(doc))
         for (doc,) in conn.execute(text("SELECT doc::text FROM job_restarts")):
             state.upsert_job_restart(JobRestart.model_validate_json(doc))
+        for (doc,) in conn.execute(text("SELECT doc::text FROM scaling_events")):
+            state.upsert_scaling_events(JobScalingEvents.model_validate_json(doc))
         load_allocs(conn, state)
     state.bump(position)
     return state
@@ -204,6 +207,14 @@ class Reads:
     def job_stream_version(self, namespace: str, job_id: str) -> int:
         return self.store.stream_version(job_stream(namespace, job_id))
 
+    def scaling_events(self, namespace: str, job_id: str) -> JobScalingEvents | None:
+        docs = self._docs(
+            "SELECT doc::text FROM scaling_events WHERE namespace = :ns AND job_id = :id",
+            ns=namespace,
+            id=job_id,
+        )
+        return JobScalingEvents.model_validate_json(docs[0]) if docs else None
+
     def allocs(self, *, namespace: str | None = None, job_id: str | None = None, node_id: str | None = None,
                eval_id: str | None = None, prefix: str = "", start: str = "", limit: int = 0) -> list[Allocation]:  # fmt: skip
         where = ["id LIKE :p"]
@@ -276,6 +287,20 @@ class Reads:
             f"SELECT doc::text FROM evals WHERE {' AND '.join(where)} ORDER BY id{tail}", **params
         )
         return [Evaluation.model_validate_json(d) for d in docs]
+
+    def eval_count(self, namespace: str, prefix: str = "") -> int:
+        """How many evals there are in `namespace` ("*": all) whose ID starts with `prefix`."""
+        where = ["id LIKE :p"]
+        params: dict[str, Any] = {"p": _like_prefix(prefix)}
+        if namespace != "*":
+            where.append("namespace = :ns")
+            params["ns"] = namespace
+        with self.store.reader.connect() as conn:
+            return int(
+                conn.execute(
+                    text(f"SELECT count(*) FROM evals WHERE {' AND '.join(where)}"), params
+                ).scalar_one()
+            )
 
     def eval(self, eval_id: str) -> Evaluation | None:
         docs = self._docs("SELECT doc::text FROM evals WHERE id = :id", id=eval_id)

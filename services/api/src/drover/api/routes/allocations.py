@@ -1,4 +1,4 @@
-"""/v1/allocations, /v1/allocation/:id and Nomad's client alloc restart."""
+"""/v1/allocations, /v1/allocation/:id, an alloc's stop and Nomad's client alloc restart."""
 
 from __future__ import annotations
 
@@ -32,6 +32,19 @@ async def list_allocs(request: Request, blocking: BlockingDep, prefix: str = "")
 @router.get("/v1/allocation/{alloc_id}")
 async def read_alloc(alloc_id: str, request: Request, blocking: BlockingDep) -> Response:
     return await blocking.read(request, lambda: blocking.reads.alloc(alloc_id), [alloc_key(alloc_id)])
+
+
+@router.put("/v1/allocation/{alloc_id}/stop")
+@router.post("/v1/allocation/{alloc_id}/stop")
+async def stop_alloc(alloc_id: str, commands: CommandsDep, no_shutdown_delay: bool = False) -> dict[str, Any]:
+    """Stop an alloc (Nomad's alloc stop): marked to migrate, with an alloc-stop eval, so the
+    scheduler stops it and places its replacement. Answers Nomad's AllocStopResponse."""
+    change, positions = await commands.run(
+        lambda reads: allocs.stop(reads, alloc_id, no_shutdown_delay, time.time_ns()),
+        span="alloc.stop",
+        what=f"alloc {alloc_id} stopped",
+    )
+    return {"EvalID": change.eval_ids[0], "Index": positions[-1]}
 
 
 @router.put("/v1/client/allocation/{alloc_id}/restart")

@@ -1,4 +1,4 @@
-"""/v1/evaluations and /v1/evaluation/:id."""
+"""/v1/evaluations, /v1/evaluations/count and /v1/evaluation/:id."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ from fastapi import APIRouter, Request, Response
 from drover.api.blocking import paged
 from drover.api.body import JsonRoute
 from drover.api.deps import BlockingDep
+from drover.api.errors import ApiError
 from drover.api.views import alloc_stub
 from drover.runtime.watches import eval_key
 
@@ -21,6 +22,19 @@ async def list_evals(request: Request, blocking: BlockingDep, prefix: str = "") 
         request,
         paged(request, lambda start, limit: blocking.reads.evals(prefix=prefix, start=start, limit=limit)),
         ["evals"],
+    )
+
+
+@router.get("/v1/evaluations/count")
+async def count_evals(
+    request: Request, blocking: BlockingDep, prefix: str = "", namespace: str = "default", filter: str = ""
+) -> Response:
+    """Nomad's eval count: how many evals there are in the namespace ("*": every one) whose ID
+    starts with `prefix`."""
+    if filter:
+        raise ApiError(400, "filter expressions are not supported; count by namespace and prefix")
+    return await blocking.read(
+        request, lambda: {"Count": blocking.reads.eval_count(namespace, prefix)}, ["evals"]
     )
 
 

@@ -1,5 +1,6 @@
 """/v1/jobs and /v1/job/:id: register, read, versions, allocations, evaluations, deployments,
-summary, deregister, evaluate, scale and the dry-run plan."""
+summary, deregister, evaluate and the dry-run plan (scale: routes.scaling; revert and stable:
+routes.jobversions)."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ from typing import Any
 from fastapi import APIRouter, Request, Response
 
 from drover.api.blocking import Paged, paged
-from drover.api.bodies import JobPlanRequest, JobRegisterRequest, ScalingRequest
+from drover.api.bodies import JobPlanRequest, JobRegisterRequest
 from drover.api.body import JsonRoute
 from drover.api.deps import BlockingDep, CommandsDep, ReadsDep
 from drover.api.errors import ApiError
@@ -51,8 +52,9 @@ async def _register(commands: CommandsDep, submitted: Job) -> dict[str, Any]:
 
     change, positions = await commands.run(decide, span="job.register", what=f"job {job.id} registered")
     return {
-        "EvalID": change.eval_ids[0],
-        "EvalCreateIndex": positions[1],
+        # A periodic job is registered without an eval (Nomad answers "" and 0 then).
+        "EvalID": change.eval_ids[0] if change.evals else "",
+        "EvalCreateIndex": positions[1] if change.evals else 0,
         "JobModifyIndex": positions[0],
         "Warnings": "",
         "Index": positions[-1],
@@ -67,15 +69,15 @@ async def register_jobs(body: JobRegisterRequest, commands: CommandsDep) -> dict
     return await _register(commands, body.job)
 
 
-@router.put("/v1/job/{job_id}")
-@router.post("/v1/job/{job_id}")
+@router.put("/v1/job/{job_id:path}")
+@router.post("/v1/job/{job_id:path}")
 async def register_job(job_id: str, body: JobRegisterRequest, commands: CommandsDep) -> dict[str, Any]:
     if body.job.id != job_id:
         raise ApiError(400, "Job ID does not match name")
     return await _register(commands, body.job)
 
 
-@router.get("/v1/job/{job_id}")
+@router.get("/v1/job/{job_id:path}")
 async def read_job(
     job_id: str, request: Request, blocking: BlockingDep, namespace: str = "default"
 ) -> Response:
@@ -84,7 +86,7 @@ async def read_job(
     )
 
 
-@router.get("/v1/job/{job_id}/versions")
+@router.get("/v1/job/{job_id:path}/versions")
 async def job_versions(
     job_id: str, request: Request, blocking: BlockingDep, namespace: str = "default"
 ) -> Response:
@@ -95,7 +97,7 @@ async def job_versions(
     return await blocking.read(request, fn, [job_key(namespace, job_id)])
 
 
-@router.get("/v1/job/{job_id}/allocations")
+@router.get("/v1/job/{job_id:path}/allocations")
 async def job_allocs(
     job_id: str, request: Request, blocking: BlockingDep, namespace: str = "default"
 ) -> Response:
@@ -106,7 +108,7 @@ async def job_allocs(
     return await blocking.read_at(request, read, [job_key(namespace, job_id)])
 
 
-@router.get("/v1/job/{job_id}/evaluations")
+@router.get("/v1/job/{job_id:path}/evaluations")
 async def job_evals(
     job_id: str, request: Request, blocking: BlockingDep, namespace: str = "default"
 ) -> Response:
@@ -118,7 +120,7 @@ async def job_evals(
     return await blocking.read(request, fn, [job_key(namespace, job_id)])
 
 
-@router.get("/v1/job/{job_id}/deployments")
+@router.get("/v1/job/{job_id:path}/deployments")
 async def job_deployments(
     job_id: str, request: Request, blocking: BlockingDep, namespace: str = "default"
 ) -> Response:
@@ -130,7 +132,7 @@ async def job_deployments(
     return await blocking.read(request, fn, [job_key(namespace, job_id)])
 
 
-@router.get("/v1/job/{job_id}/deployment")
+@router.get("/v1/job/{job_id:path}/deployment")
 async def job_latest_deployment(
     job_id: str, request: Request, blocking: BlockingDep, namespace: str = "default"
 ) -> Response:
@@ -144,7 +146,7 @@ async def job_latest_deployment(
     return await blocking.read(request, fn, [job_key(namespace, job_id)])
 
 
-@router.get("/v1/job/{job_id}/summary")
+@router.get("/v1/job/{job_id:path}/summary")
 async def job_summary(
     job_id: str, request: Request, blocking: BlockingDep, namespace: str = "default"
 ) -> Response:
@@ -162,7 +164,7 @@ async def job_summary(
     return await blocking.read(request, fn, [job_key(namespace, job_id)])
 
 
-@router.delete("/v1/job/{job_id}")
+@router.delete("/v1/job/{job_id:path}")
 async def deregister(
     job_id: str, commands: CommandsDep, namespace: str = "default", purge: bool = False
 ) -> dict[str, Any]:
@@ -170,11 +172,12 @@ async def deregister(
         lambda reads: jobs.deregister(reads.job(namespace, job_id), purge, time.time_ns())
     )
     index = positions[-1]
-    return {"EvalID": change.eval_ids[0], "EvalCreateIndex": index, "JobModifyIndex": index, "Index": index}
+    return {"EvalID": change.eval_ids[0] if change.evals else "", "EvalCreateIndex": index if change.evals else 0,
+            "JobModifyIndex": positions[0], "Index": index}  # fmt: skip
 
 
-@router.put("/v1/job/{job_id}/evaluate")
-@router.post("/v1/job/{job_id}/evaluate")
+@router.put("/v1/job/{job_id:path}/evaluate")
+@router.post("/v1/job/{job_id:path}/evaluate")
 async def evaluate(job_id: str, commands: CommandsDep, namespace: str = "default") -> dict[str, Any]:
     change, positions = await commands.run(
         lambda reads: jobs.evaluate(reads.job(namespace, job_id), time.time_ns())
@@ -185,23 +188,8 @@ async def evaluate(job_id: str, commands: CommandsDep, namespace: str = "default
             "Index": index}  # fmt: skip
 
 
-@router.put("/v1/job/{job_id}/scale")
-@router.post("/v1/job/{job_id}/scale")
-async def scale(
-    job_id: str, body: ScalingRequest, commands: CommandsDep, namespace: str = "default"
-) -> dict[str, Any]:
-    def decide(reads: Reads) -> jobs.JobChange:
-        job, version = reads.job(namespace, job_id), reads.job_stream_version(namespace, job_id)
-        return jobs.scale(job, body.count, body.target.group, version, time.time_ns())
-
-    change, positions = await commands.run(decide)
-    index = positions[-1]
-    return {"EvalID": change.eval_ids[0], "EvalCreateIndex": index, "JobModifyIndex": index, "Index": index,
-            "Warnings": ""}  # fmt: skip
-
-
-@router.put("/v1/job/{job_id}/plan")
-@router.post("/v1/job/{job_id}/plan")
+@router.put("/v1/job/{job_id:path}/plan")
+@router.post("/v1/job/{job_id:path}/plan")
 async def plan(job_id: str, body: JobPlanRequest, reads: ReadsDep) -> dict[str, Any]:
     job = jobs.prepare(body.job)
     if job.id != job_id:

@@ -1,4 +1,4 @@
-"""/v1/nodes and /v1/node/:id: reads, eligibility and drain."""
+"""/v1/nodes and /v1/node/:id: reads, eligibility, drain and purge."""
 
 from __future__ import annotations
 
@@ -20,12 +20,16 @@ router = APIRouter(route_class=JsonRoute, tags=["nodes"])
 
 
 @router.get("/v1/nodes")
-async def list_nodes(request: Request, blocking: BlockingDep, prefix: str = "") -> Response:
+async def list_nodes(
+    request: Request, blocking: BlockingDep, prefix: str = "", resources: bool = False, os: bool = False
+) -> Response:
+    """Node stubs; `resources` adds their NodeResources and ReservedResources, `os` their
+    Attributes with os.name, as Nomad's do."""
     read = paged(request, lambda start, limit: blocking.reads.nodes(prefix, start=start, limit=limit))
 
     def fn() -> Paged:
         page = read()
-        return Paged([node_stub(n) for n in page.items], page.next_token)
+        return Paged([node_stub(n, resources=resources, os=os) for n in page.items], page.next_token)
 
     return await blocking.read(request, fn, ["nodes"])
 
@@ -73,3 +77,13 @@ async def node_drain(node_id: str, body: NodeDrainRequest, commands: CommandsDep
         lambda reads: nodes.drain(reads, node_id, spec, body.mark_eligible, time.time_ns())
     )
     return _answer(positions)
+
+
+@router.put("/v1/node/{node_id}/purge")
+@router.post("/v1/node/{node_id}/purge")
+async def node_purge(node_id: str, commands: CommandsDep) -> dict[str, Any]:
+    """Deregister the node (Nomad's node purge), with node-update evals for its jobs."""
+    change, positions = await commands.run(lambda reads: nodes.purge(reads, node_id, time.time_ns()))
+    index = positions[-1]
+    return {"EvalIDs": change.eval_ids, "EvalCreateIndex": index if change.evals else 0,
+            "NodeModifyIndex": positions[0], "Index": index}  # fmt: skip

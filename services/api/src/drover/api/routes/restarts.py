@@ -18,8 +18,8 @@ from drover.runtime.watches import job_key, restart_key
 router = APIRouter(route_class=JsonRoute, tags=["restarts"])
 
 
-@router.put("/v1/job/{job_id}/restart")
-@router.post("/v1/job/{job_id}/restart")
+@router.put("/v1/job/{job_id:path}/restart")
+@router.post("/v1/job/{job_id:path}/restart")
 async def start_restart(
     job_id: str, commands: CommandsDep, body: JobRestartRequest | None = None, namespace: str = "default"
 ) -> dict[str, Any]:
@@ -35,7 +35,7 @@ async def start_restart(
     return {"RestartID": change.restart.id, "Index": positions[-1]}
 
 
-@router.get("/v1/job/{job_id}/restarts")
+@router.get("/v1/job/{job_id:path}/restarts")
 async def list_restarts(
     job_id: str, request: Request, blocking: BlockingDep, namespace: str = "default"
 ) -> Response:
@@ -47,7 +47,7 @@ async def list_restarts(
     return await blocking.read(request, fn, [job_key(namespace, job_id)])
 
 
-@router.get("/v1/job/{job_id}/restart/{restart_id}")
+@router.get("/v1/job/{job_id:path}/restart/{restart_id}")
 async def read_restart(
     job_id: str, restart_id: str, request: Request, blocking: BlockingDep, namespace: str = "default"
 ) -> Response:
@@ -63,7 +63,7 @@ def _answer(change: RestartChange, positions: list[int]) -> dict[str, Any]:
     return {"RestartID": change.restart.id, "Index": positions[-1]}
 
 
-@router.delete("/v1/job/{job_id}/restart/{restart_id}")
+@router.delete("/v1/job/{job_id:path}/restart/{restart_id}")
 async def cancel_restart(
     job_id: str, restart_id: str, commands: CommandsDep, namespace: str = "default"
 ) -> dict[str, Any]:
@@ -74,8 +74,8 @@ async def cancel_restart(
     )
 
 
-@router.put("/v1/job/{job_id}/restart/{restart_id}/pause")
-@router.post("/v1/job/{job_id}/restart/{restart_id}/pause")
+@router.put("/v1/job/{job_id:path}/restart/{restart_id}/pause")
+@router.post("/v1/job/{job_id:path}/restart/{restart_id}/pause")
 async def pause_restart(
     job_id: str, restart_id: str, commands: CommandsDep, namespace: str = "default"
 ) -> dict[str, Any]:
@@ -86,8 +86,8 @@ async def pause_restart(
     )
 
 
-@router.put("/v1/job/{job_id}/restart/{restart_id}/resume")
-@router.post("/v1/job/{job_id}/restart/{restart_id}/resume")
+@router.put("/v1/job/{job_id:path}/restart/{restart_id}/resume")
+@router.post("/v1/job/{job_id:path}/restart/{restart_id}/resume")
 async def resume_restart(
     job_id: str, restart_id: str, commands: CommandsDep, namespace: str = "default"
 ) -> dict[str, Any]:
