@@ -192,6 +192,21 @@ FIGURES: dict[str, list[Figure]] = {
         Figure("allocs signalled exactly once", ("allocs_signalled_once",), "allocs", ("=", 5000)),
         Figure("host speed: 5,000-node, 1,000-alloc eval", ("host_reference_eval_ms",), "ms"),
     ],
+    "gc": [
+        Figure(
+            "{allocs} allocs, {evals} evals, {jobs} jobs collected: the whole collection", ("total_s",), "s"
+        ),
+        Figure(
+            "events lock held by a collecting append ({chunk} objects), longest",
+            ("lock_held_ms", "max"),
+            "ms",
+            ("<", 50),
+        ),
+        Figure("the same, p50", ("lock_held_ms", "p50"), "ms"),
+        Figure("whole collecting append, longest", ("append_ms", "max"), "ms"),
+        Figure("appends", ("appends",), "appends"),
+        Figure("host speed: 5,000-node, 1,000-alloc eval", ("host_reference_eval_ms",), "ms"),
+    ],
 }
 
 HEADER = ("benchmark", "figure", "measured", "target", "met", "date")

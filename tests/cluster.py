@@ -15,7 +15,7 @@ import httpx
 from drover.runtime.embedded import free_port, wait_for_port
 from drover.scheduler.lanes import worker_lanes
 
-SERVICES = ("relay", "broker", "planner", "worker", "watcher", "api")
+SERVICES = ("relay", "broker", "planner", "worker", "watcher", "gc", "api")
 
 
 class Cluster:
@@ -28,6 +28,7 @@ class Cluster:
         workers: int = 2,
         planners: int = 1,
         watchers: int = 1,
+        gcs: int = 1,
         env: dict[str, str] | None = None,
     ) -> None:
         self.extra_env = env or {}
@@ -42,6 +43,7 @@ class Cluster:
             "planner": planners,
             "worker": workers,
             "watcher": watchers,
+            "gc": gcs,
             "api": 1,
         }
         self.http = httpx.Client(base_url=f"http://127.0.0.1:{self.port}", timeout=30)

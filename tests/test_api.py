@@ -489,6 +489,7 @@ def test_openapi_documents_every_request_body(client: TestClient) -> None:
         "/v1/job/{job_id}/restart/{restart_id}/resume",
         "/v1/allocation/{alloc_id}/stop",
         "/v1/node/{node_id}/purge",
+        "/v1/system/gc",
     }
     job = doc["components"]["schemas"]["Job"]["properties"]
     assert {"ID", "TaskGroups", "Datacenters"} <= set(job)

@@ -109,6 +109,15 @@ RESTARTS: dict[str, Any] = {
 }  # fmt: skip
 
 
+GC: dict[str, Any] = {
+    "benchmark": "gc", "jobs": 1000, "evals": 10000, "allocs": 100000, "nodes": 500,
+    "host_reference_eval_ms": 41.2, "target": "lock_held_ms max < 50", "chunk": 500, "complete": True,
+    "fill_s": 5.9, "replica_load_s": 2.4, "total_s": 2.68, "appends": 224,
+    "lock_held_ms": {"p50": 6.1, "p99": 18.9, "max": 57.2}, "append_ms": {"p50": 7.5, "max": 58.2},
+    "runs": [],
+}  # fmt: skip
+
+
 def _write(out: Path, **reports: dict[str, Any]) -> None:
     out.mkdir(parents=True, exist_ok=True)
     for name, report in reports.items():
@@ -197,3 +206,13 @@ def test_the_restarts_rows(tmp_path: Path) -> None:
         "= 5,000 allocs",
         "yes",
     ]
+
+
+def test_the_gc_rows(tmp_path: Path) -> None:
+    _write(tmp_path, gc=GC)
+    rows = table.rows(tmp_path)
+    whole = _row(rows, "gc", "100,000 allocs, 10,000 evals, 1,000 jobs collected: the whole collection")
+    assert whole[2:5] == ["2.68 s", "none", "-"]
+    held = _row(rows, "gc", "events lock held by a collecting append (500 objects), longest")
+    assert held[2:5] == ["57.2 ms", "< 50 ms", "no"]
+    assert _row(rows, "gc", "appends")[2] == "224 appends"

@@ -115,7 +115,8 @@ def test_seed_003_two_nodes_running_five_system_jobs_go_down_and_come_back(
     scheduler does), those of its return place one alloc of each job back on it; nothing is
     placed elsewhere, nothing blocks, no eval has a follow-up. Evals of one job that are
     pending together are folded by the broker (the newest runs, the rest are canceled), which
-    is why a status may be canceled. (Their collection by the garbage collector is GC's.)"""
+    is why a status may be canceled. The garbage collector then takes every one of them whose
+    allocs have all ended, with those allocs (Nomad's eval GC): what is left holds a live alloc."""
     c = cluster
     nodes = ["a", "b"]
     jobs = [f"sys{i}" for i in range(1, 6)]
@@ -156,3 +157,17 @@ def test_seed_003_two_nodes_running_five_system_jobs_go_down_and_come_back(
         assert sorted(a["NodeID"] for a in back) == nodes, allocs
         assert all(a["DesiredStatus"] == "run" for a in back)
     assert all(len(evals_of(c, j)) == 5 for j in jobs)
+
+    c.http.put("/v1/system/gc").raise_for_status()
+    c.wait(
+        lambda: [
+            e for e in c.get("/v1/evaluations") if e["JobID"] == "force-gc" and e["Status"] == "complete"
+        ]
+    )
+    live = {
+        a["EvalID"] for j in jobs for a in c.get(f"/v1/job/{j}/allocations") if a["ClientStatus"] != "lost"
+    }
+    left = {e["ID"] for j in jobs for e in evals_of(c, j)}
+    collected = {e["ID"] for e in all_evals} - left
+    assert collected and left <= live, (left, live)
+    assert all(a["ClientStatus"] != "lost" for j in jobs for a in c.get(f"/v1/job/{j}/allocations"))

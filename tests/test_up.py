@@ -67,11 +67,11 @@ def test_up_runs_everything_stops_cleanly_and_keeps_its_data(tmp_path: Path) -> 
             "drover.worker",
             "drover.planner",
             "drover.watcher",
+            "drover.gc",
         } <= names, names
-        # the plan applier and the heartbeat watcher each have a standby
-        assert (data_dir / "logs" / "planner-1.log").exists() and (
-            data_dir / "logs" / "watcher-1.log"
-        ).exists()
+        # the plan applier, the heartbeat watcher and the garbage collector each have a standby
+        for standby in ("planner-1", "watcher-1", "gc-1"):
+            assert (data_dir / "logs" / f"{standby}.log").exists()
     finally:
         proc.send_signal(signal.SIGINT)
         assert proc.wait(60) == 0, log.read_text()

@@ -14,8 +14,10 @@ from drover.model.events import (
     AllocsTransitioned,
     DeploymentUpdated,
     DeploymentUpserted,
+    EvalsCollected,
     EvalsUpserted,
     Event,
+    JobCollected,
     JobDeregistered,
     JobRegistered,
     NodeRegistered,
@@ -104,6 +106,12 @@ def _log() -> list[Event]:
         PlanApplied(
             eval_id="e7", job_id="web", stopped=[again(i, desired_status="stop") for i in range(9, 20)]
         ),
+        # Collected: terminal ones go (web-9, web-4, a finished batch alloc), live ones stay
+        # (web-1 runs, mixed-0 pending), unknown IDs are nothing; evals only terminal.
+        EvalsCollected(
+            evals=["e-web", "e-dep"], allocs=["web-9", "web-4", "batch-3", "web-1", "mixed-0", "no"]
+        ),
+        JobCollected(job_id="batch", as_of=1000),
     ]
 
 
@@ -136,3 +144,5 @@ def test_the_broker_s_replica_agrees_with_a_full_one_after_every_event() -> None
     assert broker.live_allocs("default", "batch") == 0
     assert broker.live_allocs("default", "web") == 7  # web-1, -3, -6, -7, -20, -21, -30
     assert broker.deployments == {} and broker.allocs == {}
+    assert "web-9" not in broker.records and "web-1" in broker.records and "mixed-0" in broker.records
+    assert ("default", "batch") not in broker.jobs

@@ -46,6 +46,17 @@ def test_priority_then_age_across_jobs() -> None:
     assert [e.id for e in b.due(NOW).dispatch] == ["high", "old", "new", "low"]
 
 
+def test_core_evals_are_left_to_the_garbage_collector() -> None:
+    """A `_core` eval is never handed to a scheduling worker, pending or blocked, and takes no
+    job's slot (Nomad serves its `_core` queue from the leader)."""
+    b = EvalBroker()
+    b.upsert(ev("gc", "eval-gc", 32767, 1, type="_core", triggered_by="scheduled"), NOW)
+    b.upsert(ev("gc2", "a", 32767, 2, status="blocked", type="_core"), NOW)
+    b.upsert(ev("job", "a", 50, 3), NOW)
+    assert [e.id for e in b.due(NOW).dispatch] == ["job"]
+    assert b.due(NOW + SECOND).dispatch == [] and b.blocked == {}
+
+
 def test_one_eval_per_job_in_flight_then_best_pending_and_rest_canceled() -> None:
     b = EvalBroker()
     b.upsert(ev("first", idx=1), NOW)

@@ -1,11 +1,11 @@
-"""The restart watcher's passes, without NATS: which restarts it looks at, and the ended ones
-it collects after gc_restart_threshold."""
+"""The restart watcher's passes, without NATS: which restarts it looks at; ended ones it leaves
+to the garbage collector."""
 
 from __future__ import annotations
 
 from drover.model import Allocation, Job, Task, TaskGroup
 from drover.model.durations import SECOND as S
-from drover.model.events import JobRestartDeleted, JobRestartSignaled, PlanApplied
+from drover.model.events import JobRestartSignaled, PlanApplied
 from drover.model.jobrestart import JobRestart
 from drover.model.state import InMemoryState
 from drover.watcher.restarts import RestartWatcher
@@ -22,19 +22,17 @@ def _state() -> InMemoryState:
     return state
 
 
-def test_ended_restarts_are_collected_after_the_threshold() -> None:
+def test_ended_restarts_are_left_to_the_garbage_collector() -> None:
     state = _state()
     state.upsert_job_restart(JobRestart(id="old", job_id="web", status="complete", updated_at=NOW - 3600 * S))
     state.upsert_job_restart(JobRestart(id="new", job_id="web", status="cancelled", updated_at=NOW - 60 * S))
-    events = RestartWatcher(state, gc_threshold=600 * S).step(NOW)
-    assert [(type(e), e.restart_id) for e in events] == [(JobRestartDeleted, "old")]  # type: ignore[attr-defined]
-    assert RestartWatcher(state, gc_threshold=0).step(NOW) == []  # 0: never collected
+    assert RestartWatcher(state).step(NOW) == []
 
 
 def test_after_the_first_pass_it_looks_only_at_restarts_whose_job_changed() -> None:
     state = _state()
     state.upsert_job_restart(JobRestart(id="r1", job_id="web", create_index=10))
-    watcher = RestartWatcher(state, gc_threshold=0)
+    watcher = RestartWatcher(state)
     (signal,) = watcher.step(NOW)  # the first pass looks at every restart
     assert isinstance(signal, JobRestartSignaled) and signal.alloc_ids() == ["a0"]
     assert watcher.step(NOW + 1) == []  # nothing changed: not looked at

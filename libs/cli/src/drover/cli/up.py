@@ -32,14 +32,16 @@ class Child:
 
 
 def service_plan(workers: int) -> list[tuple[str, int]]:
-    """Every service `drover up` runs, and how many of each: a standby plan applier and a
-    standby watcher, and DROVER_WORKERS workers (deploy/docker-compose.yml runs the same)."""
+    """Every service `drover up` runs, and how many of each: a standby plan applier, a standby
+    watcher and a standby garbage collector, and DROVER_WORKERS workers
+    (deploy/docker-compose.yml runs the same)."""
     return [
         ("relay", 1),
         ("broker", 1),
         ("planner", 2),
         ("worker", max(1, workers)),
         ("watcher", 2),
+        ("gc", 2),
         ("api", 1),
     ]
 

@@ -18,7 +18,7 @@ the same log to both and compares.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from typing import Annotated, Any, ClassVar, Literal, NamedTuple
 
 from pydantic import Field, TypeAdapter
@@ -167,6 +167,17 @@ class BrokerState(InMemoryState):
 
     def upsert_deployment(self, dep: Deployment) -> None:
         pass  # the broker reads no deployment
+
+    # What the garbage collector's events read and delete, of the records.
+    def alloc_statuses(self, ids: Sequence[str]) -> dict[str, tuple[str, str]]:
+        found = ((i, self.records.get(i)) for i in ids)
+        return {i: (r.desired_status, r.client_status) for i, r in found if r is not None}
+
+    def delete_allocs(self, ids: Sequence[str]) -> None:
+        for alloc_id in ids:
+            old = self.records.pop(alloc_id, None)
+            if old is not None and not old.terminal_status():
+                self._live[old.job] -= 1
 
 
 def apply_for_broker(state: BrokerState, position: int, event: Event) -> None:

@@ -36,6 +36,19 @@ TRIGGER_SCALING = "job-scaling"
 TRIGGER_MAX_DISCONNECT_TIMEOUT = "max-disconnect-timeout"
 TRIGGER_RECONNECT = "reconnect"
 
+# Core evals: the garbage collector's work (Nomad's `_core` scheduler), in Nomad's namespace
+# "-" at its CoreJobPriority (math.MaxInt16). JobID names the pass.
+EVAL_TYPE_CORE = "_core"
+CORE_NAMESPACE = "-"
+CORE_JOB_PRIORITY = 32767
+CORE_JOB_EVAL_GC = "eval-gc"
+CORE_JOB_JOB_GC = "job-gc"
+CORE_JOB_DEPLOYMENT_GC = "deployment-gc"
+CORE_JOB_NODE_GC = "node-gc"
+# Not one of Nomad's: job restarts are Drover's (seed 001 collects them like deployments).
+CORE_JOB_RESTART_GC = "job-restart-gc"
+CORE_JOB_FORCE_GC = "force-gc"
+
 
 class Evaluation(NomadModel):
     id: str = ""
@@ -68,6 +81,21 @@ class Evaluation(NomadModel):
 
     def terminal_status(self) -> bool:
         return self.status in (EVAL_STATUS_COMPLETE, EVAL_STATUS_FAILED, EVAL_STATUS_CANCELED)
+
+
+def core_eval(job_id: str, now: int) -> Evaluation:
+    """A new pending core eval for the garbage collector's pass `job_id` (Nomad's coreJobEval)."""
+    return Evaluation(
+        id=str(uuid.uuid4()),
+        namespace=CORE_NAMESPACE,
+        priority=CORE_JOB_PRIORITY,
+        type=EVAL_TYPE_CORE,
+        triggered_by=TRIGGER_SCHEDULED,
+        job_id=job_id,
+        status=EVAL_STATUS_PENDING,
+        create_time=now,
+        modify_time=now,
+    )
 
 
 def job_eval(job: Job, trigger: str, now: int, **fields: Any) -> Evaluation:

@@ -6,7 +6,7 @@ in-memory replica apply events through `apply`, so they cannot disagree.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any, Protocol, TypeVar
 
 from drover.model.alloc import (
@@ -21,10 +21,13 @@ from drover.model.events import (
     AllocRestartRequested,
     AllocsClientUpdated,
     AllocsTransitioned,
+    DeploymentsCollected,
     DeploymentUpdated,
     DeploymentUpserted,
+    EvalsCollected,
     EvalsUpserted,
     Event,
+    JobCollected,
     JobDeregistered,
     JobRegistered,
     JobRestartDeleted,
@@ -36,10 +39,12 @@ from drover.model.events import (
     NodeDrainUpdated,
     NodeEligibilityUpdated,
     NodeRegistered,
+    NodesCollected,
     NodeStatusUpdated,
     PlanApplied,
     ScalingEventRegistered,
 )
+from drover.model.gcreducer import deployments_collected, evals_collected, job_collected, nodes_collected
 from drover.model.job import JOB_STATUS_DEAD, JOB_STATUS_PENDING, Job
 from drover.model.jobrestart import JobRestart
 from drover.model.node import NODE_STATUS_DISCONNECTED, Node, compute_class
@@ -78,6 +83,14 @@ class StateWriter(Protocol):
     def job_restarts_of(self, namespace: str, job_id: str) -> list[JobRestart]: ...
     def upsert_job_restart(self, restart: JobRestart) -> None: ...
     def delete_job_restart(self, restart: JobRestart) -> None: ...
+    # What the garbage collector's events read and delete (drover.model.gcreducer): statuses
+    # by ID of those found - an alloc's (desired, client) - without whole documents.
+    def alloc_statuses(self, ids: Sequence[str]) -> dict[str, tuple[str, str]]: ...
+    def eval_statuses(self, ids: Sequence[str]) -> dict[str, str]: ...
+    def deployment_statuses(self, ids: Sequence[str]) -> dict[str, str]: ...
+    def delete_allocs(self, ids: Sequence[str]) -> None: ...
+    def delete_evals(self, ids: Sequence[str]) -> None: ...
+    def delete_deployments(self, ids: Sequence[str]) -> None: ...
 
 
 M = TypeVar("M", Evaluation, Deployment)
@@ -275,6 +288,8 @@ def _plan_applied(state: StateWriter, index: int, ev: PlanApplied) -> None:
                         "status": upd.get("Status", target.status),
                         "status_description": upd.get("StatusDescription", target.status_description),
                         "modify_index": index,
+                        # When it ended: the garbage collector's age of a deployment.
+                        "modify_time": ev.at or target.modify_time,
                     }
                 )
             )
@@ -494,5 +509,9 @@ _HANDLERS: dict[str, Callable[[StateWriter, int, Any], None]] = {
         (JobRestartSignaled, restart_signaled),
         (JobRestartUpdated, restart_updated),
         (JobRestartDeleted, restart_deleted),
+        (EvalsCollected, evals_collected),
+        (DeploymentsCollected, deployments_collected),
+        (NodesCollected, nodes_collected),
+        (JobCollected, job_collected),
     )
 }

@@ -8,7 +8,7 @@ event stream and hand it (or a copy) to the scheduler.
 from __future__ import annotations
 
 from array import array
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from typing import Any, Protocol
 
 from drover.model import Allocation, Deployment, Evaluation, Job, Node
@@ -197,7 +197,9 @@ class InMemoryState:
         self.job_versions.setdefault(key, {})[job.version] = job
 
     def delete_job(self, namespace: str, job_id: str) -> None:
+        # With its versions, as the projections forget them (a purge, or collected).
         self.jobs.pop((namespace, job_id), None)
+        self.job_versions.pop((namespace, job_id), None)
         self.scaling.pop((namespace, job_id), None)
 
     def upsert_job_version(self, job: Job) -> None:
@@ -225,6 +227,49 @@ class InMemoryState:
         self.job_restarts.pop(restart.id, None)
         by_job = self._restarts_by_job.get((restart.namespace, restart.job_id), {})
         by_job.pop(restart.id, None)
+
+    # --- what the garbage collector deletes (drover.model.gcreducer) ---
+    def alloc_statuses(self, ids: Sequence[str]) -> dict[str, tuple[str, str]]:
+        found = (self.allocs.get(i) for i in ids)
+        return {a.id: (a.desired_status, a.client_status) for a in found if a is not None}
+
+    def eval_statuses(self, ids: Sequence[str]) -> dict[str, str]:
+        found = (self.evals.get(i) for i in ids)
+        return {e.id: e.status for e in found if e is not None}
+
+    def deployment_statuses(self, ids: Sequence[str]) -> dict[str, str]:
+        found = (self.deployments.get(i) for i in ids)
+        return {d.id: d.status for d in found if d is not None}
+
+    def delete_allocs(self, ids: Sequence[str]) -> None:
+        for alloc_id in ids:
+            a = self.allocs.pop(alloc_id, None)
+            if a is None:
+                continue
+            if not a.terminal_status():
+                self._add_usage(a.node_id, _usage(a), -1)
+            _forget(self._by_job, (a.namespace, a.job_id), alloc_id)
+            _forget(self._by_node, a.node_id, alloc_id)
+
+    def delete_evals(self, ids: Sequence[str]) -> None:
+        for eval_id in ids:
+            self.evals.pop(eval_id, None)
+
+    def delete_deployments(self, ids: Sequence[str]) -> None:
+        orphaned: set[JobKey] = set()
+        for dep_id in ids:
+            dep = self.deployments.pop(dep_id, None)
+            key = (dep.namespace, dep.job_id) if dep is not None else None
+            if key is not None and self._latest_deployment.get(key) == dep_id:
+                del self._latest_deployment[key]
+                orphaned.add(key)
+        # A job's latest deployment collected: the newest left is its latest again.
+        for dep in self.deployments.values() if orphaned else ():
+            key = (dep.namespace, dep.job_id)
+            if key in orphaned:
+                cur = self.deployments.get(self._latest_deployment.get(key, ""))
+                if cur is None or dep.create_index >= cur.create_index:
+                    self._latest_deployment[key] = dep.id
 
     def upsert_alloc(self, alloc: Allocation) -> None:
         if self.drop_metrics:
@@ -394,6 +439,15 @@ class InMemoryState:
         used[i] += sign * u[0]
         used[i + 1] += sign * u[1]
         used[i + 2] += sign * u[2]
+
+
+def _forget(index: dict[Any, dict[str, Allocation]], key: Any, alloc_id: str) -> None:
+    """Drop `alloc_id` from `index[key]`, and the key once it holds none."""
+    by_key = index.get(key)
+    if by_key is not None:
+        by_key.pop(alloc_id, None)
+        if not by_key:
+            del index[key]
 
 
 def has_flat_usage(state: object) -> bool:

@@ -8,5 +8,7 @@ EVENTS_LOCK_KEY = 4_646_000
 PLANNER_LOCK_KEY = 4_646_001
 # Watcher leadership: one watcher writes missed heartbeats, drains and deployments (drover.watcher).
 WATCHER_LOCK_KEY = 4_646_002
+# Garbage collector leadership: one collector writes and runs the core evals (drover.gc).
+GC_LOCK_KEY = 4_646_003
 # Migrations: two processes migrating at once (`drover up` starts several) take turns.
 MIGRATIONS_LOCK_KEY = 7_070_707

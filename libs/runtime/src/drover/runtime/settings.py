@@ -57,6 +57,18 @@ class Settings(BaseSettings):
     heartbeat_max_per_second: float = 50.0
     heartbeat_grace: float = 10.0
     failover_heartbeat_ttl: float = 300.0
-    # Seconds a job restart that has ended is kept before it is collected (seed 001:
+    # Garbage collection (drover.gc), in seconds, with Nomad's defaults: how often the collector
+    # writes its core evals (Nomad's *_gc_interval, 5m), and how long after it last changed an
+    # object that may go is kept - evals (1h; a batch job's 24h), dead jobs (4h), inactive
+    # deployments (1h), down nodes (24h), job restarts that have ended (seed 001:
     # server.gc_restart_threshold, 4h).
+    gc_interval: float = Field(default=300.0, gt=0.0)
+    eval_gc_threshold: float = Field(default=3600.0, ge=0.0)
+    batch_eval_gc_threshold: float = Field(default=24 * 3600.0, ge=0.0)
+    job_gc_threshold: float = Field(default=4 * 3600.0, ge=0.0)
+    deployment_gc_threshold: float = Field(default=3600.0, ge=0.0)
+    node_gc_threshold: float = Field(default=24 * 3600.0, ge=0.0)
     gc_restart_threshold: float = Field(default=4 * 3600.0, ge=0.0)
+    # Objects one collecting append deletes at most: each append holds the events lock under
+    # 50 ms (docs/performance.md, bench/gc.py).
+    gc_chunk: int = Field(default=500, ge=1)

@@ -21,6 +21,8 @@
   small eval is out, and (`small_quiet`) none has been for a while: while small jobs keep
   coming, every one of them is scheduled and committed beside one large eval at most.
 - Evals with WaitUntil in the future are held until then.
+- Core evals (type `_core`) are left alone: the garbage collector runs them (drover.gc), Nomad's
+  `_core` queue served by its leader.
 - Blocked evals: one per job (a newer one cancels the older). They are released when capacity
   may have appeared - a node of a class they did not find ineligible becomes usable, or an alloc
   stops - including an unblock that happened after their snapshot but before they arrived.
@@ -43,6 +45,7 @@ from drover.model.evaluation import (
     EVAL_STATUS_BLOCKED,
     EVAL_STATUS_CANCELED,
     EVAL_STATUS_PENDING,
+    EVAL_TYPE_CORE,
     TRIGGER_MAX_PLANS,
     Evaluation,
 )
@@ -179,7 +182,10 @@ class EvalBroker:
     # --- what the log says ---
     def upsert(self, ev: Evaluation, now: int, cost: int = 1) -> None:
         """Take in an eval as the log now has it; `cost` is how many placements its job asks
-        for (the service knows the job)."""
+        for (the service knows the job). Core evals are not the schedulers': the garbage
+        collector runs them (drover.gc)."""
+        if ev.type == EVAL_TYPE_CORE:
+            return
         key = _key(ev)
         if self.inflight.get(key) == ev.id and ev.status != EVAL_STATUS_PENDING:
             # The in-flight eval finished (or was re-blocked): the job's slot is free.

@@ -30,6 +30,7 @@ from drover.api.routes import (
     restarts,
     scaling,
     status,
+    system,
 )
 from drover.runtime.settings import Settings
 from drover.runtime.store import EventStore, libpq_url
@@ -47,6 +48,7 @@ ROUTERS = (
     deployments,
     nodes,
     status,
+    system,
     client,
 )
 

@@ -1,6 +1,7 @@
 """The node agent: fingerprint, register, heartbeat at the TTL the servers hand out, watch this
-node's allocs (blocking queries), run them, report their status in batches, and after its own
-restart pick up what it was running (raw_exec tasks live on under their executors)."""
+node's allocs (blocking queries), run them, report their status in batches, collect the
+directories of terminal allocs (drover.client.gc), and after its own restart pick up what it
+was running (raw_exec tasks live on under their executors)."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ import asyncio
 import contextlib
 import json
 import logging
+import shutil
 import time
 import uuid
 from pathlib import Path
@@ -19,6 +21,7 @@ import httpx
 from drover.client.config import AgentConfig
 from drover.client.drivers import RawExecDriver, TaskHandle
 from drover.client.fingerprint import fingerprint
+from drover.client.gc import to_collect
 from drover.client.runner import AllocRunner
 from drover.client.statefile import write_atomically
 from drover.model.alloc import Allocation
@@ -43,6 +46,11 @@ class Agent:
         self.ttl = 10 * SECOND
         self._saved: dict[str, Any] = self._load_state()
         self._stopping: set[asyncio.Task[None]] = set()
+        # The servers' last listing of this node's allocs: whether each one's client status is
+        # terminal there (None until the first); and since when each alloc here has ended.
+        self.listed: dict[str, bool] | None = None
+        self.terminal_since: dict[str, float] = {}
+        self._collecting = asyncio.Lock()
 
     # --- identity and local state ---
     def _node_id(self) -> str:
@@ -143,8 +151,11 @@ class Agent:
                 )
                 r.raise_for_status()
                 index = int(r.headers.get("X-Nomad-Index", index))
-                for doc in r.json():
-                    await self.sync(Allocation.model_validate(doc))
+                listed = [Allocation.model_validate(doc) for doc in r.json()]
+                for alloc in listed:
+                    await self.sync(alloc)
+                self.listed = {a.id: a.client_terminal() for a in listed}
+                await self.collect()
             except httpx.HTTPError as e:
                 log.warning("watching allocs failed: %s", e)
                 await asyncio.sleep(1.0)
@@ -201,6 +212,49 @@ class Agent:
         self.dirty.add(runner.alloc.id)
         self.persist()
 
+    # --- garbage collection of alloc directories ---
+    def _alloc_dirs(self) -> set[str]:
+        root = self.data_dir / "allocs"
+        return {p.name for p in root.iterdir() if p.is_dir()} if root.is_dir() else set()
+
+    async def collect(self) -> None:
+        """Remove the directories of allocs the servers forgot, and of terminal ones past
+        gc_max_allocs (drover.client.gc)."""
+        async with self._collecting:
+            now = time.monotonic()
+            on_disk = self._alloc_dirs()
+            for alloc_id in on_disk | set(self.runners):
+                runner = self.runners.get(alloc_id)
+                if runner is None or runner.finished():
+                    self.terminal_since.setdefault(alloc_id, now)
+                else:
+                    self.terminal_since.pop(alloc_id, None)  # running (again)
+            kept = on_disk | set(self.runners)
+            for alloc_id in to_collect(kept, self.listed, self.terminal_since, self.cfg.gc_max_allocs):
+                await self._destroy(
+                    alloc_id, forgotten=self.listed is not None and alloc_id not in self.listed
+                )
+
+    async def _destroy(self, alloc_id: str, forgotten: bool) -> None:
+        runner = self.runners.pop(alloc_id, None)
+        if runner is not None and not runner.stopped:
+            await runner.stop()
+        self.terminal_since.pop(alloc_id, None)
+        self.dirty.discard(alloc_id)
+        self._saved.pop(alloc_id, None)
+        await asyncio.to_thread(shutil.rmtree, self.data_dir / "allocs" / alloc_id, True)
+        self.persist()
+        why = "the servers collected it" if forgotten else f"more than {self.cfg.gc_max_allocs} allocs kept"
+        log.info("collected alloc %s (%s)", alloc_id, why)
+
+    async def gc(self, stop: asyncio.Event) -> None:
+        """Collect every gc_interval (and after each listing: `watch`)."""
+        while not stop.is_set():
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(stop.wait(), self.cfg.gc_interval / SECOND)
+            if not stop.is_set():
+                await self.collect()
+
     async def report(self, stop: asyncio.Event) -> None:
         last_full = time.monotonic()
         while not stop.is_set():
@@ -253,7 +307,7 @@ class Agent:
 
     async def run(self, stop: asyncio.Event) -> None:
         await self.register(stop)
-        loops = [asyncio.create_task(fn(stop)) for fn in (self.heartbeat, self.watch, self.report)]
+        loops = [asyncio.create_task(fn(stop)) for fn in (self.heartbeat, self.watch, self.report, self.gc)]
         await stop.wait()
         for t in loops:
             t.cancel()

@@ -8,6 +8,8 @@ client {
   node_pool  = "default"
   meta { rack = "r1" }
   reserved { cpu = 500  memory = 512  disk = 1024 }
+  gc_interval   = "1m"
+  gc_max_allocs = 50
 }
 plugin "raw_exec" { config { enabled = true } }
 """
@@ -21,6 +23,7 @@ from typing import Any
 import hcl2
 
 from drover.model.drivers import DRIVER_MOCK, DRIVER_RAW_EXEC
+from drover.model.durations import MINUTE, parse_duration
 
 
 @dataclass
@@ -37,6 +40,10 @@ class AgentConfig:
     reserved_cpu: int = 0
     reserved_memory: int = 0
     reserved_disk: int = 0
+    # Terminal alloc directories (Nomad's client GC): looked at every gc_interval (ns), the
+    # oldest removed while more than gc_max_allocs allocs are kept (Nomad: 1m, 50).
+    gc_interval: int = MINUTE
+    gc_max_allocs: int = 50
 
 
 def _clean(value: Any) -> Any:
@@ -78,6 +85,7 @@ def load(path: Path, config: AgentConfig | None = None) -> AgentConfig:
                 problems.append(f"client.reserved.{key}: must be a non-negative integer")
             else:
                 setattr(cfg, attr, reserved[key])
+    _gc(client, cfg, problems)
     plugins = doc.get("plugin", [])
     for block in plugins if isinstance(plugins, list) else [plugins]:
         for name, body in block.items():
@@ -93,3 +101,23 @@ def load(path: Path, config: AgentConfig | None = None) -> AgentConfig:
     if problems:
         raise ValueError(f"{path}: " + "; ".join(problems))
     return cfg
+
+
+def _gc(client: dict[str, Any], cfg: AgentConfig, problems: list[str]) -> None:
+    """client.gc_interval (a duration) and client.gc_max_allocs (a positive integer)."""
+    if "gc_interval" in client:
+        try:
+            interval = parse_duration(client["gc_interval"])
+        except ValueError as e:
+            problems.append(f"client.gc_interval: {e}")
+        else:
+            if interval <= 0:
+                problems.append("client.gc_interval: must be positive")
+            else:
+                cfg.gc_interval = interval
+    if "gc_max_allocs" in client:
+        n = client["gc_max_allocs"]
+        if not isinstance(n, int) or isinstance(n, bool) or n < 1:
+            problems.append("client.gc_max_allocs: must be a positive integer")
+        else:
+            cfg.gc_max_allocs = n

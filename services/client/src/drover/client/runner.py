@@ -378,6 +378,10 @@ class AllocRunner:
         if self.main is not None:
             await self.main
 
+    def finished(self) -> bool:
+        """Whether every task of the alloc has ended here (nothing left to run or stop)."""
+        return self.main is not None and self.main.done()
+
     def client_status(self) -> str:
         states = [tr.state for tr in self.tasks.values()]
         if any(s.state == TASK_STATE_DEAD and s.failed for s in states):

@@ -2,7 +2,7 @@
 
 drover agent [--config agent.hcl] [--api URL] [--data-dir DIR] [--name NAME]
              [--datacenter DC] [--node-class C] [--node-pool P] [--meta k=v ...]
-             [--enable-raw-exec]
+             [--enable-raw-exec] [--gc-interval 1m] [--gc-max-allocs 50]
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ from pathlib import Path
 from drover.client.agent import Agent
 from drover.client.config import AgentConfig, load
 from drover.model.drivers import DRIVER_RAW_EXEC
+from drover.model.durations import parse_duration
 from drover.runtime.gctune import tune
 from drover.runtime.service import run_loop
 from drover.runtime.telemetry import setup_logging
@@ -36,6 +37,10 @@ def parse(argv: list[str]) -> AgentConfig:
     ap.add_argument(
         "--enable-raw-exec", action="store_true", help="enable the raw_exec driver (off by default)"
     )
+    ap.add_argument("--gc-interval", help="how often terminal alloc directories are collected (default 1m)")
+    ap.add_argument(
+        "--gc-max-allocs", type=int, help="allocs kept before terminal ones are collected (default 50)"
+    )
     args = ap.parse_args(argv)
     cfg = AgentConfig()
     if args.config is not None:
@@ -54,6 +59,17 @@ def parse(argv: list[str]) -> AgentConfig:
         cfg.meta[key] = value
     if args.enable_raw_exec:
         cfg.drivers.add(DRIVER_RAW_EXEC)
+    if args.gc_interval is not None:
+        try:
+            cfg.gc_interval = parse_duration(args.gc_interval)
+        except ValueError as e:
+            ap.error(f"--gc-interval: {e}")
+        if cfg.gc_interval <= 0:
+            ap.error("--gc-interval: must be positive")
+    if args.gc_max_allocs is not None:
+        if args.gc_max_allocs < 1:
+            ap.error("--gc-max-allocs: must be a positive integer")
+        cfg.gc_max_allocs = args.gc_max_allocs
     return cfg
 
 

@@ -1,7 +1,7 @@
 """The restart watcher loop: for every running job restart, ask the pure rules
 (drover.control.restartwatch) what to do and write it - the next batch's signal (with its
 record, in one append), the batch in flight done, a pause or failure on an error, the end.
-Terminal restarts are collected after gc_restart_threshold (until a garbage collector does it).
+Restarts that have ended are the garbage collector's (drover.gc).
 
 Exactly once: a batch's signal and its record are one event, each alloc's request ID is derived
 from the restart and the alloc, and the reducer applies a batch's signal once; after a failover
@@ -16,7 +16,6 @@ import time
 from typing import Any
 
 from drover.control.restartwatch import watch_restart
-from drover.model.durations import SECOND
 from drover.model.events import (
     AllocsClientUpdated,
     EvalsUpserted,
@@ -44,9 +43,8 @@ class RestartWatcher:
     """Looks again at a restart when its job's allocs or the restart changed (told by the
     replica's listener), or when its deadline (BatchWait, a health deadline) has come."""
 
-    def __init__(self, state: InMemoryState, gc_threshold: int) -> None:
+    def __init__(self, state: InMemoryState) -> None:
         self.state = state
-        self.gc_threshold = gc_threshold
         self.deadlines: dict[str, int] = {}
         # Jobs to look at again; None: every job (the first pass).
         self.changed: set[JobKey] | None = None
@@ -80,8 +78,6 @@ class RestartWatcher:
         for r in list(self.state.job_restarts.values()):
             if r.terminal():
                 self.deadlines.pop(r.id, None)
-                if self.gc_threshold and now - r.updated_at >= self.gc_threshold:
-                    events.append(JobRestartDeleted(restart_id=r.id, namespace=r.namespace, job_id=r.job_id))
                 continue
             deadline = self.deadlines.get(r.id, 0)
             if (
@@ -111,10 +107,10 @@ def _describe(ev: Event) -> str:
 
 
 async def watch_restarts(
-    replica: Replica, store: EventStore, lease: tuple[str, int], stop: asyncio.Event, gc_threshold: float
+    replica: Replica, store: EventStore, lease: tuple[str, int], stop: asyncio.Event
 ) -> None:
     """Run passes until stopped; a fenced append (a newer leader) stops the watcher."""
-    watcher = RestartWatcher(replica.state, int(gc_threshold * SECOND))
+    watcher = RestartWatcher(replica.state)
     replica.listeners.append(watcher.on_event)
     last = 0.0
     while not stop.is_set():

@@ -58,7 +58,7 @@ async def lead(
     watcher.start(time.time_ns())
     drainer = asyncio.create_task(drain(replica, store, lease, stop))
     deployments = asyncio.create_task(watch_deployments(replica, store, lease, stop))
-    restarts = asyncio.create_task(watch_restarts(replica, store, lease, stop, settings.gc_restart_threshold))
+    restarts = asyncio.create_task(watch_restarts(replica, store, lease, stop))
     reaper = asyncio.create_task(reap_failed_evals(settings, replica, store, js, lease, stop))
     launches = asyncio.create_task(dispatch_periodic(replica, store, lease, stop))
     try:

@@ -14,7 +14,10 @@ from pydantic import BaseModel
 from drover.model import Allocation, Deployment, Evaluation, Job, Node
 from drover.model.events import (
     AllocsClientUpdated,
+    DeploymentsCollected,
+    EvalsCollected,
     Event,
+    JobCollected,
     JobDeregistered,
     JobRegistered,
     JobRestartDeleted,
@@ -24,12 +27,14 @@ from drover.model.events import (
     NodeDrainUpdated,
     NodeEligibilityUpdated,
     NodeRegistered,
+    NodesCollected,
     NodeStatusUpdated,
     PlanApplied,
     evals_of,
 )
 from drover.model.jobrestart import JobRestart
-from drover.runtime.store.projections import DELETED, SqlState, Statement
+from drover.runtime.store.collected import DELETED, refs_query
+from drover.runtime.store.projections import SqlState, Statement
 
 JobKey = tuple[str, str]
 
@@ -48,6 +53,8 @@ class Wanted:
     restarts_of: list[JobKey] = field(default_factory=list)
     # Placements the scheduler just created (CreateIndex 0: a fresh ID), taken as absent.
     new: list[str] = field(default_factory=list)
+    # Rows the garbage collector's events delete, looked up by reference (no documents).
+    refs: dict[str, list[str]] = field(default_factory=dict)
 
 
 def _plan(w: Wanted, ev: PlanApplied, trust_new: bool) -> None:
@@ -75,8 +82,15 @@ def wanted_by(events: Sequence[Event], *, trust_new: bool = False) -> Wanted:
             w.allocs.extend(u.id for u in ev.updates)
         elif isinstance(ev, JobRegistered):
             w.jobs.append((ev.job.namespace, ev.job.id))
-        elif isinstance(ev, (JobDeregistered, JobStabilityUpdated)):
+        elif isinstance(ev, (JobDeregistered, JobStabilityUpdated, JobCollected)):
             w.jobs.append((ev.namespace, ev.job_id))
+        elif isinstance(ev, NodesCollected):
+            w.nodes.extend(ev.nodes)
+        elif isinstance(ev, EvalsCollected):
+            w.refs.setdefault("allocs", []).extend(ev.allocs)
+            w.refs.setdefault("evals", []).extend(ev.evals)
+        elif isinstance(ev, DeploymentsCollected):
+            w.refs.setdefault("deployments", []).extend(ev.deployments)
         elif isinstance(ev, NodeRegistered):
             w.nodes.append(ev.node.id)
         elif isinstance(ev, (NodeStatusUpdated, NodeEligibilityUpdated, NodeDrainUpdated)):
@@ -98,12 +112,14 @@ class Prefetch:
         wanted: list[tuple[str, dict[Any, Any], list[Any], type[BaseModel]]],
         job_keys: list[JobKey],
         restarts_of: list[JobKey],
+        refs: dict[str, list[str]],
     ) -> None:
         self.state = state
         self.statement = statement
         self.wanted = wanted
         self.job_keys = job_keys
         self.restarts_of = restarts_of
+        self.refs = refs
 
     def take(self, rows: Iterable[tuple[Any, ...]]) -> None:
         """Cache the documents found, and what was not found as absent."""
@@ -112,7 +128,11 @@ class Prefetch:
         models["jobs"] = (st._jobs, Job)
         for k in self.restarts_of:
             st.restarts_by_job.setdefault(k, set())
+        refs: dict[str, list[tuple[str, str]]] = {table: [] for table in self.refs}
         for table, namespace, key, doc in rows:
+            if table.endswith("#"):
+                refs[table[:-1]].append((key, doc))
+                continue
             if table == "restarts_of":
                 r = JobRestart.model_validate_json(doc)
                 st.restarts.setdefault(r.id, r)
@@ -128,6 +148,8 @@ class Prefetch:
                         st._absent_allocs.add(i)
         for jk in self.job_keys:
             st._jobs.setdefault(jk, DELETED)
+        for table, ids in self.refs.items():
+            st.take_refs(table, ids, refs[table])
 
 
 def _by_job_keys(select: str, table: str, keys: list[JobKey], id_column: str) -> tuple[str, list[Any]]:
@@ -167,6 +189,14 @@ def prefetch_query(state: SqlState, w: Wanted) -> Prefetch | None:
         )
         parts.append(sql)
         params.extend(args)
+    refs: dict[str, list[str]] = {}
+    for table, ids in w.refs.items():
+        cache = state._table_cache(table)
+        refs[table] = [i for i in set(ids) if i not in cache]
+        if refs[table]:
+            query = refs_query(table).replace("SELECT id,", f"SELECT '{table}#', '', id,", 1)
+            parts.append(query)
+            params.append(refs[table])
     if not parts:
         return None
-    return Prefetch(state, (" UNION ALL ".join(parts), params), wanted, job_keys, restarts_of)
+    return Prefetch(state, (" UNION ALL ".join(parts), params), wanted, job_keys, restarts_of, refs)

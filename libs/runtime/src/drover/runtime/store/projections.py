@@ -27,6 +27,7 @@ from drover.model.jobrestart import JobRestart
 from drover.model.node import Node
 from drover.model.placements import metric_json
 from drover.model.scaling import JobScalingEvents
+from drover.runtime.store.collected import DELETED, CollectedRows
 from drover.runtime.watches import (
     ALLOC_KEYS_MAX,
     alloc_key,
@@ -52,7 +53,6 @@ PROJECTION_TABLES = (
 # Tables whose `doc` is `text` (kept as sent, never parsed; see migrations 0002 and 0003), the
 # others' is `jsonb`.
 _TEXT_DOC_TABLES = frozenset({"allocs"})
-DELETED = object()
 # A statement for the raw (psycopg) connection: SQL with %s placeholders, and its parameters.
 Statement = tuple[str, Any]
 # SQL types of the projection columns (for the arrays `_upsert` sends).
@@ -96,7 +96,7 @@ def _row_json(row: dict[str, Any]) -> str:
     return "{" + ",".join(f'"{c}":' + (v if c == "doc" else json.dumps(v)) for c, v in row.items()) + "}"
 
 
-class SqlState:
+class SqlState(CollectedRows):
     """A `StateWriter` for one transaction on `conn`."""
 
     def __init__(self, conn: Connection, *, owns_events: bool = False) -> None:
@@ -131,6 +131,7 @@ class SqlState:
             k: set()
             for k in ("nodes", "jobs", "allocs", "evals", "deployments", "job_restarts", "scaling_events")
         }
+        self.init_collected()
 
     def take_metrics(self, events: Iterable[Event]) -> None:
         """Note the placement metrics `events` carry as JSON (PlanApplied.metrics_json), for
@@ -374,6 +375,7 @@ class SqlState:
         for ns, job_id in jobs:
             # A child's change is its parent's summary's (the parent counts its children).
             keys.update(parent_keys(ns, job_id))
+        self.collected_keys(keys, name_allocs)
         return keys, every
 
     def flush(self, then: Sequence[Statement] = ()) -> None:
@@ -383,18 +385,21 @@ class SqlState:
         self._flush_nodes(writes)
         self._flush_jobs(writes)
         self._flush_allocs(writes)
-        evals, _ = self._split(self._evals, "evals")
+        evals, gone_evals = self._split(self._evals, "evals")
         self._upsert(writes, "evals", ("id",), [
             {"id": e.id, "namespace": e.namespace, "job_id": e.job_id, "status": e.status, "doc": _doc(e),
              "modify_index": e.modify_index}
             for e in evals
         ])  # fmt: skip
-        deps, _ = self._split(self._deployments, "deployments")
+        deps, gone_deps = self._split(self._deployments, "deployments")
         self._upsert(writes, "deployments", ("id",), [
             {"id": d.id, "namespace": d.namespace, "job_id": d.job_id, "create_index": d.create_index,
              "doc": _doc(d), "modify_index": d.modify_index}
             for d in deps
         ])  # fmt: skip
+        for table, gone in (("evals", gone_evals), ("deployments", gone_deps)):
+            if gone:
+                writes.append((f"DELETE FROM {table} WHERE id = ANY(%s)", (gone,)))
         self._flush_restarts(writes)
         self._flush_scaling(writes)
         self.run([*writes, *then])
@@ -433,9 +438,13 @@ class SqlState:
             for j in jobs
         ]
         self._upsert(writes, "jobs", ("namespace", "id"), rows)
-        for ns, job_id in gone:
+        if gone:
+            keys = ([ns for ns, _ in gone], [job_id for _, job_id in gone])
             for table in ("jobs", "job_versions"):
-                writes.append((f"DELETE FROM {table} WHERE namespace = %s AND id = %s", (ns, job_id)))
+                writes.append((
+                    f"DELETE FROM {table} WHERE (namespace, id) IN (SELECT * FROM unnest(%s::text[], %s::text[]))",
+                    keys,
+                ))  # fmt: skip
         versions = [
             {"namespace": j.namespace, "id": j.id, "version": j.version, "doc": _doc(j)}
             for (ns, jid, _), j in self._job_versions.items()
@@ -446,7 +455,9 @@ class SqlState:
 
     def _flush_allocs(self, writes: list[Statement]) -> None:
         """New allocs by COPY, at once; the others upserted with the rest of the writes."""
-        allocs, _ = self._split(self._allocs, "allocs")
+        allocs, gone = self._split(self._allocs, "allocs")
+        if gone:
+            writes.append(("DELETE FROM allocs WHERE id = ANY(%s)", (gone,)))
         new = [a for a in allocs if a.id in self._absent_allocs]
         new_ids = {a.id for a in new}
         if new:

@@ -3,14 +3,14 @@ found by their ParentID through an index, and each alloc's task group a column, 
 status is (0002), so a summary counts allocs by group and status from the columns alone (the
 alloc documents are text, parsed only when read whole).
 
-Revision ID: 0009
-Revises: 0010
+Revision ID: 0008
+Revises: 0007
 """
 
 from alembic import op
 
-revision = "0009"
-down_revision = "0010"
+revision = "0008"
+down_revision = "0007"
 branch_labels = None
 depends_on = None
 

@@ -1,13 +1,13 @@
 """Scaling events: a projection of each job's scale requests by task group (Nomad's
 JobScalingEvents), written by the reducer like the others.
 
-Revision ID: 0010
+Revision ID: 0007
 Revises: 0006
 """
 
 from alembic import op
 
-revision = "0010"
+revision = "0007"
 down_revision = "0006"
 branch_labels = None
 depends_on = None
