@@ -6,6 +6,7 @@ and dead."""
 from __future__ import annotations
 
 import base64
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -60,10 +61,15 @@ def dispatch(c: Cluster, payload: bytes, **body: Any) -> dict[str, Any]:
 
 
 def children(c: Cluster) -> dict[str, int]:
-    summary = c.get("/v1/job/render/summary")["Children"]
-    (stub,) = [j for j in c.get("/v1/jobs") if j["ID"] == "render"]
-    assert stub["JobSummary"]["Children"] == summary
-    return summary
+    """The parent's children counts, the same in its summary and in its list stub (read one
+    after the other: a child changing in between is read again)."""
+    for _ in range(50):
+        summary = c.get("/v1/job/render/summary")["Children"]
+        (stub,) = [j for j in c.get("/v1/jobs") if j["ID"] == "render"]
+        if stub["JobSummary"]["Children"] == summary:
+            return summary
+        time.sleep(0.1)
+    raise AssertionError(f"the summary says {summary}, the job list {stub['JobSummary']['Children']}")
 
 
 def test_a_dispatched_payload_reaches_the_task_and_the_parent_counts_its_children(

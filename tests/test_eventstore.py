@@ -65,8 +65,8 @@ from drover.runtime.store import (
     NewEvent,
     eventstore,
     migrate,
-    projections,
     statements,
+    touched,
 )
 from drover.runtime.store.eventstore import libpq_url
 from drover.runtime.store.migrate import alembic_config
@@ -588,7 +588,7 @@ def test_each_commit_notifies_what_it_changed(
     """The append's notification names the keys of every projection row it wrote
     (drover.runtime.watches), for the blocking queries waiting on them; a commit of more
     allocs than are worth naming names their category instead."""
-    monkeypatch.setattr(projections, "ALLOC_KEYS_MAX", alloc_keys_max)
+    monkeypatch.setattr(touched, "ALLOC_KEYS_MAX", alloc_keys_max)
     listener = psycopg.connect(libpq_url(database_url), autocommit=True)
     listener.execute(f"LISTEN {eventstore.NOTIFY_CHANNEL}")
 

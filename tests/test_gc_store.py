@@ -23,7 +23,7 @@ from drover.model.events import (
     NodeStatusUpdated,
     PlanApplied,
 )
-from drover.runtime.store import EventStore, eventstore, projections
+from drover.runtime.store import EventStore, eventstore, touched
 from drover.runtime.store.eventstore import libpq_url
 from drover.runtime.watches import parse_payload
 from drover.scheduler import evaluate_plan
@@ -130,7 +130,7 @@ def test_a_rebuild_after_collection_equals_the_live_projections(store: EventStor
 def test_a_collection_notifies_what_it_deleted(
     database_url: str, store: EventStore, monkeypatch: pytest.MonkeyPatch, alloc_keys_max: int
 ) -> None:
-    monkeypatch.setattr(projections, "ALLOC_KEYS_MAX", alloc_keys_max)
+    monkeypatch.setattr(touched, "ALLOC_KEYS_MAX", alloc_keys_max)
     allocs = _placed(store, 2)
     state = store.replay()
     stops = [a.model_copy(update={"desired_status": "stop"}) for a in state.allocs.values()]

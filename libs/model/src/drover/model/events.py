@@ -2,12 +2,13 @@
 
 Each event names its stream (the aggregate it belongs to, for optimistic concurrency) and carries
 what the reducer needs to change the state. The log position an event gets is the cluster index
-(Nomad's raft index): the reducer stamps CreateIndex / ModifyIndex from it.
+(Nomad's raft index): the reducer stamps CreateIndex / ModifyIndex from it. The base and the job
+restart and garbage-collection events have modules of their own (eventbase, restartevents,
+gcevents), re-exported here.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from typing import Annotated, Any, ClassVar, Literal
 
 from pydantic import Field, TypeAdapter, model_validator
@@ -23,8 +24,17 @@ from drover.model.alloc import (
 from drover.model.base import NomadModel
 from drover.model.deployment import Deployment
 from drover.model.evaluation import Evaluation
+from drover.model.eventbase import Event as Event
+from drover.model.eventbase import NewEvent as NewEvent
+from drover.model.eventbase import dispatch_stream as dispatch_stream
+from drover.model.eventbase import job_stream as job_stream
+from drover.model.eventbase import node_stream as node_stream
+from drover.model.gcevents import Collected as Collected
+from drover.model.gcevents import DeploymentsCollected as DeploymentsCollected
+from drover.model.gcevents import EvalsCollected as EvalsCollected
+from drover.model.gcevents import JobCollected as JobCollected
+from drover.model.gcevents import NodesCollected as NodesCollected
 from drover.model.job import Job
-from drover.model.jobrestart import JobRestart
 from drover.model.node import DrainStrategy, Node
 from drover.model.placements import (
     COLUMNS_FROM,
@@ -35,41 +45,12 @@ from drover.model.placements import (
     metrics_object,
     with_metrics,
 )
+from drover.model.restartevents import JobRestartDeleted as JobRestartDeleted
+from drover.model.restartevents import JobRestartSignaled as JobRestartSignaled
+from drover.model.restartevents import JobRestartStarted as JobRestartStarted
+from drover.model.restartevents import JobRestartUpdated as JobRestartUpdated
+from drover.model.restartevents import restart_stream as restart_stream
 from drover.model.scaling import ScalingEvent
-
-
-class Event(NomadModel):
-    """Base of every event. `type` is the discriminator stored in the log."""
-
-    type: str
-    category: ClassVar[str] = ""
-
-    def stream(self) -> str:
-        raise NotImplementedError
-
-
-@dataclass
-class NewEvent:
-    """An event to append; `expected_version` None means any, 0 a new stream, n the version the
-    stream must be at (optimistic concurrency per stream)."""
-
-    event: Event
-    expected_version: int | None = None
-    metadata: dict[str, Any] = field(default_factory=dict)
-
-
-def job_stream(namespace: str, job_id: str) -> str:
-    return f"job:{namespace}/{job_id}"
-
-
-def dispatch_stream(namespace: str, job_id: str, idempotency_token: str) -> str:
-    """The stream a dispatch of the job with an idempotency token appends its evals to: two
-    dispatches with one token cannot both find no child of it (optimistic concurrency)."""
-    return f"dispatch:{namespace}/{job_id}/{idempotency_token}"
-
-
-def node_stream(node_id: str) -> str:
-    return f"node:{node_id}"
 
 
 # --- nodes ---
@@ -347,126 +328,6 @@ class AllocRestartRequested(Event):
 
     def stream(self) -> str:
         return f"restart:{self.alloc_id}"
-
-
-def restart_stream(namespace: str, job_id: str) -> str:
-    """The stream of a job's restarts: one per job, so that two restarts started at once
-    cannot both find none running (optimistic concurrency)."""
-    return f"jobrestart:{namespace}/{job_id}"
-
-
-class JobRestartStarted(Event):
-    """An operator started a restart of a job (seed 001)."""
-
-    type: Literal["JobRestartStarted"] = "JobRestartStarted"
-    category: ClassVar[str] = "JobRestart"
-    restart: JobRestart
-
-    def stream(self) -> str:
-        return restart_stream(self.restart.namespace, self.restart.job_id)
-
-
-class JobRestartSignaled(Event):
-    """The restart watcher signalled a batch: each alloc's restart request (in place), or its
-    mark to migrate (with reschedule: the scheduler replaces it), and the restart's record of
-    the batch, in one event - a batch is signalled and recorded together or not at all."""
-
-    type: Literal["JobRestartSignaled"] = "JobRestartSignaled"
-    category: ClassVar[str] = "JobRestart"
-    restart_id: str
-    namespace: str = "default"
-    job_id: str = ""
-    batch_number: int
-    requests: dict[str, AllocRestartRequest] = Field(default_factory=dict)
-    migrate: list[str] = Field(default_factory=list)
-    at: int = 0
-
-    def stream(self) -> str:
-        return restart_stream(self.namespace, self.job_id)
-
-    def alloc_ids(self) -> list[str]:
-        return [*self.requests, *self.migrate]
-
-
-class JobRestartUpdated(Event):
-    """A restart's status changed (paused, resumed, cancelled, complete, failed), or its batch in
-    flight was seen done."""
-
-    type: Literal["JobRestartUpdated"] = "JobRestartUpdated"
-    category: ClassVar[str] = "JobRestart"
-    restart_id: str
-    namespace: str = "default"
-    job_id: str = ""
-    status: str = ""
-    status_description: str = ""
-    batch_done_at: int = 0
-    at: int = 0
-
-    def stream(self) -> str:
-        return restart_stream(self.namespace, self.job_id)
-
-
-class JobRestartDeleted(Event):
-    """A terminal restart collected after gc_restart_threshold: it leaves the projections; the
-    log keeps its history."""
-
-    type: Literal["JobRestartDeleted"] = "JobRestartDeleted"
-    category: ClassVar[str] = "JobRestart"
-    restart_id: str
-    namespace: str = "default"
-    job_id: str = ""
-
-    def stream(self) -> str:
-        return restart_stream(self.namespace, self.job_id)
-
-
-# --- garbage collection (drover.control.gc): what the collector saw change since stays ---
-class Collected(Event):
-    """Objects the garbage collector collected: they leave the state; the log keeps them."""
-
-    def stream(self) -> str:
-        return "gc"
-
-
-class EvalsCollected(Collected):
-    """Evals and allocs collected (Nomad's eval reap): those still terminal (an alloc also not
-    running on its client) go."""
-
-    type: Literal["EvalsCollected"] = "EvalsCollected"
-    category: ClassVar[str] = "Evaluation"
-    evals: list[str] = Field(default_factory=list)
-    allocs: list[str] = Field(default_factory=list)
-
-
-class DeploymentsCollected(Collected):
-    """Deployments collected: those still inactive go."""
-
-    type: Literal["DeploymentsCollected"] = "DeploymentsCollected"
-    category: ClassVar[str] = "Deployment"
-    deployments: list[str]
-
-
-class NodesCollected(Collected):
-    """Down nodes collected (Nomad's node reap): those unchanged since log position `as_of` go."""
-
-    type: Literal["NodesCollected"] = "NodesCollected"
-    category: ClassVar[str] = "Node"
-    nodes: list[str]
-    as_of: int
-
-
-class JobCollected(Event):
-    """A dead job collected with its versions (Nomad's job reap), if unchanged since log
-    position `as_of`; in the job's stream, so a register decided before it is decided again."""
-
-    type: Literal["JobCollected"] = "JobCollected"
-    category: ClassVar[str] = "Job"
-    namespace: str = "default"
-    job_id: str
-    as_of: int
-
-    def stream(self) -> str:
-        return job_stream(self.namespace, self.job_id)
 
 
 # Every event but PlanApplied, which each reader decodes in a form of its own.

@@ -14,7 +14,7 @@ from drover.model.evaluation import EVAL_STATUS_CANCELED, EVAL_STATUS_COMPLETE, 
 from drover.model.events import DeploymentsCollected, EvalsCollected, JobCollected, NodesCollected
 
 if TYPE_CHECKING:
-    from drover.model.reducer import StateWriter
+    from drover.model.statewriter import StateWriter
 
 EVAL_TERMINAL = (EVAL_STATUS_COMPLETE, EVAL_STATUS_FAILED, EVAL_STATUS_CANCELED)
 

@@ -11,7 +11,7 @@ from drover.model.events import JobRestartDeleted, JobRestartSignaled, JobRestar
 from drover.model.jobrestart import RESTART_CANCELLED
 
 if TYPE_CHECKING:
-    from drover.model.reducer import StateWriter
+    from drover.model.statewriter import StateWriter
 
 DESC_DEPLOYMENT_STARTED = "Cancelled because deployment {} started"
 

@@ -28,16 +28,7 @@ from drover.model.node import Node
 from drover.model.placements import metric_json
 from drover.model.scaling import JobScalingEvents
 from drover.runtime.store.collected import DELETED, CollectedRows
-from drover.runtime.watches import (
-    ALLOC_KEYS_MAX,
-    alloc_key,
-    deployment_key,
-    eval_key,
-    job_key,
-    node_key,
-    parent_keys,
-    restart_key,
-)
+from drover.runtime.store.touched import written_keys
 
 T = TypeVar("T", bound=BaseModel)
 PROJECTION_TABLES = (
@@ -318,64 +309,12 @@ class SqlState(CollectedRows):
         self._dirty["job_restarts"].add(restart.id)
 
     def touched(self) -> tuple[set[str], list[str]]:
-        """The keys of what the buffered writes change, and the categories of which every key
-        counts as changed (drover.runtime.watches), for the blocking queries waiting on them;
-        read before `flush`."""
-        keys: set[str] = set()
-        every: list[str] = []
-        dirty = self._dirty
-        if dirty["nodes"]:
-            keys.add("nodes")
-            keys.update(node_key(n) for n in dirty["nodes"])
-        jobs = set(dirty["jobs"])
-        if jobs:
-            keys.add("jobs")
-            keys.update(job_key(ns, j) for ns, j in jobs)
-        # A version alone (its Stable flag), or the job's scaling events.
-        keys.update(job_key(ns, j) for ns, j, _ in self._job_versions)
-        keys.update(job_key(ns, j) for ns, j in dirty["scaling_events"])
-        for restart_id in dirty["job_restarts"]:
-            r = self.restarts[restart_id]
-            keys.update(("job_restarts", restart_key(restart_id)))
-            if r is not DELETED:
-                keys.add(job_key(r.namespace, r.job_id))
-        name_allocs = len(dirty["allocs"]) <= ALLOC_KEYS_MAX
-        if not name_allocs:
-            every.append("alloc")
-        for table, cache in (
-            ("allocs", self._allocs),
-            ("evals", self._evals),
-            ("deployments", self._deployments),
-        ):
-            if not dirty[table]:
-                continue
-            keys.add(table)
-            # A plan's allocs share one job, eval and deployment: their keys are built only
-            # when those change from one alloc to the next, not once per alloc.
-            last: tuple[str, str, str, str] = ("", "", "", "")
-            for k in dirty[table]:
-                obj = cache[k]
-                if obj is DELETED:
-                    continue
-                if table == "allocs":
-                    keys.add(node_key(obj.node_id))
-                    if name_allocs:
-                        keys.add(alloc_key(obj.id))
-                    seen = (obj.namespace, obj.job_id, obj.eval_id, obj.deployment_id or "")
-                    if seen != last:
-                        last = seen
-                        jobs.add((obj.namespace, obj.job_id))
-                        keys.update((job_key(obj.namespace, obj.job_id), eval_key(obj.eval_id)))
-                        if obj.deployment_id:
-                            keys.add(deployment_key(obj.deployment_id))
-                else:
-                    jobs.add((obj.namespace, obj.job_id))
-                    keys.add(job_key(obj.namespace, obj.job_id))
-                    keys.add(eval_key(obj.id) if table == "evals" else deployment_key(obj.id))
-        for ns, job_id in jobs:
-            # A child's change is its parent's summary's (the parent counts its children).
-            keys.update(parent_keys(ns, job_id))
-        self.collected_keys(keys, name_allocs)
+        """The keys of what the buffered writes and deletions change, and the categories of
+        which every key counts as changed (drover.runtime.watches), for the blocking queries
+        waiting on them; read before `flush`."""
+        caches = {"allocs": self._allocs, "evals": self._evals, "deployments": self._deployments}
+        keys, every = written_keys(self._dirty, self._job_versions, self.restarts, caches)
+        self.collected_keys(keys, name_allocs=not every)
         return keys, every
 
     def flush(self, then: Sequence[Statement] = ()) -> None:
