@@ -115,23 +115,12 @@ def dispatch(
 def _child(job: Job, req: DispatchRequest, now: int) -> Job:
     """The child: a copy of the job under its own ID, dispatched, with the request's meta merged
     over the job's and its payload. It keeps the job's version, as Nomad's do."""
-    child_id = dispatched_id(job.id, req.id_prefix_template, now)
-    return job.model_copy(
-        deep=True,
-        update={
-            "id": child_id,
-            "name": child_id,
-            "parent_id": job.id,
-            "dispatched": True,
-            "dispatch_idempotency_token": req.idempotency_token,
-            "payload": req.payload or None,
-            "meta": {**job.meta, **req.meta},
-            "priority": req.priority or job.priority,
-            "status": "",
-            "status_description": "",
-            "submit_time": now,
-            "create_index": 0,
-            "modify_index": 0,
-            "job_modify_index": 0,
-        },
+    return job.child(
+        dispatched_id(job.id, req.id_prefix_template, now),
+        now,
+        dispatched=True,
+        dispatch_idempotency_token=req.idempotency_token,
+        payload=req.payload or None,
+        meta={**job.meta, **req.meta},
+        priority=req.priority or job.priority,
     )

@@ -51,24 +51,7 @@ def is_active(job: Job) -> bool:
 
 def derive_child(parent: Job, at: int, now: int) -> Job:
     """The child launched at `at`: the parent's spec as a new job, without its periodic block."""
-    cid = child_id(parent.id, at)
-    return parent.model_copy(
-        deep=True,
-        update={
-            "id": cid,
-            "name": cid,
-            "parent_id": parent.id,
-            "periodic": None,
-            "version": 0,
-            "stable": False,
-            "status": "",
-            "status_description": "",
-            "submit_time": now,
-            "create_index": 0,
-            "modify_index": 0,
-            "job_modify_index": 0,
-        },
-    )
+    return parent.child(child_id(parent.id, at), now, periodic=None, version=0, stable=False)
 
 
 @dataclass

@@ -285,6 +285,25 @@ class Job(NomadModel):
         """A parameterized job itself, not one of the children dispatched from it."""
         return self.parameterized_job is not None and not self.dispatched
 
+    def child(self, child_id: str, now: int, **update: Any) -> Job:
+        """A new job `child_id` launched from this one (a periodic launch, a dispatch): a copy of
+        its spec with ParentID set, submitted at `now`, not yet indexed; `update` for the rest."""
+        return self.model_copy(
+            deep=True,
+            update={
+                "id": child_id,
+                "name": child_id,
+                "parent_id": self.id,
+                "status": "",
+                "status_description": "",
+                "submit_time": now,
+                "create_index": 0,
+                "modify_index": 0,
+                "job_modify_index": 0,
+                **update,
+            },
+        )
+
     def launches_children(self) -> bool:
         """A periodic or parameterized job: a template never scheduled itself (Nomad creates
         no eval for it); the children it launches are."""
