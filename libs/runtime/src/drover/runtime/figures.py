@@ -215,14 +215,14 @@ class Followed(Protocol):
     @property
     def position(self) -> int: ...
 
-    def lag(self) -> int: ...
+    async def lag(self) -> int: ...
 
 
 def follow_replica(figures: Figures, replica: Followed) -> None:
-    """Report the replica's position and how far it is behind the relayed events."""
+    """Report the replica's position and how far it is behind the log."""
 
-    def collect(f: Figures) -> None:
+    async def collect(f: Figures) -> None:
+        f.gauge("replica.lag", await replica.lag())
         f.gauge("replica.position", replica.position)
-        f.gauge("replica.lag", replica.lag())
 
     figures.collectors.append(collect)

@@ -45,24 +45,16 @@ class Replica:
         self._ready = False
         self._lock = asyncio.Lock()
         self._poller: asyncio.Task[None] | None = None
-        # The newest message from EVENTS: its position and the stream's pending count give the
-        # relayed head, read only when figures are taken (nothing added per message).
-        self._last_msg: Msg | None = None
 
     @property
     def position(self) -> int:
         return self.state.index
 
-    def lag(self) -> int:
-        """How many relayed events the replica has yet to apply (the relay's own lag behind
-        the log is the relay's figure)."""
-        msg = self._last_msg
-        if msg is None:
-            return 0
-        try:
-            head = position_of(msg.headers) + msg.metadata.num_pending
-        except Exception:  # a message without JetStream metadata
-            return 0
+    async def lag(self) -> int:
+        """How many events of the log the replica has yet to apply, the log's head read now
+        (for figures, every few seconds: nothing is added per event). A message's pending
+        count would not do: it counts what the stream held when the message was sent."""
+        head = await asyncio.to_thread(self.store.last_position)
         return max(0, head - self.position)
 
     # What a replica keeps and how (a replica that keeps less overrides these four).
@@ -110,7 +102,6 @@ class Replica:
         if not self._ready:
             self._buffer.append(msg)
             return
-        self._last_msg = msg
         pos = position_of(msg.headers)
         if pos <= self.position:
             return
