@@ -168,13 +168,17 @@ async def publish(
     and retried at the next turn (figures never stop a service)."""
     kv: KeyValue | None = None
     key = f"{figures.service}.{figures.instance}"
+    failing = False
     while not stop.is_set():
         try:
             kv = kv or await bucket(js)
             await figures.collect()
             await kv.put(key, json.dumps(figures.snapshot()).encode())
+            failing = False
         except Exception as e:
-            log.warning("publishing figures failed: %s", e)
+            # Once per outage, not every turn of it.
+            log.log(logging.DEBUG if failing else logging.WARNING, "publishing figures failed: %s", e)
+            failing = True
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(stop.wait(), every)
 
