@@ -24,6 +24,24 @@ from prometheus_client.registry import Collector, CollectorRegistry
 from drover.runtime.figures import BUCKETS
 
 PREFIX = "drover"
+# Prometheus' HELP line of each figure (docs/metrics.md says more).
+HELP = {
+    "evals": "Evals held, by Status and TriggeredBy",
+    "nodes": "Nodes by Status",
+    "allocs": "Allocs by ClientStatus",
+    "log.position": "The event log's last position (the cluster index)",
+    "relay.position": "The last log position on the EVENTS stream",
+    "relay.lag": "Committed events not yet on the EVENTS stream",
+    "replica.position": "The log position a service's replica has applied",
+    "replica.lag": "Events of the log a service's replica has yet to apply",
+    "broker.queue": "The eval broker's queue by lane and state",
+    "plan.queue_depth": "Plans waiting to be applied",
+    "plan.queued": "A plan's wait in the plan queue",
+    "plan.evaluate": "Verifying a plan against the cluster's state",
+    "plan.apply": "From verifying a plan until it is in the log",
+    "plan.placements": "Allocs placed by committed plans",
+    "http.request": "API request latency by method and route",
+}
 
 
 def _labelled(snapshots: list[dict[str, Any]], kind: str) -> Iterator[tuple[dict[str, Any], dict[str, str]]]:
@@ -45,22 +63,21 @@ class _Figures(Collector):
     def collect(self) -> Iterable[Metric]:
         families: dict[str, Metric] = {}
 
-        def family(name: str, make: Any, labels: list[str]) -> Any:
-            if name not in families:
-                families[name] = make(
-                    name, f"Drover's {name[len(PREFIX) + 1 :].replace('_', ' ')}", labels=labels
-                )
-            return families[name]
+        def family(name: str, make: Any, labels: list[str], suffix: str = "") -> Any:
+            full = _prom_name(name) + suffix
+            if full not in families:
+                families[full] = make(full, HELP.get(name, name), labels=labels)
+            return families[full]
 
         gauges = [(g, g["Labels"]) for g in self.cluster] + list(_labelled(self.snapshots, "Gauges"))
         for gauge, labels in gauges:
             keys = sorted(labels)
-            family(_prom_name(gauge["Name"]), GaugeMetricFamily, keys).add_metric(
+            family(gauge["Name"], GaugeMetricFamily, keys).add_metric(
                 [labels[k] for k in keys], gauge["Value"]
             )
         for counter, labels in _labelled(self.snapshots, "Counters"):
             keys = sorted(labels)
-            family(_prom_name(counter["Name"]), CounterMetricFamily, keys).add_metric(
+            family(counter["Name"], CounterMetricFamily, keys).add_metric(
                 [labels[k] for k in keys], counter["Sum"]
             )
         for timing, labels in _labelled(self.snapshots, "Timings"):
@@ -69,7 +86,7 @@ class _Figures(Collector):
             for bound, n in zip([*BUCKETS, math.inf], timing["Buckets"], strict=True):
                 cumulative += n
                 buckets.append(("+Inf" if bound == math.inf else repr(bound), cumulative))
-            family(_prom_name(timing["Name"]) + "_seconds", HistogramMetricFamily, keys).add_metric(
+            family(timing["Name"], HistogramMetricFamily, keys, "_seconds").add_metric(
                 [labels[k] for k in keys], buckets, timing["Sum"]
             )
         return list(families.values())
