@@ -50,6 +50,13 @@ class Replica:
     def position(self) -> int:
         return self.state.index
 
+    async def lag(self) -> int:
+        """How many events of the log the replica has yet to apply, the log's head read now
+        (for figures, every few seconds: nothing is added per event). A message's pending
+        count would not do: it counts what the stream held when the message was sent."""
+        head = await asyncio.to_thread(self.store.last_position)
+        return max(0, head - self.position)
+
     # What a replica keeps and how (a replica that keeps less overrides these four).
     def new_state(self) -> InMemoryState:
         return InMemoryState(drop_metrics=True, owns_events=True)

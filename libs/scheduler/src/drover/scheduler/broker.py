@@ -60,7 +60,7 @@ from drover.model.events import (
 )
 from drover.model.job import Job
 from drover.model.node import Node
-from drover.scheduler.lanes import is_large, large_window
+from drover.scheduler.lanes import LANE_LARGE, LANE_SMALL, is_large, large_window
 
 CANCELED_NEWER_EVAL = "canceled after more recent eval was processed"
 CANCELED_NEWER_BLOCKED = "canceled: a newer blocked eval replaced it"
@@ -139,6 +139,9 @@ def unblocked_classes(state: CapacityView, event: Event) -> Sequence[str]:
             if node is not None:
                 classes.append(node.computed_class)
     return classes
+
+
+_STATES = ("ready", "unacked", "blocked", "waiting")
 
 
 class EvalBroker:
@@ -335,6 +338,28 @@ class EvalBroker:
             large += big
             if not big:
                 self.small_seen = now
+        return out
+
+    def depths(self) -> dict[tuple[str, str], int]:
+        """The queue by (lane, state), with Nomad's broker states: `ready` (pending, or blocked
+        and released), `unacked` (handed out), `blocked`, `waiting` (delayed until WaitUntil)."""
+        out = {(lane, state): 0 for lane in (LANE_SMALL, LANE_LARGE) for state in _STATES}
+
+        def add(eval_id: str, state: str) -> None:
+            out[(LANE_LARGE if self.is_large(eval_id) else LANE_SMALL, state)] += 1
+
+        for bucket in self.pending.values():
+            for eval_id in bucket:
+                add(eval_id, "ready")
+        for eval_id in self.unblocked:
+            add(eval_id, "ready")
+        for eval_id in self.inflight.values():
+            add(eval_id, "unacked")
+        for ev in self.blocked.values():
+            if ev.id not in self.unblocked:
+                add(ev.id, "blocked")
+        for eval_id in self.delayed_evals:
+            add(eval_id, "waiting")
         return out
 
     def next_wakeup(self) -> int | None:

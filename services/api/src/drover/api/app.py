@@ -17,6 +17,7 @@ from drover.api.blocking import Blocking, IndexWatcher
 from drover.api.commands import Commands
 from drover.api.guard import RequestGuard
 from drover.api.heartbeats import Heartbeats
+from drover.api.metrics import Metrics
 from drover.api.routes import (
     allocations,
     client,
@@ -25,6 +26,7 @@ from drover.api.routes import (
     evaluations,
     jobs,
     jobversions,
+    metrics,
     nodes,
     periodic,
     restarts,
@@ -50,6 +52,7 @@ ROUTERS = (
     status,
     system,
     client,
+    metrics,
 )
 
 
@@ -58,6 +61,7 @@ def create_app(settings: Settings, store: EventStore | None = None) -> FastAPI:
     reads = Reads(store)
     watcher = IndexWatcher(libpq_url(settings.database_url), store)
     heartbeats = Heartbeats(settings, reads)
+    figures = Metrics(store, settings.nats_url)
 
     @contextlib.asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
@@ -65,6 +69,7 @@ def create_app(settings: Settings, store: EventStore | None = None) -> FastAPI:
         yield
         task.cancel()
         await heartbeats.close()
+        await figures.close()
         store.close()
 
     app = FastAPI(title="Drover", version="0.1.0", lifespan=lifespan)
@@ -74,8 +79,9 @@ def create_app(settings: Settings, store: EventStore | None = None) -> FastAPI:
     app.state.blocking = Blocking(reads, watcher)
     app.state.commands = Commands(store, reads)
     app.state.heartbeats = heartbeats
+    app.state.metrics = figures
     errors.install(app)
-    app.add_middleware(RequestGuard, limit=settings.max_body_bytes)
+    app.add_middleware(RequestGuard, limit=settings.max_body_bytes, observe=figures.timings.observe)
     # The routers' routes themselves: an included router is matched through a wrapper on every
     # request, 5-10% of the API's CPU for a simple read (bench/requests.py). A job's ID may hold
     # slashes (a periodic or dispatched child's), so /v1/job/{job_id:path} would also match

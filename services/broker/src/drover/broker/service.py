@@ -22,6 +22,7 @@ from drover.runtime.bus import (
     close,
     connect_streams,
 )
+from drover.runtime.figures import Figures, follow_replica, published
 from drover.runtime.replica import BrokerReplica
 from drover.runtime.service import run_service
 from drover.runtime.settings import Settings
@@ -168,8 +169,17 @@ async def run(settings: Settings, stop: asyncio.Event) -> None:
     async def cancel(evals: list[Evaluation]) -> None:
         await asyncio.to_thread(store.append, [EvalsUpserted(evals=evals)])
 
+    figures = Figures("broker")
+    follow_replica(figures, replica)
+
+    def depths(f: Figures) -> None:
+        for (lane, state), n in svc.broker.depths().items():
+            f.gauge("broker.queue", n, lane=lane, state=state)
+
+    figures.collectors.append(depths)
     try:
-        await svc.dispatch(stop, publish, cancel)
+        async with published(figures, js, stop):
+            await svc.dispatch(stop, publish, cancel)
     finally:
         stop.set()
         await close(nc)

@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 
 from drover.runtime.bus import close, connect_streams
+from drover.runtime.figures import Figures, published
 from drover.runtime.relay import Relay
 from drover.runtime.service import run_service
 from drover.runtime.settings import Settings
@@ -24,7 +25,18 @@ async def run(settings: Settings, stop: asyncio.Event) -> None:
     try:
         # The server's own limit: larger events go out without their body.
         max_body = nc.max_payload - 64 * 1024
-        await Relay(store, js, libpq_url(settings.database_url), max_body=max_body).run(stop)
+        relay = Relay(store, js, libpq_url(settings.database_url), max_body=max_body)
+        figures = Figures("relay")
+
+        async def collect(f: Figures) -> None:
+            # The log's head read when the figures are taken (every few seconds), not per event.
+            head = await asyncio.to_thread(store.last_position)
+            f.gauge("relay.position", relay.position)
+            f.gauge("relay.lag", max(0, head - relay.position))
+
+        figures.collectors.append(collect)
+        async with published(figures, js, stop):
+            await relay.run(stop)
     finally:
         await close(nc)
         store.close()

@@ -11,6 +11,7 @@ from nats.aio.client import Client
 from nats.js import JetStreamContext
 
 from drover.gc.collector import Collector
+from drover.runtime.figures import Figures, follow_replica, published
 from drover.runtime.leader import run_as_leader
 from drover.runtime.locks import GC_LOCK_KEY
 from drover.runtime.replica import Replica
@@ -40,7 +41,10 @@ async def lead(store: EventStore, js: JetStreamContext, settings: Settings, leas
 
     collector = Collector(replica.state, settings, append, replica.wait_for)
     replica.listeners.append(collector.on_event)
-    await collector.loop(stop)
+    figures = Figures("gc")
+    follow_replica(figures, replica)
+    async with published(figures, js, stop):
+        await collector.loop(stop)
 
 
 async def run(settings: Settings, stop: asyncio.Event) -> None:

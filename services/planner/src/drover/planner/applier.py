@@ -19,6 +19,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 
 from drover.model.events import EvalsUpserted, Event, PlanApplied
+from drover.runtime.figures import Figures
 from drover.runtime.replica import Replica
 from drover.runtime.store import EventStore, NewEvent, RecordedEvent
 from drover.runtime.telemetry import inject
@@ -110,10 +111,17 @@ class PlanApplier:
     them one at a time, except that a large plan that only adds may commit in the background
     while smaller plans of other jobs are verified against it and committed."""
 
-    def __init__(self, store: EventStore, replica: Replica, epoch: int) -> None:
+    def __init__(
+        self, store: EventStore, replica: Replica, epoch: int, figures: Figures | None = None
+    ) -> None:
         self.store = store
         self.replica = replica
         self.epoch = epoch
+        self.figures = figures or Figures("planner")
+        # Looked up once: recorded for every plan.
+        self._queued = self.figures.timing("plan.queued")
+        self._evaluate = self.figures.timing("plan.evaluate")
+        self._apply = self.figures.timing("plan.apply")
 
     async def verify(
         self, req: PlanRequest, pending: PendingPlacements | None = None, arrived: float = 0.0
@@ -203,6 +211,11 @@ class PlanApplier:
         only the index; the replica must have the plan before the next one is verified).
         `before_apply` runs in between (the service applies a plan committed before it)."""
         t0 = time.monotonic()
+        self._queued.observe(verified.queued)
+        self._evaluate.observe(verified.verified - verified.started)
+        # Nomad's plan.apply: from the start of verification until the plan is in the log.
+        self._apply.observe(t0 - verified.started)
+        self.figures.count("plan.placements", verified.placed)
         await answer(
             PlanResponse(
                 full=not verified.rejected_nodes,

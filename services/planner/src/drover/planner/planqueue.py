@@ -29,6 +29,9 @@ class PlanQueue(Generic[R]):
         self._seq = 0
         self._ready = asyncio.Event()
 
+    def __len__(self) -> int:
+        return len(self._heap)
+
     def put(self, req: PlanRequest, reply: R) -> None:
         size = plan_size(req)
         self._seq += 1

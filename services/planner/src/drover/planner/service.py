@@ -16,6 +16,7 @@ from drover.planner.applier import LEASE, PlanApplier, plan_size
 from drover.planner.planqueue import PlanQueue
 from drover.planner.server import PlanServer
 from drover.runtime.bus import PLAN_SUBJECT
+from drover.runtime.figures import Figures, follow_replica, published
 from drover.runtime.leader import run_as_leader
 from drover.runtime.locks import PLANNER_LOCK_KEY
 from drover.runtime.replica import Replica
@@ -39,8 +40,11 @@ async def lead(store: EventStore, nc: Client, js: JetStreamContext, epoch: int, 
     """Serve the plans submitted on NATS as the leader of `epoch`, until `stop`."""
     replica = Replica(store, js)
     await replica.start()
-    server: PlanServer[Msg] = PlanServer(PlanApplier(store, replica, epoch), respond)
+    figures = Figures("planner")
+    follow_replica(figures, replica)
+    server: PlanServer[Msg] = PlanServer(PlanApplier(store, replica, epoch, figures), respond)
     queue: PlanQueue[Msg] = PlanQueue()
+    figures.collectors.append(lambda f: f.gauge("plan.queue_depth", len(queue)))
 
     async def on_plan(msg: Msg) -> None:
         # Decoded on arrival: this overlaps the previous plan's commit, which waits on Postgres.
@@ -57,7 +61,8 @@ async def lead(store: EventStore, nc: Client, js: JetStreamContext, epoch: int, 
 
     sub = await nc.subscribe(PLAN_SUBJECT, queue="planner", cb=on_plan)
     try:
-        await server.run(queue, stop)
+        async with published(figures, js, stop):
+            await server.run(queue, stop)
     finally:
         await sub.unsubscribe()
 

@@ -15,6 +15,7 @@ from nats.aio.msg import Msg
 from nats.js import JetStreamContext
 
 from drover.runtime.bus import HEARTBEAT_SUBJECT
+from drover.runtime.figures import Figures, follow_replica, published
 from drover.runtime.leader import run_as_leader
 from drover.runtime.locks import WATCHER_LOCK_KEY
 from drover.runtime.replica import Replica
@@ -61,8 +62,11 @@ async def lead(
     restarts = asyncio.create_task(watch_restarts(replica, store, lease, stop))
     reaper = asyncio.create_task(reap_failed_evals(settings, replica, store, js, lease, stop))
     launches = asyncio.create_task(dispatch_periodic(replica, store, lease, stop))
+    figures = Figures("watcher")
+    follow_replica(figures, replica)
     try:
-        await watch_heartbeats(watcher, store, lease, stop)
+        async with published(figures, js, stop):
+            await watch_heartbeats(watcher, store, lease, stop)
     finally:
         stop.set()
         await drainer

@@ -15,6 +15,7 @@ import asyncio
 import os
 
 from drover.runtime.bus import close, connect_streams
+from drover.runtime.figures import Figures, follow_replica, published
 from drover.runtime.replica import Replica
 from drover.runtime.service import run_service
 from drover.runtime.settings import Settings
@@ -30,12 +31,15 @@ async def run(settings: Settings, stop: asyncio.Event) -> None:
     nc, js = await connect_streams(settings.nats_url, "worker")
     replica = Replica(store, js)
     await replica.start()
+    figures = Figures("worker")
+    follow_replica(figures, replica)
     depth = settings.large_lane_depth if settings.worker_lane == LANE_LARGE else 1
     worker = Worker(nc, replica, depth, settings.plan_attempts)
     if settings.worker_lane == LANE_LARGE and settings.large_lane_nice:
         os.nice(settings.large_lane_nice)
     own, other = await subscribe(js, settings.worker_lane, settings.eval_ack_wait)
-    await work(worker, own, other, settings.worker_lane, settings.eval_ack_wait, stop)
+    async with published(figures, js, stop):
+        await work(worker, own, other, settings.worker_lane, settings.eval_ack_wait, stop)
     await close(nc)
     store.close()
 
