@@ -15,6 +15,7 @@ from fastapi import FastAPI
 from drover.api import errors
 from drover.api.blocking import Blocking, IndexWatcher
 from drover.api.commands import Commands
+from drover.api.eventhub import EventHub
 from drover.api.guard import RequestGuard
 from drover.api.heartbeats import Heartbeats
 from drover.api.routes import (
@@ -23,6 +24,7 @@ from drover.api.routes import (
     deployments,
     dispatch,
     evaluations,
+    events,
     jobs,
     jobversions,
     nodes,
@@ -50,6 +52,7 @@ ROUTERS = (
     status,
     system,
     client,
+    events,
 )
 
 
@@ -65,6 +68,7 @@ def create_app(settings: Settings, store: EventStore | None = None) -> FastAPI:
         yield
         task.cancel()
         await heartbeats.close()
+        await app.state.events.close()
         store.close()
 
     app = FastAPI(title="Drover", version="0.1.0", lifespan=lifespan)
@@ -74,6 +78,7 @@ def create_app(settings: Settings, store: EventStore | None = None) -> FastAPI:
     app.state.blocking = Blocking(reads, watcher)
     app.state.commands = Commands(store, reads)
     app.state.heartbeats = heartbeats
+    app.state.events = EventHub(settings, store)
     errors.install(app)
     app.add_middleware(RequestGuard, limit=settings.max_body_bytes)
     # The routers' routes themselves: an included router is matched through a wrapper on every
