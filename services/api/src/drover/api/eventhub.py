@@ -150,12 +150,14 @@ class EventHub:
         self.subscribers.add(sub)
         return [f for f in self.ring if f.index > sent]
 
-    async def frames(self, sub: Subscription, index: int, heartbeat: float) -> AsyncIterator[Frame | None]:
-        """Every frame from `index` on (0: from now), in order, each once: from the log until the
-        feed is reached, then the feed's; None when `heartbeat` seconds pass without one. Ends
-        when the subscriber falls its buffer behind, or the API stops."""
-        await self.start()
-        sent = self.position if index <= 0 else index - 1
+    def after(self, index: int) -> int:
+        """The position a subscription from `index` starts after (0: the feed's, now)."""
+        return self.position if index <= 0 else index - 1
+
+    async def frames(self, sub: Subscription, sent: int, heartbeat: float) -> AsyncIterator[Frame | None]:
+        """Every frame after position `sent`, in order, each once: from the log until the feed
+        is reached, then the feed's; None when `heartbeat` seconds pass without one. Ends when
+        the subscriber falls its buffer behind, or the API stops."""
         replay: _Replay | None = None
         try:
             while (backlog := self._join(sub, sent)) is None:

@@ -50,10 +50,11 @@ async def event_stream(request: Request, hub: EventHubDep) -> StreamingResponse:
     except Exception as e:
         raise ApiError(503, f"the event feed is unavailable: {e}") from e
     heartbeat = request.app.state.settings.event_heartbeat
+    after = hub.after(index)  # "now" is when the request came, not its first read
 
     async def lines() -> AsyncIterator[str]:
         yield "{}\n"
-        async for f in hub.frames(sub, index, heartbeat):
+        async for f in hub.frames(sub, after, heartbeat):
             line = "{}\n" if f is None else sub.encode(f)
             if line is not None:
                 yield line
