@@ -3,6 +3,7 @@ resumed subscriber gets every event once, from any index, and the filters hold."
 
 from __future__ import annotations
 
+import itertools
 import json
 import time
 from collections.abc import Iterator
@@ -32,8 +33,9 @@ def cluster(database_url: str, nats_url: str, tmp_path: Path, js_fresh: object) 
 @pytest.fixture
 def feed(database_url: str, nats_url: str, tmp_path: Path, js_fresh: object) -> Iterator[Cluster]:
     """The relay and the API alone (the log is written by the test), a small per-connection
-    buffer."""
-    c = Cluster(database_url, nats_url, tmp_path, env={"DROVER_EVENT_BUFFER": "64"})
+    buffer and heartbeats every half second."""
+    env = {"DROVER_EVENT_BUFFER": "64", "DROVER_EVENT_HEARTBEAT": "0.5"}
+    c = Cluster(database_url, nats_url, tmp_path, env=env)
     try:
         c.spawn("relay")
         c.spawn("api")
@@ -193,17 +195,13 @@ def test_topic_and_key_filters(feed: Cluster, store: EventStore) -> None:
 
 
 def _all(c: Cluster, params: dict[str, Any]) -> list[dict[str, Any]]:
-    """Every line of a stream until it is quiet for 2 s (a filtered stream may show nothing at
-    the log's end, so there is no last frame to wait for)."""
-    lines: list[dict[str, Any]] = []
-    with httpx.stream("GET", url(c), params=params, timeout=2) as r:
+    """Every frame of a stream up to its first quiet heartbeat: everything logged before the
+    request was sent by then (a filtered stream may show nothing at the log's end)."""
+    with httpx.stream("GET", url(c), params=params, timeout=10) as r:
         assert r.status_code == 200
-        try:
-            for line in r.iter_lines():
-                lines.append(json.loads(line))
-        except httpx.ReadTimeout:
-            pass
-    return lines
+        lines = r.iter_lines()
+        assert json.loads(next(lines)) == {}
+        return list(itertools.takewhile(bool, (json.loads(line) for line in lines)))
 
 
 def test_every_problem_with_a_query_in_one_400(feed: Cluster, store: EventStore) -> None:
@@ -240,3 +238,15 @@ def test_a_subscriber_that_falls_behind_is_closed_and_resumes_without_a_loss(
     assert last < end
     rest = frames(read(feed, end, index=last + 1, timeout=120))
     assert [f["Index"] for f in got[:-1]] + [f["Index"] for f in rest] == list(range(2, end + 1))
+
+
+def test_heartbeats_at_connect_and_while_quiet(feed: Cluster, store: EventStore) -> None:
+    with httpx.stream("GET", url(feed), timeout=10) as r:
+        assert r.headers["content-type"] == "application/json"
+        lines = r.iter_lines()
+        t0 = time.monotonic()
+        assert [json.loads(next(lines)) for _ in range(3)] == [{}, {}, {}]
+        assert time.monotonic() - t0 >= 0.9  # the connect's, then one every 0.5 s
+        at = marker(store, "n")
+        got = next(f for f in (json.loads(line) for line in lines) if f)
+    assert got["Index"] == at

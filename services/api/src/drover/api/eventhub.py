@@ -15,7 +15,7 @@ import contextlib
 import json
 import logging
 from collections import deque
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -52,6 +52,19 @@ def frame(index: int, events: list[dict[str, Any]]) -> Frame:
     return Frame(index, [(e, json.dumps(e, separators=(",", ":"))) for e in events])
 
 
+def describe(state: InMemoryState, position: int, event: Event) -> Frame:
+    """Apply `event` to `state` and answer its frame."""
+    try:
+        events = stream_events(state, position, event)
+    except Exception:
+        # The state must still follow the log; the position goes out without its events.
+        log.exception("no stream events for %s at %d", event.type, position)
+        if state.index < position:
+            apply(state, position, event)
+        events = []
+    return frame(position, events)
+
+
 @dataclass(eq=False)
 class Subscription:
     """What one connection asked for, and its bounded share of the feed."""
@@ -85,7 +98,7 @@ class _FeedReplica(Replica):
         return InMemoryState(drop_metrics=True, owns_events=True)
 
     def reduce(self, position: int, event: Event) -> None:
-        self.hub.publish(frame(position, stream_events(self.state, position, event)))
+        self.hub.publish(describe(self.state, position, event))
 
 
 class EventHub:
@@ -154,7 +167,7 @@ class EventHub:
         """The position a subscription from `index` starts after (0: the feed's, now)."""
         return self.position if index <= 0 else index - 1
 
-    async def frames(self, sub: Subscription, sent: int, heartbeat: float) -> AsyncIterator[Frame | None]:
+    async def frames(self, sub: Subscription, sent: int, heartbeat: float) -> AsyncGenerator[Frame | None]:
         """Every frame after position `sent`, in order, each once: from the log until the feed
         is reached, then the feed's; None when `heartbeat` seconds pass without one. Ends when
         the subscriber falls its buffer behind, or the API stops."""
@@ -202,7 +215,7 @@ class _Replay:
             if r.position <= sent:
                 apply(self.state, r.position, r.event)  # before the subscriber's index: state only
             else:
-                out.append(frame(r.position, stream_events(self.state, r.position, r.event)))
+                out.append(describe(self.state, r.position, r.event))
         if not rows and self.state.index < target:
             raise RuntimeError(f"the log ends at {self.state.index}, before position {target}")
         return out

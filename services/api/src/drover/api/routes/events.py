@@ -53,12 +53,18 @@ async def event_stream(request: Request, hub: EventHubDep) -> StreamingResponse:
     after = hub.after(index)  # "now" is when the request came, not its first read
 
     async def lines() -> AsyncIterator[str]:
-        yield "{}\n"
-        async for f in hub.frames(sub, after, heartbeat):
-            line = "{}\n" if f is None else sub.encode(f)
-            if line is not None:
-                yield line
-        if sub.overflowed:
-            yield '{"Error":"' + CLOSED + '"}\n'
+        frames = hub.frames(sub, after, heartbeat)
+        try:
+            yield "{}\n"
+            async for f in frames:
+                line = "{}\n" if f is None else sub.encode(f)
+                if line is not None:
+                    yield line
+            if sub.overflowed:
+                yield '{"Error":"' + CLOSED + '"}\n'
+        finally:
+            # The client left (or the stream ended): the feed stops filling its queue now,
+            # not when the generator is collected.
+            await frames.aclose()
 
     return StreamingResponse(lines(), media_type="application/json")
