@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -250,3 +251,30 @@ def test_heartbeats_at_connect_and_while_quiet(feed: Cluster, store: EventStore)
         at = marker(store, "n")
         got = next(f for f in (json.loads(line) for line in lines) if f)
     assert got["Index"] == at
+
+
+def test_a_replay_meets_the_live_feed_while_the_log_grows(feed: Cluster, store: EventStore) -> None:
+    """A subscriber from index 1 while events keep coming: from the log, then the feed, closed
+    whenever it falls 64 frames behind and resumed from its last index; every position once."""
+    store.append([NodeRegistered(node=Node(id="n"))])
+
+    def grow() -> None:
+        for _ in range(40):
+            store.append([NodeEligibilityUpdated(node_id="n", eligibility="eligible") for _ in range(250)])
+            time.sleep(0.01)
+
+    for _ in range(20):
+        store.append([NodeEligibilityUpdated(node_id="n", eligibility="ineligible") for _ in range(500)])
+    writer = threading.Thread(target=grow)
+    writer.start()
+    seen: list[int] = []
+    closed = 0
+    try:
+        while not seen or seen[-1] < 20_001:
+            lines = read(feed, 20_001, timeout=120, index=(seen[-1] + 1) if seen else 1)
+            closed += "Error" in lines[-1]
+            seen += [f["Index"] for f in frames(lines) if "Index" in f]
+    finally:
+        writer.join()
+    assert seen == list(range(1, 20_001 + 1))
+    print(f"closed {closed} times for falling behind")
