@@ -42,14 +42,20 @@ CLOSED = "subscription closed by server, client must reset state and resubscribe
 
 @dataclass(frozen=True)
 class Frame:
-    """One log position as stream events, each with its JSON."""
+    """One log position as stream events, each with its JSON, and the frame's line whole."""
 
     index: int
     events: list[tuple[dict[str, Any], str]]
+    line: str = ""
 
 
 def frame(index: int, events: list[dict[str, Any]]) -> Frame:
-    return Frame(index, [(e, json.dumps(e, separators=(",", ":"))) for e in events])
+    texts = [(e, json.dumps(e, separators=(",", ":"))) for e in events]
+    return Frame(index, texts, _line(index, [t for _, t in texts]))
+
+
+def _line(index: int, texts: list[str]) -> str:
+    return f'{{"Index":{index},"Events":[{",".join(texts)}]}}\n'
 
 
 def describe(state: InMemoryState, position: int, event: Event) -> Frame:
@@ -84,7 +90,8 @@ class Subscription:
         picked = [text for ev, text in f.events if matches(ev, self.topics, self.namespace)]
         if not picked:
             return None
-        return f'{{"Index":{f.index},"Events":[{",".join(picked)}]}}\n'
+        # Every event for it (most frames, for most subscribers): the line built once for all.
+        return f.line if len(picked) == len(f.events) else _line(f.index, picked)
 
 
 class _FeedReplica(Replica):
