@@ -30,6 +30,20 @@ READ_QUERIES = (
     "index=1&wait=forever",
 )
 
+# A stream answers a good query by streaming until the client leaves: it is asked bad ones only.
+STREAMS = {
+    "/v1/event/stream": (
+        "prefix=%00",
+        "namespace=a%00",
+        "index=-1",
+        "index=99999999999999999999999999",
+        "topic=a:b:c",
+        "topic=Nope",
+        "topic=Job:&index=x",
+        "topic=%00",
+    )
+}
+
 
 def _deep(levels: int) -> bytes:
     return b'{"Job": {"ID": "deep", "Meta": ' + b"[" * levels + b"]" * levels + b"}}"
@@ -106,7 +120,7 @@ def test_every_route_refuses_bad_input_without_a_5xx_or_a_write(
     failures = []
     for method, template, takes in routes:
         for path in _paths(template):
-            queries = QUERIES + (READ_QUERIES if method == "GET" else ())
+            queries = STREAMS.get(template) or QUERIES + (READ_QUERIES if method == "GET" else ())
             requests = [(f"{path}?{q}", None) for q in queries]
             if takes is not None:
                 # No body (empty, or null) is bad only where one is required.
@@ -137,6 +151,10 @@ def test_every_route_refuses_bad_input_without_a_5xx_or_a_write(
         ("PUT", "/v1/jobs", b"[1]", "Request must be a JSON object"),
         ("PUT", "/v1/jobs", b"", "Request must be a JSON object"),
         ("DELETE", "/v1/job/web?purge=maybe", None, "query parameter purge must be a boolean"),
+        ("GET", "/v1/event/stream?topic=a:b:c", None, "Invalid topic 'a:b:c': expected Topic or Topic:Key"),
+        ("GET", "/v1/event/stream?index=-1", None, "Invalid index: a non-negative integer"),
+        ("GET", "/v1/event/stream?topic=Jobs", None, "Unknown topic 'Jobs': one of Job, Evaluation"),
+        ("GET", "/v1/event/stream?index=-1&topic=Job:a:b&topic=x", None, "Invalid index"),
     ],
 )
 def test_each_refusal_says_what_is_wrong(

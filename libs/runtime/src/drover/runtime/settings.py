@@ -18,6 +18,10 @@ class Settings(BaseSettings):
     api_port: int = 4646
     # Largest request body the API accepts (bytes); larger gets 413.
     max_body_bytes: int = 8 * 1024 * 1024
+    # /v1/event/stream: frames a subscriber may fall behind by before its stream is closed, and
+    # seconds between heartbeats (Nomad's 30).
+    event_buffer: int = Field(default=4096, ge=1)
+    event_heartbeat: float = Field(default=30.0, gt=0.0)
     # Scheduling workers `drover up` starts, and how many evals the broker hands out at once.
     workers: int = 3
     # How many of those may be large evals (more than 100 placements) at once; unset: one when

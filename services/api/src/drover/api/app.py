@@ -15,6 +15,7 @@ from fastapi import FastAPI
 from drover.api import errors
 from drover.api.blocking import Blocking, IndexWatcher
 from drover.api.commands import Commands
+from drover.api.eventhub import EventHub
 from drover.api.guard import RequestGuard
 from drover.api.heartbeats import Heartbeats
 from drover.api.metrics import Metrics
@@ -24,6 +25,7 @@ from drover.api.routes import (
     deployments,
     dispatch,
     evaluations,
+    events,
     jobs,
     jobversions,
     metrics,
@@ -53,6 +55,7 @@ ROUTERS = (
     system,
     client,
     metrics,
+    events,
 )
 
 
@@ -70,6 +73,7 @@ def create_app(settings: Settings, store: EventStore | None = None) -> FastAPI:
         task.cancel()
         await heartbeats.close()
         await figures.close()
+        await app.state.events.close()
         store.close()
 
     app = FastAPI(title="Drover", version="0.1.0", lifespan=lifespan)
@@ -80,6 +84,7 @@ def create_app(settings: Settings, store: EventStore | None = None) -> FastAPI:
     app.state.commands = Commands(store, reads)
     app.state.heartbeats = heartbeats
     app.state.metrics = figures
+    app.state.events = EventHub(settings, store)
     errors.install(app)
     app.add_middleware(RequestGuard, limit=settings.max_body_bytes, observe=figures.timings.observe)
     # The routers' routes themselves: an included router is matched through a wrapper on every

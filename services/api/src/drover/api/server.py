@@ -1,5 +1,5 @@
 """Serving the API: uvicorn on uvloop and httptools, stopped without waiting out blocking
-queries."""
+queries and event streams."""
 
 from __future__ import annotations
 
@@ -47,4 +47,9 @@ def main() -> None:
         http="httptools",
         timeout_graceful_shutdown=GRACEFUL_STOP,
     )
-    Server(config, app.state.watcher.release).run()
+
+    def release() -> None:
+        app.state.watcher.release()
+        app.state.events.release()
+
+    Server(config, release).run()

@@ -1,0 +1,232 @@
+"""The event stream's one feed: a replica of the cluster fed by EVENTS (one ordered consumer,
+gaps and events too large for NATS read from the log, as every replica does) turns each log
+position into Nomad's stream events once, and hands them to every subscriber.
+
+A subscriber from an older index is served from the log first, replayed into a state of its own
+from the log's start (the documents as they were then), until it meets the feed: the feed keeps
+its last positions (`RING`), and a subscriber joins it only once it has every position before
+them, so nothing is missed or sent twice. Live subscribers cost the database nothing.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+from collections import deque
+from collections.abc import AsyncGenerator
+from dataclasses import dataclass, field
+from typing import Any
+
+from nats.aio.client import Client
+
+from drover.model.events import Event, decode_event
+from drover.model.reducer import apply
+from drover.model.state import InMemoryState
+from drover.model.streamevents import matches, stream_events
+from drover.runtime import bus
+from drover.runtime.replica import Replica
+from drover.runtime.settings import Settings
+from drover.runtime.store import EventStore
+
+log = logging.getLogger("drover.api.events")
+
+# Log positions the feed keeps for subscribers joining it.
+RING = 1024
+READ_BATCH = 1000
+# Nomad's words for a subscription the server closed: the client subscribes again (from its
+# last index, with Drover, and misses nothing).
+CLOSED = "subscription closed by server, client must reset state and resubscribe"
+
+
+@dataclass(frozen=True)
+class Frame:
+    """One log position as stream events, each with its JSON, and the frame's line whole."""
+
+    index: int
+    events: list[tuple[dict[str, Any], str]]
+    line: str = ""
+
+
+def frame(index: int, events: list[dict[str, Any]]) -> Frame:
+    texts = [(e, json.dumps(e, separators=(",", ":"))) for e in events]
+    return Frame(index, texts, _line(index, [t for _, t in texts]))
+
+
+def _line(index: int, texts: list[str]) -> str:
+    return f'{{"Index":{index},"Events":[{",".join(texts)}]}}\n'
+
+
+def describe(state: InMemoryState, position: int, event: Event) -> Frame:
+    """Apply `event` to `state` and answer its frame."""
+    try:
+        events = stream_events(state, position, event)
+    except Exception:
+        # The state must still follow the log; the position goes out without its events.
+        log.exception("no stream events for %s at %d", event.type, position)
+        if state.index < position:
+            apply(state, position, event)
+        events = []
+    return frame(position, events)
+
+
+@dataclass(eq=False)
+class Subscription:
+    """What one connection asked for, and its bounded share of the feed."""
+
+    topics: dict[str, set[str]]
+    namespace: str
+    # Frames (log positions) it may fall behind by before its stream is closed.
+    buffer: int = 4096
+    queue: asyncio.Queue[Frame] = field(init=False)
+    overflowed: bool = False
+
+    def __post_init__(self) -> None:
+        self.queue = asyncio.Queue(self.buffer)
+
+    def encode(self, f: Frame) -> str | None:
+        """The frame's line for this subscriber, None if none of its events is for it."""
+        picked = [text for ev, text in f.events if matches(ev, self.topics, self.namespace)]
+        if not picked:
+            return None
+        # Every event for it (most frames, for most subscribers): the line built once for all.
+        return f.line if len(picked) == len(f.events) else _line(f.index, picked)
+
+
+class _FeedReplica(Replica):
+    """The replica under the feed: each event applied is also described as stream events."""
+
+    def __init__(self, store: EventStore, js: Any, hub: EventHub) -> None:
+        super().__init__(store, js)
+        self.hub = hub
+
+    def new_state(self) -> InMemoryState:
+        return InMemoryState(drop_metrics=True, owns_events=True)
+
+    def reduce(self, position: int, event: Event) -> None:
+        self.hub.publish(describe(self.state, position, event))
+
+
+class EventHub:
+    """Started by the first subscriber; one NATS connection and one replica for all."""
+
+    def __init__(self, settings: Settings, store: EventStore) -> None:
+        self.settings = settings
+        self.store = store
+        self.ring: deque[Frame] = deque(maxlen=RING)
+        self.subscribers: set[Subscription] = set()
+        self.closing = asyncio.Event()
+        self._nc: Client | None = None
+        self._replica: _FeedReplica | None = None
+        self._starting = asyncio.Lock()
+
+    @property
+    def position(self) -> int:
+        return self._replica.position if self._replica is not None else 0
+
+    async def start(self) -> None:
+        async with self._starting:
+            if self._replica is not None:
+                return
+            nc = await bus.connect(self.settings.nats_url, "api-events")
+            try:
+                replica = _FeedReplica(self.store, nc.jetstream(), self)
+                await replica.start()
+            except BaseException:
+                await bus.close(nc)
+                raise
+            self._nc, self._replica = nc, replica
+
+    def publish(self, f: Frame) -> None:
+        self.ring.append(f)
+        for sub in list(self.subscribers):
+            try:
+                sub.queue.put_nowait(f)
+            except asyncio.QueueFull:
+                sub.overflowed = True
+                self.subscribers.discard(sub)
+
+    def release(self) -> None:
+        """End every stream (the API is stopping): each is woken by an empty frame."""
+        self.closing.set()
+        for sub in self.subscribers:
+            with contextlib.suppress(asyncio.QueueFull):
+                sub.queue.put_nowait(Frame(0, []))
+
+    async def close(self) -> None:
+        self.release()
+        if self._nc is not None:
+            await bus.close(self._nc)
+
+    def _join(self, sub: Subscription, sent: int) -> list[Frame] | None:
+        """Join the feed after position `sent`: the ring's frames past it, or None if the ring
+        no longer holds every one (no await here: nothing is published in between)."""
+        if sent >= self.position:
+            self.subscribers.add(sub)
+            return []
+        if not self.ring or self.ring[0].index > sent + 1:
+            return None
+        self.subscribers.add(sub)
+        return [f for f in self.ring if f.index > sent]
+
+    def after(self, index: int) -> int:
+        """The position a subscription from `index` starts after (0: the feed's, now)."""
+        return self.position if index <= 0 else index - 1
+
+    async def frames(self, sub: Subscription, sent: int, heartbeat: float) -> AsyncGenerator[Frame | None]:
+        """Every frame after position `sent`, in order, each once: from the log until the feed
+        is reached, then the feed's; None when `heartbeat` seconds pass without one. Ends when
+        the subscriber falls its buffer behind, or the API stops."""
+        replay: _Replay | None = None
+        try:
+            while (backlog := self._join(sub, sent)) is None:
+                replay = replay or _Replay(self.store)
+                for f in await replay.until(sent, self.position):
+                    sent = f.index
+                    yield f
+            for f in backlog:
+                sent = f.index
+                yield f
+            while not sub.overflowed and not self.closing.is_set():
+                try:
+                    f = await asyncio.wait_for(sub.queue.get(), heartbeat)
+                except TimeoutError:
+                    yield None
+                    continue
+                if f.index > sent:
+                    sent = f.index
+                    yield f
+        finally:
+            self.subscribers.discard(sub)
+
+
+class _Replay:
+    """A subscriber's own replay of the log from its start, for positions the feed has
+    passed: the state as it was at each position, for the documents of that time."""
+
+    def __init__(self, store: EventStore) -> None:
+        self.store = store
+        self.state = InMemoryState(drop_metrics=True, owns_events=True)
+
+    async def until(self, sent: int, target: int) -> list[Frame]:
+        """The frames after `sent`, one batch of the log toward `target`."""
+        return await asyncio.to_thread(self._read, sent, target)
+
+    def _read(self, sent: int, target: int) -> list[Frame]:
+        out: list[Frame] = []
+        rows = self.store.read(self.state.index, READ_BATCH, replica=_decode)
+        for r in rows:
+            if r.position != self.state.index + 1:
+                break
+            if r.position <= sent:
+                apply(self.state, r.position, r.event)  # before the subscriber's index: state only
+            else:
+                out.append(describe(self.state, r.position, r.event))
+        if not rows and self.state.index < target:
+            raise RuntimeError(f"the log ends at {self.state.index}, before position {target}")
+        return out
+
+
+def _decode(data: str) -> Event:
+    return decode_event(data, replica=True)
