@@ -314,7 +314,8 @@ def main() -> None:
         if args.garbage:
             with store.engine.connect() as conn:
                 seeded["left"] = garbage.left(conn)
-            seeded["collected_all"] = not any(seeded["left"].values())
+            seeded["left_total"] = sum(seeded["left"].values())
+            seeded["collected_all"] = seeded["left_total"] == 0
         result.update(
             {
                 "allocs_placed": placed,
