@@ -39,6 +39,11 @@ from drover.runtime.store.queries import load_snapshot
 
 TARGET_MS = 50
 JOBS_PER_APPEND = 10
+# The log to collect, by default: 1,000 jobs x 10 evals x 10 allocs, on 500 down nodes
+# (bench/pipeline.py --garbage seeds the same).
+JOBS, EVALS_PER_JOB, ALLOCS_PER_EVAL, NODES = 1000, 10, 10, 500
+# How old it all is: beyond every threshold (the longest, batch evals' and nodes', is 24 h).
+AGE = 48 * HOUR
 
 
 def _job(i: int, old: int) -> Job:
@@ -73,8 +78,9 @@ def _events(i: int, args: argparse.Namespace, old: int) -> list[Event]:
     return [JobRegistered(job=job), EvalsUpserted(evals=evals), plan]
 
 
-def _fill(store: EventStore, args: argparse.Namespace, old: int) -> float:
-    """The log to collect; returns the seconds it took to write."""
+def fill(store: EventStore, args: argparse.Namespace, old: int) -> float:
+    """The log to collect (`args`: jobs, evals_per_job, allocs_per_eval, nodes), written
+    `JOBS_PER_APPEND` jobs an append; returns the seconds it took."""
     t0 = time.perf_counter()
     store.append([NodeRegistered(node=Node(id=f"n{i:04d}", status="down")) for i in range(args.nodes)])
     for start in range(0, args.jobs, JOBS_PER_APPEND):
@@ -118,7 +124,7 @@ def run(url: str, args: argparse.Namespace, chunk: int) -> dict[str, Any]:
     store = EventStore(url)
     try:
         now = time.time_ns()
-        fill_s = _fill(store, args, now - 48 * HOUR)
+        fill_s = fill(store, args, now - AGE)
         before = {t: _count(store, t) for t in ("jobs", "evals", "allocs", "nodes")}
         t0 = time.perf_counter()
         replica = Replica(store, Settings(gc_chunk=chunk))
@@ -158,10 +164,10 @@ def run(url: str, args: argparse.Namespace, chunk: int) -> dict[str, Any]:
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--out", default="bench/out/gc.json")
-    ap.add_argument("--jobs", type=int, default=1000)
-    ap.add_argument("--evals-per-job", type=int, default=10)
-    ap.add_argument("--allocs-per-eval", type=int, default=10)
-    ap.add_argument("--nodes", type=int, default=500)
+    ap.add_argument("--jobs", type=int, default=JOBS)
+    ap.add_argument("--evals-per-job", type=int, default=EVALS_PER_JOB)
+    ap.add_argument("--allocs-per-eval", type=int, default=ALLOCS_PER_EVAL)
+    ap.add_argument("--nodes", type=int, default=NODES)
     ap.add_argument("--chunk", type=int, default=Settings().gc_chunk, help="objects per collecting append")
     ap.add_argument("--chunks", help="several chunk sizes, comma-separated: a run of each")
     args = ap.parse_args()

@@ -8,9 +8,16 @@ register-to-placed latency of the probes under that load (and the p50 of their r
 alone), CPU seconds per process during the load, and the peak RSS of every service; and how
 fast the host was (`host_reference_eval_ms`: bench/scheduler.py's 5,000-node, 1,000-alloc eval).
 
+--garbage writes bench/gc.py's log to collect (1,000 finished batch jobs, 10,000 complete evals,
+100,000 complete allocs on 500 down nodes, older than every threshold; bench/garbage.py) before
+the services start, and sets the collector's interval to a day, so none of it goes unless
+forced. --force-gc sends PUT /v1/system/gc as the load starts and reports the collection
+(`gc`): its core eval complete, timed from the PUT and against the load's last commit, and
+whether the garbage is all gone (`garbage.left`).
+
     python -m bench.pipeline --out bench/out/pipeline.json [--nodes 5000 --jobs 100 --count 1000]
         [--large-evals N] [--submit-over SECONDS] [--no-probes]
-        [--stages] [--log-level DEBUG --timeline probes.json]
+        [--stages] [--log-level DEBUG --timeline probes.json] [--garbage] [--force-gc]
 """
 
 from __future__ import annotations
@@ -28,7 +35,7 @@ from typing import Any
 import httpx
 from sqlalchemy import Connection, text
 
-from bench import report, stages
+from bench import garbage, report, stages
 from bench.report import percentile
 from bench.scheduler import run_case
 from bench.servers import start
@@ -124,18 +131,32 @@ def main() -> None:
     ap.add_argument(
         "--log-level", default="INFO", help="the services' DROVER_LOG_LEVEL (DEBUG logs stage timings)"
     )
+    ap.add_argument(
+        "--garbage",
+        action="store_true",
+        help="seed the log with bench/gc.py's 100,000 allocs, 10,000 evals and 1,000 jobs to collect "
+        "before the services start; the collector's own passes wait a day",
+    )
+    ap.add_argument(
+        "--force-gc", action="store_true", help="PUT /v1/system/gc as the load starts and time the collection"
+    )
+    ap.add_argument("--gc-wait", type=float, default=600.0, help="seconds to wait after the load for it")
     args = ap.parse_args()
 
     # This host's speed varies 2-3x from one hour to the next: the scheduling core's time for
     # one 1,000-alloc eval on 5,000 nodes (bench/scheduler.py's case), measured before the
     # servers start, says how fast it was for this run.
     reference = run_case(5000, 50, 1000, [], repeats=5)["ms_per_eval"]
+    seeded: dict[str, Any] = {}
     servers = start(
+        seed=(lambda s: seeded.update(garbage.seed(s))) if args.garbage else None,
         workers=args.workers,
         planners=1,
         env={
             "DROVER_LOG_LEVEL": "DEBUG" if args.stages else args.log_level,
             **({"DROVER_LARGE_EVALS": str(args.large_evals)} if args.large_evals else {}),
+            # The garbage is older than every threshold: a periodic pass would collect it.
+            **({"DROVER_GC_INTERVAL": "86400"} if args.garbage else {}),
         },
     )
     cluster, store, pg, nats = servers.cluster, servers.store, servers.pg, servers.nats
@@ -148,6 +169,8 @@ def main() -> None:
         "submit_over_s": args.submit_over,
         "large_evals": args.large_evals,
         "host_reference_eval_ms": reference,
+        "force_gc": args.force_gc,
+        **({"garbage": seeded} if args.garbage else {}),
     }
     registered: list[str] = []
     beating = threading.Event()
@@ -219,6 +242,9 @@ def main() -> None:
         cpu0 |= {name: tree_cpu_seconds(pid) for name, pid in server_pids}
         cpu0["bench"] = cpu_seconds(os.getpid())
         machine0 = machine_cpu_seconds()
+        forced = time.time()
+        if args.force_gc:
+            httpx.put(f"{base}/v1/system/gc", timeout=60).raise_for_status()
         wall0 = time.time()
         if args.probes:
             prober.start()
@@ -276,6 +302,20 @@ def main() -> None:
                 {"p": before},
             ).scalar_one()
         duration = last_commit.timestamp() - wall0
+        if args.force_gc:
+            gc_deadline = time.monotonic() + args.gc_wait
+            while time.monotonic() < gc_deadline:
+                with store.engine.connect() as conn:
+                    if garbage.forced_done(conn) is not None:
+                        break
+                time.sleep(0.5)
+            with store.engine.connect() as conn:
+                result["gc"] = garbage.collection(conn, before, forced, last_commit.timestamp())
+        if args.garbage:
+            with store.engine.connect() as conn:
+                seeded["left"] = garbage.left(conn)
+            seeded["left_total"] = sum(seeded["left"].values())
+            seeded["collected_all"] = seeded["left_total"] == 0
         result.update(
             {
                 "allocs_placed": placed,

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import shutil
 import tempfile
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -36,12 +37,26 @@ class Servers:
         shutil.rmtree(self.tmp, ignore_errors=True)
 
 
-def start(prefix: str = "drover-bench-", **cluster: Any) -> Servers:
-    """Start them; `cluster`: what tests.cluster.Cluster takes besides the URLs and logs."""
+def start(
+    prefix: str = "drover-bench-", seed: Callable[[EventStore], object] | None = None, **cluster: Any
+) -> Servers:
+    """Start them; `seed`: writes to the log before the services start (they load it from the
+    projections, as services restarted on a cluster that has run a while); `cluster`: what
+    tests.cluster.Cluster takes besides the URLs and logs."""
     tmp = Path(tempfile.mkdtemp(prefix=prefix))
     pg, nats = EmbeddedPostgres(tmp / "pg"), EmbeddedNats(tmp / "nats")
     db_url, nats_url = pg.start(), nats.start()
     migrate(db_url)
-    (tmp / "logs").mkdir()
-    running = Cluster(db_url, nats_url, tmp / "logs", **cluster).start()
-    return Servers(tmp, pg, nats, running, EventStore(db_url))
+    store = EventStore(db_url)
+    try:
+        if seed is not None:
+            seed(store)
+        (tmp / "logs").mkdir()
+        running = Cluster(db_url, nats_url, tmp / "logs", **cluster).start()
+    except BaseException:
+        store.close()
+        nats.stop()
+        pg.stop()
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    return Servers(tmp, pg, nats, running, store)

@@ -127,6 +127,32 @@ FIGURES: dict[str, list[Figure]] = {
         Figure("nodes missed", ("nodes_missed",), "nodes", ("=", 0)),
         Figure("host speed: 5,000-node, 1,000-alloc eval", ("host_reference_eval_ms",), "ms"),
     ],
+    "pipeline_gc": [
+        Figure(
+            "the same, bench/gc.py's log seeded and a forced collection from the load's start",
+            ("placements_per_s",),
+            "placements/s",
+            (">=", 5000),
+        ),
+        Figure(
+            "the same: count-10 job, register to placed, p50",
+            ("probe_register_to_placed_ms", "p50"),
+            "ms",
+            ("<", 50),
+        ),
+        Figure(
+            "the same: count-10 job, register to placed, p99", ("probe_register_to_placed_ms", "p99"), "ms"
+        ),
+        Figure("the collection: PUT /v1/system/gc to its core eval complete", ("gc", "complete_s"), "s"),
+        Figure(
+            "the seeded jobs, evals, allocs and nodes left after it",
+            ("garbage", "left_total"),
+            "objects",
+            ("=", 0),
+        ),
+        Figure("machine CPU during the load", ("cpu_s_during_load", "machine"), "CPU-s"),
+        Figure("host speed: 5,000-node, 1,000-alloc eval", ("host_reference_eval_ms",), "ms"),
+    ],
     "memory": [
         Figure(
             "replica at 1,000,000 allocs: peak RSS",

@@ -216,3 +216,26 @@ def test_the_gc_rows(tmp_path: Path) -> None:
     held = _row(rows, "gc", "events lock held by a collecting append (500 objects), longest")
     assert held[2:5] == ["57.2 ms", "< 50 ms", "no"]
     assert _row(rows, "gc", "appends")[2] == "224 appends"
+
+
+def test_the_pipeline_gc_rows(tmp_path: Path) -> None:
+    # What bench/pipeline.py --garbage --force-gc adds to the pipeline's JSON.
+    seeded = {"jobs": 1000, "evals": 10000, "allocs": 100000, "nodes": 500, "seed_s": 4.5,
+              "left": {"jobs": 0, "evals": 0, "allocs": 3, "nodes": 0}, "left_total": 3,
+              "collected_all": False}  # fmt: skip
+    gc = {"complete_s": 8.59, "complete_after_load_s": -8.77, "first_collected_s": 0.76,
+          "last_collected_s": 8.57, "collecting_events": 1223}  # fmt: skip
+    _write(tmp_path, pipeline_gc={**PIPELINE, "force_gc": True, "garbage": seeded, "gc": gc})
+    rows = table.rows(tmp_path)
+    name = "the same, bench/gc.py's log seeded and a forced collection from the load's start"
+    assert _row(rows, "pipeline_gc", name)[2:5] == ["4,815.0 placements/s", ">= 5,000 placements/s", "no"]
+    done = _row(rows, "pipeline_gc", "the collection: PUT /v1/system/gc to its core eval complete")
+    assert done[2] == "8.59 s"
+    left = _row(rows, "pipeline_gc", "the seeded jobs, evals, allocs and nodes left after it")
+    assert left[2:5] == ["3 objects", "= 0 objects", "no"]
+    # A run that never forced one has no collection to time.
+    _write(tmp_path, pipeline_gc={**PIPELINE, "force_gc": False, "garbage": seeded})
+    done = _row(
+        table.rows(tmp_path), "pipeline_gc", "the collection: PUT /v1/system/gc to its core eval complete"
+    )
+    assert done[2] == "not measured"
