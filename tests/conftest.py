@@ -4,6 +4,7 @@ a server fails; nothing is skipped."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import uuid
 from collections.abc import Iterator
@@ -80,6 +81,8 @@ def nats_url(nats_server: EmbeddedNats | str) -> str:
 async def js_fresh(nats_url: str):  # type: ignore[no-untyped-def]
     """A JetStream context with Drover's streams, emptied for this test, and without consumers:
     a durable consumer kept from an earlier test would keep that test's settings (its ack wait)."""
+    from nats.js.errors import NotFoundError
+
     from drover.runtime.bus import EVALS_STREAM, EVENTS_STREAM, connect, ensure_streams
 
     nc = await connect(nats_url, "test")
@@ -88,6 +91,8 @@ async def js_fresh(nats_url: str):  # type: ignore[no-untyped-def]
     for name in (EVENTS_STREAM, EVALS_STREAM):
         await js.purge_stream(name)
         for info in await js.consumers_info(name):
-            await js.delete_consumer(name, info.name)
+            # An earlier test's ephemeral consumer may go by itself between the listing and this.
+            with contextlib.suppress(NotFoundError):
+                await js.delete_consumer(name, info.name)
     yield js
     await nc.close()
