@@ -1,6 +1,7 @@
 """The audit subscriber (drover.audit) against real NATS and PostgreSQL: every event of the log is
 in its trail exactly once, equal to the log, across redeliveries, kill -9 of the subscriber and a
-NATS restart; events sent without their body are read from the log."""
+NATS restart; events sent without their body, and those gone from the stream, are read from the
+log."""
 
 from __future__ import annotations
 
@@ -107,6 +108,35 @@ async def test_redeliveries_and_bodies_in_the_log(
     assert trail_rows(conninfo, log_id)[40][2]["Node"]["Meta"]["blob"] == "x" * 5000  # type: ignore[index]
 
 
+async def test_events_gone_from_the_stream_are_read_from_the_log(
+    store: EventStore, database_url: str, nats_url: str, js_fresh: JetStreamContext
+) -> None:
+    """The stream keeps 24 hours: what it no longer holds when the subscriber starts is copied
+    from the log, and the stream's own messages then come as repeats."""
+    js = js_fresh
+    conninfo = libpq_url(database_url)
+    append_nodes(store, "old", 30)
+    relay = Relay(store, js, conninfo)
+    await relay.pump()
+    await js.purge_stream(EVENTS_STREAM, keep=1)  # positions 1-29 aged out
+    append_nodes(store, "new", 5)
+    await relay.pump()
+    trail = Trail(conninfo, conninfo)
+    await trail.ensure()
+    assert await trail.backfill(batch=7) == 35
+    assert await trail.backfill() == 0
+    counts = Counts()
+    broker = build(nats_url, trail, durable="audit-test", ack_wait=2.0, counts=counts)
+    await broker.start()
+    try:
+        await until(lambda: counts.repeated >= 6, 30, "the stream's messages handled")
+    finally:
+        await broker.stop()
+        await trail.close()
+    assert (counts.recorded, counts.repeated, counts.failed) == (0, 6, 0)
+    assert trail_rows(conninfo, store.log_id()) == log_rows(conninfo)
+
+
 def spawn(module: str, env: dict[str, str], log: Path) -> subprocess.Popen[bytes]:
     out = open(log, "ab")  # noqa: SIM115 - owned by the child
     return subprocess.Popen([sys.executable, "-m", module], env=env, stdout=out, stderr=subprocess.STDOUT)
@@ -138,17 +168,27 @@ async def test_every_event_once_across_kill_9_and_a_nats_restart(
         return "\n".join(f"--- {f.name}\n{f.read_text()[-3000:]}" for f in sorted(tmp_path.glob("*.log")))
 
     try:
-        append_nodes(store, "a", 1500)
-        await until(lambda: trail_count(conninfo) >= 200, 60, "the subscriber started recording")
+        started = tmp_path / "audit-0.log"
+        await until(lambda: "recording EVENTS" in started.read_text(), 60, "the subscriber started")
+        # Appended while it records from the stream (it has read the log up to its start).
+        appending = asyncio.create_task(asyncio.to_thread(append_nodes, store, "a", 1500, 10))
+        await until(lambda: trail_count(conninfo) >= 200, 60, "the subscriber recording")
         procs[1].send_signal(signal.SIGKILL)  # mid-stream: some recorded and not yet acked
         procs[1].wait()
         killed_at = trail_count(conninfo)
+        await appending
         assert killed_at < 1500, "the kill came too late to test anything"
-        append_nodes(store, "b", 500)
-        procs.append(spawn("drover.audit", env, tmp_path / "audit-1.log"))
-        await until(lambda: trail_count(conninfo) >= killed_at + 300, 60, "the restarted subscriber recorded")
+        # Restarted while NATS is away: it reads the log, then waits for NATS.
         nats_server.stop()
-        append_nodes(store, "c", 300)  # while NATS is away: relayed once it is back
+        procs.append(spawn("drover.audit", env, tmp_path / "audit-1.log"))
+        append_nodes(store, "b", 500)
+        await asyncio.sleep(2.0)
+        nats_server.start()
+        restarted = tmp_path / "audit-1.log"
+        await until(lambda: "recording EVENTS" in restarted.read_text(), 60, "the subscriber restarted")
+        # NATS restarted under the running subscriber, with events appended meanwhile.
+        nats_server.stop()
+        append_nodes(store, "c", 300)  # relayed once NATS is back
         await asyncio.sleep(1.0)
         nats_server.start()
         append_nodes(store, "d", 300)

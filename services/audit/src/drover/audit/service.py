@@ -5,8 +5,10 @@ key keeps each event once whichever records it."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 
+from faststream.nats import NatsBroker
 from pydantic import Field
 
 from drover.audit.subscriber import Counts, build
@@ -33,9 +35,8 @@ async def run(_: Settings, stop: asyncio.Event) -> None:
     log_url = libpq_url(settings.database_url)
     trail = Trail(libpq_url(settings.audit_database_url) if settings.audit_database_url else log_url, log_url)
     await trail.ensure()
-    # The stream may not exist yet when the subscriber starts before every other service.
-    nc, _js = await connect_streams(settings.nats_url, "audit")
-    await close(nc)
+    copied = await trail.backfill()
+    log.info("read %d events from the log before the stream", copied)
     counts = Counts()
     broker = build(
         settings.nats_url,
@@ -44,15 +45,33 @@ async def run(_: Settings, stop: asyncio.Event) -> None:
         ack_wait=settings.audit_ack_wait,
         counts=counts,
     )
-    await broker.start()
-    log.info("recording EVENTS as durable consumer %r", settings.audit_durable)
     try:
+        if not await start(broker, settings.nats_url, stop):
+            return
+        log.info("recording EVENTS as durable consumer %r", settings.audit_durable)
         await stop.wait()
     finally:
         await broker.stop()
         await trail.close()
         log.info("stopped: %d recorded, %d repeats dropped, %d failed", counts.recorded, counts.repeated,
                  counts.failed)  # fmt: skip
+
+
+async def start(broker: NatsBroker, nats_url: str, stop: asyncio.Event) -> bool:
+    """Start consuming once NATS answers (the stream made if the relay has not made it yet);
+    False if stopped first. Once started, the broker rides out NATS restarts itself."""
+    while not stop.is_set():
+        try:
+            nc, _ = await connect_streams(nats_url, "audit")
+            await close(nc)
+            await broker.start()
+            return True
+        except Exception as e:
+            log.warning("NATS not ready: %s; trying again", e or type(e).__name__)
+            await broker.stop()
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(stop.wait(), 1.0)
+    return False
 
 
 def main() -> None:

@@ -68,6 +68,13 @@ class Connection:
                 self._conn = await psycopg.AsyncConnection.connect(self.conninfo, autocommit=True)
             return await self._conn.execute(sql, params)
 
+    async def executemany(self, sql: str, rows: list[tuple[object, ...]]) -> None:
+        async with self._lock:
+            if self._conn is None or self._conn.closed or self._conn.broken:
+                self._conn = await psycopg.AsyncConnection.connect(self.conninfo, autocommit=True)
+            async with self._conn.cursor() as cur:
+                await cur.executemany(sql, rows)
+
     async def close(self) -> None:
         if self._conn is not None:
             await self._conn.close()
@@ -104,6 +111,33 @@ class Trail:
         if row[0] != log_id:
             raise LogMismatch(f"the message is from log {log_id}, the database holds log {row[0]}")
         return str(row[1]), str(row[2])
+
+    async def backfill(self, batch: int = 1000) -> int:
+        """Copy from the log the events past the trail's last position of it, up to the log's
+        last now: those the stream no longer holds (kept 24 hours), or never held for this
+        subscriber. What the stream delivers again afterwards is dropped as a repeat. The
+        number of events read."""
+        cur = await self.log.execute("SELECT log_id FROM log_meta")
+        row = await cur.fetchone()
+        if row is None:
+            return 0
+        log_id = str(row[0])
+        cur = await self.audit.execute(
+            f"SELECT coalesce(max(position), 0) FROM {TABLE} WHERE log_id = %s", (log_id,)
+        )
+        got = await cur.fetchone()
+        after, copied = int(got[0]) if got else 0, 0
+        while True:
+            cur = await self.log.execute(
+                "SELECT position, type, data::text, metadata->>'traceparent' FROM events "
+                "WHERE position > %s ORDER BY position LIMIT %s",
+                (after, batch),
+            )
+            rows = await cur.fetchall()
+            if not rows:
+                return copied
+            await self.audit.executemany(INSERT, [(log_id, *r) for r in rows])
+            after, copied = int(rows[-1][0]), copied + len(rows)
 
     async def close(self) -> None:
         await self.audit.close()
