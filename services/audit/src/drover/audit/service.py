@@ -8,7 +8,6 @@ import asyncio
 import contextlib
 import logging
 
-from faststream.nats import NatsBroker
 from pydantic import Field
 
 from drover.audit.subscriber import Counts, build
@@ -38,40 +37,49 @@ async def run(_: Settings, stop: asyncio.Event) -> None:
     copied = await trail.backfill()
     log.info("read %d events from the log before the stream", copied)
     counts = Counts()
-    broker = build(
-        settings.nats_url,
-        trail,
-        durable=settings.audit_durable,
-        ack_wait=settings.audit_ack_wait,
-        counts=counts,
-    )
     try:
-        if not await start(broker, settings.nats_url, stop):
-            return
-        log.info("recording EVENTS as durable consumer %r", settings.audit_durable)
-        await stop.wait()
+        while await ready(settings.nats_url, stop):
+            broker = build(
+                settings.nats_url,
+                trail,
+                durable=settings.audit_durable,
+                ack_wait=settings.audit_ack_wait,
+                counts=counts,
+            )
+            try:
+                await broker.start()
+                log.info("recording EVENTS as durable consumer %r", settings.audit_durable)
+                await stop.wait()
+            except Exception as e:  # NATS went away while the consumer was being set up
+                log.warning("consumer: %s; starting it again", e or type(e).__name__)
+                await pause(stop, 1.0)
+            finally:
+                await broker.stop()
     finally:
-        await broker.stop()
         await trail.close()
         log.info("stopped: %d recorded, %d repeats dropped, %d failed", counts.recorded, counts.repeated,
                  counts.failed)  # fmt: skip
 
 
-async def start(broker: NatsBroker, nats_url: str, stop: asyncio.Event) -> bool:
-    """Start consuming once NATS answers (the stream made if the relay has not made it yet);
-    False if stopped first. Once started, the broker rides out NATS restarts itself."""
+async def ready(nats_url: str, stop: asyncio.Event) -> bool:
+    """Wait until NATS answers, and make the streams if the relay has not made them yet; False
+    if stopped first. Once started, the consumer rides out NATS restarts itself."""
     while not stop.is_set():
         try:
             nc, _ = await connect_streams(nats_url, "audit")
             await close(nc)
-            await broker.start()
             return True
         except Exception as e:
             log.warning("NATS not ready: %s; trying again", e or type(e).__name__)
-            await broker.stop()
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(stop.wait(), 1.0)
+            await pause(stop, 1.0)
     return False
+
+
+async def pause(stop: asyncio.Event, seconds: float) -> bool:
+    """Wait `seconds` or until `stop`; whether stopped."""
+    with contextlib.suppress(TimeoutError):
+        await asyncio.wait_for(stop.wait(), seconds)
+    return stop.is_set()
 
 
 def main() -> None:

@@ -1,4 +1,4 @@
-"""The audit subscriber, built with FastStream: a durable pull consumer on EVENTS with manual
+"""The audit subscriber, built with FastStream: a durable push consumer on EVENTS with manual
 acks, writing each event to the trail (drover.audit.trail) once.
 
 A message is acked only after its row is committed, so one lost with the process (kill -9) or
@@ -13,7 +13,7 @@ from __future__ import annotations
 import logging
 
 from faststream import AckPolicy
-from faststream.nats import ConsumerConfig, DeliverPolicy, JStream, NatsBroker, NatsMessage, PullSub
+from faststream.nats import ConsumerConfig, DeliverPolicy, JStream, NatsBroker, NatsMessage
 
 from drover.audit.trail import Entry, LogMismatch, Trail
 from drover.runtime.bus import (
@@ -22,6 +22,7 @@ from drover.runtime.bus import (
     EVENTS_STREAM,
     EVENTS_SUBJECT_PREFIX,
     LOG_HEADER,
+    POSITION_HEADER,
     position_of,
 )
 
@@ -61,7 +62,6 @@ def build(
     *,
     durable: str = "audit",
     ack_wait: float = 30.0,
-    batch: int = 64,
     counts: Counts | None = None,
 ) -> NatsBroker:
     """A broker whose one subscriber records every EVENTS message in `trail`."""
@@ -70,11 +70,15 @@ def build(
     # per-message logging is kept at DEBUG.
     broker = NatsBroker(nats_url, max_reconnect_attempts=-1, reconnect_time_wait=1, log_level=logging.DEBUG)
 
+    # A push consumer, its deliveries shared by the processes of one durable (the deliver group).
+    # Not a pull consumer: FastStream 0.7's fetch loop stops on the plain asyncio timeout nats-py
+    # raises when a fetch finds NATS just restarted, and its restarts of the loop then drop
+    # whole batches to redelivery (seen in tests/test_audit.py: minutes to catch up).
     @broker.subscriber(
         EVENTS_SUBJECT_PREFIX + ">",
+        queue=durable,
         stream=JStream(EVENTS_STREAM, declare=False),
         durable=durable,
-        pull_sub=PullSub(batch_size=batch, timeout=1.0),
         ack_policy=AckPolicy.MANUAL,
         config=ConsumerConfig(ack_wait=ack_wait, deliver_policy=DeliverPolicy.ALL, max_deliver=-1),
     )
@@ -98,6 +102,9 @@ def build(
             tally.recorded += 1
         else:
             tally.repeated += 1
-        await msg.ack()
+        try:
+            await msg.ack()
+        except Exception as e:  # NATS away: the message comes again and is a repeat then
+            log.warning("could not ack position %s: %s", msg.headers.get(POSITION_HEADER), e)
 
     return broker
