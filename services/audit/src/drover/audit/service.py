@@ -1,6 +1,5 @@
-"""`drover-audit`: the audit subscriber (drover.audit.subscriber) as its own process. Any number
-may run on one durable consumer: JetStream hands each message to one of them, and the trail's
-key keeps each event once whichever records it."""
+"""`drover-audit`: the audit subscriber (drover.audit.subscriber) as its own process: it reads
+from the log what the stream no longer holds, then consumes EVENTS once NATS answers."""
 
 from __future__ import annotations
 

@@ -70,7 +70,7 @@ def build(
     # per-message logging is kept at DEBUG.
     broker = NatsBroker(nats_url, max_reconnect_attempts=-1, reconnect_time_wait=1, log_level=logging.DEBUG)
 
-    # A push consumer, its deliveries shared by the processes of one durable (the deliver group).
+    # A push consumer in a deliver group named as the durable (one process is what the tests run).
     # Not a pull consumer: FastStream 0.7's fetch loop stops on the plain asyncio timeout nats-py
     # raises when a fetch finds NATS just restarted, and its restarts of the loop then drop
     # whole batches to redelivery (seen in tests/test_audit.py: minutes to catch up).
