@@ -7,7 +7,7 @@ from pathlib import Path
 
 import typer
 
-from drover.cli import restart
+from drover.cli import events, restart
 from drover.runtime.settings import Settings
 
 # Nomad's spellings of help too (`drover job restart -h`).
@@ -18,6 +18,9 @@ app.add_typer(admin, name="admin")
 job = typer.Typer(help="Operate on jobs through the API.", no_args_is_help=True, context_settings=_HELP_NAMES)
 app.add_typer(job, name="job")
 job.command("restart", help=restart.HELP, no_args_is_help=True)(restart.restart)
+event = typer.Typer(help="Follow the cluster's events.", no_args_is_help=True, context_settings=_HELP_NAMES)
+app.add_typer(event, name="event")
+event.command("tail", help=events.HELP)(events.tail)
 
 
 def _settings() -> Settings:

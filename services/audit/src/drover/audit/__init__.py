@@ -1,0 +1,1 @@
+"""Drover's audit subscriber."""
