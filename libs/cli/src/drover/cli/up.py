@@ -33,7 +33,7 @@ class Child:
 
 def service_plan(workers: int) -> list[tuple[str, int]]:
     """Every service `drover up` runs, and how many of each: a standby plan applier, a standby
-    watcher and a standby garbage collector, and DROVER_WORKERS workers
+    watcher and a standby garbage collector, DROVER_WORKERS workers, and the audit subscriber
     (deploy/docker-compose.yml runs the same)."""
     return [
         ("relay", 1),
@@ -43,6 +43,7 @@ def service_plan(workers: int) -> list[tuple[str, int]]:
         ("watcher", 2),
         ("gc", 2),
         ("api", 1),
+        ("audit", 1),
     ]
 
 
