@@ -53,6 +53,7 @@ async def last_relayed(js: JetStreamContext, log_id: str) -> int:
 # Larger events go out without their body (BODY_HEADER): NATS's default max_payload is 1 MiB,
 # and the headers and the message's framing need their share of it.
 MAX_BODY = 1024 * 1024 - 64 * 1024
+ACK_WAIT = 10.0
 
 
 class Relay:
@@ -126,7 +127,9 @@ class Relay:
                 # NATS would refuse it (max_payload) and the relay would stall on it forever.
                 body, headers[BODY_HEADER] = b"", BODY_IN_LOG
             futures.append(await self.js.publish_async(EVENTS_SUBJECT_PREFIX + etype, body, headers=headers))
-        await asyncio.gather(*futures)
+        # An ack lost to a NATS restart would never come: past ACK_WAIT the pass fails, and the
+        # next reads the stream's last position and publishes again (repeats are deduplicated).
+        await asyncio.wait_for(asyncio.gather(*futures), ACK_WAIT)
         self.position = rows[-1][0]
         if log.isEnabledFor(logging.DEBUG):
             log.debug(
