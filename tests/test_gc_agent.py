@@ -52,5 +52,11 @@ def test_the_agent_keeps_gc_max_allocs_and_drops_what_the_servers_forgot(
     c.http.put("/v1/system/gc").raise_for_status()
     c.wait(lambda: not [a for a in c.get("/v1/allocations") if a["JobID"] == "once"], timeout=20)
     c.wait(lambda: dirs() == set(), timeout=15, describe=dirs)
-    log = (tmp_path / "agent-a1.log").read_text()
-    assert log.count("more than 2 allocs kept") == 2 and log.count("the servers collected it") == 2
+    # The agent logs each collection after it removes the directory: wait for its lines too.
+    log = tmp_path / "agent-a1.log"
+    c.wait(
+        lambda: (t := log.read_text()).count("the servers collected it") == 2 and t,
+        timeout=10,
+        describe=lambda: log.read_text()[-2000:],
+    )
+    assert log.read_text().count("more than 2 allocs kept") == 2
