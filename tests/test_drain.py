@@ -23,9 +23,11 @@ def cluster(database_url: str, nats_url: str, tmp_path: Path, js_fresh: object) 
 
 
 class FakeClients:
-    """Stands in for the nodes' agents: reports every new alloc running after a short while."""
+    """Stands in for the nodes' agents: reports every new alloc running, `delay` seconds after
+    it is seen (a replacement takes a moment to start)."""
 
-    def __init__(self, base_url: str) -> None:
+    def __init__(self, base_url: str, delay: float = 0.3) -> None:
+        self.delay = delay
         self.http = httpx.Client(base_url=base_url, timeout=10)
         self.stop = threading.Event()
         self.thread = threading.Thread(target=self._run, daemon=True)
@@ -39,7 +41,7 @@ class FakeClients:
                 if a["DesiredStatus"] == "run" and a["ClientStatus"] == "pending"
             ]
             if pending:
-                time.sleep(0.3)  # a replacement takes a moment to start
+                time.sleep(self.delay)
                 updates = [{"ID": i, "ClientStatus": "running"} for i in pending]
                 self.http.put("/v1/drover/allocs/status", json={"Updates": updates})
             time.sleep(0.1)

@@ -5,13 +5,11 @@ log where it was."""
 
 from __future__ import annotations
 
-import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import httpx
 import nomad  # type: ignore[import-untyped]
 import pytest
 from nomad.api import exceptions as nomad_errors  # type: ignore[import-untyped]
@@ -19,6 +17,7 @@ from nomad.api import exceptions as nomad_errors  # type: ignore[import-untyped]
 from drover.runtime.store import EventStore
 
 from .cluster import Cluster, job_json, node_json
+from .test_drain import FakeClients
 
 
 @pytest.fixture
@@ -34,36 +33,9 @@ def client(cluster: Cluster) -> nomad.Nomad:
     return nomad.Nomad(address=f"http://127.0.0.1:{cluster.port}", timeout=30)
 
 
-class RunningClients:
-    """Stands in for the nodes' agents: reports every new alloc running."""
-
-    def __init__(self, base_url: str) -> None:
-        self.http = httpx.Client(base_url=base_url, timeout=10)
-        self.stop = threading.Event()
-        self.thread = threading.Thread(target=self._run, daemon=True)
-        self.thread.start()
-
-    def _run(self) -> None:
-        while not self.stop.is_set():
-            pending = [
-                a["ID"]
-                for a in self.http.get("/v1/allocations").json()
-                if a["DesiredStatus"] == "run" and a["ClientStatus"] == "pending"
-            ]
-            if pending:
-                updates = [{"ID": i, "ClientStatus": "running"} for i in pending]
-                self.http.put("/v1/drover/allocs/status", json={"Updates": updates})
-            time.sleep(0.1)
-
-    def close(self) -> None:
-        self.stop.set()
-        self.thread.join(5)
-        self.http.close()
-
-
 @pytest.fixture
-def running(cluster: Cluster) -> Iterator[RunningClients]:
-    clients = RunningClients(str(cluster.http.base_url))
+def running(cluster: Cluster) -> Iterator[FakeClients]:
+    clients = FakeClients(str(cluster.http.base_url), delay=0)
     yield clients
     clients.close()
 
@@ -109,7 +81,7 @@ def _refused(store: EventStore, error: type[Exception], call: Any, needle: str =
 
 
 def test_alloc_stop_replaces_the_alloc(
-    cluster: Cluster, client: nomad.Nomad, running: RunningClients, store: EventStore
+    cluster: Cluster, client: nomad.Nomad, running: FakeClients, store: EventStore
 ) -> None:
     c = cluster
     for n in ("n1", "n2"):
@@ -149,7 +121,7 @@ def test_alloc_stop_replaces_the_alloc(
 
 
 def test_node_purge_deregisters_the_node_and_replaces_its_allocs(
-    cluster: Cluster, client: nomad.Nomad, running: RunningClients, store: EventStore
+    cluster: Cluster, client: nomad.Nomad, running: FakeClients, store: EventStore
 ) -> None:
     c = cluster
     c.put("/v1/drover/node/register", _node("n1"))
@@ -182,7 +154,7 @@ def test_node_purge_deregisters_the_node_and_replaces_its_allocs(
 
 
 def test_revert_and_stable(
-    cluster: Cluster, client: nomad.Nomad, running: RunningClients, store: EventStore
+    cluster: Cluster, client: nomad.Nomad, running: FakeClients, store: EventStore
 ) -> None:
     c = cluster
     c.put("/v1/drover/node/register", _node("n1"))
@@ -242,7 +214,7 @@ def test_revert_and_stable(
         assert store.last_position() == before
 
 
-def test_scale_status(cluster: Cluster, running: RunningClients, store: EventStore) -> None:
+def test_scale_status(cluster: Cluster, running: FakeClients, store: EventStore) -> None:
     c = cluster
     c.put("/v1/drover/node/register", _node("n1"))
     c.put("/v1/jobs", job_json("web", 2))
