@@ -1,7 +1,7 @@
 """The collector's loop (drover.gc.collector) on a real PostgreSQL, its replica fed by what it
 appends: periodic core evals written every gc_interval and run; a core eval cut short midway
 stays pending and the next leader runs it again to the end; a pass goes in appends of at most
-gc_chunk objects."""
+gc_chunk objects, spaced to gc_busy_rate while scheduling work waits."""
 
 from __future__ import annotations
 
@@ -25,12 +25,24 @@ class Leader:
     """A collector on a state replayed from the log, appending to it; `fail_after` appends it
     stops appending (as if killed there)."""
 
-    def __init__(self, store: EventStore, clock: list[int], fail_after: int | None = None) -> None:
+    def __init__(
+        self,
+        store: EventStore,
+        clock: list[int],
+        fail_after: int | None = None,
+        settings: Settings = SETTINGS,
+    ) -> None:
         self.store = store
         self.state: InMemoryState = store.replay()
         self.appends: list[list[Event]] = []
         self.fail_after = fail_after
-        self.collector = Collector(self.state, SETTINGS, self.append, self.caught_up, clock=lambda: clock[0])
+        self.slept: list[float] = []  # the pauses between chunks, in seconds
+        self.collector = Collector(
+            self.state, settings, self.append, self.caught_up, clock=lambda: clock[0], sleep=self.sleep
+        )
+
+    async def sleep(self, seconds: float) -> None:
+        self.slept.append(seconds)
 
     async def append(self, items: list[NewEvent]) -> list[RecordedEvent] | None:
         if self.fail_after is not None and len(self.appends) >= self.fail_after:
@@ -106,3 +118,45 @@ def test_a_core_eval_cut_short_is_run_again_by_the_next_leader(store: EventStore
     before = store.projection_dump()
     store.rebuild_projections()
     assert store.projection_dump() == before
+
+
+def _pending_eval(store: EventStore, eval_id: str, status: str = "pending") -> None:
+    store.append([EvalsUpserted(evals=[Evaluation(id=eval_id, job_id="api", status=status)])])
+
+
+def test_chunks_are_spaced_to_the_busy_rate_while_an_eval_waits_and_not_once_it_is_done(
+    store: EventStore,
+) -> None:
+    clock = [NOW]
+    _stopped_job(store, 35)  # 35 allocs + 1 eval in chunks of 10: 4 chunks
+    _pending_eval(store, "waiting")
+    store.append([EvalsUpserted(evals=[core_eval("force-gc", NOW)])])
+    leader = Leader(store, clock, settings=Settings(gc_interval=300, gc_chunk=10, gc_busy_rate=50))
+    assert asyncio.run(leader.collector.step())
+    assert leader.state.allocs == {}
+    # Paced before each chunk but the first: 10 objects at 50 a second.
+    assert leader.slept == [0.2, 0.2, 0.2]
+
+
+def test_an_idle_cluster_is_collected_at_full_speed(store: EventStore) -> None:
+    clock = [NOW]
+    _stopped_job(store, 35)
+    _pending_eval(store, "done", status="complete")
+    store.append([EvalsUpserted(evals=[core_eval("force-gc", NOW)])])
+    leader = Leader(store, clock, settings=Settings(gc_interval=300, gc_chunk=10, gc_busy_rate=50))
+    assert asyncio.run(leader.collector.step())
+    assert leader.state.allocs == {} and leader.slept == []
+
+
+def test_an_eval_done_a_moment_ago_still_paces_and_one_done_a_second_ago_does_not(store: EventStore) -> None:
+    clock = [NOW]
+    _pending_eval(store, "waiting")
+    leader = Leader(store, clock, settings=Settings(gc_interval=300, gc_chunk=10, gc_busy_rate=50))
+    done = Evaluation(id="waiting", job_id="api", status="complete")
+    leader.collector.on_event(0, EvalsUpserted(evals=[done]), {})
+    assert leader.collector.busy()  # its work may come in a burst: still busy for BUSY_LINGER
+    clock[0] += SECOND
+    assert not leader.collector.busy()
+    _pending_eval(store, "next")
+    leader.collector.on_event(0, EvalsUpserted(evals=[Evaluation(id="next", job_id="api")]), {})
+    assert leader.collector.busy()

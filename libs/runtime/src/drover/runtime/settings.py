@@ -76,3 +76,8 @@ class Settings(BaseSettings):
     # Objects one collecting append deletes at most: each append holds the events lock under
     # 50 ms (docs/performance.md, bench/gc.py).
     gc_chunk: int = Field(default=500, ge=1)
+    # Objects a second the collector deletes while the cluster has scheduling work waiting (an
+    # eval pending, or one within the last second); 0 = never paced. A collection's cost lands
+    # mostly on Postgres and every replica, not on the collector, so it is paced here rather than
+    # by the collector's CPU priority (docs/performance.md, 2026-11-26 pacing).
+    gc_busy_rate: float = Field(default=1000.0, ge=0.0)

@@ -1,7 +1,9 @@
 """The active garbage collector's work on its replica: every gc_interval the periodic core evals
 (drover.control.gccore.due), and each pending core eval run - its passes decided by the pure
 rules (drover.control.gc), what they find appended in chunks, the eval completed last. A core
-eval is pending until then, so whoever leads next runs an interrupted one again."""
+eval is pending until then, so whoever leads next runs an interrupted one again. While the
+cluster has scheduling work waiting, the chunks are spaced to gc_busy_rate objects a second:
+collection yields to scheduling, and catches up at full speed once the cluster is quiet."""
 
 from __future__ import annotations
 
@@ -15,7 +17,7 @@ from typing import Any
 from drover.control import gccore
 from drover.control.gc import Collection, Thresholds
 from drover.model.durations import SECOND
-from drover.model.evaluation import EVAL_TYPE_CORE, Evaluation
+from drover.model.evaluation import EVAL_STATUS_PENDING, EVAL_TYPE_CORE, Evaluation
 from drover.model.events import EvalsCollected, EvalsUpserted, Event, NewEvent, evals_of
 from drover.model.state import InMemoryState
 from drover.runtime.settings import Settings
@@ -29,6 +31,9 @@ CaughtUp = Callable[[int], Awaitable[bool]]
 # Seconds between looks at what is due, unless a core eval arrives first.
 PASS_EVERY = 1.0
 KINDS = ("alloc", "eval", "job", "deployment", "node", "restart")
+# The cluster counts as busy this long after its last pending eval (ns): a load has short gaps
+# between its evals, and collecting at full speed into each of them would cost it as much.
+BUSY_LINGER = SECOND
 
 
 def thresholds(settings: Settings) -> Thresholds:
@@ -55,6 +60,7 @@ class Collector:
         append: Append,
         caught_up: CaughtUp,
         clock: Callable[[], int] = time.time_ns,
+        sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
     ) -> None:
         self.state = state
         self.append = append
@@ -63,6 +69,11 @@ class Collector:
         self.interval = int(settings.gc_interval * SECOND)
         self.thresholds = thresholds(settings)
         self.chunk = settings.gc_chunk
+        self.busy_rate = settings.gc_busy_rate
+        self.sleep = sleep
+        # Scheduling evals waiting for a worker (the broker's ready queue), and when one last was.
+        self.scheduling = {e.id for e in state.evals.values() if _scheduling(e)}
+        self.busy_at = clock() if self.scheduling else 0
         self.since = clock()
         self.core: dict[str, Evaluation] = {e.id: e for e in state.evals.values() if e.type == EVAL_TYPE_CORE}
         # When the last core eval of each pass was created, collected ones too.
@@ -71,18 +82,38 @@ class Collector:
         self.wake = asyncio.Event()
 
     def on_event(self, position: int, event: Event, meta: dict[str, Any]) -> None:
-        """The replica applied `event`: keep the core evals as the state has them."""
+        """The replica applied `event`: keep the core evals as the state has them, and which
+        scheduling evals wait for a worker."""
         for e in evals_of(event):
-            if e.type == EVAL_TYPE_CORE:
-                now = self.state.eval(e.id) or e
-                self.core[e.id] = now
-                self.last = gccore.latest([now], self.last)
-                if not now.terminal_status():
-                    self.wake.set()
+            if e.type != EVAL_TYPE_CORE:
+                self._track(e)
+                continue
+            now = self.state.eval(e.id) or e
+            self.core[e.id] = now
+            self.last = gccore.latest([now], self.last)
+            if not now.terminal_status():
+                self.wake.set()
         if isinstance(event, EvalsCollected):
             for eval_id in event.evals:
                 if eval_id not in self.state.evals:
                     self.core.pop(eval_id, None)
+
+    def _track(self, e: Evaluation) -> None:
+        if _scheduling(e):
+            self.scheduling.add(e.id)
+            self.busy_at = self.clock()
+        elif e.id in self.scheduling:
+            self.scheduling.discard(e.id)
+            self.busy_at = self.clock()
+
+    def busy(self) -> bool:
+        """Whether the cluster has scheduling work waiting, or had within BUSY_LINGER."""
+        return bool(self.scheduling) or self.clock() - self.busy_at < BUSY_LINGER
+
+    async def pace(self, objects: int) -> None:
+        """Space a chunk of `objects` to gc_busy_rate while the cluster is busy."""
+        if self.busy_rate > 0 and self.busy():
+            await self.sleep(objects / self.busy_rate)
 
     async def step(self) -> bool:
         """Write the periodic core evals that are due and run every pending one, oldest first.
@@ -109,7 +140,9 @@ class Collector:
             as_of = self.state.index
             found = gccore.find(self.state, core, name, self.clock(), self.thresholds)
             last = 0
-            for events in gccore.chunks(found, as_of, self.chunk):
+            for n, events in enumerate(gccore.chunks(found, as_of, self.chunk)):
+                if n:
+                    await self.pace(self.chunk)
                 recorded = await self.append([NewEvent(e) for e in events])
                 if recorded is None:
                     return False
@@ -131,6 +164,11 @@ class Collector:
             await self.step()
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self.wake.wait(), PASS_EVERY)
+
+
+def _scheduling(e: Evaluation) -> bool:
+    """A scheduling eval waiting for a worker: pending, and not the collector's own."""
+    return e.status == EVAL_STATUS_PENDING and e.type != EVAL_TYPE_CORE
 
 
 def _counts(found: Collection) -> str:
