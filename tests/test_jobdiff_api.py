@@ -164,3 +164,6 @@ def test_versions_with_diffs_diff_each_version_from_the_one_before(cluster: Clus
     assert [d["Type"] for d in against] == ["Edited", "Edited", "None"]
     r = cluster.http.get("/v1/job/hist/versions", params={"diffs": "true", "diff_version": 9})
     assert r.status_code == 404 and "version 9 not found" in r.text
+    for bad in ({"diffs": "maybe"}, {"diffs": "true", "diff_version": "x"}):
+        assert cluster.http.get("/v1/job/hist/versions", params=bad).status_code == 400, bad
+    assert cluster.http.put("/v1/job/web/plan", json={**web(), "Diff": "yes"}).status_code == 400
