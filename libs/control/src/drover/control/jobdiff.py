@@ -113,7 +113,8 @@ def job_diff(old: Job | None, new: Job | None, contextual: bool = True) -> JobDi
     """The diff from `old` to `new` (either may be None: everything Added, or Deleted). With
     `contextual` (as Nomad's plan and versions give it) an edited block lists its unchanged
     fields too."""
-    o, n = (old.to_api() if old else None), (new.to_api() if new else None)
+    o = old.to_api() if old is not None else None
+    n = new.to_api() if new is not None else None
     kind = ADDED if o is None and n is not None else DELETED if n is None and o is not None else NONE
     ref = n if n is not None else o
     diff = JobDiff(kind, ref["ID"] if ref else "")
