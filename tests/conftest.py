@@ -9,6 +9,7 @@ import os
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import psycopg
 import pytest
@@ -45,9 +46,9 @@ def _base_url(pg: EmbeddedPostgres | str) -> str:
     return pg if isinstance(pg, str) else pg.url
 
 
-@pytest.fixture
-def database_url(postgres: EmbeddedPostgres | str) -> Iterator[str]:
-    """A fresh, migrated database for one test."""
+@contextlib.contextmanager
+def fresh_database(postgres: EmbeddedPostgres | str) -> Iterator[str]:
+    """A new, migrated database on the test server, dropped afterwards."""
     base = _base_url(postgres)
     name = "t_" + uuid.uuid4().hex[:12]
     conninfo = base.replace("postgresql+psycopg://", "postgresql://")
@@ -58,6 +59,13 @@ def database_url(postgres: EmbeddedPostgres | str) -> Iterator[str]:
     yield url
     with psycopg.connect(conninfo, autocommit=True) as conn:
         conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+@pytest.fixture
+def database_url(postgres: EmbeddedPostgres | str) -> Iterator[str]:
+    """A fresh, migrated database for one test."""
+    with fresh_database(postgres) as url:
+        yield url
 
 
 @pytest.fixture
@@ -77,15 +85,13 @@ def nats_url(nats_server: EmbeddedNats | str) -> str:
     return nats_server if isinstance(nats_server, str) else nats_server.url
 
 
-@pytest.fixture
-async def js_fresh(nats_url: str):  # type: ignore[no-untyped-def]
-    """A JetStream context with Drover's streams, emptied for this test, and without consumers:
-    a durable consumer kept from an earlier test would keep that test's settings (its ack wait)."""
+async def reset_jetstream(nc: Any) -> Any:
+    """Drover's streams on `nc`, emptied, without consumers: a durable consumer kept from an
+    earlier test would keep that test's settings (its ack wait). Returns the JetStream context."""
     from nats.js.errors import NotFoundError
 
-    from drover.runtime.bus import EVALS_STREAM, EVENTS_STREAM, connect, ensure_streams
+    from drover.runtime.bus import EVALS_STREAM, EVENTS_STREAM, ensure_streams
 
-    nc = await connect(nats_url, "test")
     js = nc.jetstream()
     await ensure_streams(js)
     for name in (EVENTS_STREAM, EVALS_STREAM):
@@ -94,5 +100,14 @@ async def js_fresh(nats_url: str):  # type: ignore[no-untyped-def]
             # An earlier test's ephemeral consumer may go by itself between the listing and this.
             with contextlib.suppress(NotFoundError):
                 await js.delete_consumer(name, info.name)
-    yield js
+    return js
+
+
+@pytest.fixture
+async def js_fresh(nats_url: str):  # type: ignore[no-untyped-def]
+    """A JetStream context with Drover's streams, emptied for this test (`reset_jetstream`)."""
+    from drover.runtime.bus import connect
+
+    nc = await connect(nats_url, "test")
+    yield await reset_jetstream(nc)
     await nc.close()

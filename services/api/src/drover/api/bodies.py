@@ -24,9 +24,12 @@ class JobRegisterRequest(Body):
 
 
 class JobPlanRequest(Body):
-    """`PUT /v1/job/:id/plan`: the job to plan (nothing is written)."""
+    """`PUT /v1/job/:id/plan`: the job to plan (nothing is written); with `Diff`, the answer
+    carries its diff from the job as registered."""
 
     job: Job
+    diff: StrictBool = False
+    policy_override: StrictBool = False
 
 
 class ScalingTarget(Body):

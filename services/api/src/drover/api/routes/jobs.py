@@ -18,6 +18,7 @@ from drover.api.deps import BlockingDep, CommandsDep, ReadsDep
 from drover.api.errors import ApiError
 from drover.api.views import NO_DEPLOYMENT, alloc_stub, as_json, job_stub
 from drover.control import jobs
+from drover.control.jobdiff import plan_diff, version_diffs
 from drover.model import Job
 from drover.runtime.store.queries import Reads, load_snapshot
 from drover.runtime.watches import children_key, job_key
@@ -87,11 +88,28 @@ async def read_job(
 
 @router.get("/v1/job/{job_id:path}/versions")
 async def job_versions(
-    job_id: str, request: Request, blocking: BlockingDep, namespace: str = "default"
+    job_id: str,
+    request: Request,
+    blocking: BlockingDep,
+    namespace: str = "default",
+    diffs: bool = False,
+    diff_version: int | None = None,
 ) -> Response:
+    """Newest first; with `diffs`, each version's diff from the next older one (or, with
+    `diff_version`, from that version), as Nomad gives them."""
+
     def fn() -> Any:
         versions = blocking.reads.job_versions(namespace, job_id)
-        return {"Versions": versions, "Diffs": None} if versions else None
+        if not versions:
+            return None
+        if not diffs:
+            return {"Versions": versions, "Diffs": None}
+        against = None
+        if diff_version is not None:
+            against = next((v for v in versions if v.version == diff_version), None)
+            if against is None:
+                raise ApiError(404, f"version {diff_version} not found")
+        return {"Versions": versions, "Diffs": version_diffs(versions, against)}
 
     return await blocking.read(request, fn, [job_key(namespace, job_id)])
 
@@ -195,7 +213,7 @@ async def plan(job_id: str, body: JobPlanRequest, reads: ReadsDep) -> dict[str, 
             "FailedTGAllocs": as_json(res.eval.failed_tg_allocs) or None,
             "JobModifyIndex": existing.job_modify_index if existing else 0,
             "CreatedEvals": as_json(res.create_evals),
-            "Diff": None,
+            "Diff": plan_diff(existing, job, res.plan.annotations) if body.diff else None,
             "Warnings": "",
             "Index": state.index,
         }
