@@ -27,11 +27,16 @@ class EvalError(Exception):
 class Problems:
     """The problems found so far, in the order found."""
 
-    items: list[str] = field(default_factory=list)
+    items: list[tuple[str, int, str]] = field(default_factory=list)
 
     def add(self, filename: str, line: int, where: str, message: str) -> None:
-        self.items.append(f"{filename}:{line}: {where}: {message}")
+        self.items.append((filename, line, f"{filename}:{line}: {where}: {message}"))
+
+    def extend(self, problems: list[str]) -> None:
+        self.items.extend(("", 0, p) for p in problems)
 
     def raise_if_any(self) -> None:
+        """Raise JobspecError with the problems found, by file and line, each once."""
         if self.items:
-            raise JobspecError(list(dict.fromkeys(self.items)))
+            ordered = sorted(self.items, key=lambda p: (p[0], p[1]))
+            raise JobspecError(list(dict.fromkeys(p[2] for p in ordered)))

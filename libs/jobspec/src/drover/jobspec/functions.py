@@ -313,6 +313,7 @@ def standard() -> dict[str, Fn]:
         "tomap": _arity(1, lambda v: dict(_map(v))),
         "min": _minmax(min),
         "max": _minmax(max),
+        "sum": _arity(1, lambda lst: number(sum(to_number(v) for v in _list(lst)))),
         "abs": _arity(1, lambda n: abs(to_number(n))),
         "ceil": _arity(1, lambda n: math.ceil(to_number(n))),
         "floor": _arity(1, lambda n: math.floor(to_number(n))),

@@ -46,7 +46,9 @@ def parse_tree(src: str, filename: str, first_line: int = 1) -> Node:
     try:
         tree: Node = hcl2.parses_to_tree("\n" * (first_line - 1) + src)
     except UnexpectedInput as e:
-        raise JobspecError([f"{filename}:{e.line}: syntax: {_syntax_message(e)}"]) from None
+        # python-hcl2 parses the text with a new line added: an error at the end is on the last line.
+        line = min(e.line, first_line - 1 + src.count("\n") + (0 if src.endswith("\n") else 1))
+        raise JobspecError([f"{filename}:{line}: syntax: {_syntax_message(e)}"]) from None
     return tree
 
 

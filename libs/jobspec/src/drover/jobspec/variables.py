@@ -95,8 +95,10 @@ def declare(blocks: list[Block], ctx: Context, problems: Problems) -> dict[str, 
                 var.type = var.type or infer(default)
                 var.source = "default"
         except (EvalError, ConversionError) as e:
-            line = getattr(e, "line", 0) or block.line
-            problems.add(ctx.filename, line, where, f"invalid {'default' if var.type else 'type'}: {e}")
+            what = "default" if var.type else "type"
+            line = getattr(e, "line", 0) or attrs[what].line
+            problems.add(ctx.filename, line, where, f"invalid {what}: {e}")
+            var.source = "invalid"  # reported once, not again as unset
         var.validations = [b for b in block.body.blocks if b.type == "validation"]
     return out
 
@@ -139,7 +141,7 @@ def _from_file(variables: dict[str, Variable], filename: str, content: str, prob
     try:
         body = parse_body(content, filename)
     except JobspecError as e:
-        problems.items.extend(e.problems)
+        problems.extend(e.problems)
         return
     for block in body.blocks:
         problems.add(filename, block.line, block.type, "a var file only assigns values (name = value)")
@@ -160,6 +162,8 @@ def check(variables: dict[str, Variable], ctx: Context, problems: Problems) -> d
     """Every variable's value, after its validations; unset ones are problems."""
     for var in variables.values():
         where = f"variable[{var.name}]"
+        if var.source == "invalid":
+            continue
         if not var.source:
             problems.add(ctx.filename, var.line, where, "no value given and no default "
                          f"(set it with -var {var.name}=..., a var file or {ENV_PREFIX}{var.name})")  # fmt: skip
