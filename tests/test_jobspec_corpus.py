@@ -50,7 +50,11 @@ def test_parsed_job_passes_register_validation(path: Path) -> None:
 
 @pytest.mark.parametrize("path", BAD, ids=lambda p: p.name)
 def test_malformed_jobspec_fails_naming_file_and_line(path: Path) -> None:
-    expected = [line.removeprefix("# expect: ") for line in path.read_text().splitlines() if line.startswith("# expect: ")]
+    expected = [
+        line.removeprefix("# expect: ")
+        for line in path.read_text().splitlines()
+        if line.startswith("# expect: ")
+    ]
     assert expected, f"{path.name} says nothing of what it expects"
     with pytest.raises(JobspecError) as raised:
         _parse(path)

@@ -3,16 +3,7 @@ API JSON (what `nomad job run -output` prints, not yet canonicalized): variables
 functions, templates, dynamic blocks; runtime interpolations left as text. Pure: the caller
 hands in the variables, the var files' contents, the environment and a reader for file()."""
 
-from __future__ import annotations
-
-from collections.abc import Callable, Mapping, Sequence
-from typing import Any
-
 from drover.jobspec.errors import JobspecError
 from drover.jobspec.job import parse
 
 __all__ = ["JobspecError", "parse"]
-
-# The signature the CLI and the API rely on (kept here so a change to it is seen).
-Parse = Callable[..., dict[str, Any]]
-_: tuple[type[Mapping[str, str]], type[Sequence[Any]]] = (Mapping, Sequence)

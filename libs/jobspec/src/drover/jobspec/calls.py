@@ -22,7 +22,9 @@ def call(ev: _Eval, node: Node) -> Any:
     name = "::".join(names)
     args_node = next((c for c in node.children if isinstance(c, Tree) and c.data == "arguments"), None)
     arg_nodes = [c for c in parts(args_node) if isinstance(c, Tree)] if args_node is not None else []
-    expand = args_node is not None and any(isinstance(c, Token) and c.type == "ELLIPSIS" for c in args_node.children)
+    expand = args_node is not None and any(
+        isinstance(c, Token) and c.type == "ELLIPSIS" for c in args_node.children
+    )
     if name in ("try", "can"):
         return _try(ev, name, arg_nodes, node.meta.line)
     fn = ev.ctx.functions.get(name)

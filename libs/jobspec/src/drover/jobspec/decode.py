@@ -56,12 +56,18 @@ class Decoder:
         for attr in body.attributes:
             f = spec.fields.get(attr.name)
             if isinstance(f, Nested):
-                self.problem(attr.line, f"{where}.{attr.name}", f"{attr.name} is a block: write {attr.name} {{ ... }}")
+                self.problem(
+                    attr.line, f"{where}.{attr.name}", f"{attr.name} is a block: write {attr.name} {{ ... }}"
+                )
             elif f is None:
                 self.problem(attr.line, f"{where}.{attr.name}", "unsupported argument")
             else:
                 ok, value = self.value(attr, scope, f"{where}.{attr.name}")
-                if ok and (converted := self.convert(attr, f.kind, value, scope, f"{where}.{attr.name}")) is not None:
+                if (
+                    ok
+                    and (converted := self.convert(attr, f.kind, value, scope, f"{where}.{attr.name}"))
+                    is not None
+                ):
                     out[json_name(attr.name, f)] = converted
         for block, inner in self.expand(body.blocks, scope, where):
             self.nested(out, block, spec, where, inner)

@@ -18,7 +18,9 @@ if TYPE_CHECKING:
     from drover.jobspec.decode import Decoder
 
 
-def generate(dec: Decoder, block: Block, scope: Mapping[str, Any], where: str) -> list[tuple[Block, Mapping[str, Any]]]:
+def generate(
+    dec: Decoder, block: Block, scope: Mapping[str, Any], where: str
+) -> list[tuple[Block, Mapping[str, Any]]]:
     here = f"{where}.dynamic[{block.labels[0] if block.labels else ''}]"
     if len(block.labels) != 1:
         dec.problem(block.line, here, "a dynamic block takes one label, the type of the blocks it makes")
@@ -48,7 +50,11 @@ def generate(dec: Decoder, block: Block, scope: Mapping[str, Any], where: str) -
     elif isinstance(collection, list):
         pairs = list(enumerate(collection))
     else:
-        dec.problem(attrs["for_each"].line, f"{here}.for_each", f"a list or map is required, not a {type_name(collection)}")
+        dec.problem(
+            attrs["for_each"].line,
+            f"{here}.for_each",
+            f"a list or map is required, not a {type_name(collection)}",
+        )
         return []
     out: list[tuple[Block, Mapping[str, Any]]] = []
     for key, value in pairs:

@@ -46,7 +46,7 @@ class _Eval:
 
     def eval(self, node: Any) -> Any:
         if isinstance(node, Token):
-            raise EvalError(f"unexpected {str(node)!r}", node.line)
+            raise EvalError(f"unexpected {str(node)!r}", node.line or 0)
         method = getattr(self, "_" + node.data, None)
         if method is None:
             raise EvalError(f"{node.data.replace('_', ' ')} is not supported", _line(node))
@@ -80,7 +80,9 @@ class _Eval:
         return unescape(str(node.children[0])[2:-2])
 
     def _heredoc_template(self, node: Node) -> Any:
-        return self.eval(heredoc(node.children[0], self.ctx.filename))
+        token = node.children[0]
+        assert isinstance(token, Token)
+        return self.eval(heredoc(token, self.ctx.filename))
 
     _heredoc_template_trim = _heredoc_template
 
@@ -128,7 +130,9 @@ class _Eval:
         if isinstance(base, _Unknown):
             return base.then(f".{name}")
         if _is_root(base_node, "var") and "var" not in self.scope and name not in base:
-            raise EvalError(f'there is no variable named "{name}" (declare it in a variable block)', _line(node))
+            raise EvalError(
+                f'there is no variable named "{name}" (declare it in a variable block)', _line(node)
+            )
         return _get(base, name, _line(node))
 
     def _index_expr_term(self, node: Node) -> Any:
@@ -142,7 +146,7 @@ class _Eval:
     def index_key(self, index: Node) -> Any:
         if index.data == "short_index":
             return int(str(index.children[-1]))
-        return self.eval([c for c in parts(index) if isinstance(c, Tree)][0])
+        return self.eval(next(c for c in parts(index) if isinstance(c, Tree)))
 
     def _attr_splat_expr_term(self, node: Node) -> Any:
         return self._splat(node)
@@ -191,7 +195,9 @@ class _Eval:
         """A value for an operator: a runtime interpolation cannot be computed with."""
         value = self.eval(node)
         if isinstance(value, _Unknown):
-            raise EvalError(f"{value.text()} is only known at runtime and cannot be computed with here", _line(node))
+            raise EvalError(
+                f"{value.text()} is only known at runtime and cannot be computed with here", _line(node)
+            )
         return value
 
     # For expressions and functions: drover.jobspec.forexpr and drover.jobspec.calls

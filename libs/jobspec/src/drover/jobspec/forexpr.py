@@ -10,6 +10,7 @@ from lark import Token, Tree
 
 from drover.jobspec.errors import EvalError
 from drover.jobspec.syntax import Node, name_of, parts
+from drover.jobspec.templates import as_text
 from drover.jobspec.values import to_bool, type_name
 
 if TYPE_CHECKING:
@@ -36,7 +37,7 @@ def _scopes(ev: _Eval, node: Node) -> Iterator[tuple[_Eval, list[Node]]]:
         scope = {names[0]: key, names[1]: value} if len(names) == 2 else {names[0]: value}
         sub = ev.sub(scope)
         if cond is not None:
-            test = [c for c in parts(cond) if isinstance(c, Tree)][0]
+            test = next(c for c in parts(cond) if isinstance(c, Tree))
             if not to_bool(sub.value(test)):
                 continue
         yield sub, body
@@ -53,8 +54,6 @@ def for_object(ev: _Eval, node: Node) -> dict[str, Any]:
         key = sub.value(body[0])
         if not isinstance(key, (str, int, float)) or isinstance(key, bool):
             raise EvalError(f"an object key must be a string, not a {type_name(key)}", node.meta.line)
-        from drover.jobspec.templates import as_text
-
         text = as_text(key)
         value = sub.eval(body[1])
         if grouped:

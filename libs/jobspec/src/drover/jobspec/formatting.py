@@ -30,7 +30,11 @@ def format_verbs(spec: str, args: list[Any]) -> str:
         text = _one(verb, args[i], precision)
         i += 1
         if width:
-            text = text.ljust(int(width)) if "-" in flags else text.rjust(int(width), "0" if "0" in flags else " ")
+            text = (
+                text.ljust(int(width))
+                if "-" in flags
+                else text.rjust(int(width), "0" if "0" in flags else " ")
+            )
         out.append(text)
     out.append(spec[pos:])
     return "".join(out)

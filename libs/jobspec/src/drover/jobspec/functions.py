@@ -94,7 +94,9 @@ def _element(lst: Any, i: Any) -> Any:
 
 def _range(*args: Any) -> list[Any]:
     nums = [to_number(a) for a in args]
-    start, stop, step = (0, nums[0], 1) if len(nums) == 1 else (nums[0], nums[1], nums[2] if len(nums) == 3 else 1)
+    start, stop, step = (
+        (0, nums[0], 1) if len(nums) == 1 else (nums[0], nums[1], nums[2] if len(nums) == 3 else 1)
+    )
     if len(nums) == 2 and start > stop:
         step = -1
     if step == 0:
@@ -330,7 +332,9 @@ def _formatlist(args: list[Any]) -> list[str]:
     n = len(lists[0]) if lists else 1
     if any(len(lst) != n for lst in lists):
         raise FunctionError("every list argument must have the same length")
-    return [format_verbs(_str(args[0]), [a[i] if isinstance(a, list) else a for a in args[1:]]) for i in range(n)]
+    return [
+        format_verbs(_str(args[0]), [a[i] if isinstance(a, list) else a for a in args[1:]]) for i in range(n)
+    ]
 
 
 def _raise(message: str) -> Any:

@@ -21,9 +21,9 @@ def parse(
     src: str,
     *,
     filename: str = "job.nomad.hcl",
-    variables: Mapping[str, str] = {},  # noqa: B006 - read only
+    variables: Mapping[str, str] = {},
     var_files: Sequence[tuple[str, str]] = (),
-    env: Mapping[str, str] = {},  # noqa: B006 - read only
+    env: Mapping[str, str] = {},
     read_file: Callable[[str], str] | None = None,
 ) -> dict[str, Any]:
     """The job `src` describes, as Nomad's API JSON (not wrapped in {"Job": ...}).
@@ -48,7 +48,12 @@ def parse(
     if not jobs:
         problems.add(filename, 1, "job", 'no job block (a jobspec holds one job "<id>" { ... })')
     for extra in jobs[1:]:
-        problems.add(filename, extra.line, "job", f"only one job block is allowed (the first is at line {jobs[0].line})")
+        problems.add(
+            filename,
+            extra.line,
+            "job",
+            f"only one job block is allowed (the first is at line {jobs[0].line})",
+        )
     problems.raise_if_any()
     block = jobs[0]
     where = f"job[{block.labels[0]}]" if len(block.labels) == 1 else "job"
@@ -63,7 +68,9 @@ def _check_top_level(body: Body, filename: str, problems: Problems) -> None:
         problems.add(filename, attr.line, attr.name, "unsupported argument here (a jobspec holds blocks)")
     for block in body.blocks:
         if block.type not in _TOP_LEVEL:
-            problems.add(filename, block.line, block.type, f"unsupported block type {block.type!r} at the top level")
+            problems.add(
+                filename, block.line, block.type, f"unsupported block type {block.type!r} at the top level"
+            )
 
 
 def normalize(job: dict[str, Any]) -> dict[str, Any]:

@@ -102,11 +102,26 @@ RESOURCES = Spec(
         "numa": Nested(Spec({**_args("string", "affinity"), **_args("strings", "devices")}), json="NUMA"),
     }
 )
-CHECK_RESTART = Spec({**_args("int", "limit"), **_args("duration", "grace"), **_args("bool", "ignore_warnings")})
+CHECK_RESTART = Spec(
+    {**_args("int", "limit"), **_args("duration", "grace"), **_args("bool", "ignore_warnings")}
+)
 CHECK = Spec(
     {
-        **_args("string", "name", "type", "command", "path", "protocol", "address_mode", "advertise",
-                "initial_status", "notes", "method", "body", "on_update"),  # fmt: skip
+        **_args(
+            "string",
+            "name",
+            "type",
+            "command",
+            "path",
+            "protocol",
+            "address_mode",
+            "advertise",
+            "initial_status",
+            "notes",
+            "method",
+            "body",
+            "on_update",
+        ),
         **_args("strings", "args"),
         **_args("bool", "expose"),
         **_args("duration", "interval", "timeout"),
@@ -174,9 +189,16 @@ TEMPLATE = Spec(
         **_args("int", "uid", "gid"),
         **_args("duration", "splay", "vault_grace"),
         "wait": Nested(Spec(_args("duration", "min", "max"))),
-        "change_script": Nested(Spec({**_args("string", "command"), **_args("strings", "args"),
-                                      **_args("duration", "timeout"),
-                                      **_args("bool", "fail_on_error", "run_on_first_render")})),  # fmt: skip
+        "change_script": Nested(
+            Spec(
+                {
+                    **_args("string", "command"),
+                    **_args("strings", "args"),
+                    **_args("duration", "timeout"),
+                    **_args("bool", "fail_on_error", "run_on_first_render"),
+                }
+            )
+        ),
     }
 )
 ARTIFACT = Spec(
@@ -231,8 +253,9 @@ TASK = Spec(
         "dispatch_payload": Nested(Spec(_args("string", "file"))),
         "volume_mount": Nested(VOLUME_MOUNT, "list", "VolumeMounts"),
         "identity": Nested(IDENTITY, "list", "Identities"),
-        "action": Nested(Spec({**_args("string", "command"), **_args("strings", "args")}, label="Name"),
-                         "list", "Actions"),  # fmt: skip
+        "action": Nested(
+            Spec({**_args("string", "command"), **_args("strings", "args")}, label="Name"), "list", "Actions"
+        ),
     },
     label="Name",
 )
@@ -242,8 +265,13 @@ GROUP = Spec(
     {
         **_args("int", "count"),
         **_args("strmap", "meta"),
-        **_args("duration", "shutdown_delay", "max_run_duration", "stop_after_client_disconnect",
-                "max_client_disconnect"),  # fmt: skip
+        **_args(
+            "duration",
+            "shutdown_delay",
+            "max_run_duration",
+            "stop_after_client_disconnect",
+            "max_client_disconnect",
+        ),
         **_args("bool", "prevent_reschedule_on_lost"),
         "constraint": Nested(CONSTRAINT, "list", "Constraints"),
         "affinity": Nested(AFFINITY, "list", "Affinities"),
@@ -277,16 +305,35 @@ JOB = Spec(
         "group": Nested(GROUP, "list", "TaskGroups"),
         "task": Nested(TASK, "list", "_Tasks"),
         "update": Nested(UPDATE),
-        "periodic": Nested(Spec({**_args("bool", "enabled", "prohibit_overlap"), "cron": Arg("string", "Spec"),
-                                 "crons": Arg("strings", "Specs"), **_args("string", "time_zone")},
-                                post=_periodic_spec_type)),  # fmt: skip
-        "parameterized": Nested(Spec({**_args("string", "payload"), **_args("strings", "meta_required",
-                                      "meta_optional")}), json="ParameterizedJob"),  # fmt: skip
+        "periodic": Nested(
+            Spec(
+                {
+                    **_args("bool", "enabled", "prohibit_overlap"),
+                    "cron": Arg("string", "Spec"),
+                    "crons": Arg("strings", "Specs"),
+                    **_args("string", "time_zone"),
+                },
+                post=_periodic_spec_type,
+            )
+        ),
+        "parameterized": Nested(
+            Spec({**_args("string", "payload"), **_args("strings", "meta_required", "meta_optional")}),
+            json="ParameterizedJob",
+        ),
         "reschedule": Nested(RESCHEDULE),
         "migrate": Nested(MIGRATE),
         "vault": Nested(VAULT, json="_Vault"),
-        "ui": Nested(Spec({**_args("string", "description"),
-                           "link": Nested(Spec({"label": Arg("string"), "url": Arg("string", "URL")}), "list", "Links")}), json="UI"),
+        "ui": Nested(
+            Spec(
+                {
+                    **_args("string", "description"),
+                    "link": Nested(
+                        Spec({"label": Arg("string"), "url": Arg("string", "URL")}), "list", "Links"
+                    ),
+                }
+            ),
+            json="UI",
+        ),
     },
     label="ID",
 )

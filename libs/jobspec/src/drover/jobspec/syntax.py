@@ -138,7 +138,7 @@ def heredoc(token: Token, filename: str) -> Node:
         body = [line[cut:] for line in body]
     content = "".join(line + "\n" for line in body)
     quoted = _quote_template(content)
-    tree = parse_tree(f'x = "{quoted}"\n', filename, first_line=token.line + 1)
+    tree = parse_tree(f'x = "{quoted}"\n', filename, first_line=(token.line or 1) + 1)
     attr = parts(tree.children[0])[0]
     expr: Node = parts(attr)[2]
     return expr

@@ -43,7 +43,7 @@ def render(ev: _Eval, string_parts: list[Node]) -> Any:
 
 
 def _inner(node: Node) -> Node:
-    return [c for c in parts(node) if isinstance(c, Tree)][0]
+    return next(c for c in parts(node) if isinstance(c, Tree))
 
 
 def _items(string_parts: list[Node]) -> list[Item]:

@@ -35,7 +35,7 @@ class Variable:
 
 def type_of(node: Any, filename: str) -> Type:
     """A type constraint expression (``list(string)``, ``object({a = number})``...)."""
-    term = [c for c in parts(node) if isinstance(c, Tree)][0] if node.data == "expr_term" else node
+    term = next(c for c in parts(node) if isinstance(c, Tree)) if node.data == "expr_term" else node
     if term.data == "identifier" and name_of(term) in _PRIMITIVES:
         return (name_of(term),)
     if term.data == "function_call":
@@ -45,7 +45,7 @@ def type_of(node: Any, filename: str) -> Type:
         if kind in ("list", "set", "map") and len(args) == 1:
             return (kind, type_of(args[0], filename))
         if kind == "tuple" and len(args) == 1:
-            tup = [c for c in parts(args[0]) if isinstance(c, Tree)][0]
+            tup = next(c for c in parts(args[0]) if isinstance(c, Tree))
             return ("tuple", [type_of(e, filename) for e in parts(tup) if isinstance(e, Tree)])
         if kind == "object" and len(args) == 1:
             return _object_type(args[0], filename)
@@ -53,13 +53,13 @@ def type_of(node: Any, filename: str) -> Type:
 
 
 def _object_type(node: Any, filename: str) -> Type:
-    obj = [c for c in parts(node) if isinstance(c, Tree)][0]
+    obj = next(c for c in parts(node) if isinstance(c, Tree))
     attrs: dict[str, Type] = {}
     defaults: dict[str, Any] = {}
     for elem in (c for c in parts(obj) if isinstance(c, Tree)):
         key, _, value = parts(elem)
-        name = name_of([c for c in parts(parts(key)[0]) if isinstance(c, Tree)][0])
-        term = [c for c in parts(value) if isinstance(c, Tree)][0]
+        name = name_of(next(c for c in parts(parts(key)[0]) if isinstance(c, Tree)))
+        term = next(c for c in parts(value) if isinstance(c, Tree))
         if term.data == "function_call" and name_of(term.children[0]) == "optional":
             args = [c for c in parts(term.children[-2]) if isinstance(c, Tree)]
             attrs[name] = type_of(args[0], filename)
@@ -90,7 +90,9 @@ def declare(blocks: list[Block], ctx: Context, problems: Problems) -> dict[str, 
             if "type" in attrs:
                 var.type = type_of(attrs["type"].expr, ctx.filename)
             if "default" in attrs:
-                default = known(evaluate(attrs["default"].expr, Context(ctx.filename, functions=ctx.functions)))
+                default = known(
+                    evaluate(attrs["default"].expr, Context(ctx.filename, functions=ctx.functions))
+                )
                 var.value = convert(default, var.type) if var.type else default
                 var.type = var.type or infer(default)
                 var.source = "default"
