@@ -110,3 +110,18 @@ def test_every_problem_is_reported_not_just_the_first() -> None:
         "job.nomad.hcl:5",
     ]
     assert str(raised.value) == "\n".join(raised.value.problems)
+
+
+@pytest.mark.parametrize(
+    ("expr", "problem"),
+    [
+        ("(" * 5000 + "1" + ")" * 5000, "job.nomad.hcl:1: job: expressions or blocks nested too deep"),
+        ("pow(10, 1000000)", "job.nomad.hcl:1: locals.x: pow(): the result is not a finite number"),
+        ('format("%099999999d", 1)', "job.nomad.hcl:1: locals.x: format(): width 99999999 is too large"),
+        ("range(0, 100000)", "job.nomad.hcl:1: locals.x: range(): more than 1024 elements"),
+    ],
+)
+def test_what_would_exhaust_the_parser_is_refused(expr: str, problem: str) -> None:
+    with pytest.raises(JobspecError) as raised:
+        parse(f'locals {{ x = {expr} }}\njob "j" {{}}\n')
+    assert raised.value.problems == [problem]

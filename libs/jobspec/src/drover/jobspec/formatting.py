@@ -29,6 +29,8 @@ def format_verbs(spec: str, args: list[Any]) -> str:
             raise FunctionError(f"not enough arguments for the format {spec!r}")
         text = _one(verb, args[i], precision)
         i += 1
+        if width and int(width) > 1024:
+            raise FunctionError(f"width {width} is too large")
         if width:
             text = (
                 text.ljust(int(width))

@@ -169,7 +169,15 @@ def _parseint(s: Any, base: Any) -> int:
 
 
 def _indent(n: Any, s: Any) -> str:
-    return _str(s).replace("\n", "\n" + " " * _int(n))
+    return _str(s).replace("\n", "\n" + " " * min(_int(n), 1024))
+
+
+def _pow(a: Any, b: Any) -> Any:
+    # In floats, as HCL's numbers are: a huge integer power would take the parse forever.
+    try:
+        return number(float(to_number(a)) ** float(to_number(b)))
+    except (OverflowError, ZeroDivisionError, ConversionError):
+        raise FunctionError("the result is not a finite number") from None
 
 
 def _regex(pattern: Any, s: Any) -> Any:
@@ -319,7 +327,7 @@ def standard() -> dict[str, Fn]:
         "abs": _arity(1, lambda n: abs(to_number(n))),
         "ceil": _arity(1, lambda n: math.ceil(to_number(n))),
         "floor": _arity(1, lambda n: math.floor(to_number(n))),
-        "pow": _arity(2, lambda a, b: number(to_number(a) ** to_number(b))),
+        "pow": _arity(2, _pow),
         "signum": _arity(1, lambda n: (to_number(n) > 0) - (to_number(n) < 0)),
         "parseint": _arity(2, _parseint),
     }

@@ -8,7 +8,7 @@ from typing import Any
 
 from drover.jobspec import variables as variables_
 from drover.jobspec.decode import Decoder
-from drover.jobspec.errors import Problems
+from drover.jobspec.errors import JobspecError, Problems
 from drover.jobspec.evaluate import Context
 from drover.jobspec.functions import functions
 from drover.jobspec.schema import JOB
@@ -31,6 +31,20 @@ def parse(
     `variables` are -var values, `var_files` the (filename, content) of each -var-file in
     order, `env` the environment (its NOMAD_VAR_* entries), `read_file` what file() reads
     with (None refuses file()). Raises JobspecError listing every problem found."""
+    try:
+        return _parse(src, filename, variables, var_files, env, read_file)
+    except RecursionError:
+        raise JobspecError([f"{filename}:1: job: expressions or blocks nested too deep"]) from None
+
+
+def _parse(
+    src: str,
+    filename: str,
+    variables: Mapping[str, str],
+    var_files: Sequence[tuple[str, str]],
+    env: Mapping[str, str],
+    read_file: Callable[[str], str] | None,
+) -> dict[str, Any]:
     body = parse_body(src, filename)
     problems = Problems()
     ctx = Context(filename, functions=functions(read_file))
