@@ -125,3 +125,10 @@ def test_what_would_exhaust_the_parser_is_refused(expr: str, problem: str) -> No
     with pytest.raises(JobspecError) as raised:
         parse(f'locals {{ x = {expr} }}\njob "j" {{}}\n')
     assert raised.value.problems == [problem]
+
+
+def test_the_older_variables_block_declares_with_defaults() -> None:
+    src = 'variables {\n  image = "a:1"\n  count = 2\n}\njob "j" {\n  group "g" {\n    count = var.count\n    task "t" {\n      driver = "docker"\n      config { image = var.image }\n    }\n  }\n}\n'
+    job = parse(src, variables={"count": "3"})
+    assert job["TaskGroups"][0]["Count"] == 3
+    assert job["TaskGroups"][0]["Tasks"][0]["Config"] == {"image": "a:1"}

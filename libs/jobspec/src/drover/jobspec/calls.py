@@ -3,6 +3,7 @@ arguments' errors, the rest from the context's function table."""
 
 from __future__ import annotations
 
+import re
 from typing import TYPE_CHECKING, Any
 
 from lark import Token, Tree
@@ -37,7 +38,17 @@ def call(ev: _Eval, node: Node) -> Any:
         args = args[:-1] + args[-1]
     try:
         return fn(args)
-    except (ConversionError, FunctionError) as e:
+    # A function handed values it cannot work with (a bad pattern, a mixed list to sort) is
+    # the jobspec's problem, not the parser's.
+    except (
+        ConversionError,
+        FunctionError,
+        ValueError,
+        TypeError,
+        ArithmeticError,
+        LookupError,
+        re.error,
+    ) as e:
         raise EvalError(f"{name}(): {e}", node.meta.line) from None
 
 

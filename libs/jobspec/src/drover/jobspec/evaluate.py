@@ -52,7 +52,7 @@ class _Eval:
             raise EvalError(f"{node.data.replace('_', ' ')} is not supported", _line(node))
         try:
             return method(node)
-        except ConversionError as e:
+        except (ConversionError, ValueError) as e:
             raise EvalError(str(e), _line(node)) from None
 
     def sub(self, extra: Mapping[str, Any]) -> _Eval:
@@ -146,7 +146,7 @@ class _Eval:
     def index_key(self, index: Node) -> Any:
         if index.data == "short_index":
             return int(str(index.children[-1]))
-        return self.eval(next(c for c in parts(index) if isinstance(c, Tree)))
+        return self.value(next(c for c in parts(index) if isinstance(c, Tree)))
 
     def _attr_splat_expr_term(self, node: Node) -> Any:
         return self._splat(node)

@@ -14,7 +14,7 @@ from drover.jobspec.functions import functions
 from drover.jobspec.schema import JOB
 from drover.jobspec.syntax import Body, parse_body
 
-_TOP_LEVEL = ("job", "variable", "locals")
+_TOP_LEVEL = ("job", "variable", "variables", "locals")
 
 
 def parse(
@@ -49,7 +49,9 @@ def _parse(
     problems = Problems()
     ctx = Context(filename, functions=functions(read_file))
     _check_top_level(body, filename, problems)
-    declared = variables_.declare([b for b in body.blocks if b.type == "variable"], ctx, problems)
+    declared = variables_.declare(
+        [b for b in body.blocks if b.type in ("variable", "variables")], ctx, problems
+    )
     variables_.assign(declared, filename, variables, var_files, env, problems)
     ctx.variables = variables_.check(declared, ctx, problems)
     locals_ = variables_.Locals(variables_.local_attributes(body), ctx, problems)

@@ -73,6 +73,9 @@ def declare(blocks: list[Block], ctx: Context, problems: Problems) -> dict[str, 
     """The variables declared by `variable` blocks, each with its default."""
     out: dict[str, Variable] = {}
     for block in blocks:
+        if block.type == "variables":
+            _declare_many(block, ctx, problems, out)
+            continue
         if len(block.labels) != 1:
             problems.add(ctx.filename, block.line, "variable", "a variable block takes one label, its name")
             continue
@@ -103,6 +106,26 @@ def declare(blocks: list[Block], ctx: Context, problems: Problems) -> dict[str, 
             var.source = "invalid"  # reported once, not again as unset
         var.validations = [b for b in block.body.blocks if b.type == "validation"]
     return out
+
+
+def _declare_many(block: Block, ctx: Context, problems: Problems, out: dict[str, Variable]) -> None:
+    """The older `variables { name = default ... }` block: each argument a variable with its
+    default, its type taken from it."""
+    for attr in block.body.attributes:
+        if attr.name in out:
+            problems.add(
+                ctx.filename,
+                attr.line,
+                f"variables.{attr.name}",
+                f"declared again (first at line {out[attr.name].line})",
+            )
+            continue
+        try:
+            default = known(evaluate(attr.expr, Context(ctx.filename, functions=ctx.functions)))
+        except EvalError as e:
+            problems.add(ctx.filename, e.line or attr.line, f"variables.{attr.name}", e.message)
+            default = None
+        out[attr.name] = Variable(attr.name, attr.line, infer(default), default, "default")
 
 
 def assign(
