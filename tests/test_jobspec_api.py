@@ -62,6 +62,9 @@ def test_parse_and_validate(cluster: Cluster, store: EventStore) -> None:
     assert canonical["Namespace"] == "default"
     assert canonical["TaskGroups"][0]["RestartPolicy"]["Mode"] == "fail"
     assert canonical["TaskGroups"][0]["Tasks"][0]["KillTimeout"] == 30_000_000_000
+    # What Drover's model does not keep is not lost by canonicalizing.
+    assert canonical["TaskGroups"][0]["Services"][0]["PortLabel"] == "http"
+    assert canonical["TaskGroups"][0]["Tasks"][0]["Templates"][0]["DestPath"] == "local/app.conf"
 
     # Variables is read as a var file.
     r = http.post("/v1/jobs/parse", json={"JobHCL": SPEC, "Variables": "count = 3\n"})

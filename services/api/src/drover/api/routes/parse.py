@@ -34,7 +34,8 @@ def parse_job(body: JobsParseRequest) -> dict[str, Any]:
     if not body.canonicalize:
         return job
     try:
-        return canonicalize(Job.model_validate(job)).to_api()
+        canonical: dict[str, Any] = _with_unmodelled(canonicalize(Job.model_validate(job)).to_api(), job)
+        return canonical
     except ValidationError as e:
         raise ApiError(
             400, "\n".join(problems([{**err, "loc": ("job", *err["loc"])} for err in e.errors()]))
@@ -54,6 +55,19 @@ def validate(body: JobValidateRequest) -> dict[str, Any]:
         "Error": _multierror(found),
         "Warnings": "",
     }
+
+
+def _with_unmodelled(canonical: Any, parsed: Any) -> Any:
+    """The canonical job with what the jobspec gave that Drover's model does not keep
+    (services, networks, templates...) put back, so canonicalizing loses nothing."""
+    if isinstance(canonical, dict) and isinstance(parsed, dict):
+        out = dict(canonical)
+        for key, value in parsed.items():
+            out[key] = _with_unmodelled(canonical[key], value) if key in canonical else value
+        return out
+    if isinstance(canonical, list) and isinstance(parsed, list) and len(canonical) == len(parsed):
+        return [_with_unmodelled(c, p) for c, p in zip(canonical, parsed, strict=True)]
+    return canonical
 
 
 def _multierror(found: list[str]) -> str:
