@@ -132,3 +132,22 @@ def test_the_older_variables_block_declares_with_defaults() -> None:
     job = parse(src, variables={"count": "3"})
     assert job["TaskGroups"][0]["Count"] == 3
     assert job["TaskGroups"][0]["Tasks"][0]["Config"] == {"image": "a:1"}
+
+
+def test_a_driver_config_in_block_or_argument_form() -> None:
+    block = 'job "j" {\n group "g" {\n  task "t" {\n   driver = "docker"\n   config {\n    image = "a"\n    labels = { x = "1" }\n    mount {\n     type = "bind"\n    }\n    port_map "p" {\n     http = 80\n    }\n   }\n  }\n }\n}\n'
+    config = parse(block)["TaskGroups"][0]["Tasks"][0]["Config"]
+    # As Nomad reads it: an object written in place, and each nested block, as a list of objects.
+    assert config == {
+        "image": "a",
+        "labels": [{"x": "1"}],
+        "mount": [{"type": "bind"}],
+        "port_map": [{"p": [{"http": 80}]}],
+    }
+    argument = (
+        block.replace("config {", "config = {")
+        .replace("mount {", "mount = {")
+        .replace('port_map "p" {', "port_map = {")
+    )
+    config = parse(argument)["TaskGroups"][0]["Tasks"][0]["Config"]
+    assert config == {"image": "a", "labels": {"x": "1"}, "mount": {"type": "bind"}, "port_map": {"http": 80}}

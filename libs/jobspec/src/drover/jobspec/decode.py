@@ -106,8 +106,8 @@ class Decoder:
     def convert(self, attr: Attribute, kind: str, value: Any, scope: Scope, where: str) -> Any:
         """`value` as `kind`; None (and a problem) when it is not one."""
         try:
-            if kind == "any":
-                return [value] if _is_object_constructor(attr.expr) else value
+            if kind == "any" and not isinstance(value, dict):
+                raise ConversionError(f"a map or a block is required, not a {type_name(value)}")
             return convert_kind(kind, value)
         except (ConversionError, ValueError) as e:
             self.problem(attr.line, where, str(e))
