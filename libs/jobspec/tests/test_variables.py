@@ -151,3 +151,15 @@ def test_a_driver_config_in_block_or_argument_form() -> None:
     )
     config = parse(argument)["TaskGroups"][0]["Tasks"][0]["Config"]
     assert config == {"image": "a", "labels": {"x": "1"}, "mount": {"type": "bind"}, "port_map": {"http": 80}}
+
+
+def test_file_reads_relative_to_the_jobspec() -> None:
+    files = {"jobs/conf/app.conf": "listen 80\n", "/etc/motd": "hi"}
+    src = 'job "j" {\n group "g" {\n  task "t" {\n   driver = "mock"\n   meta {\n    conf = file("conf/app.conf")\n    motd = file("/etc/motd")\n   }\n  }\n }\n}\n'
+    job = parse(src, filename="jobs/j.nomad.hcl", read_file=files.__getitem__)
+    assert job["TaskGroups"][0]["Tasks"][0]["Meta"] == {"conf": "listen 80\n", "motd": "hi"}
+    with pytest.raises(
+        JobspecError,
+        match=r"jobs/j.nomad.hcl:6: job\[j\].group\[g\].task\[t\].meta.conf: file\(\): reading files is not allowed",
+    ):
+        parse(src, filename="jobs/j.nomad.hcl")

@@ -8,6 +8,7 @@ import base64
 import hashlib
 import json
 import math
+import posixpath
 import re
 import urllib.parse
 from collections.abc import Callable
@@ -349,17 +350,19 @@ def _raise(message: str) -> Any:
     raise FunctionError(message)
 
 
-def functions(read_file: Callable[[str], str] | None) -> dict[str, Fn]:
-    """The function table; `file(path)` reads through `read_file`, or is refused."""
+def functions(read_file: Callable[[str], str] | None, base_dir: str = "") -> dict[str, Fn]:
+    """The function table; `file(path)` reads through `read_file` (a relative path joined to
+    `base_dir`, the jobspec's directory), or is refused."""
     table = standard()
 
     def file(path: Any) -> str:
         if read_file is None:
             raise FunctionError("reading files is not allowed here")
+        where = posixpath.join(base_dir, _str(path))
         try:
-            return read_file(_str(path))
+            return read_file(where)
         except (OSError, ValueError) as e:
-            raise FunctionError(f"cannot read {path!r}: {e}") from None
+            raise FunctionError(f"cannot read {where!r}: {e}") from None
 
     table["file"] = _arity(1, file)
     return table

@@ -3,6 +3,7 @@ normalized as Nomad's jobspec2 normalizes it."""
 
 from __future__ import annotations
 
+import posixpath
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
@@ -30,7 +31,8 @@ def parse(
 
     `variables` are -var values, `var_files` the (filename, content) of each -var-file in
     order, `env` the environment (its NOMAD_VAR_* entries), `read_file` what file() reads
-    with (None refuses file()). Raises JobspecError listing every problem found."""
+    with, given the path joined to the directory of `filename` (None refuses file()).
+    Raises JobspecError listing every problem found."""
     try:
         return _parse(src, filename, variables, var_files, env, read_file)
     except RecursionError:
@@ -47,7 +49,7 @@ def _parse(
 ) -> dict[str, Any]:
     body = parse_body(src, filename)
     problems = Problems()
-    ctx = Context(filename, functions=functions(read_file))
+    ctx = Context(filename, functions=functions(read_file, posixpath.dirname(filename)))
     _check_top_level(body, filename, problems)
     declared = variables_.declare(
         [b for b in body.blocks if b.type in ("variable", "variables")], ctx, problems
