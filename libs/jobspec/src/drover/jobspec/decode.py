@@ -13,7 +13,7 @@ from drover.jobspec import placement
 from drover.jobspec.errors import EvalError, Problems
 from drover.jobspec.evaluate import Context, evaluate, known
 from drover.jobspec.schema import Arg, Nested, Spec, json_name
-from drover.jobspec.syntax import Attribute, Block, Body, name_of, parts
+from drover.jobspec.syntax import Attribute, Block, Body, parts
 from drover.jobspec.values import ConversionError, to_bool, to_number, to_string, type_name
 from drover.model.durations import parse_duration
 
@@ -189,4 +189,4 @@ def _is_object_constructor(expr: Any) -> bool:
     return len(inner) == 1 and inner[0].data == "object" and len(parts(expr)) == 1
 
 
-__all__ = ["Decoder", "convert_kind", "name_of"]
+__all__ = ["Decoder", "convert_kind"]

@@ -30,8 +30,6 @@ class Context:
     variables: dict[str, Any] = field(default_factory=dict)
     functions: Mapping[str, Function] = field(default_factory=dict)
     local_value: Callable[[str, int], Any] | None = None
-    # Roots that are references to the variables' and locals' objects.
-    known_roots: frozenset[str] = frozenset({"var", "local"})
 
 
 def evaluate(node: Any, ctx: Context, scope: Mapping[str, Any] | None = None) -> Any:

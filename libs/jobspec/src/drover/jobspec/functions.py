@@ -368,4 +368,4 @@ def functions(read_file: Callable[[str], str] | None, base_dir: str = "") -> dic
     return table
 
 
-__all__ = ["ConversionError", "functions", "standard"]
+__all__ = ["functions", "standard"]

@@ -8,7 +8,7 @@ must end with a value, and every validation must hold. Locals may use each other
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -257,6 +257,3 @@ class Locals:
 
 def local_attributes(body: Body) -> list[Attribute]:
     return [a for b in body.blocks if b.type == "locals" for a in b.body.attributes]
-
-
-LocalGetter = Callable[[str, int], Any]
