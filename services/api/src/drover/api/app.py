@@ -30,6 +30,7 @@ from drover.api.routes import (
     jobversions,
     metrics,
     nodes,
+    parse,
     periodic,
     restarts,
     scaling,
@@ -42,6 +43,7 @@ from drover.runtime.store.queries import Reads
 
 ROUTERS = (
     jobs,
+    parse,
     jobversions,
     scaling,
     restarts,

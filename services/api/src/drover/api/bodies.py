@@ -157,3 +157,18 @@ class JobDispatchRequest(Body):
     meta: dict[StrictStr, StrictStr] = Field(default_factory=dict)
     id_prefix_template: StrictStr = Field(default="", alias="IdPrefixTemplate")
     priority: StrictInt = 0
+
+
+class JobsParseRequest(Body):
+    """`POST /v1/jobs/parse`: an HCL2 jobspec, the content of a var file, and whether to
+    canonicalize the job parsed."""
+
+    job_hcl: StrictStr = Field("", alias="JobHCL")
+    variables: StrictStr = ""
+    canonicalize: StrictBool = False
+
+
+class JobValidateRequest(Body):
+    """`POST /v1/validate/job`: the job to validate (nothing is written)."""
+
+    job: Job | None = None

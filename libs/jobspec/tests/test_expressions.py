@@ -1,0 +1,144 @@
+"""Expressions, templates and functions evaluated as HCL evaluates them (table-driven)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from drover.jobspec.errors import EvalError
+from drover.jobspec.evaluate import Context, evaluate, known
+from drover.jobspec.functions import functions
+from drover.jobspec.syntax import parse_body
+
+VARS = {"n": 3, "name": "web", "tags": ["a", "b"], "ports": {"http": 80, "grpc": 90}, "flag": True}
+
+
+def value(expr: str, read_file: Any = None) -> Any:
+    body = parse_body(f"x = {expr}\n", "t.hcl")
+    ctx = Context("t.hcl", variables=VARS, functions=functions(read_file))
+    return known(evaluate(body.attributes[0].expr, ctx))
+
+
+CASES = [
+    # literals and arithmetic
+    ("1 + 2 * 3", 7),
+    ("(1 + 2) * 3", 9),
+    ("7 / 2", 3.5),
+    ("8 / 2", 4),
+    ("7 % 3", 1),
+    ("-var.n", -3),
+    ('"5" + 1', 6),
+    ("1.5 * 2", 3),
+    ("var.n > 2 && !false", True),
+    ('var.n == 3 ? "yes" : "no"', "yes"),
+    ('1 == "1"', False),
+    ("null", None),
+    # collections, references, splats
+    ('["a", 1, true]', ["a", 1, True]),
+    ('{ a = 1, "b.c" = 2 }', {"a": 1, "b.c": 2}),
+    ("var.tags[1]", "b"),
+    ("var.ports.http", 80),
+    ('var.ports["grpc"]', 90),
+    ("[{ a = 1 }, { a = 2 }][*].a", [1, 2]),
+    # for expressions
+    ("[for t in var.tags : upper(t)]", ["A", "B"]),
+    ('[for i, t in var.tags : "${i}:${t}" if i > 0]', ["1:b"]),
+    ("{ for k, v in var.ports : v => k }", {"80": "http", "90": "grpc"}),
+    ('{ for s in ["a", "b", "a"] : s => s... }', {"a": ["a", "a"], "b": ["b"]}),
+    # templates
+    ('"${var.name}-${var.n + 1}"', "web-4"),
+    ('"${var.n}"', 3),
+    ('"a$${b}c"', "a${b}c"),
+    ('"%{ if var.flag }on%{ else }off%{ endif }"', "on"),
+    ('"%{ for t in var.tags }[${t}]%{ endfor }"', "[a][b]"),
+    ('"x \\"q\\" \\u00e9"', 'x "q" é'),
+    # runtime interpolations are left as text
+    ('"${node.unique.name}"', "${node.unique.name}"),
+    ('"host-${attr.unique.hostname}:${NOMAD_PORT_http}"', "host-${attr.unique.hostname}:${NOMAD_PORT_http}"),
+    ("meta.rack", "${meta.rack}"),
+    ('env["HOME"]', "${env['HOME']}"),
+    ('upper("${node.class}")', "${NODE.CLASS}"),
+    # functions
+    ('format("%s=%d (%05.1f) %q %v", "a", 7, 3.14159, "q", true)', 'a=7 (003.1) "q" true'),
+    ('formatlist("%s:%d", ["a", "b"], [1, 2])', ["a:1", "b:2"]),
+    ('join("-", split(",", "a,b,c"))', "a-b-c"),
+    ('concat(["a"], ["b"], [])', ["a", "b"]),
+    ("merge({ a = 1, b = 2 }, { b = 3 })", {"a": 1, "b": 3}),
+    ('lookup(var.ports, "ssh", 22)', 22),
+    ('coalesce("", null, "x")', "x"),
+    ('length(var.ports) + length("abc")', 5),
+    ("range(1, 7, 2)", [1, 3, 5]),
+    ("range(3)", [0, 1, 2]),
+    ("element(var.tags, 3)", "b"),
+    ('trimspace("  x \\n")', "x"),
+    ('replace("a.b.c", ".", "/")', "a/b/c"),
+    ('replace("v1.2.3", "/v(\\\\d+).*/", "major-$1")', "major-1"),
+    ('contains(var.tags, "b")', True),
+    ("keys(var.ports)", ["grpc", "http"]),
+    ("values(var.ports)", [90, 80]),
+    ('jsonencode({ b = [1, "x"], a = null })', '{"a":null,"b":[1,"x"]}'),
+    ('jsondecode("{\\"a\\": [1, 2.5]}")', {"a": [1, 2.5]}),
+    ("tostring(12)", "12"),
+    ('tonumber("2.5")', 2.5),
+    ("min(3, 1, 2) + max(4, 9)", 10),
+    ('substr("hello", 1, 3)', "ell"),
+    ("flatten([[1], [2, [3]]])", [1, 2, 3]),
+    ('distinct(["a", "b", "a"])', ["a", "b"]),
+    ('zipmap(["a", "b"], [1, 2])', {"a": 1, "b": 2}),
+    ('base64decode(base64encode("hi"))', "hi"),
+    ('substr(sha256(""), 0, 6)', "e3b0c4"),
+    ('try(var.ports.ssh, "none")', "none"),
+    ("can(var.missing)", False),
+    ('regex("([a-z]+)-(\\\\d+)", "web-12")', ["web", "12"]),
+    ('indent(2, "a\\nb")', "a\n  b"),
+    ('title("hello world")', "Hello World"),
+    ('sort(["b", "a"])', ["a", "b"]),
+    ('toset(["b", "a", "b"])', ["a", "b"]),
+    ("max([4, 2]...)", 4),
+    ('"${var.tags}"', ["a", "b"]),
+]
+
+
+@pytest.mark.parametrize(("expr", "expected"), CASES, ids=[c[0] for c in CASES])
+def test_expression_value(expr: str, expected: Any) -> None:
+    got = value(expr)
+    assert got == expected
+    assert type(got) is type(expected)
+
+
+ERRORS = [
+    ("var.nope", 'there is no variable named "nope"'),
+    ('1 + "x"', "a number is required, not the string 'x'"),
+    ("nosuch(1)", 'there is no function named "nosuch"'),
+    ('file("x")', "reading files is not allowed here"),
+    ("var.tags[5]", "index 5 is out of range"),
+    ('"x${var.tags}"', "cannot be interpolated into a string"),
+    ("node.class + 1", "only known at runtime"),
+    ('lookup(var.ports, "x")', 'no element for the key "x"'),
+    ("1 / 0", "division by zero"),
+    ('"%{ if true }x"', "is not closed"),
+]
+
+
+@pytest.mark.parametrize(("expr", "message"), ERRORS, ids=[e[0] for e in ERRORS])
+def test_expression_error(expr: str, message: str) -> None:
+    with pytest.raises(EvalError) as raised:
+        value(expr)
+    assert message in raised.value.message
+    assert raised.value.line == 1
+
+
+def test_file_reads_through_the_reader_given() -> None:
+    files = {"conf/app.conf": "port = 80\n"}
+    assert value('file("conf/app.conf")', files.__getitem__) == "port = 80\n"
+    with pytest.raises(EvalError, match="cannot read"):
+        value('file("other")', lambda p: (_ for _ in ()).throw(FileNotFoundError(p)))
+
+
+def test_heredocs() -> None:
+    src = 'x = <<-EOT\n    a ${var.name}\n      b "q" \\n\n    EOT\ny = <<EOT\n  keep ${1 + 1}\nEOT\n'
+    body = parse_body(src, "t.hcl")
+    ctx = Context("t.hcl", variables=VARS, functions=functions(None))
+    assert evaluate(body.attributes[0].expr, ctx) == 'a web\n  b "q" \\n\n'
+    assert evaluate(body.attributes[1].expr, ctx) == "  keep 2\n"
