@@ -4,11 +4,13 @@ a server fails; nothing is skipped."""
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import os
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import psycopg
 import pytest
@@ -45,9 +47,9 @@ def _base_url(pg: EmbeddedPostgres | str) -> str:
     return pg if isinstance(pg, str) else pg.url
 
 
-@pytest.fixture
-def database_url(postgres: EmbeddedPostgres | str) -> Iterator[str]:
-    """A fresh, migrated database for one test."""
+@contextlib.contextmanager
+def _fresh_database(postgres: EmbeddedPostgres | str) -> Iterator[str]:
+    """A fresh, migrated database, dropped afterwards."""
     base = _base_url(postgres)
     name = "t_" + uuid.uuid4().hex[:12]
     conninfo = base.replace("postgresql+psycopg://", "postgresql://")
@@ -58,6 +60,20 @@ def database_url(postgres: EmbeddedPostgres | str) -> Iterator[str]:
     yield url
     with psycopg.connect(conninfo, autocommit=True) as conn:
         conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+@pytest.fixture
+def database_url(postgres: EmbeddedPostgres | str) -> Iterator[str]:
+    """A fresh, migrated database for one test."""
+    with _fresh_database(postgres) as url:
+        yield url
+
+
+@pytest.fixture(scope="module")
+def module_database_url(postgres: EmbeddedPostgres | str) -> Iterator[str]:
+    """A fresh, migrated database for a module's tests (those that share one cluster)."""
+    with _fresh_database(postgres) as url:
+        yield url
 
 
 @pytest.fixture
@@ -72,15 +88,15 @@ def repo_root() -> Path:
     return Path(__file__).resolve().parent.parent
 
 
-@pytest.fixture
+@pytest.fixture(scope="session")
 def nats_url(nats_server: EmbeddedNats | str) -> str:
     return nats_server if isinstance(nats_server, str) else nats_server.url
 
 
-@pytest.fixture
-async def js_fresh(nats_url: str):  # type: ignore[no-untyped-def]
-    """A JetStream context with Drover's streams, emptied for this test, and without consumers:
-    a durable consumer kept from an earlier test would keep that test's settings (its ack wait)."""
+async def _empty_streams(nats_url: str) -> Any:
+    """A connection and its JetStream context with Drover's streams, emptied, and without
+    consumers: a durable consumer kept from an earlier test would keep that test's settings
+    (its ack wait)."""
     from nats.js.errors import NotFoundError
 
     from drover.runtime.bus import EVALS_STREAM, EVENTS_STREAM, connect, ensure_streams
@@ -94,5 +110,24 @@ async def js_fresh(nats_url: str):  # type: ignore[no-untyped-def]
             # An earlier test's ephemeral consumer may go by itself between the listing and this.
             with contextlib.suppress(NotFoundError):
                 await js.delete_consumer(name, info.name)
+    return nc, js
+
+
+@pytest.fixture
+async def js_fresh(nats_url: str):  # type: ignore[no-untyped-def]
+    """A JetStream context with Drover's streams, emptied for this test, and without consumers."""
+    nc, js = await _empty_streams(nats_url)
     yield js
     await nc.close()
+
+
+@pytest.fixture(scope="module")
+def module_streams_fresh(nats_url: str) -> None:
+    """Drover's streams emptied, and without consumers, for a module's tests (those that share
+    one cluster)."""
+
+    async def empty() -> None:
+        nc, _ = await _empty_streams(nats_url)
+        await nc.close()
+
+    asyncio.run(empty())
