@@ -161,16 +161,18 @@ class Subscribers(pipeline.Hooks):
         last = servers.store.last_position()
         received: list[dict[str, Any]] = []
         try:
+            # The last position with a frame: one without (a scaling event) is never sent.
+            log = replay(servers.store, self.after, last)
+            target = max(log, default=self.after)
             for p in self.procs:
                 assert p.stdin is not None
-                p.stdin.write(f"{last} {time.time() + CATCH_UP_S}\n")
+                p.stdin.write(f"{target} {time.time() + CATCH_UP_S}\n")
                 p.stdin.flush()
             for p in self.procs:
                 out, _ = p.communicate(timeout=CATCH_UP_S + 60)
                 received += json.loads(out)
         finally:
             self.stop()
-        log = replay(servers.store, self.after, last)
         self.figures = compare(received, log, self.after, last)
 
     def stop(self) -> None:

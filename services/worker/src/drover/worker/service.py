@@ -13,6 +13,7 @@ consumers with FastStream instead of nats-py (drover.worker.fastlanes)."""
 from __future__ import annotations
 
 import asyncio
+import logging
 import os
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -29,6 +30,8 @@ from drover.scheduler.lanes import LANE_LARGE
 from drover.worker import fastlanes
 from drover.worker.loop import Lane, subscribe, work
 from drover.worker.worker import Worker
+
+log = logging.getLogger("drover.worker")
 
 
 async def run(settings: Settings, stop: asyncio.Event) -> None:
@@ -53,6 +56,9 @@ async def run(settings: Settings, stop: asyncio.Event) -> None:
 async def lanes(settings: Settings, js: JetStreamContext) -> AsyncIterator[tuple[Lane, Lane]]:
     """The worker's own lane's consumer and the other lane's, with the client
     DROVER_WORKER_CONSUMER names."""
+    log.info(
+        "eval consumers of lane %r built with %s", settings.worker_lane or "small", settings.worker_consumer
+    )
     if settings.worker_consumer == "faststream":
         async with fastlanes.subscribe(
             settings.nats_url, settings.worker_lane, settings.eval_ack_wait
