@@ -18,6 +18,11 @@ whether the garbage is all gone (`garbage.left`).
     python -m bench.pipeline --out bench/out/pipeline.json [--nodes 5000 --jobs 100 --count 1000]
         [--large-evals N] [--submit-over SECONDS] [--no-probes]
         [--stages] [--log-level DEBUG --timeline probes.json] [--garbage] [--force-gc]
+        [--worker-consumer nats|faststream]
+
+--worker-consumer faststream builds the workers' eval consumers with FastStream
+(DROVER_WORKER_CONSUMER); run it interleaved with the default to compare the two.
+bench/events.py runs this load with event stream subscribers beside it (`run` and its `Hooks`).
 """
 
 from __future__ import annotations
@@ -38,7 +43,7 @@ from sqlalchemy import Connection, text
 from bench import garbage, report, stages
 from bench.report import percentile
 from bench.scheduler import run_case
-from bench.servers import start
+from bench.servers import Servers, start
 from tests.cluster import job_json, node_json
 
 
@@ -95,9 +100,24 @@ def placed_allocs(conn: Connection, jobs: list[str]) -> int:
     )
 
 
-def main() -> None:
+class Hooks:
+    """What another benchmark runs beside the pipeline's load (bench/events.py): no-ops here."""
+
+    def loading(self, servers: Servers) -> None:
+        """The nodes are registered; the load and its CPU counts start when this returns."""
+
+    def processes(self) -> list[tuple[str, int]]:
+        """Processes of its own whose CPU during the load is reported beside the services'."""
+        return []
+
+    def loaded(self, servers: Servers, result: dict[str, Any]) -> None:
+        """Every alloc is placed and `result` holds the load's figures; the servers still run."""
+
+
+def parser(out: str = "bench/out/pipeline.json") -> argparse.ArgumentParser:
+    """The pipeline's options (bench/events.py adds its own)."""
     ap = argparse.ArgumentParser()
-    ap.add_argument("--out", default="bench/out/pipeline.json")
+    ap.add_argument("--out", default=out)
     ap.add_argument("--nodes", type=int, default=5000)
     ap.add_argument("--jobs", type=int, default=100)
     ap.add_argument("--count", type=int, default=1000)
@@ -141,7 +161,18 @@ def main() -> None:
         "--force-gc", action="store_true", help="PUT /v1/system/gc as the load starts and time the collection"
     )
     ap.add_argument("--gc-wait", type=float, default=600.0, help="seconds to wait after the load for it")
-    args = ap.parse_args()
+    ap.add_argument(
+        "--worker-consumer",
+        choices=("nats", "faststream"),
+        default="nats",
+        help="DROVER_WORKER_CONSUMER: the client the workers' eval consumers are built with",
+    )
+    return ap
+
+
+def run(args: argparse.Namespace, hooks: Hooks | None = None) -> dict[str, Any]:
+    """One run of the load on fresh servers; its figures."""
+    hooks = hooks or Hooks()
 
     # This host's speed varies 2-3x from one hour to the next: the scheduling core's time for
     # one 1,000-alloc eval on 5,000 nodes (bench/scheduler.py's case), measured before the
@@ -154,6 +185,7 @@ def main() -> None:
         planners=1,
         env={
             "DROVER_LOG_LEVEL": "DEBUG" if args.stages else args.log_level,
+            "DROVER_WORKER_CONSUMER": args.worker_consumer,
             **({"DROVER_LARGE_EVALS": str(args.large_evals)} if args.large_evals else {}),
             # The garbage is older than every threshold: a periodic pass would collect it.
             **({"DROVER_GC_INTERVAL": "86400"} if args.garbage else {}),
@@ -170,6 +202,7 @@ def main() -> None:
         "large_evals": args.large_evals,
         "host_reference_eval_ms": reference,
         "force_gc": args.force_gc,
+        "worker_consumer": args.worker_consumer,
         **({"garbage": seeded} if args.garbage else {}),
     }
     registered: list[str] = []
@@ -201,6 +234,7 @@ def main() -> None:
 
             list(pool.map(reg, range(8)))
         result["node_register_s"] = round(time.monotonic() - t0, 2)
+        hooks.loading(servers)
 
         probe_latencies: list[float] = []
         register_latencies: list[float] = []
@@ -233,7 +267,7 @@ def main() -> None:
             before = int(conn.exec_driver_sql("SELECT coalesce(max(position), 0) FROM events").scalar_one())
         services = [
             (f"{svc}-{i}", p.pid) for svc, procs in cluster.procs.items() for i, p in enumerate(procs)
-        ]
+        ] + hooks.processes()
         # Beside the services: the servers (Postgres with its backends) and this driver (its
         # heartbeats and probes; its own threads, not the services it started).
         assert nats.proc is not None and pg.proc is not None
@@ -355,6 +389,7 @@ def main() -> None:
                     )
                 ).scalar_one()
             )
+        hooks.loaded(servers, result)
     finally:
         beating.set()
         servers.stop(keep=True)
@@ -363,9 +398,14 @@ def main() -> None:
                 result["probe_stages_ms"] = stages.summary(stages.split(servers.tmp / "logs", timeline))
         finally:
             servers.remove()
-    report.write(result, args.out)
     if args.timeline:
         Path(args.timeline).write_text(json.dumps(timeline, indent=1))
+    return result
+
+
+def main() -> None:
+    args = parser().parse_args()
+    report.write(run(args), args.out)
 
 
 if __name__ == "__main__":

@@ -218,6 +218,28 @@ FIGURES: dict[str, list[Figure]] = {
         Figure("allocs signalled exactly once", ("allocs_signalled_once",), "allocs", ("=", 5000)),
         Figure("host speed: 5,000-node, 1,000-alloc eval", ("host_reference_eval_ms",), "ms"),
     ],
+    "events": [
+        Figure(
+            "{subscribers} subscribers to * during the pipeline's load: subscribers short of the log",
+            ("subscribers_short",),
+            "subscribers",
+            ("=", 0),
+        ),
+        Figure("events in the window, from the log", ("log_events",), "events"),
+        Figure("lag, commit to arrival at a subscriber, p50", ("lag_ms", "p50"), "ms"),
+        Figure("the same, p99", ("lag_ms", "p99"), "ms", ("<", 1000)),
+        Figure("API CPU per subscriber during the load", ("api_cpu_s_per_subscriber",), "CPU-s"),
+        Figure(
+            "pipeline with subscribers, against without",
+            ("throughput_ratio",),
+            "of the placements/s",
+            (">=", 0.9),
+        ),
+        Figure("pipeline with subscribers", ("placements_per_s", "with"), "placements/s"),
+        Figure("pipeline without subscribers", ("placements_per_s", "without"), "placements/s"),
+        Figure("the subscribers' own CPU during the load", ("subscribers_cpu_s",), "CPU-s"),
+        Figure("host speed: 5,000-node, 1,000-alloc eval", ("pipeline_with", "host_reference_eval_ms"), "ms"),
+    ],
     "gc": [
         Figure(
             "{allocs} allocs, {evals} evals, {jobs} jobs collected: the whole collection", ("total_s",), "s"

@@ -4,6 +4,7 @@ a server fails; nothing is skipped."""
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import os
 import uuid
@@ -68,6 +69,13 @@ def database_url(postgres: EmbeddedPostgres | str) -> Iterator[str]:
         yield url
 
 
+@pytest.fixture(scope="module")
+def module_database_url(postgres: EmbeddedPostgres | str) -> Iterator[str]:
+    """A fresh, migrated database for a module's tests (those that share one cluster)."""
+    with fresh_database(postgres) as url:
+        yield url
+
+
 @pytest.fixture
 def store(database_url: str) -> Iterator[EventStore]:
     s = EventStore(database_url)
@@ -80,7 +88,7 @@ def repo_root() -> Path:
     return Path(__file__).resolve().parent.parent
 
 
-@pytest.fixture
+@pytest.fixture(scope="session")
 def nats_url(nats_server: EmbeddedNats | str) -> str:
     return nats_server if isinstance(nats_server, str) else nats_server.url
 
@@ -111,3 +119,18 @@ async def js_fresh(nats_url: str):  # type: ignore[no-untyped-def]
     nc = await connect(nats_url, "test")
     yield await reset_jetstream(nc)
     await nc.close()
+
+
+@pytest.fixture(scope="module")
+def module_streams_fresh(nats_url: str) -> None:
+    """Drover's streams emptied, and without consumers, for a module's tests (those that share
+    one cluster)."""
+
+    async def empty() -> None:
+        from drover.runtime.bus import connect
+
+        nc = await connect(nats_url, "test")
+        await reset_jetstream(nc)
+        await nc.close()
+
+    asyncio.run(empty())

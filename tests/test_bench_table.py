@@ -118,6 +118,23 @@ GC: dict[str, Any] = {
 }  # fmt: skip
 
 
+# What bench/events.py writes (its pipeline arms shortened).
+EVENTS: dict[str, Any] = {
+    "benchmark": "events", "subscribers": 50, "processes": 5, "nodes": 5000, "jobs": 100, "count": 1000,
+    "baseline": "run here, before the arm with subscribers",
+    "window": {"after": 5000, "last": 9310, "log_positions": 4310, "frames": 4302},
+    "log_events": 112345, "events_received": [112345, 112340], "subscribers_short": 1,
+    "every_event_to_every_subscriber_in_order": False,
+    "lag_ms": {"p50": 41.2, "p99": 1310.5, "max": 2204.0}, "per_subscriber": [],
+    "api_cpu_s": {"with": 30.2, "without": 2.1}, "api_cpu_s_per_subscriber": 0.562,
+    "subscribers_cpu_s": 12.4, "placements_per_s": {"with": 4410.0, "without": 4815.0},
+    "throughput_ratio": 0.916,
+    "targets": {"subscribers_short": "= 0", "lag_ms_p99": "< 1000", "throughput_ratio": ">= 0.9"},
+    "pipeline_with": {**PIPELINE, "placements_per_s": 4410.0},
+    "pipeline_without": PIPELINE,
+}  # fmt: skip
+
+
 def _write(out: Path, **reports: dict[str, Any]) -> None:
     out.mkdir(parents=True, exist_ok=True)
     for name, report in reports.items():
@@ -239,3 +256,21 @@ def test_the_pipeline_gc_rows(tmp_path: Path) -> None:
         table.rows(tmp_path), "pipeline_gc", "the collection: PUT /v1/system/gc to its core eval complete"
     )
     assert done[2] == "not measured"
+
+
+def test_the_events_rows(tmp_path: Path) -> None:
+    _write(tmp_path, events=EVENTS)
+    rows = table.rows(tmp_path)
+    short = _row(
+        rows, "events", "50 subscribers to * during the pipeline's load: subscribers short of the log"
+    )
+    assert short[2:5] == ["1 subscribers", "= 0 subscribers", "no"]
+    assert _row(rows, "events", "the same, p99")[2:5] == ["1,310.5 ms", "< 1,000 ms", "no"]
+    ratio = _row(rows, "events", "pipeline with subscribers, against without")
+    assert ratio[2:5] == ["0.916 of the placements/s", ">= 0.9 of the placements/s", "yes"]
+    assert _row(rows, "events", "API CPU per subscriber during the load")[2] == "0.562 CPU-s"
+    assert _row(rows, "events", "pipeline without subscribers")[2] == "4,815.0 placements/s"
+    assert _row(rows, "events", "host speed: 5,000-node, 1,000-alloc eval")[2] == "85.2 ms"
+    # A run whose subscribers received nothing has no lag to show.
+    _write(tmp_path, events={**EVENTS, "lag_ms": {"p50": None, "p99": None, "max": None}})
+    assert _row(table.rows(tmp_path), "events", "the same, p99")[2:5] == ["not measured", "< 1,000 ms", "-"]

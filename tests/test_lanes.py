@@ -1,12 +1,13 @@
 """Worker lanes, end to end: with three workers, large evals go to the large-lane worker, which
 runs at a lower CPU priority, and small evals to the other two; each lane takes the other's
-work when it has no worker of its own."""
+work when it has no worker of its own. With either eval consumer (DROVER_WORKER_CONSUMER)."""
 
 from __future__ import annotations
 
 from pathlib import Path
 from typing import Any
 
+import pytest
 from nats.js import JetStreamContext
 
 from drover.runtime.bus import EVALS_STREAM
@@ -34,10 +35,15 @@ def placed(c: Cluster, job: str, count: int) -> Any:
     c.wait(lambda: len(live(c, job)) == count, timeout=15, describe=lambda: f"{job}: {len(live(c, job))}")
 
 
+CONSUMERS = pytest.mark.parametrize("consumer", ["nats", "faststream"])
+
+
+@CONSUMERS
 async def test_large_and_small_evals_go_to_their_lanes(
-    database_url: str, nats_url: str, tmp_path: Path, js_fresh: JetStreamContext
+    database_url: str, nats_url: str, tmp_path: Path, js_fresh: JetStreamContext, consumer: str
 ) -> None:
-    c = Cluster(database_url, nats_url, tmp_path, workers=3).start()
+    env = {"DROVER_WORKER_CONSUMER": consumer}
+    c = Cluster(database_url, nats_url, tmp_path, workers=3, env=env).start()
     try:
         for i in range(20):
             c.put("/v1/drover/node/register", {"Node": node_json(f"node-{i}")})
@@ -67,12 +73,19 @@ async def test_large_and_small_evals_go_to_their_lanes(
         c.stop()
 
 
+@CONSUMERS
 async def test_a_large_lane_worker_of_depth_two_takes_two_large_evals_at_once(
-    database_url: str, nats_url: str, tmp_path: Path, js_fresh: JetStreamContext, store: Any
+    database_url: str, nats_url: str, tmp_path: Path, js_fresh: JetStreamContext, store: Any, consumer: str
 ) -> None:
     # DROVER_LARGE_LANE_DEPTH=2: the broker hands out two large evals at once, both to the
     # large-lane worker, which schedules the second while the first plan commits.
-    c = Cluster(database_url, nats_url, tmp_path, workers=3, env={"DROVER_LARGE_LANE_DEPTH": "2"}).start()
+    c = Cluster(
+        database_url,
+        nats_url,
+        tmp_path,
+        workers=3,
+        env={"DROVER_LARGE_LANE_DEPTH": "2", "DROVER_WORKER_CONSUMER": consumer},
+    ).start()
     try:
         for i in range(40):
             c.put("/v1/drover/node/register", {"Node": node_json(f"node-{i}")})

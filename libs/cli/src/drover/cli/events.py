@@ -32,7 +32,8 @@ form: Topic, Type, Key, Namespace, FilterKeys, Index, Payload).
 
 -topic narrows the stream (repeat it): Job, Evaluation, Allocation,
 Deployment, Node, JobRestart or *, with :Key for one object (a job's ID, an
-alloc's, ...; "Job:web" also matches the evals and allocs of job web).
+alloc's, ...; "Evaluation:web" and "Allocation:web" also match the evals and
+allocs of job web, as their FilterKeys hold its ID).
 -index N starts from index N, replaying the log from there: nothing between
 N and now is missed. When the connection drops, tailing resumes from the
 last index it printed, without repeating an event.

@@ -13,7 +13,9 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Awaitable
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass
+from typing import Protocol, TypeVar
 
 from nats.aio.msg import Msg
 from nats.errors import TimeoutError as NatsTimeout
@@ -44,26 +46,75 @@ DURABLE_LARGE = "workers-large"
 SMALL_LANE_WAIT = 1.0
 LARGE_LANE_WAIT = 0.25
 OTHER_LANE_WAIT = 0.05
+T = TypeVar("T")
 
-Subscription = JetStreamContext.PullSubscription
+
+@dataclass(frozen=True)
+class Delivery:
+    """One delivery of an eval message, whichever client fetched it (nats-py here, FastStream in
+    drover.worker.fastlanes): its body and headers, how many times it has been delivered, and
+    how to settle it."""
+
+    data: bytes
+    headers: Mapping[str, str]
+    deliveries: int
+    sequence: int  # in the stream
+    ack: Callable[[], Awaitable[None]]
+    nak: Callable[[float], Awaitable[None]]
+    in_progress: Callable[[], Awaitable[None]]
 
 
-async def subscribe(js: JetStreamContext, lane: str, ack_wait: float) -> tuple[Subscription, Subscription]:
+class Lane(Protocol):
+    """A lane's consumer: the next eval, waiting up to `wait` seconds for it."""
+
+    async def fetch(self, wait: float) -> list[Delivery]: ...
+
+
+def delivery(msg: Msg) -> Delivery:
+    meta = msg.metadata
+    return Delivery(
+        msg.data,
+        msg.headers or {},
+        meta.num_delivered or 1,
+        meta.sequence.stream if meta.sequence else 0,
+        msg.ack,
+        lambda delay: msg.nak(delay=delay),
+        msg.in_progress,
+    )
+
+
+def consumer_config(ack_wait: float) -> ConsumerConfig:
+    """Both lanes' durable consumers: explicit acks, no limit on evals out at once (the broker
+    bounds them), redelivery after `ack_wait` without a heartbeat."""
+    return ConsumerConfig(ack_policy=AckPolicy.EXPLICIT, ack_wait=ack_wait, max_ack_pending=-1)
+
+
+def lanes_in_order(lane: str, small: T, large: T) -> tuple[T, T]:
+    """The worker's own lane's consumer first, the other lane's second."""
+    return (large, small) if lane == LANE_LARGE else (small, large)
+
+
+@dataclass(frozen=True)
+class NatsLane:
+    """A lane's pull consumer through nats-py."""
+
+    sub: JetStreamContext.PullSubscription
+
+    async def fetch(self, wait: float) -> list[Delivery]:
+        try:
+            return [delivery(m) for m in await self.sub.fetch(1, timeout=wait)]
+        except NatsTimeout:
+            return []
+
+
+async def subscribe(js: JetStreamContext, lane: str, ack_wait: float) -> tuple[Lane, Lane]:
     """The consumers of the worker's own lane and of the other lane, in that order."""
-    config = ConsumerConfig(ack_policy=AckPolicy.EXPLICIT, ack_wait=ack_wait, max_ack_pending=-1)
+    config = consumer_config(ack_wait)
     small = await js.pull_subscribe(EVALS_SUBJECT, durable=DURABLE, stream=EVALS_STREAM, config=config)
     large = await js.pull_subscribe(
         EVALS_LARGE_SUBJECT, durable=DURABLE_LARGE, stream=EVALS_STREAM, config=config
     )
-    return (large, small) if lane == LANE_LARGE else (small, large)
-
-
-async def _fetch(sub: Subscription, wait: float) -> list[Msg]:
-    """At most one eval from `sub`, waiting up to `wait` seconds for it."""
-    try:
-        return await sub.fetch(1, timeout=wait)
-    except NatsTimeout:
-        return []
+    return lanes_in_order(lane, NatsLane(small), NatsLane(large))
 
 
 async def _settle(op: Awaitable[None]) -> None:
@@ -74,7 +125,7 @@ async def _settle(op: Awaitable[None]) -> None:
         log.warning("could not settle an eval message: %s", e)
 
 
-async def _keep_alive(msg: Msg, every: float) -> None:
+async def _keep_alive(msg: Delivery, every: float) -> None:
     while True:
         await asyncio.sleep(every)
         try:
@@ -83,26 +134,26 @@ async def _keep_alive(msg: Msg, every: float) -> None:
             return
 
 
-async def to_failed_queue(worker: Worker, msg: Msg) -> None:
+async def to_failed_queue(worker: Worker, msg: Delivery) -> None:
     """Move the eval to the failed queue, then ack it here; if that publish fails it is nacked and
     comes back. A copy published twice (a worker dying between the two) is dropped by the
     stream's duplicate window, and the reaper skips an eval already terminal."""
-    original = (msg.headers or {}).get(MSG_ID_HEADER) or str(msg.metadata.sequence.stream)
+    original = msg.headers.get(MSG_ID_HEADER) or str(msg.sequence)
     try:
         await worker.nc.jetstream().publish(
             EVALS_FAILED_SUBJECT, msg.data, headers={MSG_ID_HEADER: f"failed:{original}"}
         )
     except Exception as e:
         log.warning("could not move an eval to the failed queue: %s", e)
-        await _settle(msg.nak(delay=1.0))
+        await _settle(msg.nak(1.0))
         return
     await _settle(msg.ack())
 
 
-async def handle(worker: Worker, msg: Msg, ack_wait: float) -> None:
+async def handle(worker: Worker, msg: Delivery, ack_wait: float) -> None:
     """Work on the eval in `msg`, then ack it - or nack it if that failed. At the delivery limit
     it goes to the failed queue instead (`to_failed_queue`)."""
-    deliveries = msg.metadata.num_delivered if msg.metadata else 1
+    deliveries = msg.deliveries
     if deliveries > DELIVERY_LIMIT:
         log.warning(
             "eval delivered %d times, past the limit (%d): to the failed queue", deliveries, DELIVERY_LIMIT
@@ -126,11 +177,11 @@ async def handle(worker: Worker, msg: Msg, ack_wait: float) -> None:
             await to_failed_queue(worker, msg)
         else:
             log.exception("eval failed; nack")
-            await _settle(msg.nak(delay=nack_delay(deliveries)))
+            await _settle(msg.nak(nack_delay(deliveries)))
 
 
 async def work(
-    worker: Worker, own: Subscription, other: Subscription, lane: str, ack_wait: float, stop: asyncio.Event
+    worker: Worker, own: Lane, other: Lane, lane: str, ack_wait: float, stop: asyncio.Event
 ) -> None:
     """Hand evals to `worker`, its own lane's (`own`) first, until `stop`; then let those it
     works on finish."""
@@ -149,7 +200,7 @@ async def work(
             await asyncio.wait(busy, return_when=asyncio.FIRST_COMPLETED)
             continue
         try:
-            msgs: list[Msg] = await _fetch(own, own_wait) or await _fetch(other, OTHER_LANE_WAIT)
+            msgs = await own.fetch(own_wait) or await other.fetch(OTHER_LANE_WAIT)
         except Exception as e:
             log.warning("fetch: %s", e)
             await asyncio.sleep(0.5)

@@ -1,0 +1,325 @@
+"""Event stream benchmark: 50 subscribers to every topic (`topic=*`, every namespace) on
+`GET /v1/event/stream` while bench/pipeline.py's load runs (100 jobs x 1,000 allocs on 5,000
+nodes, its probes too), against the same load without them.
+
+    python -m bench.events --out bench/out/events.json [--subscribers 50 --processes 5]
+        [--baseline bench/out/pipeline.json] [every option of bench/pipeline.py]
+
+Both arms run here by default, on fresh servers each, the one without subscribers first
+(`pipeline_without`, then `pipeline_with`); --baseline reads the arm without them from a
+pipeline JSON instead (`baseline` says which). The subscribers connect once the nodes are
+registered, from the log's next position, and are all connected before the load starts.
+
+Reported: every subscriber's events and frames received over the window (from their first
+position to the log's last once the load is placed), against the log's own: the frames and
+events a replay of the log gives (`drover.model.streamevents`, as the API describes them), so
+`subscribers_short` counts those missing a frame, holding one twice or out of order, or with an
+event more or less; the lag from a log position's commit (`events.recorded_at`) to its frame's
+arrival at a subscriber, p50/p99/max over every frame of every subscriber; the API's CPU per
+subscriber ((API CPU during the load with subscribers - without) / subscribers); and the
+pipeline's placements/s with subscribers against without (`throughput_ratio`).
+
+The driver's cost is kept out of the figures: the subscribers run in processes of their own
+(`--processes`, each an asyncio loop with its share of the connections), not in the driver
+whose heartbeat and probe threads the pipeline times; they parse no JSON (a frame's index is
+read from its first bytes and its events counted with bytes.count, in C) and only stamp each
+frame's arrival, the lag being worked out after the run; the API's CPU is its own process's,
+and the subscribers' own CPU during the load is reported apart (`cpu_s_during_load`'s
+subscribers-N). They share this host's cores with the pipeline, as the driver does: their
+CPU is the part of `throughput_ratio`'s gap that a subscriber on another machine would not
+cost.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import itertools
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+from bench import pipeline, report
+from bench.report import percentile
+from bench.servers import Servers
+from drover.model.events import Event, decode_event
+from drover.model.state import InMemoryState
+from drover.model.streamevents import stream_events
+from drover.runtime.store import EventStore
+
+# How long the subscribers may take, once the load is placed, to receive the log's last frame.
+CATCH_UP_S = 300.0
+EVENT_START = b'{"Topic":"'
+
+
+# --- the subscriber processes ---------------------------------------------------------------
+
+
+class Follower:
+    """One subscriber: every frame's index, event count and arrival time, as they come."""
+
+    def __init__(self, base: str, index: int) -> None:
+        self.base = base
+        self.next = index  # the index to ask for when (re)connecting
+        self.index: list[int] = []
+        self.events: list[int] = []
+        self.arrival: list[float] = []
+        self.closed = 0  # streams the server ended with an error frame (resumed from the next)
+        self.connected = asyncio.Event()
+
+    def take(self, line: bytes, now: float) -> None:
+        if line.startswith(b'{"Index":'):
+            index = int(line[9 : line.index(b",", 9)])
+            self.index.append(index)
+            self.events.append(line.count(EVENT_START))
+            self.arrival.append(now)
+            self.next = index + 1
+        elif line.startswith(b'{"Error"'):
+            self.closed += 1
+
+    async def follow(self, client: httpx.AsyncClient) -> None:
+        """Read the stream for good, resuming after the last frame when it ends."""
+        params = {"topic": "*", "namespace": "*"}
+        while True:
+            async with client.stream("GET", "/v1/event/stream", params={**params, "index": self.next}) as r:
+                r.raise_for_status()
+                # A frame of a 1,000-alloc plan is megabytes, in many chunks: its pieces are
+                # kept and joined once, at its newline.
+                pending: list[bytes] = []
+                async for chunk in r.aiter_raw():
+                    now, start = time.time(), 0
+                    while (end := chunk.find(b"\n", start)) >= 0:
+                        pending.append(chunk[start:end])
+                        self.take(b"".join(pending), now)
+                        pending.clear()
+                        start = end + 1
+                        self.connected.set()  # the `{}` at connect has come
+                    if start < len(chunk):
+                        pending.append(chunk[start:])
+
+    def figures(self) -> dict[str, Any]:
+        return {"index": self.index, "events": self.events, "arrival": self.arrival, "closed": self.closed}
+
+
+async def follow_all(base: str, index: int, count: int) -> None:
+    """`count` subscribers from `index`; "ready" on stdout once all are connected; then, given a
+    position and a deadline on stdin, their figures (JSON) on stdout once each has that
+    position's frame or the deadline passes."""
+    followers = [Follower(base, index) for _ in range(count)]
+    limits = httpx.Limits(max_connections=count + 1)
+    timeout = httpx.Timeout(30.0, read=None)
+    async with httpx.AsyncClient(base_url=base, limits=limits, timeout=timeout) as client:
+        tasks = [asyncio.create_task(f.follow(client)) for f in followers]
+        await asyncio.wait_for(asyncio.gather(*(f.connected.wait() for f in followers)), 60)
+        print("ready", flush=True)
+        target, deadline = (float(x) for x in (await asyncio.to_thread(sys.stdin.readline)).split())
+        while time.time() < deadline and not all(f.index and f.index[-1] >= target for f in followers):
+            if failed := [t for t in tasks if t.done()]:
+                failed[0].result()  # a stream that failed for good: its error
+            await asyncio.sleep(0.1)
+        for t in tasks:
+            t.cancel()
+    print(json.dumps([f.figures() for f in followers]), flush=True)
+
+
+# --- the driver -------------------------------------------------------------------------------
+
+
+class Subscribers(pipeline.Hooks):
+    """The subscriber processes beside the pipeline's load, and what they received."""
+
+    def __init__(self, subscribers: int, processes: int) -> None:
+        per, extra = divmod(subscribers, processes)
+        self.shares = [per + (1 if i < extra else 0) for i in range(processes) if per or i < extra]
+        self.procs: list[subprocess.Popen[str]] = []
+        self.after = 0
+        self.figures: dict[str, Any] = {}
+
+    def loading(self, servers: Servers) -> None:
+        self.after = servers.store.last_position()
+        base = str(servers.cluster.http.base_url)
+        for share in self.shares:
+            cmd = [sys.executable, "-m", "bench.events", "--follow", str(share), "--base", base]
+            cmd += ["--index", str(self.after + 1)]
+            self.procs.append(subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True))
+        for p in self.procs:
+            assert p.stdout is not None
+            if p.stdout.readline().strip() != "ready":
+                raise RuntimeError(f"a subscriber process did not connect (exit {p.poll()})")
+
+    def processes(self) -> list[tuple[str, int]]:
+        return [(f"subscribers-{i}", p.pid) for i, p in enumerate(self.procs)]
+
+    def loaded(self, servers: Servers, result: dict[str, Any]) -> None:
+        last = servers.store.last_position()
+        received: list[dict[str, Any]] = []
+        try:
+            # The last position with a frame: one without (a scaling event) is never sent.
+            log = replay(servers.store, self.after, last)
+            target = max(log, default=self.after)
+            for p in self.procs:
+                assert p.stdin is not None
+                p.stdin.write(f"{target} {time.time() + CATCH_UP_S}\n")
+                p.stdin.flush()
+            for p in self.procs:
+                out, _ = p.communicate(timeout=CATCH_UP_S + 60)
+                received += json.loads(out)
+        finally:
+            self.stop()
+        self.figures = compare(received, log, self.after, last)
+
+    def stop(self) -> None:
+        for p in self.procs:
+            if p.poll() is None:
+                p.send_signal(signal.SIGTERM)
+                p.wait(timeout=10)
+
+
+def _decode(data: str) -> Event:
+    return decode_event(data, replica=True)
+
+
+def replay(store: EventStore, after: int, last: int) -> dict[int, tuple[int, float]]:
+    """The log's frames after `after` up to `last`: position -> (its events, its commit time),
+    as the API describes them (a replay from the log's start; positions without events left
+    out, as the API sends no frame for them)."""
+    state = InMemoryState(drop_metrics=True, owns_events=True)
+    frames: dict[int, tuple[int, float]] = {}
+    while state.index < last:
+        rows = store.read(state.index, 1000, replica=_decode)
+        if not rows:
+            raise RuntimeError(f"the log ends at {state.index}, before {last}")
+        for r in rows:
+            if r.position > last:
+                break
+            events = stream_events(state, r.position, r.event)
+            if r.position > after and events:
+                assert r.recorded_at is not None
+                frames[r.position] = (len(events), r.recorded_at.timestamp())
+    return frames
+
+
+def compare(
+    received: list[dict[str, Any]], log: dict[int, tuple[int, float]], after: int, last: int
+) -> dict[str, Any]:
+    """Each subscriber's frames against the log's; the lag of every frame received."""
+    want = sorted(log)
+    per: list[dict[str, Any]] = []
+    lags: list[float] = []
+    for sub in received:
+        got = [
+            (i, n, t)
+            for i, n, t in zip(sub["index"], sub["events"], sub["arrival"], strict=True)
+            if i <= last
+        ]
+        indexes = [i for i, _, _ in got]
+        in_order = all(a < b for a, b in itertools.pairwise(indexes))
+        wrong_count = sum(1 for i, n, _ in got if i in log and log[i][0] != n)
+        per.append(
+            {
+                "frames": len(got),
+                "events": sum(n for _, n, _ in got),
+                "in_order_once": in_order,
+                "missing": len(set(want) - set(indexes)),
+                "extra": len(set(indexes) - set(want)),
+                "wrong_event_count": wrong_count,
+                "closed_by_server": sub["closed"],
+            }
+        )
+        lags += [t - log[i][1] for i, _, t in got if i in log]
+    short = sum(
+        1
+        for p in per
+        if not p["in_order_once"]
+        or p["missing"]
+        or p["extra"]
+        or p["wrong_event_count"]
+        or p["frames"] != len(want)
+    )
+    ms = sorted(x * 1000 for x in lags)
+    return {
+        "window": {"after": after, "last": last, "log_positions": last - after, "frames": len(want)},
+        "log_events": sum(n for n, _ in log.values()),
+        "events_received": sorted({p["events"] for p in per}),
+        "subscribers_short": short,
+        "every_event_to_every_subscriber_in_order": short == 0 and len(per) > 0,
+        "lag_ms": {
+            "p50": round(percentile(ms, 0.5), 1) if ms else None,
+            "p99": round(percentile(ms, 0.99), 1) if ms else None,
+            "max": round(ms[-1], 1) if ms else None,
+        },
+        "per_subscriber": per,
+    }
+
+
+def summary(
+    subs: Subscribers, with_: dict[str, Any], without: dict[str, Any], baseline: str
+) -> dict[str, Any]:
+    n = sum(subs.shares)
+    api_with = with_["cpu_s_during_load"].get("api-0")
+    api_without = without["cpu_s_during_load"].get("api-0")
+    rate_with, rate_without = with_.get("placements_per_s"), without.get("placements_per_s")
+    cpu = with_["cpu_s_during_load"]
+    return {
+        "benchmark": "events",
+        "subscribers": n,
+        "processes": len(subs.shares),
+        "nodes": with_["nodes"],
+        "jobs": with_["jobs"],
+        "count": with_["count"],
+        "baseline": baseline,
+        **subs.figures,
+        "api_cpu_s": {"with": api_with, "without": api_without},
+        "api_cpu_s_per_subscriber": (
+            round((api_with - api_without) / n, 3)
+            if api_with is not None and api_without is not None
+            else None
+        ),
+        "subscribers_cpu_s": round(sum(v for k, v in cpu.items() if k.startswith("subscribers-")), 1),
+        "placements_per_s": {"with": rate_with, "without": rate_without},
+        "throughput_ratio": round(rate_with / rate_without, 3) if rate_with and rate_without else None,
+        "targets": {
+            "subscribers_short": "= 0",
+            "lag_ms_p99": "< 1000",
+            "throughput_ratio": ">= 0.9",
+        },
+        "pipeline_with": with_,
+        "pipeline_without": without,
+    }
+
+
+def main() -> None:
+    ap = pipeline.parser(out="bench/out/events.json")
+    ap.add_argument("--subscribers", type=int, default=50)
+    ap.add_argument("--processes", type=int, default=5, help="processes the subscribers are shared among")
+    ap.add_argument("--baseline", help="the pipeline's JSON to read the arm without subscribers from")
+    ap.add_argument("--follow", type=int, help=argparse.SUPPRESS)  # a subscriber process: how many
+    ap.add_argument("--base", help=argparse.SUPPRESS)
+    ap.add_argument("--index", type=int, default=0, help=argparse.SUPPRESS)
+    args = ap.parse_args()
+    if args.follow:
+        # Stopped by the driver: no traceback.
+        signal.signal(signal.SIGTERM, lambda *_: os._exit(0))
+        asyncio.run(follow_all(args.base, args.index, args.follow))
+        return
+    if args.baseline:
+        without, baseline = json.loads(Path(args.baseline).read_text()), f"read from {args.baseline}"
+    else:
+        without, baseline = pipeline.run(args), "run here, before the arm with subscribers"
+    subs = Subscribers(args.subscribers, max(1, min(args.processes, args.subscribers)))
+    try:
+        with_ = pipeline.run(args, subs)
+    finally:
+        subs.stop()
+    report.write(summary(subs, with_, without, baseline), args.out)
+
+
+if __name__ == "__main__":
+    main()
