@@ -21,8 +21,9 @@ pipeline's placements/s with subscribers against without (`throughput_ratio`).
 
 The driver's cost is kept out of the figures: the subscribers run in processes of their own
 (`--processes`, each an asyncio loop with its share of the connections), not in the driver
-whose heartbeat and probe threads the pipeline times; they parse no JSON (a frame's index is
-read from its first bytes and its events counted with bytes.count, in C) and only stamp each
+whose heartbeat and probe threads the pipeline times; they read the HTTP chunks off the
+socket themselves (no HTTP client's parser between), parse no JSON (a frame's index is read
+from its first bytes and its events counted with bytes.count, in C), and only stamp each
 frame's arrival, the lag being worked out after the run; the API's CPU is its own process's,
 and the subscribers' own CPU during the load is reported apart (`cpu_s_during_load`'s
 subscribers-N). They share this host's cores with the pipeline, as the driver does: their
@@ -57,6 +58,8 @@ from drover.runtime.store import EventStore
 # How long the subscribers may take, once the load is placed, to receive the log's last frame.
 CATCH_UP_S = 300.0
 EVENT_START = b'{"Topic":"'
+# The subscribers' socket reads: a chunk of a few megabytes is read whole.
+READ_LIMIT = 1 << 24
 
 
 # --- the subscriber processes ---------------------------------------------------------------
@@ -84,25 +87,36 @@ class Follower:
         elif line.startswith(b'{"Error"'):
             self.closed += 1
 
-    async def follow(self, client: httpx.AsyncClient) -> None:
+    async def follow(self, host: str, port: int) -> None:
         """Read the stream for good, resuming after the last frame when it ends."""
-        params = {"topic": "*", "namespace": "*"}
         while True:
-            async with client.stream("GET", "/v1/event/stream", params={**params, "index": self.next}) as r:
-                r.raise_for_status()
-                # A frame of a 1,000-alloc plan is megabytes, in many chunks: its pieces are
-                # kept and joined once, at its newline.
-                pending: list[bytes] = []
-                async for chunk in r.aiter_raw():
-                    now, start = time.time(), 0
-                    while (end := chunk.find(b"\n", start)) >= 0:
-                        pending.append(chunk[start:end])
-                        self.take(b"".join(pending), now)
-                        pending.clear()
-                        start = end + 1
-                        self.connected.set()  # the `{}` at connect has come
-                    if start < len(chunk):
-                        pending.append(chunk[start:])
+            reader, writer = await asyncio.open_connection(host, port, limit=READ_LIMIT)
+            try:
+                path = f"/v1/event/stream?topic=*&namespace=*&index={self.next}"
+                writer.write(f"GET {path} HTTP/1.1\r\nHost: {host}\r\n\r\n".encode())
+                head = await reader.readuntil(b"\r\n\r\n")
+                if not head.startswith(b"HTTP/1.1 200"):
+                    raise RuntimeError(f"the stream answered {head.splitlines()[0]!r}")
+                await self._read_chunks(reader)
+            finally:
+                writer.close()
+
+    async def _read_chunks(self, reader: asyncio.StreamReader) -> None:
+        """The response body, HTTP/1.1 chunks read straight off the socket (no HTTP client's
+        parser in between: a frame of a 1,000-alloc plan is a megabyte and more). Its pieces
+        are kept and joined once, at its newline."""
+        pending: list[bytes] = []
+        while size := int((await reader.readuntil(b"\r\n"))[:-2].split(b";")[0], 16):
+            chunk = (await reader.readexactly(size + 2))[:-2]
+            now, start = time.time(), 0
+            while (end := chunk.find(b"\n", start)) >= 0:
+                pending.append(chunk[start:end])
+                self.take(b"".join(pending), now)
+                pending.clear()
+                start = end + 1
+                self.connected.set()  # the `{}` at connect has come
+            if start < len(chunk):
+                pending.append(chunk[start:])
 
     def figures(self) -> dict[str, Any]:
         return {"index": self.index, "events": self.events, "arrival": self.arrival, "closed": self.closed}
@@ -113,19 +127,17 @@ async def follow_all(base: str, index: int, count: int) -> None:
     position and a deadline on stdin, their figures (JSON) on stdout once each has that
     position's frame or the deadline passes."""
     followers = [Follower(base, index) for _ in range(count)]
-    limits = httpx.Limits(max_connections=count + 1)
-    timeout = httpx.Timeout(30.0, read=None)
-    async with httpx.AsyncClient(base_url=base, limits=limits, timeout=timeout) as client:
-        tasks = [asyncio.create_task(f.follow(client)) for f in followers]
-        await asyncio.wait_for(asyncio.gather(*(f.connected.wait() for f in followers)), 60)
-        print("ready", flush=True)
-        target, deadline = (float(x) for x in (await asyncio.to_thread(sys.stdin.readline)).split())
-        while time.time() < deadline and not all(f.index and f.index[-1] >= target for f in followers):
-            if failed := [t for t in tasks if t.done()]:
-                failed[0].result()  # a stream that failed for good: its error
-            await asyncio.sleep(0.1)
-        for t in tasks:
-            t.cancel()
+    url = httpx.URL(base)
+    tasks = [asyncio.create_task(f.follow(url.host, url.port or 80)) for f in followers]
+    await asyncio.wait_for(asyncio.gather(*(f.connected.wait() for f in followers)), 60)
+    print("ready", flush=True)
+    target, deadline = (float(x) for x in (await asyncio.to_thread(sys.stdin.readline)).split())
+    while time.time() < deadline and not all(f.index and f.index[-1] >= target for f in followers):
+        if failed := [t for t in tasks if t.done()]:
+            failed[0].result()  # a stream that failed for good: its error
+        await asyncio.sleep(0.1)
+    for t in tasks:
+        t.cancel()
     print(json.dumps([f.figures() for f in followers]), flush=True)
 
 

@@ -15,7 +15,7 @@ import contextlib
 import json
 import logging
 from collections import deque
-from collections.abc import AsyncGenerator
+from collections.abc import AsyncGenerator, Hashable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -42,11 +42,14 @@ CLOSED = "subscription closed by server, client must reset state and resubscribe
 
 @dataclass(frozen=True)
 class Frame:
-    """One log position as stream events, each with its JSON, and the frame's line whole."""
+    """One log position as stream events, each with its JSON, and the frame's line whole.
+    `lines` keeps the line each kind of subscription gets, worked out by its first subscriber:
+    subscribers asking the same (most of them, `*`) cost one match of the frame, not one each."""
 
     index: int
     events: list[tuple[dict[str, Any], str]]
-    line: str = ""
+    line: bytes = b""
+    lines: dict[Hashable, bytes | None] = field(default_factory=dict, compare=False)
 
 
 def frame(index: int, events: list[dict[str, Any]]) -> Frame:
@@ -54,8 +57,9 @@ def frame(index: int, events: list[dict[str, Any]]) -> Frame:
     return Frame(index, texts, _line(index, [t for _, t in texts]))
 
 
-def _line(index: int, texts: list[str]) -> str:
-    return f'{{"Index":{index},"Events":[{",".join(texts)}]}}\n'
+def _line(index: int, texts: list[str]) -> bytes:
+    # Bytes, once: the response would otherwise encode the line again for every subscriber.
+    return f'{{"Index":{index},"Events":[{",".join(texts)}]}}\n'.encode()
 
 
 def describe(state: InMemoryState, position: int, event: Event) -> Frame:
@@ -84,14 +88,17 @@ class Subscription:
 
     def __post_init__(self) -> None:
         self.queue = asyncio.Queue(self.buffer)
+        self.key = (self.namespace, tuple(sorted((t, tuple(sorted(k))) for t, k in self.topics.items())))
 
-    def encode(self, f: Frame) -> str | None:
+    def encode(self, f: Frame) -> bytes | None:
         """The frame's line for this subscriber, None if none of its events is for it."""
+        if self.key in f.lines:
+            return f.lines[self.key]
         picked = [text for ev, text in f.events if matches(ev, self.topics, self.namespace)]
-        if not picked:
-            return None
         # Every event for it (most frames, for most subscribers): the line built once for all.
-        return f.line if len(picked) == len(f.events) else _line(f.index, picked)
+        line = None if not picked else f.line if len(picked) == len(f.events) else _line(f.index, picked)
+        f.lines[self.key] = line
+        return line
 
 
 class _FeedReplica(Replica):

@@ -52,16 +52,16 @@ async def event_stream(request: Request, hub: EventHubDep) -> StreamingResponse:
     heartbeat = request.app.state.settings.event_heartbeat
     after = hub.after(index)  # "now" is when the request came, not its first read
 
-    async def lines() -> AsyncIterator[str]:
+    async def lines() -> AsyncIterator[bytes]:
         frames = hub.frames(sub, after, heartbeat)
         try:
-            yield "{}\n"
+            yield b"{}\n"
             async for f in frames:
-                line = "{}\n" if f is None else sub.encode(f)
+                line = b"{}\n" if f is None else sub.encode(f)
                 if line is not None:
                     yield line
             if sub.overflowed:
-                yield '{"Error":"' + CLOSED + '"}\n'
+                yield b'{"Error":"' + CLOSED.encode() + b'"}\n'
         finally:
             # The client left (or the stream ended): the feed stops filling its queue now,
             # not when the generator is collected.
