@@ -3,6 +3,7 @@
 datacenter = "dc1"
 name       = "node-1"
 data_dir   = "/var/lib/drover"
+http_addr  = "0.0.0.0:4647"   # where the API reaches this agent for alloc logs
 client {
   node_class = "batch"
   node_pool  = "default"
@@ -44,6 +45,8 @@ class AgentConfig:
     # oldest removed while more than gc_max_allocs allocs are kept (Nomad: 1m, 50).
     gc_interval: int = MINUTE
     gc_max_allocs: int = 50
+    # The listener serving alloc logs to the API (HOST:PORT; port 0 picks a free one).
+    http_addr: str = "127.0.0.1:0"
 
 
 def _clean(value: Any) -> Any:
@@ -66,7 +69,7 @@ def load(path: Path, config: AgentConfig | None = None) -> AgentConfig:
     cfg = config or AgentConfig()
     doc = _clean(hcl2.loads(path.read_text()))
     problems: list[str] = []
-    for key in ("datacenter", "name", "data_dir"):
+    for key in ("datacenter", "name", "data_dir", "http_addr"):
         if key in doc:
             setattr(cfg, key, str(doc[key]))
     client = doc.get("client", {})
