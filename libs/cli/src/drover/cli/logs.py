@@ -70,24 +70,21 @@ def logs(
         task = task or reader.only_task(alloc)
         log_type = "stderr" if stderr else "stdout"
         out = sys.stdout.buffer
-        if tail or lines >= 0 or count >= 0:
-            if count >= 0:
+        origin, back = "start", 0
+        if tail or lines is not None or count is not None:
+            origin = "end"
+            if count is not None:
                 back = count
             else:
-                data = reader.last_lines(
-                    alloc["ID"], task, log_type, lines if lines >= 0 else DEFAULT_TAIL_LINES
-                )
+                n = lines if lines is not None else DEFAULT_TAIL_LINES
+                data = reader.last_lines(alloc["ID"], task, log_type, n)
                 back = len(data)
                 if not follow:
                     out.write(data)
-            if follow or count >= 0:
-                for data in reader.read(alloc["ID"], task, log_type, follow, "end", back):
-                    out.write(data)
-                    out.flush()
-        else:
-            for data in reader.read(alloc["ID"], task, log_type, follow):
-                out.write(data)
-                out.flush()
+                    return
+        for data in reader.read(alloc["ID"], task, log_type, follow, origin, back):
+            out.write(data)
+            out.flush()
         out.flush()
     except KeyboardInterrupt:
         raise typer.Exit(EXIT_INTERRUPTED) from None

@@ -55,8 +55,7 @@ class Agent:
         self.terminal_since: dict[str, float] = {}
         self._collecting = asyncio.Lock()
         # Where the API reaches this agent for logs (registered as the node's HTTPAddr).
-        self.listener = bind(cfg.http_addr)
-        self.http_addr = _advertised(cfg.http_addr, self.listener.getsockname()[1])
+        self.http_addr = ""
 
     # --- identity and local state ---
     def _node_id(self) -> str:
@@ -322,7 +321,9 @@ class Agent:
                 self.dirty |= ids
 
     async def run(self, stop: asyncio.Event) -> None:
-        logs = asyncio.create_task(serve(LogsApp(self.alloc_for_logs), self.listener, stop))
+        listener = bind(self.cfg.http_addr)
+        self.http_addr = _advertised(self.cfg.http_addr, listener.getsockname()[1])
+        logs = asyncio.create_task(serve(LogsApp(self.alloc_for_logs), listener, stop))
         log.info("serving alloc logs on %s", self.http_addr)
         await self.register(stop)
         loops = [asyncio.create_task(fn(stop)) for fn in (self.heartbeat, self.watch, self.report, self.gc)]
