@@ -148,28 +148,33 @@ def test_a_1mb_log_reads_back_byte_identical(cluster: Cluster) -> None:
     assert middle == want[-10:]
 
 
+def follow_lines(c: Cluster, alloc_id: str, n: int, timeout: float = 60) -> list[str]:
+    """Follow the task's stdout until `n` lines came (or the time is up)."""
+    got = b""
+    deadline = time.monotonic() + timeout
+    params = {"task": "t", "type": "stdout", "follow": "true"}
+    with c.http.stream("GET", f"/v1/client/fs/logs/{alloc_id}", params=params) as r:
+        assert r.status_code == 200, r.read()
+        for line in r.iter_lines():
+            got += base64.b64decode(json.loads(line).get("Data", ""))
+            if got.count(b"\n") >= n or time.monotonic() > deadline:
+                break
+    return got.decode().splitlines()
+
+
 def test_following_delivers_every_line_in_order(cluster: Cluster) -> None:
     c = cluster
+    # 10,000 lines of 120 bytes: 1.2 MB, so the follower crosses a rotation (1 MB files).
     code = (
         "import sys, time\n"
         "for i in range(10000):\n"
-        "    print(f'line {i:05d}', flush=True)\n"
+        "    print(f'line {i:05d} ' + 'x' * 108, flush=True)\n"
         "    if i % 500 == 0: time.sleep(0.05)\n"
         "time.sleep(3600)\n"
     )
-    alloc = run_python(c, "lines", code)
-    got = b""
-    deadline = time.monotonic() + 60
-    with c.http.stream(
-        "GET", f"/v1/client/fs/logs/{alloc['ID']}", params={"task": "t", "type": "stdout", "follow": "true"}
-    ) as r:
-        assert r.status_code == 200
-        for line in r.iter_lines():
-            frame = json.loads(line)
-            got += base64.b64decode(frame.get("Data", ""))
-            if got.count(b"\n") >= 10000 or time.monotonic() > deadline:
-                break
-    assert got.decode().splitlines() == [f"line {i:05d}" for i in range(10000)]
+    alloc = run_python(c, "lines", code, LogConfig={"MaxFiles": 5, "MaxFileSizeMB": 1})
+    got = follow_lines(c, alloc["ID"], 10000)
+    assert got == [f"line {i:05d} " + "x" * 108 for i in range(10000)]
 
 
 def test_rotation_keeps_max_files_and_reads_span_them(setup: tuple[Cluster, Agents, Path]) -> None:
@@ -273,3 +278,17 @@ def test_bad_requests_are_refused(cluster: Cluster) -> None:
     placed = c.wait(lambda: c.get("/v1/job/onsim/allocations"), timeout=30)
     r = logs(c, placed[0]["ID"])
     assert r.status_code == 501 and "serves no logs" in r.text, r.text
+
+
+def test_logs_live_on_through_an_agent_restart(setup: tuple[Cluster, Agents, Path]) -> None:
+    """The executor writes the logs: output written while the agent is down is all there, and
+    the agent back (on a new port, registered again) serves it."""
+    c, agents, _ = setup
+    code = "import time\nfor i in range(150):\n    print(i, flush=True); time.sleep(0.04)\ntime.sleep(3600)\n"
+    alloc = run_python(c, "survivor", code)
+    node_id = alloc["NodeID"]
+    before = c.get(f"/v1/node/{node_id}")["HTTPAddr"]
+    agents.procs.pop("a1").kill()
+    agents.start("a1", "--enable-raw-exec")
+    c.wait(lambda: c.get(f"/v1/node/{node_id}")["HTTPAddr"] != before, timeout=AGENT_START)
+    assert follow_lines(c, alloc["ID"], 150, timeout=30) == [str(i) for i in range(150)]

@@ -124,3 +124,27 @@ async def test_a_follower_is_told_when_the_files_are_removed(tmp_path: Path) -> 
     chunks = await collect(tmp_path, LogsQuery("t", "stdout", follow=True), 10_000)
     await remover
     assert chunks[0].data == b"abc" and chunks[-1].event == FILE_DELETED
+
+
+async def test_bytes_written_just_before_a_rotation_are_not_dropped(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The race a follower must win: it reads to the end of a file, then the writer fills the
+    file and opens the next before the follower looks for a next file."""
+    import drover.client.logstream as logstream
+
+    rot = FileRotator(tmp_path, "t", "stdout", max_files=10, max_file_size=10)
+    rot.write(b"01234")
+    looks = 0
+
+    def listing_after_a_write(log_dir: Path, task: str, log_type: str) -> list[tuple[int, Path]]:
+        nonlocal looks
+        looks += 1
+        if looks == 2:  # (1: the listing to start from) the follower is at the end of file 0
+            rot.write(b"56789abc")
+        return log_indexes(log_dir, task, log_type)
+
+    monkeypatch.setattr(logstream, "log_indexes", listing_after_a_write)
+    chunks = await collect(tmp_path, LogsQuery("t", "stdout", follow=True), 13)
+    rot.close()
+    assert b"".join(c.data for c in chunks) == b"0123456789abc"
