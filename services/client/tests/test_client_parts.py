@@ -157,3 +157,19 @@ def test_the_node_id_is_kept_whole_and_an_empty_one_replaced(tmp_path: Path) -> 
     fresh = Agent(cfg).node_id
     assert fresh and fresh != first and (tmp_path / "client" / "node-id").read_text() == fresh
     assert [p.name for p in (tmp_path / "client").iterdir() if p.name.endswith(".tmp")] == []
+
+
+@pytest.mark.parametrize(
+    ("addr", "ok"),
+    [("127.0.0.1:0", True), ("0.0.0.0:4647", True), ("[::1]:4647", True), ("localhost", False),
+     (":4647", False), ("h:port", False), ("h:70000", False)],
+)  # fmt: skip
+def test_the_logs_listener_address_is_host_and_port(addr: str, ok: bool, tmp_path: Path) -> None:
+    if ok:
+        assert parse(["--http-addr", addr]).http_addr == addr
+    else:
+        with pytest.raises(SystemExit):
+            parse(["--http-addr", addr])
+        (f := tmp_path / "agent.hcl").write_text(f'http_addr = "{addr}"\n')
+        with pytest.raises(ValueError, match="http_addr: must be HOST:PORT"):
+            load(f)

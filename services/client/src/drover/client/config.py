@@ -72,6 +72,8 @@ def load(path: Path, config: AgentConfig | None = None) -> AgentConfig:
     for key in ("datacenter", "name", "data_dir", "http_addr"):
         if key in doc:
             setattr(cfg, key, str(doc[key]))
+    if "http_addr" in doc and (problem := http_addr_problem(cfg.http_addr)):
+        problems.append(f"http_addr: {problem}")
     client = doc.get("client", {})
     if not isinstance(client, dict):
         problems.append("client: must be a block")
@@ -104,6 +106,14 @@ def load(path: Path, config: AgentConfig | None = None) -> AgentConfig:
     if problems:
         raise ValueError(f"{path}: " + "; ".join(problems))
     return cfg
+
+
+def http_addr_problem(addr: str) -> str:
+    """What is wrong with a HOST:PORT listening address, or "" when nothing is."""
+    host, sep, port = addr.rpartition(":")
+    if not sep or not host or not port.isdigit() or int(port) > 65535:
+        return f"must be HOST:PORT (port 0 for any free one), not {addr!r}"
+    return ""
 
 
 def _gc(client: dict[str, Any], cfg: AgentConfig, problems: list[str]) -> None:

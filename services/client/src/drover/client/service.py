@@ -16,7 +16,7 @@ import sys
 from pathlib import Path
 
 from drover.client.agent import Agent
-from drover.client.config import AgentConfig, load
+from drover.client.config import AgentConfig, http_addr_problem, load
 from drover.model.drivers import DRIVER_RAW_EXEC
 from drover.model.durations import parse_duration
 from drover.runtime.gctune import tune
@@ -61,6 +61,8 @@ def parse(argv: list[str]) -> AgentConfig:
         if not sep or not key:
             ap.error(f"--meta wants KEY=VALUE, not {item!r}")
         cfg.meta[key] = value
+    if args.http_addr is not None and (problem := http_addr_problem(args.http_addr)):
+        ap.error(f"--http-addr: {problem}")
     if args.enable_raw_exec:
         cfg.drivers.add(DRIVER_RAW_EXEC)
     if args.gc_interval is not None:
