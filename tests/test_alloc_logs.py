@@ -130,7 +130,14 @@ def data_of(frames: list[dict[str, Any]]) -> bytes:
 
 
 def wait_bytes(c: Cluster, alloc_id: str, n: int) -> bytes:
-    return c.wait(lambda: len(b := logs(c, alloc_id, plain="true").content) >= n and b, timeout=30)
+    """The task's stdout once it has at least `n` bytes."""
+
+    def enough() -> bytes | None:
+        r = logs(c, alloc_id, plain="true")
+        assert r.status_code == 200, r.text
+        return r.content if len(r.content) >= n else None
+
+    return c.wait(enough, timeout=30)
 
 
 def test_a_1mb_log_reads_back_byte_identical(cluster: Cluster) -> None:
@@ -289,6 +296,8 @@ def test_logs_live_on_through_an_agent_restart(setup: tuple[Cluster, Agents, Pat
     node_id = alloc["NodeID"]
     before = c.get(f"/v1/node/{node_id}")["HTTPAddr"]
     agents.procs.pop("a1").kill()
+    r = logs(c, alloc["ID"])
+    assert r.status_code == 502 and "cannot be reached" in r.text, r.text
     agents.start("a1", "--enable-raw-exec")
     c.wait(lambda: c.get(f"/v1/node/{node_id}")["HTTPAddr"] != before, timeout=AGENT_START)
     assert follow_lines(c, alloc["ID"], 150, timeout=30) == [str(i) for i in range(150)]

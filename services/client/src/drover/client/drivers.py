@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
+from drover.client.logrotate import log_indexes
 from drover.model.durations import SECOND, parse_duration
 from drover.model.job import LogConfig, Task
 
@@ -147,6 +148,10 @@ class RawExecDriver:
         exit_file = task_dir / "exit-code"
         exit_file.unlink(missing_ok=True)
         logs = task.log_config or LogConfig()
+        for log_type in ("stdout", "stderr"):
+            # There before the task is started (as logmon's are): a reader sees empty logs, not none.
+            if not log_indexes(log_dir, task.name, log_type):
+                (log_dir / f"{task.name}.{log_type}.0").touch()
         # The executor's own complaints (Nomad's executor.out); the task's output goes to the logs.
         own = open(task_dir / "executor.out", "ab")  # noqa: SIM115 - handed to the child
         try:

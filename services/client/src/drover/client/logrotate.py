@@ -8,6 +8,7 @@ from __future__ import annotations
 import contextlib
 import os
 import re
+import sys
 from pathlib import Path
 
 MB = 1024 * 1024
@@ -78,10 +79,20 @@ class FileRotator:
 
 def pump(fd: int, rotator: FileRotator) -> None:
     """Copy everything read from `fd` (a task's stdout or stderr pipe) into `rotator` until the
-    pipe's last writer closes it; bytes go out in the order they came in."""
+    pipe's last writer closes it; bytes go out in the order they came in. Should the files
+    refuse a write (a full disk), the pipe is still drained, so the task never blocks on it."""
+    failing = False
     try:
         while data := os.read(fd, READ_SIZE):
-            rotator.write(data)
+            try:
+                rotator.write(data)
+                failing = False
+            except OSError as e:
+                if not failing:
+                    print(
+                        f"{rotator.task} {rotator.log_type}: output dropped: {e}", file=sys.stderr, flush=True
+                    )
+                failing = True
     finally:
         os.close(fd)
         rotator.close()
