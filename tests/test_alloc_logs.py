@@ -67,6 +67,16 @@ async def _purge_streams(nats_url: str) -> None:
     await nc.close()
 
 
+def end_tasks(data_dir: Path) -> None:
+    """Kill the tasks the agent left running (an agent that stops leaves its tasks, as Nomad's
+    does): each executor leads its own process group, with its task in it."""
+    state = json.loads((data_dir / "client" / "state.json").read_text())
+    for alloc in state.values():
+        for handle in alloc.get("Tasks", {}).values():
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(int(handle["pid"]), signal.SIGKILL)
+
+
 @pytest.fixture(scope="module")
 def setup(
     postgres: EmbeddedPostgres | str,
@@ -93,6 +103,7 @@ def setup(
     )
     yield c, agents, tmp
     agents.close()
+    end_tasks(tmp / "a1")
     c.stop()
     with psycopg.connect(conninfo, autocommit=True) as conn:
         conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')

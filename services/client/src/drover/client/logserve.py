@@ -127,8 +127,14 @@ def bind(address: str) -> socket.socket:
 
 async def serve(app: LogsApp, sock: socket.socket, stop: asyncio.Event) -> None:
     """Serve `app` on `sock` until `stop` is set."""
+    # log_config None: the agent's logging stays as the agent set it up.
     config = uvicorn.Config(
-        app, lifespan="off", log_level="warning", access_log=False, timeout_graceful_shutdown=1
+        app,
+        lifespan="off",
+        log_config=None,
+        log_level="warning",
+        access_log=False,
+        timeout_graceful_shutdown=1,
     )
     server = _Server(config)
     runner = asyncio.create_task(server.serve(sockets=[sock]))
