@@ -4,7 +4,6 @@ into rotated files, the agent serves them on its HTTP listener, and the API forw
 
 from __future__ import annotations
 
-import asyncio
 import base64
 import contextlib
 import json
@@ -21,11 +20,7 @@ from typing import Any
 
 import httpx
 import nomad
-import psycopg
 import pytest
-
-from drover.runtime.embedded import EmbeddedNats, EmbeddedPostgres
-from drover.runtime.store import migrate
 
 from .cluster import Cluster, node_json
 from .test_client import AGENT_START, ENV, Agents, service_job
@@ -51,26 +46,11 @@ def expected(seed: int, count: int) -> bytes:
     return b"".join(out)
 
 
-async def _purge_streams(nats_url: str) -> None:
-    from nats.js.errors import NotFoundError
-
-    from drover.runtime.bus import EVALS_STREAM, EVENTS_STREAM, connect, ensure_streams
-
-    nc = await connect(nats_url, "test")
-    js = nc.jetstream()
-    await ensure_streams(js)
-    for name in (EVENTS_STREAM, EVALS_STREAM):
-        await js.purge_stream(name)
-        for info in await js.consumers_info(name):
-            with contextlib.suppress(NotFoundError):  # an ephemeral one may go by itself
-                await js.delete_consumer(name, info.name)
-    await nc.close()
-
-
 def end_tasks(data_dir: Path) -> None:
     """Kill the tasks the agent left running (an agent that stops leaves its tasks, as Nomad's
     does): each executor leads its own process group, with its task in it."""
-    state = json.loads((data_dir / "client" / "state.json").read_text())
+    path = data_dir / "client" / "state.json"
+    state = json.loads(path.read_text()) if path.exists() else {}
     for alloc in state.values():
         for handle in alloc.get("Tasks", {}).values():
             with contextlib.suppress(ProcessLookupError, PermissionError):
@@ -79,34 +59,27 @@ def end_tasks(data_dir: Path) -> None:
 
 @pytest.fixture(scope="module")
 def setup(
-    postgres: EmbeddedPostgres | str,
-    nats_server: EmbeddedNats | str,
+    module_database_url: str,
+    nats_url: str,
+    module_streams_fresh: None,
     tmp_path_factory: pytest.TempPathFactory,
 ) -> Iterator[tuple[Cluster, Agents, Path]]:
-    """A fresh database, emptied streams, every service and one agent with raw_exec."""
-    base = postgres if isinstance(postgres, str) else postgres.url
-    nats_url = nats_server if isinstance(nats_server, str) else nats_server.url
-    name = "t_" + uuid.uuid4().hex[:12]
-    conninfo = base.replace("postgresql+psycopg://", "postgresql://")
-    with psycopg.connect(conninfo, autocommit=True) as conn:
-        conn.execute(f'CREATE DATABASE "{name}"')
-    url = base.rsplit("/", 1)[0] + "/" + name
-    migrate(url)
-    asyncio.run(_purge_streams(nats_url))
+    """Every service and one agent with raw_exec, for the module."""
     tmp = tmp_path_factory.mktemp("logs")
-    c = Cluster(url, nats_url, tmp, env=ENV).start()
+    c = Cluster(module_database_url, nats_url, tmp, env=ENV).start()
     agents = Agents(c, tmp)
-    agents.start("a1", "--enable-raw-exec")
-    node_id = agents.node_id("a1")
-    c.wait(
-        lambda: [n for n in c.get("/v1/nodes") if n["ID"] == node_id and n["Status"] == "ready"], AGENT_START
-    )
-    yield c, agents, tmp
-    agents.close()
-    end_tasks(tmp / "a1")
-    c.stop()
-    with psycopg.connect(conninfo, autocommit=True) as conn:
-        conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+    try:
+        agents.start("a1", "--enable-raw-exec")
+        node_id = agents.node_id("a1")
+        c.wait(
+            lambda: [n for n in c.get("/v1/nodes") if n["ID"] == node_id and n["Status"] == "ready"],
+            AGENT_START,
+        )
+        yield c, agents, tmp
+    finally:
+        agents.close()
+        end_tasks(tmp / "a1")
+        c.stop()
 
 
 @pytest.fixture

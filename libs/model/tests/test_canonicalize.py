@@ -544,7 +544,7 @@ def test_task_log_config(logs: dict[str, Any] | None, expected: tuple[int, int])
     doc["TaskGroups"][0]["Tasks"][0]["LogConfig"] = logs
     out = canon(doc).task_groups[0].tasks[0].log_config
     assert out is not None and (out.max_files, out.max_file_size_mb) == expected
-    assert out.to_api() == {"MaxFiles": expected[0], "MaxFileSizeMB": expected[1]}
+    assert out.to_api() == {"MaxFiles": expected[0], "MaxFileSizeMB": expected[1], "Disabled": False}
 
 
 @pytest.mark.parametrize(

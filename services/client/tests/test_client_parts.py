@@ -16,7 +16,7 @@ from drover.client.health import HealthTracker
 from drover.client.service import parse
 from drover.model.alloc import TaskState
 from drover.model.durations import SECOND as S
-from drover.model.job import Task
+from drover.model.job import LogConfig, Task
 
 
 def test_config_file_in_nomads_client_layout_and_flags_over_it(tmp_path: Path) -> None:
@@ -173,3 +173,23 @@ def test_the_logs_listener_address_is_host_and_port(addr: str, ok: bool, tmp_pat
         (f := tmp_path / "agent.hcl").write_text(f'http_addr = "{addr}"\n')
         with pytest.raises(ValueError, match="http_addr: must be HOST:PORT"):
             load(f)
+
+
+async def test_raw_exec_keeps_no_output_when_the_logs_block_disables_it(tmp_path: Path) -> None:
+    task = Task(
+        name="t",
+        driver="raw_exec",
+        config={"command": "/bin/sh", "args": ["-c", "echo hi; echo there >&2"]},
+        log_config=LogConfig(disabled=True),
+    )
+    h = await RawExecDriver().start(task, tmp_path / "t", tmp_path / "logs", {})
+    assert (await h.wait()).exit_code == 0
+    assert list((tmp_path / "logs").iterdir()) == []
+
+
+async def test_raw_exec_says_why_a_command_did_not_start_in_its_stderr_log(tmp_path: Path) -> None:
+    task = Task(name="t", driver="raw_exec", config={"command": str(tmp_path / "missing")})
+    h = await RawExecDriver().start(task, tmp_path / "t", tmp_path / "logs", {})
+    assert (await h.wait()).exit_code == 127
+    assert "failed to start" in (tmp_path / "logs" / "t.stderr.0").read_text()
+    assert (tmp_path / "logs" / "t.stdout.0").read_bytes() == b""

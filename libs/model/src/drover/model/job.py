@@ -188,10 +188,11 @@ class DispatchPayloadConfig(NomadModel):
 
 class LogConfig(NomadModel):
     """A task's `logs` block: how many rotated files of each stream are kept, and the size (MB)
-    at which the next one starts."""
+    at which the next one starts; `disabled`: the output is not kept at all."""
 
     max_files: int = 10
     max_file_size_mb: int = 10
+    disabled: bool = False
 
 
 class Task(NomadModel):

@@ -150,7 +150,7 @@ class RawExecDriver:
         logs = task.log_config or LogConfig()
         for log_type in ("stdout", "stderr"):
             # There before the task is started (as logmon's are): a reader sees empty logs, not none.
-            if not log_indexes(log_dir, task.name, log_type):
+            if not logs.disabled and not log_indexes(log_dir, task.name, log_type):
                 (log_dir / f"{task.name}.{log_type}.0").touch()
         # The executor's own complaints (Nomad's executor.out); the task's output goes to the logs.
         own = open(task_dir / "executor.out", "ab")  # noqa: SIM115 - handed to the child
@@ -158,7 +158,8 @@ class RawExecDriver:
             proc = await asyncio.create_subprocess_exec(
                 sys.executable, "-m", "drover.client.executor", "--exit-file", str(exit_file),
                 "--log-dir", str(log_dir), "--task", task.name, "--max-files", str(logs.max_files),
-                "--max-file-size-mb", str(logs.max_file_size_mb), "--", command, *args,
+                "--max-file-size-mb", str(logs.max_file_size_mb), *(["--no-logs"] if logs.disabled else []),
+                "--", command, *args,
                 cwd=work_dir, env={**os.environ, **env}, stdin=asyncio.subprocess.DEVNULL,
                 stdout=own, stderr=own, start_new_session=True,
             )  # fmt: skip

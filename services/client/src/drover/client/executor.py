@@ -1,5 +1,5 @@
 """The raw_exec executor: `python -m drover.client.executor --exit-file F --log-dir D --task T
-[--max-files N] [--max-file-size-mb M] -- command args...`.
+[--max-files N] [--max-file-size-mb M] [--no-logs] -- command args...`.
 
 It runs the task's command as its child in its own session, passes SIGTERM/SIGINT on, copies
 the command's stdout and stderr from pipes into rotated log files (drover.client.logrotate, as
@@ -32,17 +32,15 @@ def _stream(log_dir: Path, task: str, log_type: str, args: argparse.Namespace) -
     return FileRotator(log_dir, task, log_type, args.max_files, args.max_file_size_mb * MB)
 
 
-def main() -> None:
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--exit-file", required=True)
-    ap.add_argument("--log-dir", required=True)
-    ap.add_argument("--task", required=True)
-    ap.add_argument("--max-files", type=int, default=10)
-    ap.add_argument("--max-file-size-mb", type=int, default=10)
-    ap.add_argument("command", nargs=argparse.REMAINDER)
-    args = ap.parse_args()
-    command = args.command[1:] if args.command[:1] == ["--"] else args.command
-    exit_file = Path(args.exit_file)
+def _start(
+    command: list[str], args: argparse.Namespace
+) -> tuple[subprocess.Popen[bytes], list[threading.Thread]]:
+    """The command started, its output piped into the rotated files by a thread a stream (none
+    when logs are disabled: the output is dropped). A command that cannot start says why in
+    its stderr log."""
+    if args.no_logs:
+        devnull = subprocess.DEVNULL
+        return subprocess.Popen(command, stdout=devnull, stderr=devnull, stdin=devnull), []
     log_dir = Path(args.log_dir)
     stdout, stderr = _stream(log_dir, args.task, "stdout", args), _stream(log_dir, args.task, "stderr", args)
     out_r, out_w = os.pipe()
@@ -51,8 +49,7 @@ def main() -> None:
         child = subprocess.Popen(command, stdout=out_w, stderr=err_w, stdin=subprocess.DEVNULL)
     except OSError as e:
         stderr.write(f"failed to start {command[0]!r}: {e}\n".encode())
-        write_atomically(exit_file, "127")
-        sys.exit(127)
+        raise
     finally:
         os.close(out_w)
         os.close(err_w)
@@ -62,6 +59,27 @@ def main() -> None:
     ]
     for t in pumps:
         t.start()
+    return child, pumps
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--exit-file", required=True)
+    ap.add_argument("--log-dir", required=True)
+    ap.add_argument("--task", required=True)
+    ap.add_argument("--max-files", type=int, default=10)
+    ap.add_argument("--max-file-size-mb", type=int, default=10)
+    ap.add_argument("--no-logs", action="store_true", help="the task's logs block disables them")
+    ap.add_argument("command", nargs=argparse.REMAINDER)
+    args = ap.parse_args()
+    command = args.command[1:] if args.command[:1] == ["--"] else args.command
+    exit_file = Path(args.exit_file)
+    try:
+        child, pumps = _start(command, args)
+    except OSError as e:
+        print(f"failed to start {command[0]!r}: {e}", file=sys.stderr)
+        write_atomically(exit_file, "127")
+        sys.exit(127)
 
     def forward(signum: int, _frame: object) -> None:
         child.send_signal(signum)
