@@ -323,10 +323,10 @@ class Agent:
     async def run(self, stop: asyncio.Event) -> None:
         try:
             listener = bind(self.cfg.http_addr)
+            self.http_addr = _advertised(self.cfg.http_addr, listener.getsockname()[1])
         except OSError as e:
             log.error("cannot listen on %s to serve alloc logs: %s", self.cfg.http_addr, e)
             raise SystemExit(1) from None
-        self.http_addr = _advertised(self.cfg.http_addr, listener.getsockname()[1])
         logs = asyncio.create_task(serve(LogsApp(self.alloc_for_logs), listener, stop))
         log.info("serving alloc logs on %s", self.http_addr)
         await self.register(stop)
