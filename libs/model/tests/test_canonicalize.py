@@ -530,6 +530,24 @@ def test_task_kill_timeout(kill_timeout: int | None, expected: int) -> None:
 
 
 @pytest.mark.parametrize(
+    ("logs", "expected"),
+    [
+        (None, (10, 10)),
+        ({}, (10, 10)),
+        ({"MaxFiles": None, "MaxFileSizeMB": 5}, (10, 5)),
+        ({"MaxFiles": 2}, (2, 10)),
+        ({"MaxFiles": 0, "MaxFileSizeMB": 0}, (0, 0)),  # kept, for validation to refuse
+    ],
+)
+def test_task_log_config(logs: dict[str, Any] | None, expected: tuple[int, int]) -> None:
+    doc = job_doc()
+    doc["TaskGroups"][0]["Tasks"][0]["LogConfig"] = logs
+    out = canon(doc).task_groups[0].tasks[0].log_config
+    assert out is not None and (out.max_files, out.max_file_size_mb) == expected
+    assert out.to_api() == {"MaxFiles": expected[0], "MaxFileSizeMB": expected[1], "Disabled": False}
+
+
+@pytest.mark.parametrize(
     ("resources", "expected"),
     [
         (None, (100, 0, 300)),

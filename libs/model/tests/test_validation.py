@@ -583,6 +583,15 @@ CASES: list[Any] = [
         G,
         "stop_on_client_after -1s is negative",
     ),
+    # Logs
+    ({f"{TASK}.LogConfig": {"MaxFiles": 0}}, "service", T, "max_files must be at least 1, not 0"),
+    ({f"{TASK}.LogConfig": {"MaxFileSizeMB": -1}}, "service", T, "max_file_size must be at least 1 MB"),
+    (
+        {f"{TASK}.LogConfig": {"MaxFiles": 10, "MaxFileSizeMB": 30}},
+        "service",
+        T,
+        "log storage (300 MB) must be less than the ephemeral disk (300 MB)",
+    ),
 ]
 
 

@@ -16,7 +16,7 @@ from drover.client.health import HealthTracker
 from drover.client.service import parse
 from drover.model.alloc import TaskState
 from drover.model.durations import SECOND as S
-from drover.model.job import Task
+from drover.model.job import LogConfig, Task
 
 
 def test_config_file_in_nomads_client_layout_and_flags_over_it(tmp_path: Path) -> None:
@@ -157,3 +157,39 @@ def test_the_node_id_is_kept_whole_and_an_empty_one_replaced(tmp_path: Path) -> 
     fresh = Agent(cfg).node_id
     assert fresh and fresh != first and (tmp_path / "client" / "node-id").read_text() == fresh
     assert [p.name for p in (tmp_path / "client").iterdir() if p.name.endswith(".tmp")] == []
+
+
+@pytest.mark.parametrize(
+    ("addr", "ok"),
+    [("127.0.0.1:0", True), ("0.0.0.0:4647", True), ("[::1]:4647", True), ("localhost", False),
+     (":4647", False), ("h:port", False), ("h:70000", False)],
+)  # fmt: skip
+def test_the_logs_listener_address_is_host_and_port(addr: str, ok: bool, tmp_path: Path) -> None:
+    if ok:
+        assert parse(["--http-addr", addr]).http_addr == addr
+    else:
+        with pytest.raises(SystemExit):
+            parse(["--http-addr", addr])
+        (f := tmp_path / "agent.hcl").write_text(f'http_addr = "{addr}"\n')
+        with pytest.raises(ValueError, match="http_addr: must be HOST:PORT"):
+            load(f)
+
+
+async def test_raw_exec_keeps_no_output_when_the_logs_block_disables_it(tmp_path: Path) -> None:
+    task = Task(
+        name="t",
+        driver="raw_exec",
+        config={"command": "/bin/sh", "args": ["-c", "echo hi; echo there >&2"]},
+        log_config=LogConfig(disabled=True),
+    )
+    h = await RawExecDriver().start(task, tmp_path / "t", tmp_path / "logs", {})
+    assert (await h.wait()).exit_code == 0
+    assert list((tmp_path / "logs").iterdir()) == []
+
+
+async def test_raw_exec_says_why_a_command_did_not_start_in_its_stderr_log(tmp_path: Path) -> None:
+    task = Task(name="t", driver="raw_exec", config={"command": str(tmp_path / "missing")})
+    h = await RawExecDriver().start(task, tmp_path / "t", tmp_path / "logs", {})
+    assert (await h.wait()).exit_code == 127
+    assert "failed to start" in (tmp_path / "logs" / "t.stderr.0").read_text()
+    assert (tmp_path / "logs" / "t.stdout.0").read_bytes() == b""

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import typer
 
-from drover.cli import events, restart
+from drover.cli import events, logs, restart
 from drover.runtime.settings import Settings
 
 # Nomad's spellings of help too (`drover job restart -h`).
@@ -21,6 +21,11 @@ job.command("restart", help=restart.HELP, no_args_is_help=True)(restart.restart)
 event = typer.Typer(help="Follow the cluster's events.", no_args_is_help=True, context_settings=_HELP_NAMES)
 app.add_typer(event, name="event")
 event.command("tail", help=events.HELP)(events.tail)
+alloc = typer.Typer(
+    help="Operate on allocations through the API.", no_args_is_help=True, context_settings=_HELP_NAMES
+)
+app.add_typer(alloc, name="alloc")
+alloc.command("logs", help=logs.HELP, no_args_is_help=True)(logs.logs)
 
 
 def _settings() -> Settings:

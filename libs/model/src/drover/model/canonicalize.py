@@ -36,6 +36,7 @@ from drover.model.job import (
     JOB_TYPE_SERVICE,
     JOB_TYPE_SYSTEM,
     Job,
+    LogConfig,
     MigrateStrategy,
     ReschedulePolicy,
     Task,
@@ -156,6 +157,8 @@ def _canonicalize_task(task: Task) -> Task:
     out = task.model_copy(deep=True)
     if out.kill_timeout == 0:
         out.kill_timeout = DEFAULT_KILL_TIMEOUT
+    # api LogConfig.Canonicalize: a missing block, or a missing member, takes the default.
+    out.log_config = overlay(LogConfig(), task.log_config)
     res = out.resources
     if res.cores > 0 and "cpu" not in res.model_fields_set:
         # api Resources.Canonicalize: asking for cores without cpu means cpu 0, not the 100 MHz

@@ -33,6 +33,9 @@ MAX_PRIORITY = 100  # structs.JobMaxPriority (the server's default job_max_prior
 
 # Task defaults: structs.DefaultKillTimeout, api Task.Canonicalize.
 DEFAULT_KILL_TIMEOUT = 5 * SECOND
+# structs.DefaultLogConfig: 10 files of each stream, 10 MB each.
+DEFAULT_LOG_MAX_FILES = 10
+DEFAULT_LOG_MAX_FILE_SIZE_MB = 10
 
 # Placement weights: api Affinity.Canonicalize and Spread.Canonicalize use 50 for a nil weight.
 DEFAULT_AFFINITY_WEIGHT = 50

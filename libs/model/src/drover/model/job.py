@@ -186,6 +186,15 @@ class DispatchPayloadConfig(NomadModel):
     file: str = ""
 
 
+class LogConfig(NomadModel):
+    """A task's `logs` block: how many rotated files of each stream are kept, and the size (MB)
+    at which the next one starts; `disabled`: the output is not kept at all."""
+
+    max_files: int = 10
+    max_file_size_mb: int = 10
+    disabled: bool = False
+
+
 class Task(NomadModel):
     name: str = ""
     driver: str = ""
@@ -199,6 +208,7 @@ class Task(NomadModel):
     kill_timeout: int = 0
     leader: bool = False
     dispatch_payload: DispatchPayloadConfig | None = None
+    log_config: LogConfig | None = None
 
 
 class TaskGroup(NomadModel):

@@ -16,12 +16,14 @@ from drover.api import errors
 from drover.api.blocking import Blocking, IndexWatcher
 from drover.api.commands import Commands
 from drover.api.eventhub import EventHub
+from drover.api.forward import ClientForwarder
 from drover.api.guard import RequestGuard
 from drover.api.heartbeats import Heartbeats
 from drover.api.metrics import Metrics
 from drover.api.routes import (
     allocations,
     client,
+    clientfs,
     deployments,
     dispatch,
     evaluations,
@@ -56,6 +58,7 @@ ROUTERS = (
     status,
     system,
     client,
+    clientfs,
     metrics,
     events,
 )
@@ -76,6 +79,7 @@ def create_app(settings: Settings, store: EventStore | None = None) -> FastAPI:
         await heartbeats.close()
         await figures.close()
         await app.state.events.close()
+        await app.state.client_forwarder.aclose()
         store.close()
 
     app = FastAPI(title="Drover", version="0.1.0", lifespan=lifespan)
@@ -87,6 +91,7 @@ def create_app(settings: Settings, store: EventStore | None = None) -> FastAPI:
     app.state.heartbeats = heartbeats
     app.state.metrics = figures
     app.state.events = EventHub(settings, store)
+    app.state.client_forwarder = ClientForwarder()
     errors.install(app)
     app.add_middleware(RequestGuard, limit=settings.max_body_bytes, observe=figures.timings.observe)
     # The routers' routes themselves: an included router is matched through a wrapper on every

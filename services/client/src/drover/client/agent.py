@@ -9,7 +9,9 @@ import asyncio
 import contextlib
 import json
 import logging
+import re
 import shutil
+import socket
 import time
 import uuid
 from pathlib import Path
@@ -22,6 +24,7 @@ from drover.client.config import AgentConfig
 from drover.client.drivers import RawExecDriver, TaskHandle
 from drover.client.fingerprint import fingerprint
 from drover.client.gc import to_collect
+from drover.client.logserve import LogsApp, bind, serve
 from drover.client.runner import AllocRunner
 from drover.client.statefile import write_atomically
 from drover.model.alloc import Allocation
@@ -51,6 +54,8 @@ class Agent:
         self.listed: dict[str, bool] | None = None
         self.terminal_since: dict[str, float] = {}
         self._collecting = asyncio.Lock()
+        # Where the API reaches this agent for logs (registered as the node's HTTPAddr).
+        self.http_addr = ""
 
     # --- identity and local state ---
     def _node_id(self) -> str:
@@ -90,7 +95,7 @@ class Agent:
 
     # --- talking to the servers ---
     async def register(self, stop: asyncio.Event) -> None:
-        node = fingerprint(self.node_id, self.cfg)
+        node = fingerprint(self.node_id, self.cfg).model_copy(update={"http_addr": self.http_addr})
         body = {"Node": node.to_api()}
         while not stop.is_set():
             try:
@@ -212,6 +217,16 @@ class Agent:
         self.dirty.add(runner.alloc.id)
         self.persist()
 
+    # --- logs ---
+    def alloc_for_logs(self, alloc_id: str) -> tuple[Path, dict[str, bool]] | None:
+        """An alloc's directory here and its tasks, each with whether it has started (none
+        known for an alloc only on disk, e.g. finished before this agent's restart)."""
+        runner = self.runners.get(alloc_id)
+        if runner is not None:
+            return runner.dir, {name: bool(tr.state.started_at) for name, tr in runner.tasks.items()}
+        alloc_dir = self.data_dir / "allocs" / alloc_id
+        return (alloc_dir, {}) if _ALLOC_ID.fullmatch(alloc_id) and alloc_dir.is_dir() else None
+
     # --- garbage collection of alloc directories ---
     def _alloc_dirs(self) -> set[str]:
         root = self.data_dir / "allocs"
@@ -306,6 +321,14 @@ class Agent:
                 self.dirty |= ids
 
     async def run(self, stop: asyncio.Event) -> None:
+        try:
+            listener = bind(self.cfg.http_addr)
+            self.http_addr = _advertised(self.cfg.http_addr, listener.getsockname()[1])
+        except OSError as e:
+            log.error("cannot listen on %s to serve alloc logs: %s", self.cfg.http_addr, e)
+            raise SystemExit(1) from None
+        logs = asyncio.create_task(serve(LogsApp(self.alloc_for_logs), listener, stop))
+        log.info("serving alloc logs on %s", self.http_addr)
         await self.register(stop)
         loops = [asyncio.create_task(fn(stop)) for fn in (self.heartbeat, self.watch, self.report, self.gc)]
         await stop.wait()
@@ -313,6 +336,19 @@ class Agent:
             t.cancel()
         self.persist()
         await self.http.aclose()
+        await logs
+
+
+_ALLOC_ID = re.compile(r"[0-9A-Za-z-]+")
+
+
+def _advertised(bind_addr: str, port: int) -> str:
+    """HOST:PORT the servers reach the listener at: the bound host, or this machine's
+    address when bound to every interface."""
+    host = bind_addr.rpartition(":")[0].strip("[]")
+    if host in ("", "0.0.0.0", "::"):
+        host = socket.gethostbyname(socket.gethostname())
+    return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
 
 
 def _describe(status: str) -> str:

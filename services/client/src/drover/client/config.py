@@ -3,6 +3,7 @@
 datacenter = "dc1"
 name       = "node-1"
 data_dir   = "/var/lib/drover"
+http_addr  = "0.0.0.0:4647"   # where the API reaches this agent for alloc logs
 client {
   node_class = "batch"
   node_pool  = "default"
@@ -44,6 +45,8 @@ class AgentConfig:
     # oldest removed while more than gc_max_allocs allocs are kept (Nomad: 1m, 50).
     gc_interval: int = MINUTE
     gc_max_allocs: int = 50
+    # The listener serving alloc logs to the API (HOST:PORT; port 0 picks a free one).
+    http_addr: str = "127.0.0.1:0"
 
 
 def _clean(value: Any) -> Any:
@@ -66,9 +69,11 @@ def load(path: Path, config: AgentConfig | None = None) -> AgentConfig:
     cfg = config or AgentConfig()
     doc = _clean(hcl2.loads(path.read_text()))
     problems: list[str] = []
-    for key in ("datacenter", "name", "data_dir"):
+    for key in ("datacenter", "name", "data_dir", "http_addr"):
         if key in doc:
             setattr(cfg, key, str(doc[key]))
+    if "http_addr" in doc and (problem := http_addr_problem(cfg.http_addr)):
+        problems.append(f"http_addr: {problem}")
     client = doc.get("client", {})
     if not isinstance(client, dict):
         problems.append("client: must be a block")
@@ -101,6 +106,14 @@ def load(path: Path, config: AgentConfig | None = None) -> AgentConfig:
     if problems:
         raise ValueError(f"{path}: " + "; ".join(problems))
     return cfg
+
+
+def http_addr_problem(addr: str) -> str:
+    """What is wrong with a HOST:PORT listening address, or "" when nothing is."""
+    host, sep, port = addr.rpartition(":")
+    if not sep or not host or not port.isdigit() or int(port) > 65535:
+        return f"must be HOST:PORT (port 0 for any free one), not {addr!r}"
+    return ""
 
 
 def _gc(client: dict[str, Any], cfg: AgentConfig, problems: list[str]) -> None:

@@ -1,5 +1,5 @@
 """Task drivers on the client: `mock` (in-process, Nomad's mock driver config) and `raw_exec`
-(a real process under the executor, logs kept per task). A driver starts a task and hands back
+(a real process under the executor, its output in rotated log files). A driver starts a task and hands back
 a handle to wait on and to stop (the kill signal, then SIGKILL after kill_timeout)."""
 
 from __future__ import annotations
@@ -13,8 +13,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
+from drover.client.logrotate import log_indexes
 from drover.model.durations import SECOND, parse_duration
-from drover.model.job import Task
+from drover.model.job import LogConfig, Task
 
 
 @dataclass
@@ -142,21 +143,30 @@ class RawExecDriver:
         args = [str(a) for a in cfg.get("args", [])]
         work_dir = Path(cfg["work_dir"]) if cfg.get("work_dir") else task_dir
         work_dir.mkdir(parents=True, exist_ok=True)
+        task_dir.mkdir(parents=True, exist_ok=True)
         log_dir.mkdir(parents=True, exist_ok=True)
         exit_file = task_dir / "exit-code"
         exit_file.unlink(missing_ok=True)
-        stdout = open(log_dir / f"{task.name}.stdout.0", "ab")  # noqa: SIM115 - handed to the child
-        stderr = open(log_dir / f"{task.name}.stderr.0", "ab")  # noqa: SIM115
+        logs = task.log_config or LogConfig()
+        for log_type in ("stdout", "stderr"):
+            # There before the task is started (as logmon's are): a reader sees empty logs, not none.
+            if not logs.disabled and not log_indexes(log_dir, task.name, log_type):
+                (log_dir / f"{task.name}.{log_type}.0").touch()
+        # The executor's own complaints (Nomad's executor.out); the task's output goes to the logs.
+        own = open(task_dir / "executor.out", "ab")  # noqa: SIM115 - handed to the child
         try:
             proc = await asyncio.create_subprocess_exec(
-                sys.executable, "-m", "drover.client.executor", "--exit-file", str(exit_file), "--", command, *args,
-                cwd=work_dir, env={**os.environ, **env}, stdout=stdout, stderr=stderr, start_new_session=True,
+                sys.executable, "-m", "drover.client.executor", "--exit-file", str(exit_file),
+                "--log-dir", str(log_dir), "--task", task.name, "--max-files", str(logs.max_files),
+                "--max-file-size-mb", str(logs.max_file_size_mb), *(["--no-logs"] if logs.disabled else []),
+                "--", command, *args,
+                cwd=work_dir, env={**os.environ, **env}, stdin=asyncio.subprocess.DEVNULL,
+                stdout=own, stderr=own, start_new_session=True,
             )  # fmt: skip
         except OSError as e:
             raise StartError(f"failed to start the executor: {e}", recoverable=True) from e
         finally:
-            stdout.close()
-            stderr.close()
+            own.close()
         return ProcessHandle(proc.pid, exit_file, proc)
 
     @staticmethod

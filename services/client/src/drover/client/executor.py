@@ -1,31 +1,81 @@
-"""The raw_exec executor: `python -m drover.client.executor --exit-file F -- command args...`.
+"""The raw_exec executor: `python -m drover.client.executor --exit-file F --log-dir D --task T
+[--max-files N] [--max-file-size-mb M] [--no-logs] -- command args...`.
 
-It runs the task's command as its child in its own session, passes SIGTERM/SIGINT on, and
-writes the command's exit code to the exit file when it ends (negative: killed by that signal).
-Because the executor, not the agent, is the command's parent, an agent that restarts finds its
-tasks still running and learns their exit codes from the file (Nomad's executor, in small).
+It runs the task's command as its child in its own session, passes SIGTERM/SIGINT on, copies
+the command's stdout and stderr from pipes into rotated log files (drover.client.logrotate, as
+Nomad's logmon), and writes the command's exit code to the exit file once the output is all
+written (negative: killed by that signal). Because the executor, not the agent, is the
+command's parent and the logs' writer, an agent that restarts finds its tasks still running,
+their output still going to the files, and learns their exit codes from the file (Nomad's
+executor and logmon, in small).
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import signal
 import subprocess
 import sys
+import threading
 from pathlib import Path
 
+from drover.client.logrotate import MB, FileRotator, pump
 from drover.client.statefile import write_atomically
+
+# After the command exits, how long the executor waits for its output pipes to close (a
+# process it left in the background may hold them open) before it reports the exit.
+DRAIN_TIMEOUT = 2.0
+
+
+def _stream(log_dir: Path, task: str, log_type: str, args: argparse.Namespace) -> FileRotator:
+    return FileRotator(log_dir, task, log_type, args.max_files, args.max_file_size_mb * MB)
+
+
+def _start(
+    command: list[str], args: argparse.Namespace
+) -> tuple[subprocess.Popen[bytes], list[threading.Thread]]:
+    """The command started, its output piped into the rotated files by a thread a stream (none
+    when logs are disabled: the output is dropped). A command that cannot start says why in
+    its stderr log."""
+    if args.no_logs:
+        devnull = subprocess.DEVNULL
+        return subprocess.Popen(command, stdout=devnull, stderr=devnull, stdin=devnull), []
+    log_dir = Path(args.log_dir)
+    stdout, stderr = _stream(log_dir, args.task, "stdout", args), _stream(log_dir, args.task, "stderr", args)
+    out_r, out_w = os.pipe()
+    err_r, err_w = os.pipe()
+    try:
+        child = subprocess.Popen(command, stdout=out_w, stderr=err_w, stdin=subprocess.DEVNULL)
+    except OSError as e:
+        stderr.write(f"failed to start {command[0]!r}: {e}\n".encode())
+        raise
+    finally:
+        os.close(out_w)
+        os.close(err_w)
+    pumps = [
+        threading.Thread(target=pump, args=(fd, rotator), daemon=True)
+        for fd, rotator in ((out_r, stdout), (err_r, stderr))
+    ]
+    for t in pumps:
+        t.start()
+    return child, pumps
 
 
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--exit-file", required=True)
+    ap.add_argument("--log-dir", required=True)
+    ap.add_argument("--task", required=True)
+    ap.add_argument("--max-files", type=int, default=10)
+    ap.add_argument("--max-file-size-mb", type=int, default=10)
+    ap.add_argument("--no-logs", action="store_true", help="the task's logs block disables them")
     ap.add_argument("command", nargs=argparse.REMAINDER)
     args = ap.parse_args()
     command = args.command[1:] if args.command[:1] == ["--"] else args.command
     exit_file = Path(args.exit_file)
     try:
-        child = subprocess.Popen(command)
+        child, pumps = _start(command, args)
     except OSError as e:
         print(f"failed to start {command[0]!r}: {e}", file=sys.stderr)
         write_atomically(exit_file, "127")
@@ -37,6 +87,8 @@ def main() -> None:
     signal.signal(signal.SIGTERM, forward)
     signal.signal(signal.SIGINT, forward)
     code = child.wait()
+    for t in pumps:
+        t.join(DRAIN_TIMEOUT)
     write_atomically(exit_file, str(code))
     sys.exit(code if code >= 0 else 128 - code)
 

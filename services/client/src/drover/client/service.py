@@ -3,6 +3,7 @@
 drover agent [--config agent.hcl] [--api URL] [--data-dir DIR] [--name NAME]
              [--datacenter DC] [--node-class C] [--node-pool P] [--meta k=v ...]
              [--enable-raw-exec] [--gc-interval 1m] [--gc-max-allocs 50]
+             [--http-addr 127.0.0.1:0]
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ import sys
 from pathlib import Path
 
 from drover.client.agent import Agent
-from drover.client.config import AgentConfig, load
+from drover.client.config import AgentConfig, http_addr_problem, load
 from drover.model.drivers import DRIVER_RAW_EXEC
 from drover.model.durations import parse_duration
 from drover.runtime.gctune import tune
@@ -37,6 +38,9 @@ def parse(argv: list[str]) -> AgentConfig:
     ap.add_argument(
         "--enable-raw-exec", action="store_true", help="enable the raw_exec driver (off by default)"
     )
+    ap.add_argument(
+        "--http-addr", help="HOST:PORT serving alloc logs to the API (default 127.0.0.1:0, a free port)"
+    )
     ap.add_argument("--gc-interval", help="how often terminal alloc directories are collected (default 1m)")
     ap.add_argument(
         "--gc-max-allocs", type=int, help="allocs kept before terminal ones are collected (default 50)"
@@ -48,7 +52,7 @@ def parse(argv: list[str]) -> AgentConfig:
             cfg = load(args.config, cfg)
         except (OSError, ValueError) as e:
             ap.error(str(e))
-    for key in ("api", "data_dir", "name", "datacenter", "node_class", "node_pool"):
+    for key in ("api", "data_dir", "name", "datacenter", "node_class", "node_pool", "http_addr"):
         value = getattr(args, key)
         if value is not None:
             setattr(cfg, key, value)
@@ -57,6 +61,8 @@ def parse(argv: list[str]) -> AgentConfig:
         if not sep or not key:
             ap.error(f"--meta wants KEY=VALUE, not {item!r}")
         cfg.meta[key] = value
+    if args.http_addr is not None and (problem := http_addr_problem(args.http_addr)):
+        ap.error(f"--http-addr: {problem}")
     if args.enable_raw_exec:
         cfg.drivers.add(DRIVER_RAW_EXEC)
     if args.gc_interval is not None:

@@ -166,4 +166,22 @@ def _task_problems(task: Task, tg: TaskGroup, job_type: str) -> list[str]:
     out.extend(resources_problems(task.resources))
     if task.dispatch_payload is not None:
         out.extend(dispatch_payload_problems(task.dispatch_payload, task.name))
+    out.extend(_log_config_problems(task, tg))
+    return out
+
+
+def _log_config_problems(task: Task, tg: TaskGroup) -> list[str]:
+    """structs.LogConfig.Validate, and the logs' room on the ephemeral disk (Task.Validate)."""
+    logs = task.log_config
+    if logs is None:
+        return []
+    out = []
+    if logs.max_files < 1:
+        out.append(f"logs: max_files must be at least 1, not {logs.max_files}")
+    if logs.max_file_size_mb < 1:
+        out.append(f"logs: max_file_size must be at least 1 MB, not {logs.max_file_size_mb}")
+    usage = logs.max_files * logs.max_file_size_mb
+    disk = tg.ephemeral_disk.size_mb if tg.ephemeral_disk is not None else 0
+    if not out and disk and usage >= disk:
+        out.append(f"logs: log storage ({usage} MB) must be less than the ephemeral disk ({disk} MB)")
     return out
