@@ -20,7 +20,7 @@ whether the garbage is all gone (`garbage.left`).
         [--stages] [--log-level DEBUG --timeline probes.json] [--garbage] [--force-gc]
         [--worker-consumer nats|faststream]
 
---worker-consumer faststream builds the workers' eval consumers with FastStream
+--worker-consumer nats builds the workers' eval consumers with nats-py rather than FastStream
 (DROVER_WORKER_CONSUMER); run it interleaved with the default to compare the two.
 bench/events.py runs this load with event stream subscribers beside it (`run` and its `Hooks`).
 """
@@ -164,7 +164,7 @@ def parser(out: str = "bench/out/pipeline.json") -> argparse.ArgumentParser:
     ap.add_argument(
         "--worker-consumer",
         choices=("nats", "faststream"),
-        default="nats",
+        default="faststream",
         help="DROVER_WORKER_CONSUMER: the client the workers' eval consumers are built with",
     )
     return ap

@@ -45,9 +45,10 @@ class Settings(BaseSettings):
     large_lane_quiet: float = Field(default=2.0, ge=0.0, le=600.0)
     # Seconds an eval may stay unacked before it is redelivered (Nomad's nack timeout: 60 s).
     eval_ack_wait: float = 60.0
-    # The client the workers' eval consumers are built with: nats-py, or FastStream (the same
-    # consumers and semantics; drover.worker.fastlanes).
-    worker_consumer: Literal["nats", "faststream"] = "nats"
+    # The client the workers' eval consumers are built with: FastStream (drover.worker.fastlanes),
+    # or nats-py (drover.worker.loop), the same consumers and semantics; the pipeline bench
+    # measured no difference beyond noise (docs/performance.md, 2026-11-26).
+    worker_consumer: Literal["nats", "faststream"] = "faststream"
     # An eval delivered to the limit fails, and its failed-follow-up eval waits this many seconds
     # plus a random share of the range (Nomad's EvalFailedFollowupBaselineDelay, 1 min, and
     # EvalFailedFollowupDelayRange, 5 min).

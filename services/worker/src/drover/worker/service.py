@@ -7,8 +7,8 @@ A worker of the large lane (DROVER_WORKER_LANE=large, which `drover up` gives on
 large eval the broker may hand out) takes large evals first and lowers its CPU priority (nice
 DROVER_LARGE_LANE_NICE, 10), so on a busy machine scheduling 1,000 allocs gives way to what a
 small job waits for; the small lane takes small evals first. It works on
-DROVER_LARGE_LANE_DEPTH evals at once (2). DROVER_WORKER_CONSUMER=faststream builds its eval
-consumers with FastStream instead of nats-py (drover.worker.fastlanes)."""
+DROVER_LARGE_LANE_DEPTH evals at once (2). Its eval consumers are built with FastStream
+(drover.worker.fastlanes); DROVER_WORKER_CONSUMER=nats builds them with nats-py instead."""
 
 from __future__ import annotations
 
