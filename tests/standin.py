@@ -1,6 +1,6 @@
 """Stand-in clients for CLI tests: nodes registered through the API and kept alive by
-heartbeats, whose allocs are reported running and healthy at once (so deployments end), and
-stopped allocs complete. Nothing runs; the servers see what real agents would report."""
+heartbeats, whose allocs are reported running and healthy at once (so deployments end, an in-place update's
+too), and stopped allocs complete. Nothing runs; the servers see what real agents would report."""
 
 from __future__ import annotations
 
@@ -51,9 +51,10 @@ class StandInClients:
 
 def _update(a: dict[str, Any]) -> dict[str, Any] | None:
     now = time.time_ns()
-    if a["DesiredStatus"] == "run" and a["ClientStatus"] == "pending":
+    unjudged = a.get("DeploymentID") and (a.get("DeploymentStatus") or {}).get("Healthy") is None
+    if a["DesiredStatus"] == "run" and (a["ClientStatus"] == "pending" or unjudged):
         update: dict[str, Any] = {"ID": a["ID"], "ClientStatus": "running"}
-        if a.get("DeploymentID"):
+        if unjudged:
             update["DeploymentStatus"] = {"Healthy": True, "Timestamp": now}
         return update
     if a["DesiredStatus"] != "run" and a["ClientStatus"] in ("pending", "running"):

@@ -247,7 +247,8 @@ def _validate_here(job: dict[str, Any]) -> None:
         problems = [f"{'.'.join(map(str, err['loc']))}: {err['msg']}" for err in e.errors()]
         raise Problem("\n".join(["Job validation errors:", *problems])) from None
     except Invalid as e:
-        raise Problem(f"Job validation errors:\n{e}") from None
+        problems = [line for line in str(e).splitlines() if line != "Job is invalid:"]
+        raise Problem("\n".join(["Job validation errors:", *problems])) from None
 
 
 @verb()

@@ -77,7 +77,7 @@ def status(
             echo(f'Prefix matched multiple jobs\n\n{job_list_table(found)}')
             raise typer.Exit(1)
         if not found:
-            raise ApiError(404, f'No job(s) with prefix or ID "{job_id}" found')
+            raise ApiError(404, f'No job with prefix or ID "{job_id}" found')
         job_id = found[0]["ID"]
         if as_json:
             echo(to_json(_job_doc(c, job_id)))

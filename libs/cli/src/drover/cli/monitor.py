@@ -67,8 +67,9 @@ def follow_eval(c: Client, eval_id: str, verbose: bool = False) -> Outcome:
         for a in c.get(f"/v1/evaluation/{seg(eval_id)}/allocations"):
             if a["ID"] not in seen:
                 seen.add(a["ID"])
-                say(f'Allocation "{short(a["ID"], verbose)}" created: node "{short(a["NodeID"], verbose)}", '
-                      f'group "{a["TaskGroup"]}"')  # fmt: skip
+                what = "modified" if a.get("CreateIndex", 0) < ev.get("CreateIndex", 0) else "created"
+                say(f'Allocation "{short(a["ID"], verbose)}" {what}: node "{short(a["NodeID"], verbose)}", '
+                    f'group "{a["TaskGroup"]}"')  # fmt: skip
         if status and ev["Status"] != status:
             say(f'Evaluation status changed: "{status}" -> "{ev["Status"]}"')
         status = ev["Status"]
