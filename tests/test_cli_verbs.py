@@ -51,7 +51,9 @@ async def _fresh_streams(nats_url: str) -> None:
 
 @pytest.fixture(scope="module")
 def cluster(
-    postgres: EmbeddedPostgres | str, nats_server: EmbeddedNats | str, tmp_path_factory: pytest.TempPathFactory
+    postgres: EmbeddedPostgres | str,
+    nats_server: EmbeddedNats | str,
+    tmp_path_factory: pytest.TempPathFactory,
 ) -> Iterator[Cluster]:
     """One cluster, on a database of its own, for the module's tests."""
     base = postgres if isinstance(postgres, str) else postgres.url
@@ -81,8 +83,13 @@ def drover(c: Cluster, *args: str, timeout: float = 60, **env: str) -> subproces
     """`drover args...` with the API's address in NOMAD_ADDR (DROVER_ADDR unset): Nomad's
     variable is honoured."""
     base = {k: v for k, v in os.environ.items() if k not in ("DROVER_ADDR", "NOMAD_ADDR")}
-    p = subprocess.run([DROVER, *args], env={**base, "NOMAD_ADDR": str(c.http.base_url), **env},
-                       capture_output=True, text=True, timeout=timeout)  # fmt: skip
+    p = subprocess.run(
+        [DROVER, *args],
+        env={**base, "NOMAD_ADDR": str(c.http.base_url), **env},
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
     assert "Traceback" not in p.stdout + p.stderr, p.stdout + p.stderr
     return p
 
@@ -96,10 +103,17 @@ def ok(c: Cluster, *args: str, code: int = 0) -> str:
 def job_file(tmp: Path, job_id: str, count: int, *, mem: int = 64, deployment: bool = True) -> Path:
     """A JSON jobspec; with `deployment` False, an update block of max_parallel 0 (no deployment)."""
     job: dict[str, Any] = {
-        "ID": job_id, "Datacenters": ["dc1"], "Update": {"MaxParallel": 1 if deployment else 0, "MinHealthyTime": 0},
-        "TaskGroups": [{"Name": "web", "Count": count,
-                        "Tasks": [{"Name": "web", "Driver": "mock", "Resources": {"CPU": 100, "MemoryMB": mem}}]}],
-    }  # fmt: skip
+        "ID": job_id,
+        "Datacenters": ["dc1"],
+        "Update": {"MaxParallel": 1 if deployment else 0, "MinHealthyTime": 0},
+        "TaskGroups": [
+            {
+                "Name": "web",
+                "Count": count,
+                "Tasks": [{"Name": "web", "Driver": "mock", "Resources": {"CPU": 100, "MemoryMB": mem}}],
+            }
+        ],
+    }
     path = tmp / f"{job_id}-{count}-{mem}.json"
     path.write_text(json.dumps({"Job": job}))
     return path
@@ -112,8 +126,11 @@ def header(text: str, first: str) -> list[str]:
 
 
 def running(c: Cluster, job_id: str) -> list[dict[str, Any]]:
-    return [a for a in c.get(f"/v1/job/{job_id}/allocations")
-            if a["DesiredStatus"] == "run" and a["ClientStatus"] == "running"]  # fmt: skip
+    return [
+        a
+        for a in c.get(f"/v1/job/{job_id}/allocations")
+        if a["DesiredStatus"] == "run" and a["ClientStatus"] == "running"
+    ]
 
 
 def test_job_run_follows_the_deployment_and_the_reads_show_it(
@@ -122,7 +139,12 @@ def test_job_run_follows_the_deployment_and_the_reads_show_it(
     c = cluster
     out = ok(c, "job", "run", str(job_file(tmp_path, "web", 3)))
     assert re.search(r'^==> \S+: Monitoring evaluation "[0-9a-f]{8}"$', out, re.M), out
-    assert len(re.findall(r'Allocation "[0-9a-f]{8}" created: node "(alpha-1|alpha-2|beta-1)", group "web"', out)) == 3
+    assert (
+        len(
+            re.findall(r'Allocation "[0-9a-f]{8}" created: node "(alpha-1|alpha-2|beta-1)", group "web"', out)
+        )
+        == 3
+    )
     assert re.search(r'Deployment "[0-9a-f]{8}" successful', out), out
     assert len(running(c, "web")) == 3
     job = c.get("/v1/job/web")
@@ -135,28 +157,65 @@ def test_job_run_follows_the_deployment_and_the_reads_show_it(
     assert re.search(r"^web\s+service\s+50\s+running\s+\d{4}-", listing, re.M), listing
     detail = ok(c, "job", "status", "we")  # a prefix
     assert re.search(r"^ID\s+= web$", detail, re.M) and re.search(r"^Status\s+= running$", detail, re.M)
-    assert header(detail, "Task Group  Queued") == ["Task Group", "Queued", "Starting", "Running", "Failed",
-                                                    "Complete", "Lost", "Unknown"]  # fmt: skip
+    assert header(detail, "Task Group  Queued") == [
+        "Task Group",
+        "Queued",
+        "Starting",
+        "Running",
+        "Failed",
+        "Complete",
+        "Lost",
+        "Unknown",
+    ]
     assert re.search(r"^web\s+0\s+0\s+3\s+0\s+0\s+0\s+0$", detail, re.M), detail
-    assert header(detail, "Task Group  Desired") == ["Task Group", "Desired", "Placed", "Healthy", "Unhealthy",
-                                                     "Progress Deadline"]  # fmt: skip
-    assert header(detail, "ID        Node ID") == ["ID", "Node ID", "Task Group", "Version", "Desired", "Status", "Created",
-                                      "Modified"]  # fmt: skip
+    assert header(detail, "Task Group  Desired") == [
+        "Task Group",
+        "Desired",
+        "Placed",
+        "Healthy",
+        "Unhealthy",
+        "Progress Deadline",
+    ]
+    assert header(detail, "ID        Node ID") == [
+        "ID",
+        "Node ID",
+        "Task Group",
+        "Version",
+        "Desired",
+        "Status",
+        "Created",
+        "Modified",
+    ]
     assert f"Latest Deployment\nID          = {deployment['ID'][:8]}\nStatus      = successful" in detail
 
     evals = ok(c, "eval", "list")
-    assert header(evals, "ID") == ["ID", "Priority", "Triggered By", "Job ID", "Namespace", "Node ID", "Status",
-                                   "Placement Failures"]  # fmt: skip
-    assert re.search(rf"^{ev['ID'][:8]}\s+50\s+job-register\s+web\s+default\s+<none>\s+complete\s+false$", evals, re.M)
+    assert header(evals, "ID") == [
+        "ID",
+        "Priority",
+        "Triggered By",
+        "Job ID",
+        "Namespace",
+        "Node ID",
+        "Status",
+        "Placement Failures",
+    ]
+    assert re.search(
+        rf"^{ev['ID'][:8]}\s+50\s+job-register\s+web\s+default\s+<none>\s+complete\s+false$", evals, re.M
+    )
     assert re.search(r"^TriggeredBy\s+= job-register$", ok(c, "eval", "status", ev["ID"][:6]), re.M)
     status = ok(c, "alloc", "status", alloc["ID"][:6])
     assert re.search(rf"^Name\s+= {re.escape(alloc['Name'])}$", status, re.M)
     assert re.search(r"^Deployment Health\s+= healthy$", status, re.M), status
     deployments = ok(c, "deployment", "list")
     assert header(deployments, "ID") == ["ID", "Job ID", "Job Version", "Status", "Description"]
-    assert re.search(rf"^{deployment['ID'][:8]}\s+web\s+0\s+successful\s+Deployment completed successfully$",
-                     deployments, re.M)  # fmt: skip
-    assert re.search(r"^web\s+3\s+3\s+3\s+0\s+N/A$", ok(c, "deployment", "status", deployment["ID"][:8]), re.M)
+    assert re.search(
+        rf"^{deployment['ID'][:8]}\s+web\s+0\s+successful\s+Deployment completed successfully$",
+        deployments,
+        re.M,
+    )
+    assert re.search(
+        r"^web\s+3\s+3\s+3\s+0\s+N/A$", ok(c, "deployment", "status", deployment["ID"][:8]), re.M
+    )
     nodes = ok(c, "node", "status")
     assert header(nodes, "ID") == ["ID", "Node Pool", "DC", "Name", "Class", "Drain", "Eligibility", "Status"]
     assert re.search(r"^alpha-1\s+default\s+dc1\s+alpha-1\s+<none>\s+false\s+eligible\s+ready$", nodes, re.M)
@@ -203,26 +262,37 @@ def test_job_plan_exits_1_on_a_change_and_run_check_index_holds(
     assert f"drover job run -check-index {index} {bigger}" in out
     assert len(c.get("/v1/job/plan/allocations")) == 1  # nothing committed
     too_big = ok(c, "job", "plan", str(job_file(tmp_path, "plan", 1, mem=10**6, deployment=False)), code=1)
-    assert "- WARNING: Failed to place all allocations." in too_big and 'Dimension "memory" exhausted' in too_big
+    assert (
+        "- WARNING: Failed to place all allocations." in too_big and 'Dimension "memory" exhausted' in too_big
+    )
     p = drover(c, "job", "run", "-check-index", str(index + 1), str(bigger))
     assert p.returncode == 1 and f"conflicting job modify index: {index}" in p.stderr, p.stderr
     assert c.get("/v1/job/plan")["Version"] == 0
     ok(c, "job", "run", "-check-index", str(index), str(bigger))
-    assert len(running(c, "plan")) == 3
+    c.wait(lambda: len(running(c, "plan")) == 3, timeout=30)
     assert drover(c, "job", "plan", str(tmp_path / "missing.json")).returncode == 255
 
 
-def test_an_impossible_job_exits_2_with_the_reasons(cluster: Cluster, clients: StandInClients, tmp_path: Path) -> None:
+def test_an_impossible_job_exits_2_with_the_reasons(
+    cluster: Cluster, clients: StandInClients, tmp_path: Path
+) -> None:
     c = cluster
     p = drover(c, "job", "run", str(job_file(tmp_path, "huge", 2, mem=10**6)))
     assert p.returncode == 2, p.stdout + p.stderr
-    assert 'but failed to place all allocations:\n    Task Group "web" (failed to place 2 allocations):' in p.stdout
-    assert "      * Resources exhausted on 3 nodes\n      * Dimension \"memory\" exhausted on 3 nodes" in p.stdout
+    assert (
+        'but failed to place all allocations:\n    Task Group "web" (failed to place 2 allocations):'
+        in p.stdout
+    )
+    assert (
+        '      * Resources exhausted on 3 nodes\n      * Dimension "memory" exhausted on 3 nodes' in p.stdout
+    )
     assert re.search(r'Evaluation "[0-9a-f]{8}" waiting for additional capacity', p.stdout), p.stdout
     status = ok(c, "job", "status", "huge")
     assert 'Placement Failure\nTask Group "web" (failed to place 2 allocations):' in status, status
     blocked = [e for e in c.get("/v1/job/huge/evaluations") if e["Status"] == "blocked"]
-    assert re.search(r"^Placement Failures\s+= true$", ok(c, "eval", "status", blocked[0]["PreviousEval"]), re.M)
+    assert re.search(
+        r"^Placement Failures\s+= true$", ok(c, "eval", "status", blocked[0]["PreviousEval"]), re.M
+    )
 
 
 def test_node_drain_eligibility_and_job_stop_purge(

@@ -9,8 +9,19 @@ import typer
 from drover.cli import monitor
 from drover.cli.api import seg
 from drover.cli.common import (
-    ADDRESS, NAMESPACE, Address, Detach, Json, Namespace, Verbose, client, echo, opt, resolve, verb,
-)  # fmt: skip
+    ADDRESS,
+    NAMESPACE,
+    Address,
+    Detach,
+    Json,
+    Namespace,
+    Verbose,
+    client,
+    echo,
+    opt,
+    resolve,
+    verb,
+)
 from drover.cli.output import ago, as_json, date, kv, short, table
 
 AllocId = Annotated[str, typer.Argument(metavar="<alloc>", help="An alloc's ID or a unique prefix of it.")]
@@ -20,16 +31,25 @@ _ZERO_TIME = ("", "0001-01-01T00:00:00Z")
 def alloc_head(a: dict[str, Any], verbose: bool = False, now: float | None = None) -> str:
     health = (a.get("DeploymentStatus") or {}).get("Healthy")
     pairs: list[tuple[str, Any]] = [
-        ("ID", short(a["ID"], verbose)), ("Eval ID", short(a.get("EvalID", ""), verbose)), ("Name", a["Name"]),
-        ("Node ID", short(a["NodeID"], verbose)), ("Node Name", a.get("NodeName", "")), ("Job ID", a["JobID"]),
-        ("Job Version", a.get("JobVersion", 0)), ("Client Status", a["ClientStatus"]),
-        ("Client Description", a.get("ClientDescription") or "<none>"), ("Desired Status", a["DesiredStatus"]),
+        ("ID", short(a["ID"], verbose)),
+        ("Eval ID", short(a.get("EvalID", ""), verbose)),
+        ("Name", a["Name"]),
+        ("Node ID", short(a["NodeID"], verbose)),
+        ("Node Name", a.get("NodeName", "")),
+        ("Job ID", a["JobID"]),
+        ("Job Version", a.get("JobVersion", 0)),
+        ("Client Status", a["ClientStatus"]),
+        ("Client Description", a.get("ClientDescription") or "<none>"),
+        ("Desired Status", a["DesiredStatus"]),
         ("Desired Description", a.get("DesiredDescription") or "<none>"),
-        ("Created", ago(a.get("CreateTime", 0), now)), ("Modified", ago(a.get("ModifyTime", 0), now)),
-    ]  # fmt: skip
+        ("Created", ago(a.get("CreateTime", 0), now)),
+        ("Modified", ago(a.get("ModifyTime", 0), now)),
+    ]
     if a.get("DeploymentID"):
-        pairs += [("Deployment ID", short(a["DeploymentID"], verbose)),
-                  ("Deployment Health", "unset" if health is None else ("healthy" if health else "unhealthy"))]  # fmt: skip
+        pairs += [
+            ("Deployment ID", short(a["DeploymentID"], verbose)),
+            ("Deployment Health", "unset" if health is None else ("healthy" if health else "unhealthy")),
+        ]
     if a.get("PreviousAllocation"):
         pairs.append(("Replacement Of", short(a["PreviousAllocation"], verbose)))
     if a.get("NextAllocation"):
@@ -47,11 +67,19 @@ def _when(value: Any) -> str:
 
 def task_block(name: str, state: dict[str, Any]) -> str:
     """A task's state and its recent events (newest first), as `nomad alloc status` shows them."""
-    head = kv([("Started At", _when(state.get("StartedAt"))), ("Finished At", _when(state.get("FinishedAt"))),
-               ("Total Restarts", state.get("Restarts", 0)), ("Last Restart", _when(state.get("LastRestart")))])  # fmt: skip
+    head = kv(
+        [
+            ("Started At", _when(state.get("StartedAt"))),
+            ("Finished At", _when(state.get("FinishedAt"))),
+            ("Total Restarts", state.get("Restarts", 0)),
+            ("Last Restart", _when(state.get("LastRestart"))),
+        ]
+    )
     events = sorted(state.get("Events") or [], key=lambda e: e.get("Time", 0), reverse=True)[:10]
-    rows = [[date(e.get("Time", 0)), e.get("Type", ""), e.get("DisplayMessage") or e.get("Message", "")]
-            for e in events]  # fmt: skip
+    rows = [
+        [date(e.get("Time", 0)), e.get("Type", ""), e.get("DisplayMessage") or e.get("Message", "")]
+        for e in events
+    ]
     recent = table(["Time", "Type", "Description"], rows) if rows else "No events"
     return f'Task "{name}" is "{state.get("State", "pending")}"\nTask Events:\n{head}\n\nRecent Events:\n{recent}'
 
@@ -73,8 +101,19 @@ def status(
     parts = [alloc_head(a, verbose)]
     res = a.get("Resources") or {}
     if res:
-        parts.append("Allocation Resources\n" + table(["CPU", "Memory", "Disk"],
-                     [[f"{res.get('CPU', 0)} MHz", f"{res.get('MemoryMB', 0)} MiB", f"{res.get('DiskMB', 0)} MiB"]]))  # fmt: skip
+        parts.append(
+            "Allocation Resources\n"
+            + table(
+                ["CPU", "Memory", "Disk"],
+                [
+                    [
+                        f"{res.get('CPU', 0)} MHz",
+                        f"{res.get('MemoryMB', 0)} MiB",
+                        f"{res.get('DiskMB', 0)} MiB",
+                    ]
+                ],
+            )
+        )
     states = a.get("TaskStates") or {}
     parts += [task_block(name, states[name]) for name in sorted(states)]
     echo("\n\n".join(parts))

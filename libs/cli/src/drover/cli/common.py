@@ -31,9 +31,7 @@ def opt(name: str, help: str, **kw: Any) -> Any:
 Address = Annotated[
     str, opt("address", "The API's address.", envvar=["DROVER_ADDR", "NOMAD_ADDR"], show_default=True)
 ]
-Namespace = Annotated[
-    str, opt("namespace", "The namespace.", envvar=["DROVER_NAMESPACE", "NOMAD_NAMESPACE"])
-]
+Namespace = Annotated[str, opt("namespace", "The namespace.", envvar=["DROVER_NAMESPACE", "NOMAD_NAMESPACE"])]
 Json = Annotated[bool, opt("json", "Print the API's JSON.")]
 Verbose = Annotated[bool, opt("verbose", "Full IDs and more detail.")]
 Detach = Annotated[bool, opt("detach", "Return at once: don't monitor what it started.")]

@@ -9,18 +9,34 @@ import typer
 from drover.cli import monitor
 from drover.cli.api import Client, seg
 from drover.cli.common import (
-    ADDRESS, NAMESPACE, Address, Detach, Json, Namespace, Verbose, client, echo, opt, resolve, verb,
-)  # fmt: skip
+    ADDRESS,
+    NAMESPACE,
+    Address,
+    Detach,
+    Json,
+    Namespace,
+    Verbose,
+    client,
+    echo,
+    opt,
+    resolve,
+    verb,
+)
 from drover.cli.output import as_json, short, table
 
-DeploymentId = Annotated[str, typer.Argument(metavar="<deployment>", help="A deployment's ID or a unique prefix.")]
+DeploymentId = Annotated[
+    str, typer.Argument(metavar="<deployment>", help="A deployment's ID or a unique prefix.")
+]
 
 
 def deployment_list_table(deployments: list[dict[str, Any]], verbose: bool = False) -> str:
     rows = sorted(deployments, key=lambda d: d.get("CreateIndex", 0), reverse=True)
     return table(
         ["ID", "Job ID", "Job Version", "Status", "Description"],
-        [[short(d["ID"], verbose), d["JobID"], d["JobVersion"], d["Status"], d["StatusDescription"]] for d in rows],
+        [
+            [short(d["ID"], verbose), d["JobID"], d["JobVersion"], d["Status"], d["StatusDescription"]]
+            for d in rows
+        ],
     )
 
 
@@ -69,7 +85,9 @@ def _act(c: Client, deployment_id: str, path: str, body: Any, said: str, detach:
 @verb()
 def promote(
     deployment_id: DeploymentId,
-    group: Annotated[list[str] | None, opt("group", "Promote only this group's canaries (repeat it).")] = None,
+    group: Annotated[
+        list[str] | None, opt("group", "Promote only this group's canaries (repeat it).")
+    ] = None,
     detach: Detach = False,
     verbose: Verbose = False,
     address: Address = ADDRESS,

@@ -8,8 +8,18 @@ import typer
 
 from drover.cli.api import seg
 from drover.cli.common import (
-    ADDRESS, NAMESPACE, Address, Json, Namespace, Verbose, client, echo, opt, resolve, verb,
-)  # fmt: skip
+    ADDRESS,
+    NAMESPACE,
+    Address,
+    Json,
+    Namespace,
+    Verbose,
+    client,
+    echo,
+    opt,
+    resolve,
+    verb,
+)
 from drover.cli.output import ago, as_json, date, failed_placements, kv, short, table
 
 
@@ -17,9 +27,19 @@ def eval_table(evals: list[dict[str, Any]], verbose: bool = False) -> str:
     rows = sorted(evals, key=lambda e: e.get("CreateIndex", 0), reverse=True)
     return table(
         ["ID", "Priority", "Triggered By", "Job ID", "Namespace", "Node ID", "Status", "Placement Failures"],
-        [[short(e["ID"], verbose), e["Priority"], e["TriggeredBy"], e.get("JobID", ""), e.get("Namespace", ""),
-          short(e.get("NodeID") or "<none>", verbose), e["Status"], bool(e.get("FailedTGAllocs"))]
-         for e in rows],  # fmt: skip
+        [
+            [
+                short(e["ID"], verbose),
+                e["Priority"],
+                e["TriggeredBy"],
+                e.get("JobID", ""),
+                e.get("Namespace", ""),
+                short(e.get("NodeID") or "<none>", verbose),
+                e["Status"],
+                bool(e.get("FailedTGAllocs")),
+            ]
+            for e in rows
+        ],
     )
 
 
@@ -42,14 +62,25 @@ def list_evals(
 
 def eval_detail(e: dict[str, Any], verbose: bool = False, now: float | None = None) -> str:
     pairs: list[tuple[str, Any]] = [
-        ("ID", short(e["ID"], verbose)), ("Create Time", ago(e.get("CreateTime", 0), now)),
-        ("Modify Time", ago(e.get("ModifyTime", 0), now)), ("Status", e["Status"]),
-        ("Status Description", e.get("StatusDescription") or e["Status"]), ("Type", e["Type"]),
-        ("TriggeredBy", e["TriggeredBy"]), ("Job ID", e.get("JobID", "")), ("Namespace", e.get("Namespace", "")),
-        ("Priority", e["Priority"]), ("Placement Failures", bool(e.get("FailedTGAllocs"))),
-    ]  # fmt: skip
-    for key, label in (("NodeID", "Node ID"), ("DeploymentID", "Deployment ID"), ("PreviousEval", "Previous Eval"),
-                       ("NextEval", "Next Eval"), ("BlockedEval", "Blocked Eval")):  # fmt: skip
+        ("ID", short(e["ID"], verbose)),
+        ("Create Time", ago(e.get("CreateTime", 0), now)),
+        ("Modify Time", ago(e.get("ModifyTime", 0), now)),
+        ("Status", e["Status"]),
+        ("Status Description", e.get("StatusDescription") or e["Status"]),
+        ("Type", e["Type"]),
+        ("TriggeredBy", e["TriggeredBy"]),
+        ("Job ID", e.get("JobID", "")),
+        ("Namespace", e.get("Namespace", "")),
+        ("Priority", e["Priority"]),
+        ("Placement Failures", bool(e.get("FailedTGAllocs"))),
+    ]
+    for key, label in (
+        ("NodeID", "Node ID"),
+        ("DeploymentID", "Deployment ID"),
+        ("PreviousEval", "Previous Eval"),
+        ("NextEval", "Next Eval"),
+        ("BlockedEval", "Blocked Eval"),
+    ):
         if e.get(key):
             pairs.append((label, short(e[key], verbose)))
     if e.get("WaitUntil"):
@@ -59,7 +90,9 @@ def eval_detail(e: dict[str, Any], verbose: bool = False, now: float | None = No
         parts.append("Failed Placements\n" + "\n".join(failed_placements(e["FailedTGAllocs"])))
     if e.get("QueuedAllocations"):
         queued = e["QueuedAllocations"]
-        parts.append("Queued Allocations\n" + table(["Task Group", "Queued"], [[g, queued[g]] for g in sorted(queued)]))
+        parts.append(
+            "Queued Allocations\n" + table(["Task Group", "Queued"], [[g, queued[g]] for g in sorted(queued)])
+        )
     return "\n\n".join(parts)
 
 
@@ -75,4 +108,3 @@ def status(
     with client(address, namespace) as c:
         e = c.get(f"/v1/evaluation/{seg(resolve(c, 'evaluation', eval_id)['ID'])}")
     echo(as_json(e) if as_json_flag else eval_detail(e, verbose))
-

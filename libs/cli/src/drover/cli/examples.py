@@ -101,7 +101,10 @@ EXAMPLE_JSON: dict[str, Any] = {
                     {
                         "Name": "clock",
                         "Driver": "raw_exec",
-                        "Config": {"command": "/bin/sh", "args": ["-c", "while true; do date; sleep 10; done"]},
+                        "Config": {
+                            "command": "/bin/sh",
+                            "args": ["-c", "while true; do date; sleep 10; done"],
+                        },
                         "Resources": {"CPU": 100, "MemoryMB": 64},
                     }
                 ],

@@ -13,14 +13,30 @@ import typer
 from drover.cli import monitor
 from drover.cli.api import ApiError, Client, seg
 from drover.cli.common import (
-    ADDRESS, EXIT_PLAN_ERROR, NAMESPACE, Address, Detach, Json, Namespace, Problem, Verbose, client, echo,
-    error, opt, verb,
-)  # fmt: skip
+    ADDRESS,
+    EXIT_PLAN_ERROR,
+    NAMESPACE,
+    Address,
+    Detach,
+    Json,
+    Namespace,
+    Problem,
+    Verbose,
+    client,
+    echo,
+    error,
+    opt,
+    verb,
+)
 from drover.cli.output import as_json as to_json
 from drover.cli.output import failed_placements
 
-Var = Annotated[list[str] | None, opt("var", "A variable of the jobspec, key=value (repeat it).", metavar="k=v")]
-VarFile = Annotated[list[str] | None, opt("var-file", "A file of variables (HCL), repeat it.", metavar="file")]
+Var = Annotated[
+    list[str] | None, opt("var", "A variable of the jobspec, key=value (repeat it).", metavar="k=v")
+]
+VarFile = Annotated[
+    list[str] | None, opt("var-file", "A file of variables (HCL), repeat it.", metavar="file")
+]
 JobFile = Annotated[str, typer.Argument(metavar="<path>", help="The jobspec: HCL, or JSON; - reads stdin.")]
 
 
@@ -43,7 +59,9 @@ def _read(path: str) -> str:
         raise Problem(f"can't read {path}: {e.strerror}") from None
 
 
-def load_job(path: str, variables: list[str] | None = None, var_files: list[str] | None = None) -> dict[str, Any]:
+def load_job(
+    path: str, variables: list[str] | None = None, var_files: list[str] | None = None
+) -> dict[str, Any]:
     """The job of a jobspec file, as the API's JSON: JSON as it is (with or without its "Job"
     wrapper), HCL through drover.jobspec with the variables given (-var, -var-file, NOMAD_VAR_*)."""
     src = _read(path)
@@ -70,8 +88,14 @@ def _parse_hcl(path: str, src: str, variables: dict[str, str], var_files: list[s
         if not Path(f).is_file():
             raise Problem(f"can't read the variables file {f}")
     try:
-        job = jobspec.parse(src, filename=path, variables=variables, var_files=var_files, env=dict(os.environ),
-                            read_file=lambda p: Path(p).read_text())  # fmt: skip
+        job = jobspec.parse(
+            src,
+            filename=path,
+            variables=variables,
+            var_files=var_files,
+            env=dict(os.environ),
+            read_file=lambda p: Path(p).read_text(),
+        )
     except jobspec.JobspecError as e:
         raise Problem("\n".join(["the jobspec is invalid:", *e.problems])) from None
     return dict(job.get("Job", job)) if isinstance(job, dict) else job
@@ -88,7 +112,9 @@ def _check_index(c: Client, job_id: str, index: int) -> None:
     if current != index:
         if index == 0:
             raise Problem(f'Enforcing job modify index 0: job "{job_id}" already exists')
-        raise Problem(f"Enforcing job modify index {index}: job exists with conflicting job modify index: {current}")
+        raise Problem(
+            f"Enforcing job modify index {index}: job exists with conflicting job modify index: {current}"
+        )
 
 
 @verb()
@@ -97,7 +123,9 @@ def run(
     var: Var = None,
     var_file: VarFile = None,
     detach: Detach = False,
-    check_index: Annotated[int | None, opt("check-index", "Run only if the job's modify index is this.")] = None,
+    check_index: Annotated[
+        int | None, opt("check-index", "Run only if the job's modify index is this.")
+    ] = None,
     verbose: Verbose = False,
     address: Address = ADDRESS,
     namespace: Namespace = NAMESPACE,
@@ -117,7 +145,9 @@ def run(
             echo(f"Job Warnings:\n{r['Warnings']}\n")
         eval_id = r.get("EvalID") or ""
         if not eval_id:
-            echo(f'Job registration successful (job "{job.get("ID")}" has no eval: periodic or parameterized)')
+            echo(
+                f'Job registration successful (job "{job.get("ID")}" has no eval: periodic or parameterized)'
+            )
             return
         if detach:
             echo(f"Job registration successful\nEvaluation ID: {eval_id}")
@@ -128,9 +158,15 @@ def run(
 
 
 # What a group's DesiredTGUpdates count, as Nomad's plan words them, in its order.
-_UPDATES = (("Place", "create"), ("Migrate", "migrate"), ("InPlaceUpdate", "in-place update"),
-            ("DestructiveUpdate", "create/destroy update"), ("Stop", "destroy"), ("Canary", "canary"),
-            ("Ignore", "ignore"))  # fmt: skip
+_UPDATES = (
+    ("Place", "create"),
+    ("Migrate", "migrate"),
+    ("InPlaceUpdate", "in-place update"),
+    ("DestructiveUpdate", "create/destroy update"),
+    ("Stop", "destroy"),
+    ("Canary", "canary"),
+    ("Ignore", "ignore"),
+)
 # What changes allocs: `job plan` exits 1 when any is above 0.
 CHANGES = ("Place", "Migrate", "DestructiveUpdate", "Stop", "Canary", "Preemptions")
 
@@ -265,7 +301,9 @@ def init(
     target = Path(filename)
     if target.exists():
         raise Problem(f'Job "{filename}" already exists')
-    text = json.dumps(EXAMPLE_JSON, indent=2) + "\n" if as_json else (SHORT_HCL if short_spec else EXAMPLE_HCL)
+    text = (
+        json.dumps(EXAMPLE_JSON, indent=2) + "\n" if as_json else (SHORT_HCL if short_spec else EXAMPLE_HCL)
+    )
     try:
         target.write_text(text)
     except OSError as e:

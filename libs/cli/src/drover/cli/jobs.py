@@ -13,9 +13,21 @@ import typer
 from drover.cli import monitor
 from drover.cli.api import ApiError, Client, seg
 from drover.cli.common import (
-    ADDRESS, NAMESPACE, Address, Detach, Json, Namespace, Problem, Verbose, client, echo, matches, opt,
-    resolve, verb,
-)  # fmt: skip
+    ADDRESS,
+    NAMESPACE,
+    Address,
+    Detach,
+    Json,
+    Namespace,
+    Problem,
+    Verbose,
+    client,
+    echo,
+    matches,
+    opt,
+    resolve,
+    verb,
+)
 from drover.cli.output import ago, date, failed_placements, kv, short, table
 from drover.cli.output import as_json as to_json
 
@@ -34,27 +46,46 @@ def allocs_table(allocs: list[dict[str, Any]], verbose: bool = False, now: float
     rows = sorted(allocs, key=lambda a: a.get("CreateIndex", 0), reverse=True)
     return table(
         ["ID", "Node ID", "Task Group", "Version", "Desired", "Status", "Created", "Modified"],
-        [[short(a["ID"], verbose), short(a["NodeID"], verbose), a["TaskGroup"], a.get("JobVersion", 0),
-          a["DesiredStatus"], a["ClientStatus"], ago(a.get("CreateTime", 0), now),
-          ago(a.get("ModifyTime", 0), now)] for a in rows],  # fmt: skip
+        [
+            [
+                short(a["ID"], verbose),
+                short(a["NodeID"], verbose),
+                a["TaskGroup"],
+                a.get("JobVersion", 0),
+                a["DesiredStatus"],
+                a["ClientStatus"],
+                ago(a.get("CreateTime", 0), now),
+                ago(a.get("ModifyTime", 0), now),
+            ]
+            for a in rows
+        ],
     )
 
 
 def summary_table(summary: dict[str, Any]) -> str:
     groups = summary.get("Summary") or {}
     return table(
-        ["Task Group", *SUMMARY_STATES], [[g, *(groups[g].get(s, 0) for s in SUMMARY_STATES)] for g in sorted(groups)]
+        ["Task Group", *SUMMARY_STATES],
+        [[g, *(groups[g].get(s, 0) for s in SUMMARY_STATES)] for g in sorted(groups)],
     )
 
 
 def job_head(job: dict[str, Any]) -> str:
-    return kv([
-        ("ID", job["ID"]), ("Name", job.get("Name") or job["ID"]), ("Submit Date", date(job.get("SubmitTime", 0))),
-        ("Type", job["Type"]), ("Priority", job["Priority"]), ("Datacenters", ",".join(job.get("Datacenters") or [])),
-        ("Namespace", job.get("Namespace", "default")), ("Node Pool", job.get("NodePool") or "default"),
-        ("Status", job["Status"]), ("Periodic", bool(job.get("Periodic"))),
-        ("Parameterized", bool(job.get("ParameterizedJob"))),
-    ])  # fmt: skip
+    return kv(
+        [
+            ("ID", job["ID"]),
+            ("Name", job.get("Name") or job["ID"]),
+            ("Submit Date", date(job.get("SubmitTime", 0))),
+            ("Type", job["Type"]),
+            ("Priority", job["Priority"]),
+            ("Datacenters", ",".join(job.get("Datacenters") or [])),
+            ("Namespace", job.get("Namespace", "default")),
+            ("Node Pool", job.get("NodePool") or "default"),
+            ("Status", job["Status"]),
+            ("Periodic", bool(job.get("Periodic"))),
+            ("Parameterized", bool(job.get("ParameterizedJob"))),
+        ]
+    )
 
 
 @verb()
@@ -74,7 +105,7 @@ def status(
             return
         found = matches(c, "job", job_id)
         if len(found) > 1:
-            echo(f'Prefix matched multiple jobs\n\n{job_list_table(found)}')
+            echo(f"Prefix matched multiple jobs\n\n{job_list_table(found)}")
             raise typer.Exit(1)
         if not found:
             raise ApiError(404, f'No job with prefix or ID "{job_id}" found')
@@ -88,8 +119,13 @@ def status(
 def _job_doc(c: Client, job_id: str) -> dict[str, Any]:
     """What `job status -json` prints of a job: the job and what its status shows."""
     p = f"/v1/job/{seg(job_id)}"
-    return {"Job": c.get(p), "Summary": c.get(f"{p}/summary"), "Allocations": c.get(f"{p}/allocations"),
-            "Evaluations": c.get(f"{p}/evaluations"), "LatestDeployment": c.get(f"{p}/deployment")}  # fmt: skip
+    return {
+        "Job": c.get(p),
+        "Summary": c.get(f"{p}/summary"),
+        "Allocations": c.get(f"{p}/allocations"),
+        "Evaluations": c.get(f"{p}/evaluations"),
+        "LatestDeployment": c.get(f"{p}/deployment"),
+    }
 
 
 def job_detail(c: Client, job_id: str, verbose: bool = False, all_allocs: bool = False) -> str:
@@ -105,12 +141,21 @@ def job_detail(c: Client, job_id: str, verbose: bool = False, all_allocs: bool =
         parts.append("Placement Failure\n" + "\n".join(failures))
     deployment = c.get(f"{p}/deployment") if job["Type"] == "service" else None
     if deployment:
-        head = kv([("ID", short(deployment["ID"], verbose)), ("Status", deployment["Status"]),
-                   ("Description", deployment["StatusDescription"])])  # fmt: skip
+        head = kv(
+            [
+                ("ID", short(deployment["ID"], verbose)),
+                ("Status", deployment["Status"]),
+                ("Description", deployment["StatusDescription"]),
+            ]
+        )
         parts.append(f"Latest Deployment\n{head}\n\nDeployed\n{monitor.deployment_table(deployment)}")
     allocs = c.get(f"{p}/allocations")
     if not all_allocs:
-        allocs = [a for a in allocs if a.get("JobVersion", 0) == job.get("Version", 0) or a["DesiredStatus"] == "run"]
+        allocs = [
+            a
+            for a in allocs
+            if a.get("JobVersion", 0) == job.get("Version", 0) or a["DesiredStatus"] == "run"
+        ]
     if not (job.get("Periodic") or job.get("ParameterizedJob")):
         parts.append("Allocations\n" + (allocs_table(allocs, verbose) if allocs else "No allocations placed"))
     return "\n\n".join(parts)
@@ -146,7 +191,9 @@ def inspect(
         if version is None:
             job = c.get(f"/v1/job/{seg(job_id)}")
         else:
-            found = [v for v in c.get(f"/v1/job/{seg(job_id)}/versions")["Versions"] if v["Version"] == version]
+            found = [
+                v for v in c.get(f"/v1/job/{seg(job_id)}/versions")["Versions"] if v["Version"] == version
+            ]
             if not found:
                 raise ApiError(404, f'job "{job_id}" has no version {version}')
             job = found[0]
@@ -176,11 +223,19 @@ def history(
         if as_json:
             echo(to_json(versions))
             return
-        echo("\n\n".join(_version_block(v, diffs[i] if i < len(diffs) else None, p) for i, v in enumerate(versions)))
+        echo(
+            "\n\n".join(
+                _version_block(v, diffs[i] if i < len(diffs) else None, p) for i, v in enumerate(versions)
+            )
+        )
 
 
 def _version_block(v: dict[str, Any], diff: Any, with_diff: bool) -> str:
-    head = [("Version", v["Version"]), ("Stable", bool(v.get("Stable"))), ("Submit Date", date(v.get("SubmitTime", 0)))]
+    head = [
+        ("Version", v["Version"]),
+        ("Stable", bool(v.get("Stable"))),
+        ("Submit Date", date(v.get("SubmitTime", 0))),
+    ]
     block = kv(head)
     if with_diff and diff:
         block += "\nDiff =\n" + _diff_text(diff)
@@ -279,7 +334,9 @@ def _meta(pairs: list[str]) -> dict[str, str]:
 @verb()
 def dispatch(
     job_id: Annotated[str, typer.Argument(metavar="<parameterized job>")],
-    input_source: Annotated[str | None, typer.Argument(metavar="[<input source>]", show_default=False)] = None,
+    input_source: Annotated[
+        str | None, typer.Argument(metavar="[<input source>]", show_default=False)
+    ] = None,
     meta: Annotated[list[str] | None, opt("meta", "Metadata key=value (repeat it).", metavar="k=v")] = None,
     idempotency_token: Annotated[str, opt("idempotency-token", "Dispatch once per token.")] = "",
     detach: Detach = False,
@@ -302,7 +359,9 @@ def dispatch(
     with client(address, namespace) as c:
         params = {"idempotency_token": idempotency_token} if idempotency_token else {}
         r = c.post(f"/v1/job/{seg(job_id)}/dispatch", body, **params)
-        echo(kv([("Dispatched Job ID", r["DispatchedJobID"]), ("Evaluation ID", short(r["EvalID"], verbose))]))
+        echo(
+            kv([("Dispatched Job ID", r["DispatchedJobID"]), ("Evaluation ID", short(r["EvalID"], verbose))])
+        )
         if r.get("EvalID") and not detach:
             echo()
             _then_follow(c, r["EvalID"], False, verbose)

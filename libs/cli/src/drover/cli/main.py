@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from pathlib import Path
 
 import typer
@@ -24,46 +25,43 @@ not be placed (the reasons are printed); `job plan`: 0 no allocs would change,
 
 # Nomad's spellings of help too (`drover job restart -h`).
 _HELP_NAMES = {"help_option_names": ["--help", "-h", "-help"]}
-app = typer.Typer(help=HELP, no_args_is_help=True, context_settings=_HELP_NAMES, pretty_exceptions_enable=False)
+app = typer.Typer(
+    help=HELP, no_args_is_help=True, context_settings=_HELP_NAMES, pretty_exceptions_enable=False
+)
 admin = typer.Typer(help="Administer the event log and its projections.", no_args_is_help=True)
 app.add_typer(admin, name="admin")
 
 
-def _group(name: str, help: str) -> typer.Typer:
+def _group(
+    name: str, help: str, verbs: dict[str, Callable[..., None]], parent: typer.Typer = app
+) -> typer.Typer:
+    """A group of verbs (`drover job ...`), each a command named as Nomad's."""
     group = typer.Typer(help=help, no_args_is_help=True, context_settings=_HELP_NAMES)
-    app.add_typer(group, name=name)
+    parent.add_typer(group, name=name)
+    for verb, fn in verbs.items():
+        group.command(verb)(fn)
     return group
 
 
-job = _group("job", "Run, plan, inspect and operate on jobs.")
-for _name, _fn in (("run", jobrun.run), ("plan", jobrun.plan), ("validate", jobrun.validate), ("init", jobrun.init),
-                   ("status", jobs.status), ("inspect", jobs.inspect), ("history", jobs.history),
-                   ("stop", jobs.stop), ("revert", jobs.revert), ("scale", jobs.scale),
-                   ("dispatch", jobs.dispatch)):  # fmt: skip
-    job.command(_name)(_fn)
+job = _group("job", "Run, plan, inspect and operate on jobs.", {
+    "run": jobrun.run, "plan": jobrun.plan, "validate": jobrun.validate, "init": jobrun.init,
+    "status": jobs.status, "inspect": jobs.inspect, "history": jobs.history, "stop": jobs.stop,
+    "revert": jobs.revert, "scale": jobs.scale, "dispatch": jobs.dispatch,
+})  # fmt: skip
 job.command("restart", help=restart.HELP, no_args_is_help=True)(restart.restart)
-periodic = typer.Typer(help="Periodic jobs.", no_args_is_help=True, context_settings=_HELP_NAMES)
-job.add_typer(periodic, name="periodic")
-periodic.command("force")(jobs.periodic_force)
-alloc = _group("alloc", "Inspect and act on allocations.")
-for _name, _fn in (("status", allocs.status), ("stop", allocs.stop), ("restart", allocs.restart)):
-    alloc.command(_name)(_fn)
-evaluation = _group("eval", "Inspect evaluations.")
-evaluation.command("list")(evals.list_evals)
-evaluation.command("status")(evals.status)
-node = _group("node", "Inspect and act on client nodes.")
-for _name, _fn in (("status", nodes.status), ("drain", nodes.drain), ("eligibility", nodes.eligibility)):
-    node.command(_name)(_fn)
-deployment = _group("deployment", "Inspect and act on deployments.")
-for _name, _fn in (("list", deployments.list_deployments), ("status", deployments.status),
-                   ("promote", deployments.promote), ("pause", deployments.pause), ("resume", deployments.resume),
-                   ("fail", deployments.fail)):  # fmt: skip
-    deployment.command(_name)(_fn)
-system_group = _group("system", "Cluster-wide operations.")
-system_group.command("gc")(system.gc)
+_group("periodic", "Periodic jobs.", {"force": jobs.periodic_force}, parent=job)
+alloc = _group("alloc", "Inspect and act on allocations.",
+               {"status": allocs.status, "stop": allocs.stop, "restart": allocs.restart})  # fmt: skip
+_group("eval", "Inspect evaluations.", {"list": evals.list_evals, "status": evals.status})
+_group("node", "Inspect and act on client nodes.",
+       {"status": nodes.status, "drain": nodes.drain, "eligibility": nodes.eligibility})  # fmt: skip
+_group("deployment", "Inspect and act on deployments.", {
+    "list": deployments.list_deployments, "status": deployments.status, "promote": deployments.promote,
+    "pause": deployments.pause, "resume": deployments.resume, "fail": deployments.fail,
+})  # fmt: skip
+_group("system", "Cluster-wide operations.", {"gc": system.gc})
 app.command("status")(system.status)
-event = _group("event", "Follow the cluster's events.")
-event.command("tail", help=events.HELP)(events.tail)
+_group("event", "Follow the cluster's events.", {}).command("tail", help=events.HELP)(events.tail)
 
 
 def _settings() -> Settings:

@@ -68,8 +68,10 @@ def follow_eval(c: Client, eval_id: str, verbose: bool = False) -> Outcome:
             if a["ID"] not in seen:
                 seen.add(a["ID"])
                 what = "modified" if a.get("CreateIndex", 0) < ev.get("CreateIndex", 0) else "created"
-                say(f'Allocation "{short(a["ID"], verbose)}" {what}: node "{short(a["NodeID"], verbose)}", '
-                    f'group "{a["TaskGroup"]}"')  # fmt: skip
+                say(
+                    f'Allocation "{short(a["ID"], verbose)}" {what}: node "{short(a["NodeID"], verbose)}", '
+                    f'group "{a["TaskGroup"]}"'
+                )
         if status and ev["Status"] != status:
             say(f'Evaluation status changed: "{status}" -> "{ev["Status"]}"')
         status = ev["Status"]
@@ -89,12 +91,16 @@ def _finished(ev: dict[str, Any], failed: dict[str, Any], verbose: bool) -> None
     if not failed:
         say(f'Evaluation "{name}" finished with status "{ev["Status"]}"', head=True)
         return
-    say(f'Evaluation "{name}" finished with status "{ev["Status"]}" but failed to place all allocations:',
-          head=True)  # fmt: skip
+    say(
+        f'Evaluation "{name}" finished with status "{ev["Status"]}" but failed to place all allocations:',
+        head=True,
+    )
     for line in failed_placements(failed):
         echo(f"    {line}")
     if ev.get("BlockedEval"):
-        echo(f'    Evaluation "{short(ev["BlockedEval"], verbose)}" waiting for additional capacity to place remainder')
+        echo(
+            f'    Evaluation "{short(ev["BlockedEval"], verbose)}" waiting for additional capacity to place remainder'
+        )
 
 
 def deployment_table(d: dict[str, Any], now: float | None = None) -> str:
@@ -104,22 +110,47 @@ def deployment_table(d: dict[str, Any], now: float | None = None) -> str:
     groups = d.get("TaskGroups") or {}
     canaries = any(g.get("DesiredCanaries") for g in groups.values())
     auto = any(g.get("AutoRevert") for g in groups.values())
-    header = ["Task Group", *(["Auto Revert"] if auto else []), *(["Promoted"] if canaries else []), "Desired",
-              *(["Canaries"] if canaries else []), "Placed", "Healthy", "Unhealthy", "Progress Deadline"]  # fmt: skip
+    header = [
+        "Task Group",
+        *(["Auto Revert"] if auto else []),
+        *(["Promoted"] if canaries else []),
+        "Desired",
+        *(["Canaries"] if canaries else []),
+        "Placed",
+        "Healthy",
+        "Unhealthy",
+        "Progress Deadline",
+    ]
     rows = []
     for name in sorted(groups):
         g = groups[name]
         deadline = in_time(g.get("RequireProgressBy") or 0, now) if d["Status"] == "running" else ""
-        rows.append([name, *([g.get("AutoRevert", False)] if auto else []),
-                     *([g.get("Promoted", False)] if canaries else []), g.get("DesiredTotal", 0),
-                     *([len(g.get("PlacedCanaries") or [])] if canaries else []), g.get("PlacedAllocs", 0),
-                     g.get("HealthyAllocs", 0), g.get("UnhealthyAllocs", 0), deadline or "N/A"])  # fmt: skip
+        rows.append(
+            [
+                name,
+                *([g.get("AutoRevert", False)] if auto else []),
+                *([g.get("Promoted", False)] if canaries else []),
+                g.get("DesiredTotal", 0),
+                *([len(g.get("PlacedCanaries") or [])] if canaries else []),
+                g.get("PlacedAllocs", 0),
+                g.get("HealthyAllocs", 0),
+                g.get("UnhealthyAllocs", 0),
+                deadline or "N/A",
+            ]
+        )
     return table(header, rows)
 
 
 def deployment_block(d: dict[str, Any], verbose: bool = False) -> str:
-    head = kv([("ID", short(d["ID"], verbose)), ("Job ID", d["JobID"]), ("Job Version", d["JobVersion"]),
-               ("Status", d["Status"]), ("Description", d["StatusDescription"])])  # fmt: skip
+    head = kv(
+        [
+            ("ID", short(d["ID"], verbose)),
+            ("Job ID", d["JobID"]),
+            ("Job Version", d["JobVersion"]),
+            ("Status", d["Status"]),
+            ("Description", d["StatusDescription"]),
+        ]
+    )
     return f"{head}\n\nDeployed\n{deployment_table(d)}"
 
 
@@ -148,18 +179,18 @@ def follow_deployment(c: Client, deployment_id: str, verbose: bool = False) -> d
     mark = "✓" if d["Status"] == "successful" else "!"
     echo(f'  {mark} Deployment "{short(d["ID"], verbose)}" {d["Status"]}\n')
     echo("\n".join(f"    {line}".rstrip() for line in deployment_block(d, verbose).splitlines()))
-    return d
+    return dict(d)
 
 
 def _progress(d: dict[str, Any]) -> str:
     """A deployment's state in one line: its status and each group's healthy of desired."""
     groups = d.get("TaskGroups") or {}
     counts = ", ".join(
-        f'{name} {g.get("HealthyAllocs", 0)}/{g.get("DesiredTotal", 0)} healthy'
-        + (f' {g["UnhealthyAllocs"]} unhealthy' if g.get("UnhealthyAllocs") else "")
+        f"{name} {g.get('HealthyAllocs', 0)}/{g.get('DesiredTotal', 0)} healthy"
+        + (f" {g['UnhealthyAllocs']} unhealthy" if g.get("UnhealthyAllocs") else "")
         for name, g in sorted(groups.items())
     )
-    return f'Deployment "{d["ID"][:8]}" {d["Status"]}: {counts}' if counts else f'Deployment {d["Status"]}'
+    return f'Deployment "{d["ID"][:8]}" {d["Status"]}: {counts}' if counts else f"Deployment {d['Status']}"
 
 
 def follow(c: Client, eval_id: str, verbose: bool = False) -> int:

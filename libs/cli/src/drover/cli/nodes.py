@@ -9,9 +9,21 @@ import typer
 
 from drover.cli.api import Client, seg
 from drover.cli.common import (
-    ADDRESS, NAMESPACE, Address, Detach, Json, Namespace, Problem, Verbose, client, confirm, echo, opt,
-    resolve, verb,
-)  # fmt: skip
+    ADDRESS,
+    NAMESPACE,
+    Address,
+    Detach,
+    Json,
+    Namespace,
+    Problem,
+    Verbose,
+    client,
+    confirm,
+    echo,
+    opt,
+    resolve,
+    verb,
+)
 from drover.cli.jobs import allocs_table
 from drover.cli.monitor import read_blocking, say
 from drover.cli.output import as_json, date, kv, short, table
@@ -21,24 +33,54 @@ NS_PER_S = 1_000_000_000
 
 
 def node_table(nodes: list[dict[str, Any]], verbose: bool = False) -> str:
-    header = ["ID", "Node Pool", "DC", "Name", "Class", *(["Address", "Version"] if verbose else []), "Drain",
-              "Eligibility", "Status"]  # fmt: skip
-    rows = [[short(n["ID"], verbose), n.get("NodePool") or "default", n["Datacenter"], n["Name"],
-             n.get("NodeClass") or "<none>", *([n.get("Address") or n.get("HTTPAddr") or "", n.get("Version") or ""]
-             if verbose else []), n.get("Drain", False), n["SchedulingEligibility"], n["Status"]]
-            for n in nodes]  # fmt: skip
+    header = [
+        "ID",
+        "Node Pool",
+        "DC",
+        "Name",
+        "Class",
+        *(["Address", "Version"] if verbose else []),
+        "Drain",
+        "Eligibility",
+        "Status",
+    ]
+    rows = [
+        [
+            short(n["ID"], verbose),
+            n.get("NodePool") or "default",
+            n["Datacenter"],
+            n["Name"],
+            n.get("NodeClass") or "<none>",
+            *([n.get("Address") or n.get("HTTPAddr") or "", n.get("Version") or ""] if verbose else []),
+            n.get("Drain", False),
+            n["SchedulingEligibility"],
+            n["Status"],
+        ]
+        for n in nodes
+    ]
     return table(header, rows)
 
 
 def node_detail(n: dict[str, Any], allocs: list[dict[str, Any]], verbose: bool = False) -> str:
     drain = n.get("DrainStrategy")
     pairs: list[tuple[str, Any]] = [
-        ("ID", short(n["ID"], verbose)), ("Name", n["Name"]), ("Node Pool", n.get("NodePool") or "default"),
-        ("Class", n.get("NodeClass") or "<none>"), ("DC", n["Datacenter"]), ("Drain", _drain_text(drain)),
-        ("Eligibility", n["SchedulingEligibility"]), ("Status", n["Status"]),
-        ("Drivers", ",".join(sorted(d for d, info in (n.get("Drivers") or {}).items()
-                                    if (info or {}).get("Detected", True)))),
-    ]  # fmt: skip
+        ("ID", short(n["ID"], verbose)),
+        ("Name", n["Name"]),
+        ("Node Pool", n.get("NodePool") or "default"),
+        ("Class", n.get("NodeClass") or "<none>"),
+        ("DC", n["Datacenter"]),
+        ("Drain", _drain_text(drain)),
+        ("Eligibility", n["SchedulingEligibility"]),
+        ("Status", n["Status"]),
+        (
+            "Drivers",
+            ",".join(
+                sorted(
+                    d for d, info in (n.get("Drivers") or {}).items() if (info or {}).get("Detected", True)
+                )
+            ),
+        ),
+    ]
     if n.get("HTTPAddr"):
         pairs.insert(5, ("Address", n["HTTPAddr"]))
     parts = [kv(pairs)]
@@ -66,7 +108,9 @@ def _resources(n: dict[str, Any], live: list[dict[str, Any]]) -> str:
     cpu = (res.get("Cpu") or {}).get("CpuShares", 0)
     mem = (res.get("Memory") or {}).get("MemoryMB", 0)
     disk = (res.get("Disk") or {}).get("DiskMB", 0)
-    used = [sum(int((a.get("Resources") or {}).get(k, 0)) for a in live) for k in ("CPU", "MemoryMB", "DiskMB")]
+    used = [
+        sum(int((a.get("Resources") or {}).get(k, 0)) for a in live) for k in ("CPU", "MemoryMB", "DiskMB")
+    ]
     return table(
         ["CPU", "Memory", "Disk"],
         [[f"{used[0]}/{cpu} MHz", f"{used[1]} MiB/{mem} MiB", f"{used[2]} MiB/{disk} MiB"]],
@@ -85,7 +129,11 @@ def status(
     with client(address, namespace) as c:
         if node_id is None:
             nodes = c.get("/v1/nodes")
-            echo(as_json(nodes) if as_json_flag else (node_table(nodes, verbose) if nodes else "No nodes registered"))
+            echo(
+                as_json(nodes)
+                if as_json_flag
+                else (node_table(nodes, verbose) if nodes else "No nodes registered")
+            )
             return
         full = resolve(c, "node", node_id)["ID"]
         n = c.get(f"/v1/node/{seg(full)}")
@@ -138,8 +186,14 @@ def drain(
     with client(address, namespace) as c:
         full = resolve(c, "node", node_id)["ID"]
         if full != node_id:
-            confirm(f'Are you sure you want to {"enable" if enable else "disable"} drain mode for node "{full}"?', yes)
-        c.put(f"/v1/node/{seg(full)}/drain", {"DrainSpec": spec, "MarkEligible": disable and not keep_ineligible})
+            confirm(
+                f'Are you sure you want to {"enable" if enable else "disable"} drain mode for node "{full}"?',
+                yes,
+            )
+        c.put(
+            f"/v1/node/{seg(full)}/drain",
+            {"DrainSpec": spec, "MarkEligible": disable and not keep_ineligible},
+        )
         echo(f'Node "{full}" drain strategy {"set" if enable else "unset"}')
         if enable and not detach:
             _follow_drain(c, full)
@@ -150,8 +204,11 @@ def _follow_drain(c: Client, node_id: str) -> None:
     index, last = 0, -1
     while True:
         n, index = read_blocking(c, f"/v1/node/{seg(node_id)}", index)
-        left = [a for a in c.get(f"/v1/node/{seg(node_id)}/allocations")
-                if a["DesiredStatus"] == "run" and a["ClientStatus"] in ("pending", "running")]  # fmt: skip
+        left = [
+            a
+            for a in c.get(f"/v1/node/{seg(node_id)}/allocations")
+            if a["DesiredStatus"] == "run" and a["ClientStatus"] in ("pending", "running")
+        ]
         if len(left) != last:
             last = len(left)
             say(f'Node "{short(node_id)}": {last} allocation{"" if last == 1 else "s"} left to migrate')

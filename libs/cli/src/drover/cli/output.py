@@ -23,7 +23,9 @@ def table(header: Sequence[str], rows: Iterable[Sequence[Any]]) -> str:
     """Columns left-aligned, two spaces apart, the header first (Nomad's formatList)."""
     lines = [[str(c) for c in header], *([_cell(c) for c in row] for row in rows)]
     widths = [max(len(line[i]) for line in lines) for i in range(len(header))]
-    return "\n".join("  ".join(c.ljust(w) for c, w in zip(line, widths, strict=True)).rstrip() for line in lines)
+    return "\n".join(
+        "  ".join(c.ljust(w) for c, w in zip(line, widths, strict=True)).rstrip() for line in lines
+    )
 
 
 def kv(pairs: Iterable[tuple[str, Any]]) -> str:
@@ -55,7 +57,7 @@ def date(ns: int) -> str:
 
 def duration(seconds: float) -> str:
     """A duration as Go prints a rounded one: "1h2m3s", "45s", "0s"."""
-    total = max(0, int(round(seconds)))
+    total = max(0, round(seconds))
     h, rest = divmod(total, 3600)
     m, s = divmod(rest, 60)
     if h:

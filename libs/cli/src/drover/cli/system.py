@@ -44,23 +44,52 @@ def health(leader: str, metrics: dict[str, Any]) -> dict[str, Any]:
     for (service, _), p in sorted(procs.items()):
         role = "leader" if service in LEADER_ELECTED else ("relay" if service == "relay" else "replica")
         services.append({**p, "Role": role})
-    return {"Leader": leader, "Index": position, "Services": services,
-            "Nodes": dict(counts["nodes"]), "Allocations": dict(counts["allocs"]), "Evaluations": dict(counts["evals"])}  # fmt: skip
+    return {
+        "Leader": leader,
+        "Index": position,
+        "Services": services,
+        "Nodes": dict(counts["nodes"]),
+        "Allocations": dict(counts["allocs"]),
+        "Evaluations": dict(counts["evals"]),
+    }
 
 
 def health_text(h: dict[str, Any]) -> str:
-    missing = [s for s in ("relay", "broker", "worker", *LEADER_ELECTED) if s not in {p["Service"] for p in h["Services"]}]
-    head = kv([("API", h["Leader"]), ("Log Index", h["Index"]),
-               ("Missing", ", ".join(missing) if missing else "none")])  # fmt: skip
-    rows = [[p["Service"], p["Instance"], p["Role"], "" if p["Position"] is None else p["Position"],
-             "" if p["Lag"] is None else p["Lag"]] for p in h["Services"]]  # fmt: skip
-    procs = table(["Service", "Instance", "Role", "Position", "Lag"], rows) if rows else "No service reports figures"
+    missing = [
+        s
+        for s in ("relay", "broker", "worker", *LEADER_ELECTED)
+        if s not in {p["Service"] for p in h["Services"]}
+    ]
+    head = kv(
+        [
+            ("API", h["Leader"]),
+            ("Log Index", h["Index"]),
+            ("Missing", ", ".join(missing) if missing else "none"),
+        ]
+    )
+    rows = [
+        [
+            p["Service"],
+            p["Instance"],
+            p["Role"],
+            "" if p["Position"] is None else p["Position"],
+            "" if p["Lag"] is None else p["Lag"],
+        ]
+        for p in h["Services"]
+    ]
+    procs = (
+        table(["Service", "Instance", "Role", "Position", "Lag"], rows)
+        if rows
+        else "No service reports figures"
+    )
 
     def by(kind: str) -> str:
         counts = h[kind]
         return ", ".join(f"{counts[k]} {k}" for k in sorted(counts) if counts[k]) or "none"
 
-    cluster = kv([("Nodes", by("Nodes")), ("Allocations", by("Allocations")), ("Evaluations", by("Evaluations"))])
+    cluster = kv(
+        [("Nodes", by("Nodes")), ("Allocations", by("Allocations")), ("Evaluations", by("Evaluations"))]
+    )
     return f"{head}\n\nServices\n{procs}\n\nCluster\n{cluster}"
 
 
