@@ -334,3 +334,57 @@ def test_errors_are_one_readable_line_and_exit_1(cluster: Cluster) -> None:
     assert p.returncode == 1 and p.stderr.startswith("Error: "), p.stderr
     p = drover(c, "node", "drain", "alpha-1")
     assert p.returncode == 1 and "give one of -enable or -disable" in p.stderr
+
+
+def test_canaries_promoted_and_the_other_acting_verbs(
+    cluster: Cluster, clients: StandInClients, tmp_path: Path
+) -> None:
+    c = cluster
+    path = job_file(tmp_path, "canary", 2)
+    doc = json.loads(path.read_text())
+    doc["Job"]["Update"] = {"MaxParallel": 1, "Canary": 1, "MinHealthyTime": 0}
+    path.write_text(json.dumps(doc))
+    ok(c, "job", "run", str(path))
+    doc["Job"]["TaskGroups"][0]["Tasks"][0]["Env"] = {"V": "2"}  # a destructive change: a canary
+    path.write_text(json.dumps(doc))
+    out = ok(c, "job", "run", "-detach", str(path))
+    assert re.search(r"^Evaluation ID: \S+$", out, re.M), out
+    d = c.wait(lambda: (x := c.get("/v1/job/canary/deployment"))["JobVersion"] == 1 and x, timeout=30)
+    c.wait(lambda: c.get(f"/v1/deployment/{d['ID']}")["TaskGroups"]["web"]["HealthyAllocs"] == 1, timeout=30)
+    status = ok(c, "deployment", "status", d["ID"][:8])
+    assert header(status, "Task Group") == ["Task Group", "Promoted", "Desired", "Canaries", "Placed", "Healthy",
+                                            "Unhealthy", "Progress Deadline"]  # fmt: skip
+    assert re.search(r"^web\s+false\s+2\s+1\s+1\s+1\s+0\s+\d{4}-", status, re.M), status
+    assert ok(c, "deployment", "pause", d["ID"][:8]).strip() == f'Deployment "{d["ID"][:8]}" paused'
+    assert c.get(f"/v1/deployment/{d['ID']}")["Status"] == "paused"
+    ok(c, "deployment", "resume", "-detach", d["ID"])
+    assert c.get(f"/v1/deployment/{d['ID']}")["Status"] == "running"
+    out = ok(c, "deployment", "promote", d["ID"])  # followed to its end
+    assert f'Deployment "{d["ID"][:8]}" successful' in out, out
+    history = ok(c, "job", "history", "canary")
+    assert re.findall(r"^Version\s+= (\d+)$", history, re.M) == ["1", "0"], history
+    assert json.loads(ok(c, "job", "inspect", "-version", "0", "canary"))["Job"]["Version"] == 0
+
+    ok(c, "job", "revert", "-detach", "canary", "0")
+    assert c.get("/v1/job/canary")["Version"] == 2
+    ok(c, "job", "scale", "-detach", "canary", "3")
+    assert c.get("/v1/job/canary")["TaskGroups"][0]["Count"] == 3
+    alloc = running(c, "canary")[0]
+    out = ok(c, "alloc", "stop", "-detach", alloc["ID"][:8])
+    assert c.get(f"/v1/allocation/{alloc['ID']}")["DesiredStatus"] == "stop", out
+    ok(c, "system", "gc")
+
+
+def test_init_writes_a_jobspec_that_validates(cluster: Cluster, tmp_path: Path) -> None:
+    c = cluster
+    spec = tmp_path / "example.nomad.json"
+    assert ok(c, "job", "init", "-json", str(spec)).strip() == f"Example job file written to {spec}"
+    assert ok(c, "job", "validate", str(spec)).strip() == "Job validation successful"
+    p = drover(c, "job", "init", "-json", str(spec))
+    assert p.returncode == 1 and "already exists" in p.stderr
+    bad = tmp_path / "bad.json"
+    bad.write_text(
+        json.dumps({"Job": {"ID": "bad", "TaskGroups": [{"Name": "g", "Count": -1, "Tasks": []}]}})
+    )
+    p = drover(c, "job", "validate", str(bad))
+    assert p.returncode == 1 and "count -1 is negative" in p.stderr and "has no tasks" in p.stderr, p.stderr

@@ -224,7 +224,9 @@ def plan(
     path: JobFile,
     var: Var = None,
     var_file: VarFile = None,
-    diff: Annotated[bool, opt("diff", "Show the diff (-diff=false: not).")] = True,
+    diff: Annotated[
+        bool, typer.Option("-diff/-no-diff", "--diff/--no-diff", help="Show the job's diff.")
+    ] = True,
     as_json: Json = False,
     verbose: Verbose = False,
     address: Address = ADDRESS,
