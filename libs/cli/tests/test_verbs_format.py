@@ -1,15 +1,19 @@
 """The verbs' layout helpers, table-driven: columns and `Key = value` blocks as Nomad's CLI
 prints them, times and durations, placement failures explained, a plan's group updates and
-exit code, Go durations, and the cluster's health read from the metrics' JSON."""
+exit code, Go durations, the cluster's health read from the metrics' JSON, and jobspec files
+(JSON, or HCL through drover.jobspec's interface)."""
 
 from __future__ import annotations
 
+import sys
+import types
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 from drover.cli.common import Problem
-from drover.cli.jobrun import group_updates, plan_changes, plan_text
+from drover.cli.jobrun import group_updates, load_job, plan_changes, plan_text
 from drover.cli.jobs import allocs_table, job_list_table, summary_table
 from drover.cli.monitor import deployment_table
 from drover.cli.nodes import node_table, parse_duration
@@ -231,3 +235,55 @@ def test_health_reads_positions_lags_and_leaders_from_the_metrics() -> None:
     assert "Missing   = worker, watcher, gc" in text
     assert "planner  9         leader   100       20" in text
     assert "Nodes       = 1 down, 2 ready" in text
+
+
+def test_load_job_reads_json_with_or_without_its_wrapper(tmp_path: Path) -> None:
+    wrapped, bare, broken = tmp_path / "a.json", tmp_path / "b.nomad", tmp_path / "c.json"
+    wrapped.write_text('{"Job": {"ID": "a"}}')
+    bare.write_text('  {"ID": "b"}')
+    broken.write_text('{"Job":\n  {"ID": }}')
+    assert load_job(str(wrapped)) == {"ID": "a"} and load_job(str(bare)) == {"ID": "b"}
+    with pytest.raises(Problem, match=r"c.json:2: not valid JSON"):
+        load_job(str(broken))
+    with pytest.raises(Problem, match="can't read"):
+        load_job(str(tmp_path / "missing.json"))
+
+
+class _JobspecError(Exception):
+    def __init__(self, problems: list[str]) -> None:
+        super().__init__("\n".join(problems))
+        self.problems = problems
+
+
+def test_hcl_goes_through_drover_jobspec_with_the_variables(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    calls: list[dict[str, Any]] = []
+
+    def parse(src: str, **kw: Any) -> dict[str, Any]:
+        calls.append({"src": src, **kw})
+        if "broken" in src:
+            raise _JobspecError(["web.hcl:3: job.group: a group needs a name"])
+        return {"ID": "web", "Meta": kw["variables"]}
+
+    fake = types.ModuleType("drover.jobspec")
+    fake.parse = parse  # type: ignore[attr-defined]
+    fake.JobspecError = _JobspecError  # type: ignore[attr-defined]
+    spec, varfile = tmp_path / "web.hcl", tmp_path / "prod.vars.hcl"
+    spec.write_text('job "web" {}')
+    varfile.write_text('image = "x"')
+    monkeypatch.setitem(sys.modules, "drover.jobspec", None)  # absent: a clear refusal
+    with pytest.raises(Problem, match=r"HCL jobspecs need drover\.jobspec"):
+        load_job(str(spec))
+    monkeypatch.setitem(sys.modules, "drover.jobspec", fake)
+    monkeypatch.setenv("NOMAD_VAR_region", "eu")
+    job = load_job(str(spec), ["image=redis:7", "n=a=b"], [str(varfile)])
+    assert job == {"ID": "web", "Meta": {"image": "redis:7", "n": "a=b"}}
+    (call,) = calls
+    assert call["filename"] == str(spec) and call["var_files"] == [str(varfile)]
+    assert call["env"]["NOMAD_VAR_region"] == "eu" and call["read_file"](str(varfile)) == 'image = "x"'
+    spec.write_text("broken")
+    with pytest.raises(Problem, match=r"(?s)the jobspec is invalid:\nweb.hcl:3: job.group: a group needs"):
+        load_job(str(spec))
+    with pytest.raises(Problem, match="-var takes key=value"):
+        load_job(str(spec), ["novalue"])

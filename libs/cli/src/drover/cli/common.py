@@ -5,8 +5,10 @@ of tracebacks, and the lookup of an object by a unique prefix of its ID."""
 from __future__ import annotations
 
 import functools
+import importlib
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from types import ModuleType
 from typing import Annotated, Any, NoReturn, ParamSpec, TypeVar
 
 import typer
@@ -133,3 +135,20 @@ def confirm(question: str, yes: bool) -> None:
         raise Problem(f"{question} Pass -yes to confirm (stdin is not a terminal)")
     if not typer.confirm(question, default=False):
         raise typer.Exit(EXIT_ERROR)
+
+
+def optional_module(name: str) -> ModuleType | None:
+    """A module this build may lack (drover.jobspec, drover.cli.diffview), or None; an import
+    failing inside the module is raised, not taken for its absence."""
+    try:
+        return importlib.import_module(name)
+    except ModuleNotFoundError as e:
+        if e.name is not None and name.startswith(e.name):
+            return None
+        raise
+
+
+def diff_text(diff: dict[str, Any], verbose: bool = False) -> str | None:
+    """A job diff as Nomad prints it (+ / - / ~), or None when this build can't format diffs."""
+    diffview = optional_module("drover.cli.diffview")
+    return None if diffview is None else str(diffview.format_diff(diff, verbose=verbose))

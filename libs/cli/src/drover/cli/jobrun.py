@@ -23,9 +23,11 @@ from drover.cli.common import (
     Problem,
     Verbose,
     client,
+    diff_text,
     echo,
     error,
     opt,
+    optional_module,
     verb,
 )
 from drover.cli.output import as_json as to_json
@@ -78,12 +80,11 @@ def load_job(
 
 
 def _parse_hcl(path: str, src: str, variables: dict[str, str], var_files: list[str]) -> dict[str, Any]:
-    try:
-        from drover import jobspec  # type: ignore[attr-defined]
-    except ImportError:
+    jobspec = optional_module("drover.jobspec")
+    if jobspec is None:
         raise Problem(
             f"{path}: HCL jobspecs need drover.jobspec, which this Drover lacks; give the job as JSON"
-        ) from None
+        )
     for f in var_files:
         if not Path(f).is_file():
             raise Problem(f"can't read the variables file {f}")
@@ -207,13 +208,9 @@ def plan_text(plan: dict[str, Any], job_id: str, path: str, verbose: bool = Fals
 def _diff_or_updates(plan: dict[str, Any], job_id: str, verbose: bool) -> str:
     updates = (plan.get("Annotations") or {}).get("DesiredTGUpdates") or {}
     diff = plan.get("Diff")
-    if diff:
-        try:
-            from drover.cli import diffview  # type: ignore[attr-defined]
-        except ImportError:
-            pass
-        else:
-            return str(diffview.format_diff(diff, verbose=verbose))
+    text = diff_text(diff, verbose) if diff else None
+    if text is not None:
+        return text
     lines = [f'Job: "{job_id}"']
     lines += [f'Task Group: "{g}" ({group_updates(u) or "no change"})' for g, u in sorted(updates.items())]
     return "\n".join(lines)

@@ -22,6 +22,7 @@ from drover.cli.common import (
     Problem,
     Verbose,
     client,
+    diff_text,
     echo,
     matches,
     opt,
@@ -243,11 +244,8 @@ def _version_block(v: dict[str, Any], diff: Any, with_diff: bool) -> str:
 
 
 def _diff_text(diff: dict[str, Any]) -> str:
-    try:
-        from drover.cli import diffview  # type: ignore[attr-defined]
-    except ImportError:
-        return "(diffs are not shown by this build: drover.cli.diffview is missing)"
-    return str(diffview.format_diff(diff, verbose=False))
+    text = diff_text(diff)
+    return "(this build can't show diffs: drover.cli.diffview is missing)" if text is None else text
 
 
 @verb()
