@@ -245,6 +245,12 @@ def test_job_run_follows_the_deployment_and_the_reads_show_it(
         doc = json.loads(ok(c, *args, "-json"))
         assert check(doc), (args, doc)
 
+    # A count change: the allocs updated in place join the new deployment, which succeeds.
+    out = ok(c, "job", "run", str(job_file(tmp_path, "web", 4)))
+    assert len(re.findall(r'Allocation "[0-9a-f]{8}" modified', out)) == 3, out
+    assert re.search(r'Deployment "[0-9a-f]{8}" successful', out), out
+    assert re.search(r"^    web\s+4\s+4\s+4\s+0\s+N/A$", out, re.M), out
+
 
 def test_job_plan_exits_1_on_a_change_and_run_check_index_holds(
     cluster: Cluster, clients: StandInClients, tmp_path: Path
