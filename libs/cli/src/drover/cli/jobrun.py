@@ -11,7 +11,7 @@ from typing import Annotated, Any
 import typer
 
 from drover.cli import monitor
-from drover.cli.api import ApiError, Client, seg
+from drover.cli.api import ApiError, seg
 from drover.cli.common import (
     ADDRESS,
     EXIT_PLAN_ERROR,
@@ -102,22 +102,6 @@ def _parse_hcl(path: str, src: str, variables: dict[str, str], var_files: list[s
     return dict(job.get("Job", job)) if isinstance(job, dict) else job
 
 
-def _check_index(c: Client, job_id: str, index: int) -> None:
-    """-check-index: the job's JobModifyIndex must be `index` (0: the job must not exist)."""
-    try:
-        current = int(c.get(f"/v1/job/{seg(job_id)}")["JobModifyIndex"])
-    except ApiError as e:
-        if e.status != 404:
-            raise
-        current = 0
-    if current != index:
-        if index == 0:
-            raise Problem(f'Enforcing job modify index 0: job "{job_id}" already exists')
-        raise Problem(
-            f"Enforcing job modify index {index}: job exists with conflicting job modify index: {current}"
-        )
-
-
 @verb()
 def run(
     path: JobFile,
@@ -139,7 +123,6 @@ def run(
     with client(address, job.get("Namespace") or namespace) as c:
         body: dict[str, Any] = {"Job": job}
         if check_index is not None:
-            _check_index(c, str(job.get("ID", "")), check_index)
             body |= {"EnforceIndex": True, "JobModifyIndex": check_index}
         r = c.put("/v1/jobs", body)
         if r.get("Warnings"):
