@@ -22,6 +22,7 @@ from drover.cli.common import (
     Problem,
     Verbose,
     client,
+    confirm,
     diff_text,
     echo,
     matches,
@@ -254,14 +255,16 @@ def stop(
     purge: Annotated[bool, opt("purge", "Forget the job once stopped (no history kept in the API).")] = False,
     detach: Detach = False,
     verbose: Verbose = False,
-    yes: Annotated[bool, opt("yes", "Don't ask (kept for Nomad's scripts: drover never asks here).")] = False,
+    yes: Annotated[bool, opt("yes", "Don't ask for confirmation when <job> is a prefix.")] = False,
     address: Address = ADDRESS,
     namespace: Namespace = NAMESPACE,
 ) -> None:
     """Stop a job's allocs (deregister it); -purge forgets it too. Follows the eval unless -detach."""
     with client(address, namespace) as c:
-        job_id = resolve(c, "job", job_id)["ID"]
-        r = c.delete(f"/v1/job/{seg(job_id)}", purge="true" if purge else "false")
+        full = resolve(c, "job", job_id)["ID"]
+        if full != job_id:
+            confirm(f'Are you sure you want to stop job "{full}"?', yes)
+        r = c.delete(f"/v1/job/{seg(full)}", purge="true" if purge else "false")
         _then_follow(c, r.get("EvalID", ""), detach, verbose)
 
 
