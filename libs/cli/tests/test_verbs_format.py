@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 
+from drover.cli.allocs import task_time
 from drover.cli.common import Problem
 from drover.cli.jobrun import group_updates, load_job, plan_changes, plan_text
 from drover.cli.jobs import allocs_table, job_list_table, summary_table
@@ -52,6 +53,9 @@ def test_kv_aligns_on_the_equals_sign() -> None:
         (duration, 3725, "1h2m5s"),
         (lambda ns: ago(ns, NOW), int((NOW - 125) * S), "2m5s ago"),
         (lambda ns: ago(ns, NOW), int((NOW - 2 * 86400) * S), "2027-01-13T08:00:00Z"),
+        (task_time, "2026-11-26T07:54:35.411690298Z", "2026-11-26T07:54:35Z"),
+        (task_time, "0001-01-01T00:00:00Z", "N/A"),
+        (task_time, 1_800_000_000 * S, "2027-01-15T08:00:00Z"),
         (parse_duration, "1h30m", 5400 * S),
         (parse_duration, "500ms", S // 2),
         (parse_duration, "1.5s", 3 * S // 2),

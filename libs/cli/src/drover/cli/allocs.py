@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from typing import Annotated, Any
 
 import typer
@@ -59,20 +60,25 @@ def alloc_head(a: dict[str, Any], verbose: bool = False, now: float | None = Non
     return kv(pairs)
 
 
-def _when(value: Any) -> str:
+def task_time(value: Any) -> str:
     if isinstance(value, int):
         return date(value) or "N/A"
-    return "N/A" if value in _ZERO_TIME or value is None else str(value)
+    # An RFC 3339 time to the second, as Nomad prints it.
+    return (
+        "N/A"
+        if value in _ZERO_TIME or value is None
+        else re.sub(r"\.\d+(?=Z|[+-]\d\d:\d\d$)", "", str(value))
+    )
 
 
 def task_block(name: str, state: dict[str, Any]) -> str:
     """A task's state and its recent events (newest first), as `nomad alloc status` shows them."""
     head = kv(
         [
-            ("Started At", _when(state.get("StartedAt"))),
-            ("Finished At", _when(state.get("FinishedAt"))),
+            ("Started At", task_time(state.get("StartedAt"))),
+            ("Finished At", task_time(state.get("FinishedAt"))),
             ("Total Restarts", state.get("Restarts", 0)),
-            ("Last Restart", _when(state.get("LastRestart"))),
+            ("Last Restart", task_time(state.get("LastRestart"))),
         ]
     )
     events = sorted(state.get("Events") or [], key=lambda e: e.get("Time", 0), reverse=True)[:10]
