@@ -152,7 +152,7 @@ _UPDATES = (
     ("Ignore", "ignore"),
 )
 # What changes allocs: `job plan` exits 1 when any is above 0.
-CHANGES = ("Place", "Migrate", "DestructiveUpdate", "Stop", "Canary", "Preemptions")
+CHANGES = ("Place", "Migrate", "DestructiveUpdate", "Stop", "Canary")
 
 
 def group_updates(updates: dict[str, int]) -> str:

@@ -14,7 +14,7 @@ from rich.text import Text
 
 from drover.cli.api import ApiError, Client, seg
 from drover.cli.common import EXIT_ERROR, EXIT_OK, EXIT_PLACEMENT, echo, out
-from drover.cli.output import failed_placements, kv, short, table
+from drover.cli.output import duration, failed_placements, kv, short, table
 
 EVAL_TERMINAL = ("complete", "failed", "canceled", "cancelled")
 DEPLOYMENT_TERMINAL = ("successful", "failed", "cancelled")
@@ -79,7 +79,8 @@ def follow_eval(c: Client, eval_id: str, verbose: bool = False) -> Outcome:
             continue
         failed |= ev.get("FailedTGAllocs") or {}
         if ev.get("NextEval") and status == "complete":
-            say(f'Monitoring next evaluation "{short(ev["NextEval"], verbose)}" in {ev.get("Wait", 0)}')
+            wait = duration((ev.get("Wait") or 0) / 1e9)
+            say(f'Monitoring next evaluation "{short(ev["NextEval"], verbose)}" in {wait}')
             eval_id, index, status = ev["NextEval"], 0, ""
             continue
         _finished(ev, failed, verbose)
