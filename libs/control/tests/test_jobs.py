@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 
 from drover.control import jobs
-from drover.control.errors import Invalid, NotFound
+from drover.control.errors import Conflict, Invalid, NotFound
 from drover.control.scaling import ScaleRequest, scale
 from drover.model import Job
 from drover.model.events import EvalsUpserted, JobDeregistered, JobRegistered, ScalingEventRegistered
@@ -43,6 +43,25 @@ def test_register_appends_the_job_at_its_version_and_an_eval_after_the_stream() 
     (ev,) = evals.evals
     assert (ev.job_id, ev.triggered_by, ev.status, ev.create_time) == ("web", "job-register", "pending", NOW)
     assert change.eval_ids == [ev.id] and change.job == registered.job
+
+
+@pytest.mark.parametrize(
+    ("existing", "index", "refusal"),
+    [
+        (None, 0, ""),
+        (None, 5, "Enforcing job modify index 5: job does not exist"),
+        (_changed(job(), job_modify_index=7), 7, ""),
+        (_changed(job(), job_modify_index=7), 6, "Enforcing job modify index 6: job exists with conflicting job modify index: 7"),
+        (_changed(job(), job_modify_index=7), 0, "Enforcing job modify index 0: job already exists"),
+    ],
+)  # fmt: skip
+def test_register_with_enforce_index(existing: Job | None, index: int, refusal: str) -> None:
+    if not refusal:
+        assert jobs.register(job(count=5), existing, 1, NOW, enforce_index=index).job is not None
+        return
+    with pytest.raises(Conflict) as e:
+        jobs.register(job(count=5), existing, 1, NOW, enforce_index=index)
+    assert e.value.message == refusal
 
 
 def test_prepare_fills_defaults_and_lists_every_problem() -> None:

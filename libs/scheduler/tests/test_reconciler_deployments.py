@@ -283,6 +283,12 @@ def test_in_place_changes(name: str, mutate: Mutation, extra: int) -> None:
         if a.id in before:
             assert a.node_id == before[a.id].node_id
             assert a.name == before[a.id].name
+    # The deployment of version 1 takes the allocs updated in place, their health to be judged
+    # again, and counts them placed (Nomad's computeJobAllocs and updateDeploymentWithAlloc).
+    (created,) = [d for d in deployments(h) if d.job_version == 1]
+    assert all(a.deployment_id == created.id for a in after), name
+    assert all(a.deployment_status is None for a in after if a.id in before), name
+    assert created.task_groups["g"].placed_allocs == 10 + extra, name
 
 
 @pytest.mark.parametrize(("name", "mutate"), DESTRUCTIVE, ids=[r[0] for r in DESTRUCTIVE])

@@ -14,7 +14,7 @@ BLOCKING_WAIT = 30.0
 _MARGIN = 15.0
 
 
-def _seg(value: str) -> str:
+def seg(value: str) -> str:
     """A path segment: an ID quoted whole (a job ID may hold characters a URL reserves)."""
     return quote(value, safe="")
 
@@ -49,35 +49,65 @@ class Client:
             raise ApiError(0, f"can't reach the API at {self.address}: {e or type(e).__name__}") from e
         if r.status_code != 200:
             raise ApiError(r.status_code, r.text.strip() or f"{r.status_code} {r.reason_phrase}")
-        return r.json(), int(r.headers.get("X-Nomad-Index", 0))
+        return (r.json() if r.content else None), int(r.headers.get("X-Nomad-Index", 0))
+
+    # --- any path: what the verbs read and write ---
+    def get(self, path: str, **params: Any) -> Any:
+        return self._call("GET", path, **params)[0]
+
+    def get_indexed(self, path: str, index: int = 0, **params: Any) -> tuple[Any, int]:
+        """The answer and its index; given an index, a blocking query (it answers once what it
+        reads changed after `index`, or after BLOCKING_WAIT)."""
+        if index:
+            params |= {"index": index, "wait": f"{BLOCKING_WAIT:g}s"}
+        return self._call("GET", path, **params)
+
+    def put(self, path: str, body: Any = None, **params: Any) -> Any:
+        return self._call("PUT", path, body, **params)[0]
+
+    def post(self, path: str, body: Any = None, **params: Any) -> Any:
+        return self._call("POST", path, body, **params)[0]
+
+    def delete(self, path: str, **params: Any) -> Any:
+        return self._call("DELETE", path, **params)[0]
+
+    def text(self, path: str, **params: Any) -> str:
+        """A read answered in plain text (the leader's address, the metrics in Prometheus')."""
+        try:
+            r = self.http.get(path, params={"namespace": self.namespace, **params})
+        except httpx.TransportError as e:
+            raise ApiError(0, f"can't reach the API at {self.address}: {e or type(e).__name__}") from e
+        if r.status_code != 200:
+            raise ApiError(r.status_code, r.text.strip() or f"{r.status_code} {r.reason_phrase}")
+        return r.text
 
     # --- jobs ---
     def jobs(self) -> list[dict[str, Any]]:
         return list(self._call("GET", "/v1/jobs")[0])
 
     def job_allocs(self, job_id: str) -> list[dict[str, Any]]:
-        return list(self._call("GET", f"/v1/job/{_seg(job_id)}/allocations")[0])
+        return list(self._call("GET", f"/v1/job/{seg(job_id)}/allocations")[0])
 
     # --- restarts ---
     def start_restart(self, job_id: str, body: dict[str, Any]) -> str:
         """Start restarting the job; the restart's ID."""
-        return str(self._call("POST", f"/v1/job/{_seg(job_id)}/restart", body)[0]["RestartID"])
+        return str(self._call("POST", f"/v1/job/{seg(job_id)}/restart", body)[0]["RestartID"])
 
     def restarts(self, job_id: str) -> list[dict[str, Any]]:
-        return list(self._call("GET", f"/v1/job/{_seg(job_id)}/restarts")[0])
+        return list(self._call("GET", f"/v1/job/{seg(job_id)}/restarts")[0])
 
     def restart(self, job_id: str, restart_id: str, index: int = 0) -> tuple[dict[str, Any], int]:
         """The restart and the index it was read at; given an index, a blocking query: it answers
         once the restart changed after `index` (or BLOCKING_WAIT passed)."""
         params = {"index": index, "wait": f"{BLOCKING_WAIT:g}s"} if index else {}
-        doc, at = self._call("GET", f"/v1/job/{_seg(job_id)}/restart/{_seg(restart_id)}", **params)
+        doc, at = self._call("GET", f"/v1/job/{seg(job_id)}/restart/{seg(restart_id)}", **params)
         return doc, at
 
     def pause_restart(self, job_id: str, restart_id: str) -> None:
-        self._call("POST", f"/v1/job/{_seg(job_id)}/restart/{_seg(restart_id)}/pause")
+        self._call("POST", f"/v1/job/{seg(job_id)}/restart/{seg(restart_id)}/pause")
 
     def resume_restart(self, job_id: str, restart_id: str) -> None:
-        self._call("POST", f"/v1/job/{_seg(job_id)}/restart/{_seg(restart_id)}/resume")
+        self._call("POST", f"/v1/job/{seg(job_id)}/restart/{seg(restart_id)}/resume")
 
     def cancel_restart(self, job_id: str, restart_id: str) -> None:
-        self._call("DELETE", f"/v1/job/{_seg(job_id)}/restart/{_seg(restart_id)}")
+        self._call("DELETE", f"/v1/job/{seg(job_id)}/restart/{seg(restart_id)}")

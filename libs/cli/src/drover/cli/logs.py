@@ -14,7 +14,7 @@ from typing import Annotated, Any
 import httpx
 import typer
 
-from drover.cli.api import DEFAULT_ADDRESS, ApiError, _seg
+from drover.cli.api import DEFAULT_ADDRESS, ApiError, seg
 
 EXIT_FAILED = 1  # the API refused, nothing matched, or it could not be reached
 EXIT_INTERRUPTED = 130  # Ctrl-C
@@ -120,29 +120,29 @@ class LogReader:
         if len(alloc_id) < 2:
             raise ApiError(400, "Alloc ID must contain at least two characters")
         if len(alloc_id) == FULL_ID:
-            return dict(self._get(f"/v1/allocation/{_seg(alloc_id)}"))
+            return dict(self._get(f"/v1/allocation/{seg(alloc_id)}"))
         found = self._get("/v1/allocations", prefix=alloc_id)
         if not found:
             raise ApiError(404, f"No allocation(s) with prefix or id {alloc_id!r} found")
         if len(found) > 1:
             listed = "\n".join(f"  {a['ID']}  {a['Name']}  {a['ClientStatus']}" for a in found)
             raise ApiError(400, f"Prefix {alloc_id!r} matched multiple allocations:\n{listed}")
-        return dict(self._get(f"/v1/allocation/{_seg(found[0]['ID'])}"))
+        return dict(self._get(f"/v1/allocation/{seg(found[0]['ID'])}"))
 
     def pick_job_alloc(self, job_id: str) -> dict[str, Any]:
         """A running alloc of the job, picked at random (Nomad's -job)."""
         running = [
-            a for a in self._get(f"/v1/job/{_seg(job_id)}/allocations") if a["ClientStatus"] == "running"
+            a for a in self._get(f"/v1/job/{seg(job_id)}/allocations") if a["ClientStatus"] == "running"
         ]
         if not running:
             raise ApiError(404, f"job {job_id!r} has no running allocations")
-        return dict(self._get(f"/v1/allocation/{_seg(random.choice(running)['ID'])}"))
+        return dict(self._get(f"/v1/allocation/{seg(random.choice(running)['ID'])}"))
 
     def only_task(self, alloc: dict[str, Any]) -> str:
         """The alloc's task when its group has one; otherwise a refusal listing them."""
         tasks = sorted(alloc.get("TaskStates") or {})
         if not tasks:
-            job = alloc.get("Job") or self._get(f"/v1/job/{_seg(alloc['JobID'])}")
+            job = alloc.get("Job") or self._get(f"/v1/job/{seg(alloc['JobID'])}")
             groups = [g for g in job.get("TaskGroups") or [] if g.get("Name") == alloc.get("TaskGroup")]
             tasks = sorted(t["Name"] for g in groups for t in g.get("Tasks") or [])
         if len(tasks) == 1:
@@ -160,7 +160,7 @@ class LogReader:
         params: dict[str, str | int] = {"task": task, "type": log_type, "follow": str(follow).lower(), "origin": origin,
                   "offset": offset, "namespace": self.namespace}  # fmt: skip
         try:
-            with self.http.stream("GET", f"/v1/client/fs/logs/{_seg(alloc_id)}", params=params) as r:
+            with self.http.stream("GET", f"/v1/client/fs/logs/{seg(alloc_id)}", params=params) as r:
                 if r.status_code != 200:
                     raise ApiError(r.status_code, r.read().decode(errors="replace").strip())
                 for doc in _frames(r.iter_bytes()):

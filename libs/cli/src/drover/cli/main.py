@@ -3,29 +3,66 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from pathlib import Path
 
 import typer
 
-from drover.cli import events, logs, restart
+from drover.cli import allocs, deployments, evals, events, jobrun, jobs, logs, nodes, restart, system
 from drover.runtime.settings import Settings
+
+HELP = """Drover: a cluster scheduler with Nomad's model and API.
+
+The verbs talk to the API at -address, DROVER_ADDR or NOMAD_ADDR (default
+http://127.0.0.1:4646). Flags are spelt as Nomad's (-json) or with two dashes
+(--json). Every read takes -json (the API's JSON); IDs may be unique prefixes.
+
+Exit codes: 0 success; 1 an error (the API's refusal is printed, or the
+address it could not reach); 2 bad usage, and for `job run` allocs that could
+not be placed (the reasons are printed); `job plan`: 0 no allocs would change,
+1 some would, 255 an error. `job restart` and `event tail` say theirs in -h.
+"""
 
 # Nomad's spellings of help too (`drover job restart -h`).
 _HELP_NAMES = {"help_option_names": ["--help", "-h", "-help"]}
-app = typer.Typer(help="Drover: a cluster scheduler with Nomad's model and API.", no_args_is_help=True)
+app = typer.Typer(
+    help=HELP, no_args_is_help=True, context_settings=_HELP_NAMES, pretty_exceptions_enable=False
+)
 admin = typer.Typer(help="Administer the event log and its projections.", no_args_is_help=True)
 app.add_typer(admin, name="admin")
-job = typer.Typer(help="Operate on jobs through the API.", no_args_is_help=True, context_settings=_HELP_NAMES)
-app.add_typer(job, name="job")
+
+
+def _group(
+    name: str, help: str, verbs: dict[str, Callable[..., None]], parent: typer.Typer = app
+) -> typer.Typer:
+    """A group of verbs (`drover job ...`), each a command named as Nomad's."""
+    group = typer.Typer(help=help, no_args_is_help=True, context_settings=_HELP_NAMES)
+    parent.add_typer(group, name=name)
+    for verb, fn in verbs.items():
+        group.command(verb)(fn)
+    return group
+
+
+job = _group("job", "Run, plan, inspect and operate on jobs.", {
+    "run": jobrun.run, "plan": jobrun.plan, "validate": jobrun.validate, "init": jobrun.init,
+    "status": jobs.status, "inspect": jobs.inspect, "history": jobs.history, "stop": jobs.stop,
+    "revert": jobs.revert, "scale": jobs.scale, "dispatch": jobs.dispatch,
+})  # fmt: skip
 job.command("restart", help=restart.HELP, no_args_is_help=True)(restart.restart)
-event = typer.Typer(help="Follow the cluster's events.", no_args_is_help=True, context_settings=_HELP_NAMES)
-app.add_typer(event, name="event")
-event.command("tail", help=events.HELP)(events.tail)
-alloc = typer.Typer(
-    help="Operate on allocations through the API.", no_args_is_help=True, context_settings=_HELP_NAMES
-)
-app.add_typer(alloc, name="alloc")
+_group("periodic", "Periodic jobs.", {"force": jobs.periodic_force}, parent=job)
+alloc = _group("alloc", "Inspect and act on allocations.",
+               {"status": allocs.status, "stop": allocs.stop, "restart": allocs.restart})  # fmt: skip
 alloc.command("logs", help=logs.HELP, no_args_is_help=True)(logs.logs)
+_group("eval", "Inspect evaluations.", {"list": evals.list_evals, "status": evals.status})
+_group("node", "Inspect and act on client nodes.",
+       {"status": nodes.status, "drain": nodes.drain, "eligibility": nodes.eligibility})  # fmt: skip
+_group("deployment", "Inspect and act on deployments.", {
+    "list": deployments.list_deployments, "status": deployments.status, "promote": deployments.promote,
+    "pause": deployments.pause, "resume": deployments.resume, "fail": deployments.fail,
+})  # fmt: skip
+_group("system", "Cluster-wide operations.", {"gc": system.gc})
+app.command("status")(system.status)
+_group("event", "Follow the cluster's events.", {}).command("tail", help=events.HELP)(events.tail)
 
 
 def _settings() -> Settings:

@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from drover.control.change import Change
-from drover.control.errors import Invalid, NotFound
+from drover.control.errors import Conflict, Invalid, NotFound
 from drover.model import Job
 from drover.model.canonicalize import canonicalize
 from drover.model.evaluation import (
@@ -65,10 +65,15 @@ def update_problems(existing: Job | None, job: Job) -> list[str]:
     return out
 
 
-def register(job: Job, existing: Job | None, stream_version: int, now: int) -> JobChange:
+def register(
+    job: Job, existing: Job | None, stream_version: int, now: int, enforce_index: int | None = None
+) -> JobChange:
     """Register `job` (prepared) over `existing`, whose stream is at `stream_version`: the job
     at its next version, and a job-register eval (none for a periodic or parameterized job,
-    which only its children run)."""
+    which only its children run). With `enforce_index` (Nomad's EnforceIndex), only if the
+    job's JobModifyIndex is that (0: only if there is no such job)."""
+    if enforce_index is not None:
+        check_index(existing, enforce_index)
     problems = update_problems(existing, job)
     if problems:
         raise Invalid.of(problems, "Job is invalid:")
@@ -76,6 +81,20 @@ def register(job: Job, existing: Job | None, stream_version: int, now: int) -> J
     evals = [] if job.launches_children() else [job_eval(job, TRIGGER_JOB_REGISTER, now)]
     change = Change.of([NewEvent(JobRegistered(job=job), expected_version=stream_version)], evals)
     return JobChange(change.events, change.evals, job)
+
+
+def check_index(existing: Job | None, index: int) -> None:
+    """Conflict unless the job is at JobModifyIndex `index` (0: it does not exist), in Nomad's words."""
+    if existing is None:
+        if index != 0:
+            raise Conflict(f"Enforcing job modify index {index}: job does not exist")
+    elif index == 0:
+        raise Conflict("Enforcing job modify index 0: job already exists")
+    elif existing.job_modify_index != index:
+        raise Conflict(
+            f"Enforcing job modify index {index}: job exists with conflicting job modify index: "
+            f"{existing.job_modify_index}"
+        )
 
 
 def plan(state: InMemoryState, job: Job, now: int) -> tuple[Job | None, SchedulerResult]:

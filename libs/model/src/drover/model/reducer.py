@@ -207,12 +207,13 @@ def _write_alloc(
         if keeps_client_status(state, old.node_id, a.client_status):
             update["client_status"] = old.client_status
             update["client_description"] = old.client_description
-        if old.deployment_status is not None and a.deployment_status is not None:
-            update["deployment_status"] = old.deployment_status.model_copy(
-                update={"canary": a.deployment_status.canary}
-            )
-        elif old.deployment_status is not None:
-            update["deployment_status"] = old.deployment_status
+        # The client's health verdict holds within its deployment; an alloc an in-place update
+        # moved into a new deployment is judged again.
+        kept = old.deployment_status if old.deployment_id == a.deployment_id else None
+        if kept is not None and a.deployment_status is not None:
+            update["deployment_status"] = kept.model_copy(update={"canary": a.deployment_status.canary})
+        elif kept is not None:
+            update["deployment_status"] = kept
     if getattr(state, "drop_metrics", False):
         update["metrics"] = None  # the state would drop them anyway: one copy, not two
     if getattr(state, "owns_events", False):
@@ -281,7 +282,9 @@ def _plan_applied(state: StateWriter, index: int, ev: PlanApplied) -> None:
             prev = state.alloc(a.previous_allocation)
             if prev is not None and prev.next_allocation != a.id:
                 state.upsert_alloc(prev.model_copy(update={"next_allocation": a.id, "modify_index": index}))
-        if is_new and a.deployment_id:
+        # Placed in a deployment: new, or moved into it by an in-place update (Nomad's
+        # updateDeploymentWithAlloc).
+        if a.deployment_id and (is_new or (old is not None and old.deployment_id != a.deployment_id)):
             key = (a.deployment_id, a.task_group)
             placed_by_dep[key] = placed_by_dep.get(key, 0) + 1
     for (dep_id, tg), n in placed_by_dep.items():

@@ -287,7 +287,13 @@ class GenericScheduler:
         for upd in (results.attribute_updates, results.disconnect_updates, results.reconnect_updates):
             for a in upd.values():
                 self.plan.append_alloc(a)
+        # An alloc updated in place joins the deployment this plan creates, its health to be
+        # judged again (Nomad's computeJobAllocs): otherwise that deployment waits for allocs
+        # it never counts.
+        new_deployment = self.plan.deployment.id if self.plan.deployment is not None else ""
         for a in results.inplace:
+            if new_deployment and a.deployment_id != new_deployment:
+                a = a.model_copy(update={"deployment_id": new_deployment, "deployment_status": None})
             self.plan.append_alloc(a)
 
         if self.job is not None and not self.job.stopped():

@@ -18,9 +18,12 @@ class Body(NomadModel):
 
 
 class JobRegisterRequest(Body):
-    """`PUT /v1/jobs`, `PUT /v1/job/:id`: the job to register."""
+    """`PUT /v1/jobs`, `PUT /v1/job/:id`: the job to register; with EnforceIndex, only if the
+    job's JobModifyIndex is JobModifyIndex (0: only if it does not exist)."""
 
     job: Job
+    enforce_index: StrictBool = False
+    job_modify_index: StrictInt = 0
 
 
 class JobPlanRequest(Body):

@@ -19,7 +19,6 @@ from drover.api.errors import ApiError
 from drover.api.views import NO_DEPLOYMENT, alloc_stub, as_json, job_stub
 from drover.control import jobs
 from drover.control.jobdiff import plan_diff, version_diffs
-from drover.model import Job
 from drover.runtime.store.queries import Reads, load_snapshot
 from drover.runtime.watches import children_key, job_key
 
@@ -43,12 +42,13 @@ async def list_jobs(
     return await blocking.read(request, fn, ["jobs", "allocs", "evals"])
 
 
-async def _register(commands: CommandsDep, submitted: Job) -> dict[str, Any]:
-    job = jobs.prepare(submitted)
+async def _register(commands: CommandsDep, body: JobRegisterRequest) -> dict[str, Any]:
+    job = jobs.prepare(body.job)
+    enforce = body.job_modify_index if body.enforce_index else None
 
     def decide(reads: Reads) -> jobs.JobChange:
         existing, stream_version = reads.job_for_register(job.namespace, job.id)
-        return jobs.register(job, existing, stream_version, time.time_ns())
+        return jobs.register(job, existing, stream_version, time.time_ns(), enforce)
 
     change, positions = await commands.run(decide, span="job.register", what=f"job {job.id} registered")
     # A periodic or parameterized job is registered without an eval.
@@ -66,7 +66,7 @@ async def _register(commands: CommandsDep, submitted: Job) -> dict[str, Any]:
 @router.put("/v1/jobs")
 @router.post("/v1/jobs")
 async def register_jobs(body: JobRegisterRequest, commands: CommandsDep) -> dict[str, Any]:
-    return await _register(commands, body.job)
+    return await _register(commands, body)
 
 
 @router.put("/v1/job/{job_id:path}")
@@ -74,7 +74,7 @@ async def register_jobs(body: JobRegisterRequest, commands: CommandsDep) -> dict
 async def register_job(job_id: str, body: JobRegisterRequest, commands: CommandsDep) -> dict[str, Any]:
     if body.job.id != job_id:
         raise ApiError(400, "Job ID does not match name")
-    return await _register(commands, body.job)
+    return await _register(commands, body)
 
 
 @router.get("/v1/job/{job_id:path}")

@@ -1,0 +1,106 @@
+"""`drover system gc` and `drover status`: the cluster's health as the API shows it - the log's
+position, each service process's position and lag behind it (and which lead), and what the
+cluster holds - read from /v1/status/leader and /v1/metrics?format=json."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from typing import Any
+
+from drover.cli.common import ADDRESS, NAMESPACE, Address, Json, Namespace, client, echo, verb
+from drover.cli.output import as_json, kv, table
+
+# Services that run as a leader and standbys: only the leader publishes its figures.
+LEADER_ELECTED = ("planner", "watcher", "gc")
+
+
+@verb()
+def gc(address: Address = ADDRESS, namespace: Namespace = NAMESPACE) -> None:
+    """Collect what has ended now (terminal evals, dead jobs, ended deployments, down nodes)."""
+    with client(address, namespace) as c:
+        c.put("/v1/system/gc")
+
+
+def health(leader: str, metrics: dict[str, Any]) -> dict[str, Any]:
+    """The cluster's health from the leader's address and the metrics' JSON: the log position,
+    each process's role, position and lag, and the cluster's counts."""
+    gauges = metrics.get("Gauges") or []
+    position = next((int(g["Value"]) for g in gauges if g["Name"] == "drover.log.position"), 0)
+    procs: dict[tuple[str, str], dict[str, Any]] = {}
+    counts: dict[str, dict[str, int]] = defaultdict(lambda: defaultdict(int))
+    for g in gauges:
+        labels, name = g.get("Labels") or {}, g["Name"]
+        if "service" in labels:
+            key = (labels["service"], labels.get("instance", ""))
+            p = procs.setdefault(key, {"Service": key[0], "Instance": key[1], "Position": None, "Lag": None})
+            if name.endswith(".position"):
+                p["Position"] = int(g["Value"])
+            elif name.endswith(".lag"):
+                p["Lag"] = int(g["Value"])
+        for kind, label in (("nodes", "status"), ("allocs", "client_status"), ("evals", "status")):
+            if name == f"drover.{kind}" and label in labels:
+                counts[kind][labels[label]] += int(g["Value"])
+    services = []
+    for (service, _), p in sorted(procs.items()):
+        role = "leader" if service in LEADER_ELECTED else ("relay" if service == "relay" else "replica")
+        services.append({**p, "Role": role})
+    return {
+        "Leader": leader,
+        "Index": position,
+        "Services": services,
+        "Nodes": dict(counts["nodes"]),
+        "Allocations": dict(counts["allocs"]),
+        "Evaluations": dict(counts["evals"]),
+    }
+
+
+def health_text(h: dict[str, Any]) -> str:
+    missing = [
+        s
+        for s in ("relay", "broker", "worker", *LEADER_ELECTED)
+        if s not in {p["Service"] for p in h["Services"]}
+    ]
+    head = kv(
+        [
+            ("API", h["Leader"]),
+            ("Log Index", h["Index"]),
+            ("Missing", ", ".join(missing) if missing else "none"),
+        ]
+    )
+    rows = [
+        [
+            p["Service"],
+            p["Instance"],
+            p["Role"],
+            "" if p["Position"] is None else p["Position"],
+            "" if p["Lag"] is None else p["Lag"],
+        ]
+        for p in h["Services"]
+    ]
+    procs = (
+        table(["Service", "Instance", "Role", "Position", "Lag"], rows)
+        if rows
+        else "No service reports figures"
+    )
+
+    def by(kind: str) -> str:
+        counts = h[kind]
+        return ", ".join(f"{counts[k]} {k}" for k in sorted(counts) if counts[k]) or "none"
+
+    cluster = kv(
+        [("Nodes", by("Nodes")), ("Allocations", by("Allocations")), ("Evaluations", by("Evaluations"))]
+    )
+    return f"{head}\n\nServices\n{procs}\n\nCluster\n{cluster}"
+
+
+@verb()
+def status(as_json_flag: Json = False, address: Address = ADDRESS, namespace: Namespace = NAMESPACE) -> None:
+    """The cluster's health: each service's processes, the leaders, their lag behind the log.
+
+    A leader-elected service (planner, watcher, gc) shows only its leader: standbys report
+    nothing until they lead. A service missing has no process reporting (down, or starting)."""
+    with client(address, namespace) as c:
+        leader = c.get("/v1/status/leader")
+        metrics = c.get("/v1/metrics", format="json")
+    h = health(str(leader), metrics)
+    echo(as_json(h) if as_json_flag else health_text(h))
