@@ -1,29 +1,25 @@
 """The `drover` verbs end to end: each command in a subprocess (its output not a terminal)
 against one real cluster shared by the module, with stand-in clients reporting allocs running
-and healthy. `job run` follows a JSON job to its successful deployment and exits 0; an
+and healthy. `job run` follows a JSON job to its successful deployment and exits 0, and runs an
+HCL jobspec with its variables; `job plan` prints the diff of a count and an image change; an
 impossible job exits 2 saying why; `job plan` exits 1 on a change and 0 on none; node drain,
 eligibility and `job stop -purge` act; each table has Nomad's columns; every read's -json
 parses; errors are one readable line and exit 1."""
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 import json
 import os
 import re
 import subprocess
 import sys
-import uuid
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import psycopg
 import pytest
 
-from drover.runtime.embedded import EmbeddedNats, EmbeddedPostgres, free_port
-from drover.runtime.store import migrate
+from drover.runtime.embedded import free_port
 
 from .cluster import Cluster
 from .standin import StandInClients
@@ -32,44 +28,17 @@ DROVER = str(Path(sys.executable).parent / "drover")
 NODES = ["alpha-1", "alpha-2", "beta-1"]
 
 
-async def _fresh_streams(nats_url: str) -> None:
-    """Drover's streams, emptied and without consumers (as the js_fresh fixture leaves them)."""
-    from nats.js.errors import NotFoundError
-
-    from drover.runtime.bus import EVALS_STREAM, EVENTS_STREAM, connect, ensure_streams
-
-    nc = await connect(nats_url, "test")
-    js = nc.jetstream()
-    await ensure_streams(js)
-    for name in (EVENTS_STREAM, EVALS_STREAM):
-        await js.purge_stream(name)
-        for info in await js.consumers_info(name):
-            with contextlib.suppress(NotFoundError):
-                await js.delete_consumer(name, info.name)
-    await nc.close()
-
-
 @pytest.fixture(scope="module")
 def cluster(
-    postgres: EmbeddedPostgres | str,
-    nats_server: EmbeddedNats | str,
+    module_database_url: str,
+    nats_url: str,
+    module_streams_fresh: None,
     tmp_path_factory: pytest.TempPathFactory,
 ) -> Iterator[Cluster]:
     """One cluster, on a database of its own, for the module's tests."""
-    base = postgres if isinstance(postgres, str) else postgres.url
-    nats_url = nats_server if isinstance(nats_server, str) else nats_server.url
-    name = "t_" + uuid.uuid4().hex[:12]
-    conninfo = base.replace("postgresql+psycopg://", "postgresql://")
-    with psycopg.connect(conninfo, autocommit=True) as conn:
-        conn.execute(f'CREATE DATABASE "{name}"')
-    url = base.rsplit("/", 1)[0] + "/" + name
-    migrate(url)
-    asyncio.run(_fresh_streams(nats_url))
-    c = Cluster(url, nats_url, tmp_path_factory.mktemp("cli-verbs")).start()
+    c = Cluster(module_database_url, nats_url, tmp_path_factory.mktemp("cli-verbs")).start()
     yield c
     c.stop()
-    with psycopg.connect(conninfo, autocommit=True) as conn:
-        conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
 
 
 @pytest.fixture(scope="module")
@@ -394,3 +363,65 @@ def test_init_writes_a_jobspec_that_validates(cluster: Cluster, tmp_path: Path) 
     )
     p = drover(c, "job", "validate", str(bad))
     assert p.returncode == 1 and "count -1 is negative" in p.stderr and "has no tasks" in p.stderr, p.stderr
+
+
+HCL_JOB = """
+variable "count" {
+  type    = number
+  default = 1
+}
+variable "image" { default = "redis:6" }
+locals { name = "hcl-${var.image == "" ? "none" : "web"}" }
+
+job "hcl" {
+  datacenters = ["dc1"]
+  update { max_parallel = 0 }
+  group "web" {
+    count = var.count
+    task "web" {
+      driver = "mock"
+      config { run_for = "1h" }
+      meta { image = var.image }
+      resources {
+        cpu    = 100
+        memory = 64
+      }
+    }
+  }
+  group "cache" {
+    count = 0
+    task "redis" {
+      driver = "docker"
+      config { image = var.image }
+    }
+  }
+}
+"""
+
+
+def test_an_hcl_jobspec_runs_with_its_variables_and_plan_shows_the_diff(
+    cluster: Cluster, clients: StandInClients, tmp_path: Path
+) -> None:
+    c = cluster
+    spec = tmp_path / "hcl.nomad.hcl"
+    spec.write_text(HCL_JOB)
+    varfile = tmp_path / "prod.vars.hcl"
+    varfile.write_text("count = 2\n")
+    out = ok(c, "job", "run", "-var-file", str(varfile), str(spec))
+    assert len(running(c, "hcl")) == 2, out  # placed and running when `job run` returns
+    job = c.get("/v1/job/hcl")
+    assert [g["Count"] for g in job["TaskGroups"]] == [2, 0]
+    assert job["TaskGroups"][0]["Tasks"][0]["Meta"] == {"image": "redis:6"}
+    out = ok(c, "job", "plan", "-var", "count=3", "-var", "image=redis:7", str(spec), code=1)
+    assert re.search(r'^\+/- Job: "hcl"$', out, re.M), out
+    assert re.search(r'^\+/- Task Group: "web" \(1 create, 2 create/destroy update\)$', out, re.M), out
+    assert re.search(r'^\s+\+/- Count:\s+"2" => "3"', out, re.M), out
+    assert re.search(r'^\s+\+/- Meta\[image\]:\s+"redis:6" => "redis:7"$', out, re.M), out
+    assert re.search(r'^\s+\+/- image:\s+"redis:6" => "redis:7"$', out, re.M), out  # the docker task's config
+    assert len(running(c, "hcl")) == 2 and c.get("/v1/job/hcl")["Version"] == 0  # nothing committed
+    p = drover(c, "job", "run", "-var", "count=two", str(spec))
+    assert p.returncode == 1 and "count: invalid value for variable 'count'" in p.stderr, p.stderr
+    spec.write_text(HCL_JOB.replace("count = var.count", "count = var.nope"))
+    p = drover(c, "job", "run", str(spec))
+    line = HCL_JOB.splitlines().index("    count = var.count") + 1
+    assert p.returncode == 1 and f"{spec}:{line}:" in p.stderr and "nope" in p.stderr, p.stderr
