@@ -107,8 +107,13 @@ class Follower:
         are kept and joined once, at its newline."""
         pending: list[bytes] = []
         while size := int((await reader.readuntil(b"\r\n"))[:-2].split(b";")[0], 16):
-            chunk = (await reader.readexactly(size + 2))[:-2]
+            chunk = await reader.readexactly(size)
+            await reader.readexactly(2)
             now, start = time.time(), 0
+            if not pending and chunk.find(b"\n") == size - 1:
+                self.take(chunk, now)  # a chunk is one frame's line, most often: no copy of it
+                self.connected.set()
+                continue
             while (end := chunk.find(b"\n", start)) >= 0:
                 pending.append(chunk[start:end])
                 self.take(b"".join(pending), now)

@@ -197,7 +197,7 @@ class EventHub:
                 yield f
             while not sub.overflowed and not self.closing.is_set():
                 try:
-                    f = await asyncio.wait_for(sub.queue.get(), heartbeat)
+                    f = await _next(sub.queue, heartbeat)
                 except TimeoutError:
                     yield None
                     continue
@@ -206,6 +206,16 @@ class EventHub:
                     yield f
         finally:
             self.subscribers.discard(sub)
+
+
+async def _next(queue: asyncio.Queue[Frame], timeout: float) -> Frame:
+    """The queue's next frame; a frame already there is taken without arming a timer (a
+    subscriber behind the feed, or a burst, takes many)."""
+    try:
+        return queue.get_nowait()
+    except asyncio.QueueEmpty:
+        async with asyncio.timeout(timeout):
+            return await queue.get()
 
 
 class _Replay:
