@@ -129,7 +129,9 @@ def test_detach_then_attach_follows_it_and_ctrl_c_detaches(
     # -address wins over the environment's addresses.
     env = _env(DROVER_ADDR="http://127.0.0.1:1", NOMAD_ADDR="http://127.0.0.1:1")
     address = ("-address", str(c.http.base_url))
-    p = drover("job", "restart", *address, "-batch-wait", "2s", "-detach", "svc", env=env)
+    # A wait between batches that outlasts the commands' start on a loaded host: the restart is
+    # still running when the follower is interrupted.
+    p = drover("job", "restart", *address, "-batch-wait", "10s", "-detach", "svc", env=env)
     assert p.returncode == 0, p.stdout + p.stderr
     rid = _restart_id(p.stdout)
     assert f"drover job restart -attach {rid}" in p.stdout
