@@ -165,3 +165,10 @@ def job_json(job_id: str, count: int, *, cpu: int = 500, mem: int = 256) -> dict
             ],
         }
     }
+
+
+def interruptible() -> None:
+    """A child's Ctrl-C as on a terminal (a Popen preexec_fn): a process started in the
+    background of a shell without job control (a CI runner's, say) inherits SIGINT ignored,
+    and Python then never turns it into KeyboardInterrupt."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)

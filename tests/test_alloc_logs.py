@@ -22,7 +22,7 @@ import httpx
 import nomad
 import pytest
 
-from .cluster import Cluster, node_json
+from .cluster import Cluster, interruptible, node_json
 from .test_client import AGENT_START, ENV, Agents, service_job
 
 DROVER = str(Path(sys.executable).parent / "drover")
@@ -207,6 +207,7 @@ def test_drover_alloc_logs_follows_a_task_as_it_writes(cluster: Cluster) -> None
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         env=env,
+        preexec_fn=interruptible,
     )
     try:
         assert proc.stdout is not None

@@ -20,7 +20,7 @@ import pytest
 
 from drover.runtime.embedded import free_port
 
-from .cluster import Cluster, job_json
+from .cluster import Cluster, interruptible, job_json
 from .test_client import AGENT_START, ENV, Agents, agents, allocs, raw_exec_job  # noqa: F401 - the agents fixture
 
 DROVER = str(Path(sys.executable).parent / "drover")
@@ -63,7 +63,12 @@ def drover(
 
 def spawn(*args: str, env: dict[str, str]) -> subprocess.Popen[str]:
     return subprocess.Popen(
-        [DROVER, *args], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+        [DROVER, *args],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        preexec_fn=interruptible,
     )
 
 

@@ -6,9 +6,7 @@ from __future__ import annotations
 
 import base64
 import json
-import os
 import random
-import signal
 import sys
 from collections.abc import Iterator
 from typing import Annotated, Any
@@ -43,10 +41,6 @@ refused (its message is printed: no such alloc or task, no logs yet, a
 simulated node), the ID matched no alloc or several, or the API could not be
 reached; 130 Ctrl-C.
 """
-
-
-def _interrupted(signum: int, frame: object) -> None:
-    os._exit(EXIT_INTERRUPTED)
 
 
 def _opt(name: str, help: str, *more: str, **kw: Any) -> Any:
@@ -88,11 +82,6 @@ def logs(
                 if not follow:
                     out.write(data)
                     return
-        if follow:
-            # Ctrl-C ends a follow at once: everything read is already written and flushed, and
-            # nothing is left to close that the process's exit does not (an interrupt raised in
-            # the HTTP client's read was seen to leave the command waiting).
-            signal.signal(signal.SIGINT, _interrupted)
         for data in reader.read(alloc["ID"], task, log_type, follow, origin, back):
             out.write(data)
             out.flush()
