@@ -418,6 +418,7 @@ def test_an_hcl_jobspec_runs_with_its_variables_and_plan_shows_the_diff(
     assert re.search(r'^\s+\+/- Count:\s+"2" => "3"', out, re.M), out
     assert re.search(r'^\s+\+/- Meta\[image\]:\s+"redis:6" => "redis:7"$', out, re.M), out
     assert re.search(r'^\s+\+/- image:\s+"redis:6" => "redis:7"$', out, re.M), out  # the docker task's config
+    assert "\n\nScheduler dry-run:" in out and "\n\n\nScheduler" not in out, out  # as Nomad lays it out
     assert len(running(c, "hcl")) == 2 and c.get("/v1/job/hcl")["Version"] == 0  # nothing committed
     p = drover(c, "job", "run", "-var", "count=two", str(spec))
     assert p.returncode == 1 and "count: invalid value for variable 'count'" in p.stderr, p.stderr

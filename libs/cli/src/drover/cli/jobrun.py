@@ -192,7 +192,7 @@ def _diff_or_updates(plan: dict[str, Any], job_id: str, verbose: bool) -> str:
     updates = (plan.get("Annotations") or {}).get("DesiredTGUpdates") or {}
     diff = plan.get("Diff")
     if diff:
-        return diff_text(diff, verbose)
+        return diff_text(diff, verbose).rstrip("\n")
     lines = [f'Job: "{job_id}"']
     lines += [f'Task Group: "{g}" ({group_updates(u) or "no change"})' for g, u in sorted(updates.items())]
     return "\n".join(lines)
