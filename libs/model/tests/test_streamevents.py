@@ -3,6 +3,7 @@ answers (topic, type, key, namespace, filter keys; payloads whole, read after th
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
@@ -30,7 +31,7 @@ from drover.model.events import (
 )
 from drover.model.jobrestart import JobRestart
 from drover.model.state import InMemoryState
-from drover.model.streamevents import matches, parse_topics, stream_events
+from drover.model.streamevents import matches, parse_topics, stream_event_texts, stream_events
 
 DEP = Deployment(id="d1", job_id="web", task_groups={"g": DeploymentState(desired_total=1)})
 ALLOC = Allocation(id="a1", job_id="web", task_group="g", node_id="n1", deployment_id="d1")
@@ -117,6 +118,16 @@ def test_each_event_of_a_log_as_nomad_streams_it() -> None:
             docs = [e["Payload"][topic] for e in out if e["Topic"] == topic]
             assert docs and docs[0][name] == value, (ev.type, docs)
         assert state.index == position
+
+
+def test_the_texts_are_the_events_as_json() -> None:
+    as_dicts, as_texts = InMemoryState(), InMemoryState()
+    for position, (ev, _, _) in enumerate(LOG, start=1):
+        events = stream_events(as_dicts, position, ev)
+        texts = stream_event_texts(as_texts, position, ev)
+        assert [t for _, t in texts] == [json.dumps(e, separators=(",", ":")) for e in events], ev.type
+        assert [h for h, _ in texts] == [{k: v for k, v in e.items() if k != "Payload"} for e in events]
+        assert as_texts.index == position
 
 
 def test_payloads_carry_the_index_of_the_change() -> None:

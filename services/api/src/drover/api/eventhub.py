@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import logging
 from collections import deque
 from collections.abc import AsyncGenerator, Hashable
@@ -24,7 +23,7 @@ from nats.aio.client import Client
 from drover.model.events import Event, decode_event
 from drover.model.reducer import apply
 from drover.model.state import InMemoryState
-from drover.model.streamevents import matches, stream_events
+from drover.model.streamevents import matches, stream_event_texts
 from drover.runtime import bus
 from drover.runtime.replica import Replica
 from drover.runtime.settings import Settings
@@ -52,8 +51,7 @@ class Frame:
     lines: dict[Hashable, bytes | None] = field(default_factory=dict, compare=False)
 
 
-def frame(index: int, events: list[dict[str, Any]]) -> Frame:
-    texts = [(e, json.dumps(e, separators=(",", ":"))) for e in events]
+def frame(index: int, texts: list[tuple[dict[str, Any], str]]) -> Frame:
     return Frame(index, texts, _line(index, [t for _, t in texts]))
 
 
@@ -65,7 +63,7 @@ def _line(index: int, texts: list[str]) -> bytes:
 def describe(state: InMemoryState, position: int, event: Event) -> Frame:
     """Apply `event` to `state` and answer its frame."""
     try:
-        events = stream_events(state, position, event)
+        events = stream_event_texts(state, position, event)
     except Exception:
         # The state must still follow the log; the position goes out without its events.
         log.exception("no stream events for %s at %d", event.type, position)
