@@ -184,6 +184,8 @@ def test_an_agent_killed_while_carrying_out_a_restart_finishes_it_once_when_back
         signals = [e for e in task["Events"] if e["Type"] == "Restart Signaled"]
         assert [e["Details"]["restart_id"] for e in signals] == [request_id(rid, a["ID"])], task["Events"]
         assert task["Restarts"] == 1 and task["State"] == "running", task
+    # "running" is reported once the process is spawned, which can be before its shell echoes.
+    c.wait(lambda: len(starts.read_text().split()) >= 4, timeout=10)
     lines = starts.read_text().split()
     assert sorted(lines) == sorted(2 * [a["ID"] for a in before]), lines
     saved = json.loads(path.read_text())
