@@ -27,13 +27,46 @@ def received(*frames: tuple[int, int, float], closed: int = 0) -> dict[str, Any]
     }
 
 
-def test_a_frame_is_read_from_its_bytes() -> None:
-    f = Follower("http://127.0.0.1:1", 11)
-    event = {"Topic": "Job", "Type": "JobRegistered", "Payload": {"Job": {"Name": '{"Topic":"x"'}}}
-    line = json.dumps({"Index": 12, "Events": [event, event]}, separators=(",", ":")).encode()
-    for text in (b"{}", line, b'{"Error":"subscription closed by server"}'):
-        f.take(text, 7.0)
-    assert (f.index, f.events, f.arrival, f.closed, f.next) == ([12], [2], [7.0], 1, 13)
+def _response(*lines: bytes, chunk: int) -> bytes:
+    """An HTTP/1.1 response whose body is `lines`, in chunks of at most `chunk` bytes."""
+    body = b"".join(lines)
+    out = [b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ntransfer-encoding: chunked\r\n\r\n"]
+    for i in range(0, len(body), chunk):
+        piece = body[i : i + chunk]
+        out.append(b"%x;ext=1\r\n" % len(piece) + piece + b"\r\n")
+    return b"".join(out)
+
+
+class _Transport:
+    closed = False
+
+    def close(self) -> None:
+        self.closed = True
+
+
+def _feed(f: Follower, data: bytes, read: int) -> None:
+    """`data` handed to `f` as its socket would, at most `read` bytes a time."""
+    f.connection_made(_Transport())  # type: ignore[arg-type]
+    for i in range(0, len(data), read):
+        piece = data[i : i + read]
+        buf = f.get_buffer(len(piece))
+        buf[: len(piece)] = piece
+        f.buffer_updated(len(piece))
+
+
+def test_frames_are_read_from_the_chunked_body_however_it_is_split() -> None:
+    """Every split of the bytes (chunks, reads, an event's start cut in two) gives the same frames."""
+    event = {"Topic": "Job", "Type": "JobRegistered", "Payload": {"Job": {"Name": 'a "Topic" b'}}}
+    line = json.dumps({"Index": 12, "Events": [event, event, event]}, separators=(",", ":")).encode()
+    small = json.dumps({"Index": 13, "Events": [event]}, separators=(",", ":")).encode()
+    body = [b"{}\n", line + b"\n", small + b"\n", b'{"Error":"subscription closed by server"}\n']
+    for chunk, read in [(29, 7), (29, 1), (29, 4096), (1, 3), (10_000, 13)]:
+        data = _response(*body, chunk=chunk) + b"0\r\n\r\n"
+        f = Follower("http://127.0.0.1:1", 11)
+        _feed(f, data, read)
+        got = (f.index, f.events, f.closed, f.next, f.connected.is_set())
+        assert got == ([12, 13], [3, 1], 1, 14, True), (chunk, read)
+        assert f.transport is not None and f.transport.closed  # type: ignore[attr-defined]
 
 
 def test_subscribers_against_the_log() -> None:

@@ -39,6 +39,9 @@ from drover.model.events import (
 from drover.model.reducer import apply
 from drover.model.state import InMemoryState
 
+# json.dumps' own escaping of a string (ensure_ascii), quotes included.
+_string: Callable[[str], str] = json.encoder.encode_basestring_ascii
+
 TOPICS = ("Job", "Evaluation", "Allocation", "Deployment", "Node", "JobRestart")
 ALL = "*"
 
@@ -194,8 +197,20 @@ def stream_event_texts(state: InMemoryState, position: int, ev: Event) -> list[t
         head = _describe(topic, typ, position, obj, None)
         del head["Payload"]
         doc = obj.model_dump_json(by_alias=True)
-        out.append((head, f'{json.dumps(head, separators=(",", ":"))[:-1]},"Payload":{{"{topic}":{doc}}}}}'))
+        out.append((head, f'{_head_json(head)},"Payload":{{"{topic}":{doc}}}}}'))
     return out
+
+
+def _head_json(h: dict[str, Any]) -> str:
+    """The event's members before its Payload, as json.dumps writes them (compact, ASCII), and
+    without its closing brace. Written here: json.dumps builds an encoder for every call, which
+    took a quarter of describing a placement."""
+    keys = h["FilterKeys"]
+    fk = "null" if keys is None else "[" + ",".join(map(_string, keys)) + "]"
+    return (
+        f'{{"Topic":{_string(h["Topic"])},"Type":{_string(h["Type"])},"Key":{_string(h["Key"])},'
+        f'"Namespace":{_string(h["Namespace"])},"FilterKeys":{fk},"Index":{int(h["Index"])}'
+    )
 
 
 def _touched_objects(state: InMemoryState, position: int, ev: Event) -> list[tuple[str, Any]]:

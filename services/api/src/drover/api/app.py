@@ -39,6 +39,7 @@ from drover.api.routes import (
     status,
     system,
 )
+from drover.runtime import gctune
 from drover.runtime.settings import Settings
 from drover.runtime.store import EventStore, libpq_url
 from drover.runtime.store.queries import Reads
@@ -64,7 +65,10 @@ ROUTERS = (
 )
 
 
-def create_app(settings: Settings, store: EventStore | None = None) -> FastAPI:
+def create_app(settings: Settings, store: EventStore | None = None, *, tune_gc: bool = False) -> FastAPI:
+    """The API. `tune_gc`: the process's garbage collector set as the services set theirs
+    (drover.runtime.gctune), for the API's own process: the event stream's feed holds the
+    cluster in memory, as a replica does."""
     store = store or EventStore(settings.database_url, pool_size=10)
     reads = Reads(store)
     watcher = IndexWatcher(libpq_url(settings.database_url), store)
@@ -74,8 +78,15 @@ def create_app(settings: Settings, store: EventStore | None = None) -> FastAPI:
     @contextlib.asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         task = asyncio.create_task(watcher.run())
+        stop = asyncio.Event()
+        if tune_gc:
+            gctune.tune()
+            gc_task = asyncio.create_task(gctune.maintain(stop))
         yield
+        stop.set()
         task.cancel()
+        if tune_gc:
+            await gc_task
         await heartbeats.close()
         await figures.close()
         await app.state.events.close()

@@ -34,6 +34,9 @@ log = logging.getLogger("drover.api.events")
 # Log positions the feed keeps for subscribers joining it.
 RING = 1024
 READ_BATCH = 1000
+# Frames sent to a subscriber in one write when they wait together: a run stops once it holds
+# this many bytes (joining them costs a copy; a write per frame costs a system call).
+RUN_BYTES = 256 * 1024
 # Nomad's words for a subscription the server closed: the client subscribes again (from its
 # last index, with Drover, and misses nothing).
 CLOSED = "subscription closed by server, client must reset state and resubscribe"
@@ -179,31 +182,51 @@ class EventHub:
         """The position a subscription from `index` starts after (0: the feed's, now)."""
         return self.position if index <= 0 else index - 1
 
-    async def frames(self, sub: Subscription, sent: int, heartbeat: float) -> AsyncGenerator[Frame | None]:
+    async def frames(
+        self, sub: Subscription, sent: int, heartbeat: float
+    ) -> AsyncGenerator[list[Frame] | None]:
         """Every frame after position `sent`, in order, each once: from the log until the feed
-        is reached, then the feed's; None when `heartbeat` seconds pass without one. Ends when
-        the subscriber falls its buffer behind, or the API stops."""
+        is reached, then the feed's; None when `heartbeat` seconds pass without one. Frames come
+        in runs: those already waiting go out together (one write to the socket, not one each).
+        Ends when the subscriber falls its buffer behind, or the API stops."""
         replay: _Replay | None = None
         try:
             while (backlog := self._join(sub, sent)) is None:
                 replay = replay or _Replay(self.store)
-                for f in await replay.until(sent, self.position):
-                    sent = f.index
-                    yield f
-            for f in backlog:
-                sent = f.index
-                yield f
+                for run in _runs(await replay.until(sent, self.position)):
+                    sent = run[-1].index
+                    yield run
+            for run in _runs(backlog):
+                sent = run[-1].index
+                yield run
             while not sub.overflowed and not self.closing.is_set():
                 try:
-                    f = await _next(sub.queue, heartbeat)
+                    waiting = [await _next(sub.queue, heartbeat)]
                 except TimeoutError:
                     yield None
                     continue
-                if f.index > sent:
-                    sent = f.index
-                    yield f
+                size = len(waiting[0].line)
+                while size < RUN_BYTES and not sub.queue.empty():
+                    waiting.append(sub.queue.get_nowait())
+                    size += len(waiting[-1].line)
+                if run := [f for f in waiting if f.index > sent]:
+                    sent = run[-1].index
+                    yield run
         finally:
             self.subscribers.discard(sub)
+
+
+def _runs(frames: list[Frame]) -> list[list[Frame]]:
+    """`frames` in runs of at most RUN_BYTES (a larger frame alone)."""
+    runs: list[list[Frame]] = []
+    size = 0
+    for f in frames:
+        if not runs or size + len(f.line) > RUN_BYTES:
+            runs.append([])
+            size = 0
+        runs[-1].append(f)
+        size += len(f.line)
+    return runs
 
 
 async def _next(queue: asyncio.Queue[Frame], timeout: float) -> Frame:

@@ -56,10 +56,11 @@ async def event_stream(request: Request, hub: EventHubDep) -> StreamingResponse:
         frames = hub.frames(sub, after, heartbeat)
         try:
             yield b"{}\n"
-            async for f in frames:
-                line = b"{}\n" if f is None else sub.encode(f)
-                if line is not None:
-                    yield line
+            async for run in frames:
+                if run is None:
+                    yield b"{}\n"
+                elif picked := [line for f in run if (line := sub.encode(f)) is not None]:
+                    yield picked[0] if len(picked) == 1 else b"".join(picked)
             if sub.overflowed:
                 yield b'{"Error":"' + CLOSED.encode() + b'"}\n'
         finally:
