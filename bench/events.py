@@ -42,6 +42,7 @@ import signal
 import subprocess
 import sys
 import time
+import zlib
 from pathlib import Path
 from typing import Any
 
@@ -75,8 +76,10 @@ class Follower(asyncio.BufferedProtocol):
     frame is only scanned (its first bytes for its index, bytes.count for its events), so a
     subscriber costs this host little more than the kernel's copy of what it receives."""
 
-    def __init__(self, base: str, index: int) -> None:
+    def __init__(self, base: str, index: int, gzip: bool = False) -> None:
         self.base = base
+        self.gzip = gzip  # ask for the stream gzipped (as most HTTP clients do), and inflate it
+        self.inflate = zlib.decompressobj(31)
         self.next = index  # the index to ask for when (re)connecting
         self.index: list[int] = []
         self.events: list[int] = []
@@ -91,6 +94,7 @@ class Follower(asyncio.BufferedProtocol):
 
     def _reset(self) -> None:
         self.filled = 0  # bytes of `buf` not yet parsed (an unfinished head or size line)
+        self.inflate = zlib.decompressobj(31)
         self.state = "head"
         self.remaining = 0  # bytes left of the chunk being read
         self._new_line()
@@ -116,7 +120,11 @@ class Follower(asyncio.BufferedProtocol):
                 break
             if self.state == "data":
                 take = min(self.remaining, end - pos)
-                self._payload(pos, pos + take, now)
+                if self.gzip:
+                    data = self.inflate.decompress(buf[pos : pos + take])
+                    self._payload(data, 0, len(data), now)
+                else:
+                    self._payload(buf, pos, pos + take, now)
                 self.remaining -= take
                 pos += take
                 if not self.remaining:
@@ -147,8 +155,7 @@ class Follower(asyncio.BufferedProtocol):
             # The server ended the stream (its error frame sent): resume from the next index.
             self.transport.close()
 
-    def _payload(self, start: int, end: int, now: float) -> None:
-        buf = self.buf
+    def _payload(self, buf: bytes | bytearray, start: int, end: int, now: float) -> None:
         while start < end:
             nl = buf.find(b"\n", start, end)
             stop = end if nl < 0 else nl
@@ -192,7 +199,8 @@ class Follower(asyncio.BufferedProtocol):
             self.lost = loop.create_future()
             transport, _ = await loop.create_connection(lambda: self, host, port)
             path = f"/v1/event/stream?topic=*&namespace=*&index={self.next}"
-            transport.write(f"GET {path} HTTP/1.1\r\nHost: {host}\r\n\r\n".encode())
+            accept = "Accept-Encoding: gzip\r\n" if self.gzip else ""
+            transport.write(f"GET {path} HTTP/1.1\r\nHost: {host}\r\n{accept}\r\n".encode())
             try:
                 await self.lost
             finally:
@@ -202,11 +210,11 @@ class Follower(asyncio.BufferedProtocol):
         return {"index": self.index, "events": self.events, "arrival": self.arrival, "closed": self.closed}
 
 
-async def follow_all(base: str, index: int, count: int) -> None:
+async def follow_all(base: str, index: int, count: int, gzip: bool) -> None:
     """`count` subscribers from `index`; "ready" on stdout once all are connected; then, given a
     position and a deadline on stdin, their figures (JSON) on stdout once each has that
     position's frame or the deadline passes."""
-    followers = [Follower(base, index) for _ in range(count)]
+    followers = [Follower(base, index, gzip) for _ in range(count)]
     url = httpx.URL(base)
     tasks = [asyncio.create_task(f.follow(url.host, url.port or 80)) for f in followers]
     await asyncio.wait_for(asyncio.gather(*(f.connected.wait() for f in followers)), 60)
@@ -227,8 +235,9 @@ async def follow_all(base: str, index: int, count: int) -> None:
 class Subscribers(pipeline.Hooks):
     """The subscriber processes beside the pipeline's load, and what they received."""
 
-    def __init__(self, subscribers: int, processes: int, nice: int = 0) -> None:
+    def __init__(self, subscribers: int, processes: int, nice: int = 0, gzip: bool = False) -> None:
         self.nice = nice
+        self.gzip = gzip
         per, extra = divmod(subscribers, processes)
         self.shares = [per + (1 if i < extra else 0) for i in range(processes) if per or i < extra]
         self.procs: list[subprocess.Popen[str]] = []
@@ -240,7 +249,7 @@ class Subscribers(pipeline.Hooks):
         base = str(servers.cluster.http.base_url)
         for share in self.shares:
             cmd = [sys.executable, "-m", "bench.events", "--follow", str(share), "--base", base]
-            cmd += ["--index", str(self.after + 1)]
+            cmd += ["--index", str(self.after + 1), *(["--gzip"] if self.gzip else [])]
             self.procs.append(
                 subprocess.Popen(
                     cmd,
@@ -373,6 +382,7 @@ def summary(
         "subscribers": n,
         "processes": len(subs.shares),
         "subscriber_nice": subs.nice,
+        "gzip": subs.gzip,
         "nodes": with_["nodes"],
         "jobs": with_["jobs"],
         "count": with_["count"],
@@ -409,6 +419,12 @@ def main() -> None:
         help="run the subscriber processes at this nice value (19: they take only the CPU the "
         "cluster leaves, standing in for subscribers on other machines)",
     )
+    ap.add_argument(
+        "--gzip",
+        action="store_true",
+        help="the subscribers ask for the stream gzipped (Accept-Encoding: gzip, as Nomad's "
+        "clients do) and inflate it; without, they read it plain",
+    )
     ap.add_argument("--follow", type=int, help=argparse.SUPPRESS)  # a subscriber process: how many
     ap.add_argument("--base", help=argparse.SUPPRESS)
     ap.add_argument("--index", type=int, default=0, help=argparse.SUPPRESS)
@@ -417,13 +433,14 @@ def main() -> None:
         # Stopped by the driver: no traceback.
         signal.signal(signal.SIGTERM, lambda *_: os._exit(0))
         # uvloop, as the API runs on: the subscribers cost this host less of its CPU.
-        uvloop.run(follow_all(args.base, args.index, args.follow))
+        uvloop.run(follow_all(args.base, args.index, args.follow, args.gzip))
         return
     if args.baseline:
         without, baseline = json.loads(Path(args.baseline).read_text()), f"read from {args.baseline}"
     else:
         without, baseline = pipeline.run(args), "run here, before the arm with subscribers"
-    subs = Subscribers(args.subscribers, max(1, min(args.processes, args.subscribers)), args.subscriber_nice)
+    processes = max(1, min(args.processes, args.subscribers))
+    subs = Subscribers(args.subscribers, processes, args.subscriber_nice, args.gzip)
     try:
         with_ = pipeline.run(args, subs)
     finally:

@@ -13,6 +13,7 @@ from typing import Any
 # repository's root, which is put on the path here as it is there.
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from bench.events import Follower, compare
+from drover.api.streamgzip import Member, piece
 
 # The log's frames after position 10 up to 14: position -> (its events, its commit time).
 LOG = {11: (1, 100.0), 12: (3, 100.5), 14: (2, 101.0)}
@@ -67,6 +68,13 @@ def test_frames_are_read_from_the_chunked_body_however_it_is_split() -> None:
         got = (f.index, f.events, f.closed, f.next, f.connected.is_set())
         assert got == ([12, 13], [3, 1], 1, 14, True), (chunk, read)
         assert f.transport is not None and f.transport.closed  # type: ignore[attr-defined]
+    # Gzipped (the API's pieces: each line compressed on its own), read the same.
+    member = Member()
+    packed = [member.write([piece(x)]) for x in body] + [member.end()]
+    for chunk, read in [(29, 7), (1, 3), (10_000, 13)]:
+        f = Follower("http://127.0.0.1:1", 11, gzip=True)
+        _feed(f, _response(*packed, chunk=chunk) + b"0\r\n\r\n", read)
+        assert (f.index, f.events, f.closed, f.next) == ([12, 13], [3, 1], 1, 14), (chunk, read)
 
 
 def test_subscribers_against_the_log() -> None:

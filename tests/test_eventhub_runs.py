@@ -1,15 +1,20 @@
 """The event hub's delivery to one subscriber: frames already waiting go out as one run (one
-write to its socket), a run stops at RUN_BYTES, and every frame still comes once, in order.
+write to its socket), a run stops at RUN_BYTES, and every frame still comes once, in order;
+gzipped, the same stream.
 No servers: the hub's feed is stood in for by publishing frames to it directly."""
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncGenerator
+import gzip
+import json
+import zlib
+from collections.abc import AsyncGenerator, AsyncIterator
 from types import SimpleNamespace
 from typing import Any
 
 from drover.api.eventhub import RUN_BYTES, EventHub, Frame, Subscription, frame
+from drover.api.routes.events import OVERFLOWED, _gzipped, _lines
 
 
 class _Feed:
@@ -27,7 +32,8 @@ def _hub() -> EventHub:
 
 
 def _frame(index: int, size: int) -> Frame:
-    return frame(index, [({"Topic": "Job"}, '{"Topic":"Job","Pad":"' + "x" * size + '"}')])
+    head = {"Topic": "Job", "Type": "JobRegistered", "Key": "j", "Namespace": "default", "FilterKeys": None}
+    return frame(index, [({**head, "Index": index}, '{"Topic":"Job","Pad":"' + "x" * size + '"}')])
 
 
 async def _indexes(runs: AsyncGenerator[list[Frame] | None]) -> list[int]:
@@ -80,3 +86,31 @@ async def test_a_quiet_stream_gets_a_heartbeat() -> None:
     got: Any = await asyncio.wait_for(anext(runs), 2)
     assert got is None
     await runs.aclose()
+
+
+async def _drain(chunks: AsyncIterator[bytes]) -> list[bytes]:
+    return [c async for c in chunks]
+
+
+async def test_the_gzip_stream_is_the_plain_stream_compressed_whole_at_every_write() -> None:
+    """Two subscribers, one plain and one gzipped, fed the same frames until both fall behind
+    and are closed: the gzip stream decodes (its trailer's CRC and length checked) to exactly
+    the plain one, and each of its writes decodes at once to whole lines."""
+    hub = _hub()
+    subs = [Subscription({"*": {"*"}}, "*", buffer=3) for _ in range(2)]
+    plain = asyncio.ensure_future(_drain(_lines(subs[0], hub.frames(subs[0], 0, 5.0))))
+    gzipped = asyncio.ensure_future(_drain(_gzipped(subs[1], hub.frames(subs[1], 0, 5.0))))
+    await asyncio.sleep(0.01)  # both have joined the feed
+    _publish(hub, _frame(1, 10), _frame(2, 300_000))
+    await asyncio.sleep(0.01)  # both have sent them
+    _publish(hub, *(_frame(i, 50) for i in range(3, 9)))  # more than their buffer
+    plain_chunks, gz_chunks = await asyncio.gather(plain, gzipped)
+    assert plain_chunks[0] == b"{}\n" and plain_chunks[-1] == OVERFLOWED
+    # What it had taken before it fell behind, in order, then the error.
+    sent = [json.loads(x)["Index"] for x in b"".join(plain_chunks).splitlines()[1:-1]]
+    assert sent == list(range(1, len(sent) + 1)) and 2 <= len(sent) < 8
+    assert gzip.decompress(b"".join(gz_chunks)) == b"".join(plain_chunks)
+    d = zlib.decompressobj(31)
+    decoded = [d.decompress(c) for c in gz_chunks]
+    assert all(x.endswith(b"\n") for x in decoded[:-1]) and decoded[-1] == b""
+    assert d.eof and not d.unused_data

@@ -20,6 +20,7 @@ from typing import Any
 
 from nats.aio.client import Client
 
+from drover.api.streamgzip import Piece, piece
 from drover.model.events import Event, decode_event
 from drover.model.reducer import apply
 from drover.model.state import InMemoryState
@@ -52,6 +53,8 @@ class Frame:
     events: list[tuple[dict[str, Any], str]]
     line: bytes = b""
     lines: dict[Hashable, bytes | None] = field(default_factory=dict, compare=False)
+    # The same, compressed for the subscribers that take gzip (drover.api.streamgzip).
+    pieces: dict[Hashable, Piece | None] = field(default_factory=dict, compare=False)
 
 
 def frame(index: int, texts: list[tuple[dict[str, Any], str]]) -> Frame:
@@ -100,6 +103,14 @@ class Subscription:
         line = None if not picked else f.line if len(picked) == len(f.events) else _line(f.index, picked)
         f.lines[self.key] = line
         return line
+
+    def piece(self, f: Frame) -> Piece | None:
+        """`encode`'s line compressed, once for every subscriber asking the same."""
+        if self.key in f.pieces:
+            return f.pieces[self.key]
+        line = self.encode(f)
+        p = f.pieces[self.key] = None if line is None else piece(line)
+        return p
 
 
 class _FeedReplica(Replica):

@@ -1,10 +1,11 @@
 """/v1/event/stream: Nomad's event stream, newline-delimited JSON frames `{"Index": N,
 "Events": [...]}` with a `{}` heartbeat at connect and every 30 s; from any `?index=` with
-nothing lost (drover.api.eventhub)."""
+nothing lost (drover.api.eventhub). Gzipped for a client that accepts it, as Nomad's agent does
+(drover.api.streamgzip)."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator, AsyncIterator
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, Request
@@ -13,10 +14,16 @@ from fastapi.responses import StreamingResponse
 from drover.api.blocking import parse_index
 from drover.api.body import JsonRoute
 from drover.api.errors import ApiError
-from drover.api.eventhub import CLOSED, EventHub, Subscription
+from drover.api.eventhub import CLOSED, EventHub, Frame, Subscription
+from drover.api.streamgzip import Member, accepts_gzip, piece
 from drover.model.streamevents import parse_topics
 
 router = APIRouter(route_class=JsonRoute, tags=["events"])
+
+HEARTBEAT = b"{}\n"
+OVERFLOWED = b'{"Error":"' + CLOSED.encode() + b'"}\n'
+HEARTBEAT_GZ = piece(HEARTBEAT)
+OVERFLOWED_GZ = piece(OVERFLOWED)
 
 
 async def _hub(request: Request) -> Any:
@@ -51,21 +58,43 @@ async def event_stream(request: Request, hub: EventHubDep) -> StreamingResponse:
         raise ApiError(503, f"the event feed is unavailable: {e}") from e
     heartbeat = request.app.state.settings.event_heartbeat
     after = hub.after(index)  # "now" is when the request came, not its first read
+    frames = hub.frames(sub, after, heartbeat)
+    if accepts_gzip(request.headers.get("accept-encoding", "")):
+        # Compressed as Nomad's agent compresses it for a client that asks (most do).
+        headers = {"Content-Encoding": "gzip", "Vary": "Accept-Encoding"}
+        return StreamingResponse(_gzipped(sub, frames), media_type="application/json", headers=headers)
+    return StreamingResponse(_lines(sub, frames), media_type="application/json")
 
-    async def lines() -> AsyncIterator[bytes]:
-        frames = hub.frames(sub, after, heartbeat)
-        try:
-            yield b"{}\n"
-            async for run in frames:
-                if run is None:
-                    yield b"{}\n"
-                elif picked := [line for f in run if (line := sub.encode(f)) is not None]:
-                    yield picked[0] if len(picked) == 1 else b"".join(picked)
-            if sub.overflowed:
-                yield b'{"Error":"' + CLOSED.encode() + b'"}\n'
-        finally:
-            # The client left (or the stream ended): the feed stops filling its queue now,
-            # not when the generator is collected.
-            await frames.aclose()
 
-    return StreamingResponse(lines(), media_type="application/json")
+async def _lines(sub: Subscription, frames: AsyncGenerator[list[Frame] | None]) -> AsyncIterator[bytes]:
+    """The stream's lines: the heartbeat at connect, then each run of frames in one write."""
+    try:
+        yield HEARTBEAT
+        async for run in frames:
+            if run is None:
+                yield HEARTBEAT
+            elif picked := [line for f in run if (line := sub.encode(f)) is not None]:
+                yield picked[0] if len(picked) == 1 else b"".join(picked)
+        if sub.overflowed:
+            yield OVERFLOWED
+    finally:
+        # The client left (or the stream ended): the feed stops filling its queue now,
+        # not when the generator is collected.
+        await frames.aclose()
+
+
+async def _gzipped(sub: Subscription, frames: AsyncGenerator[list[Frame] | None]) -> AsyncIterator[bytes]:
+    """`_lines` as one gzip stream, each frame's piece compressed once for every subscriber."""
+    member = Member()
+    try:
+        yield member.write([HEARTBEAT_GZ])
+        async for run in frames:
+            if run is None:
+                yield member.write([HEARTBEAT_GZ])
+            elif picked := [p for f in run if (p := sub.piece(f)) is not None]:
+                yield member.write(picked)
+        if sub.overflowed:
+            yield member.write([OVERFLOWED_GZ])
+        yield member.end()
+    finally:
+        await frames.aclose()
