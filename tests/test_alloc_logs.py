@@ -213,14 +213,14 @@ def test_drover_alloc_logs_follows_a_task_as_it_writes(cluster: Cluster) -> None
         assert proc.stdout is not None
         seen = []
         deadline = time.monotonic() + 30
-        while len(seen) < 15:
+        # Followed as written: after what was there when it started (all at once, however late
+        # the command got going on a busy host), lines keep coming, one as each is written.
+        while not seen or seen[-1][0] - seen[0][0] < 1.5:
             line = proc.stdout.readline().decode()
             assert line, f"drover alloc logs ended: {proc.stderr.read() if proc.stderr else ''}"
             seen.append((time.monotonic(), line.strip()))
             assert time.monotonic() < deadline, seen
-        assert [text for _, text in seen] == [f"tick {i}" for i in range(15)]
-        # Followed as written: the last lines came over seconds, not all at once.
-        assert seen[-1][0] - seen[5][0] > 1.0, seen
+        assert [text for _, text in seen] == [f"tick {i}" for i in range(len(seen))]
     finally:
         proc.send_signal(signal.SIGINT)
         code_ = proc.wait(10)
