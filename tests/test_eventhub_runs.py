@@ -33,7 +33,7 @@ def _hub() -> EventHub:
 
 def _frame(index: int, size: int) -> Frame:
     head = {"Topic": "Job", "Type": "JobRegistered", "Key": "j", "Namespace": "default", "FilterKeys": None}
-    return frame(index, [({**head, "Index": index}, '{"Topic":"Job","Pad":"' + "x" * size + '"}')])
+    return frame(index, [({**head, "Index": index}, b'{"Topic":"Job","Pad":"' + b"x" * size + b'"}')])
 
 
 async def _indexes(runs: AsyncGenerator[list[Frame] | None]) -> list[int]:
@@ -114,3 +114,21 @@ async def test_the_gzip_stream_is_the_plain_stream_compressed_whole_at_every_wri
     decoded = [d.decompress(c) for c in gz_chunks]
     assert all(x.endswith(b"\n") for x in decoded[:-1]) and decoded[-1] == b""
     assert d.eof and not d.unused_data
+
+
+def test_a_frames_line_holds_its_events_in_order() -> None:
+    head = {"Topic": "Node", "Type": "NodeRegistration", "Namespace": "", "FilterKeys": None, "Index": 7}
+    texts = [({**head, "Key": k}, b'{"Key":"%s"}' % k.encode()) for k in ("a", "b", "c")]
+    for n in range(4):
+        f = frame(7, texts[:n])
+        assert json.loads(f.line) == {"Index": 7, "Events": [{"Key": k} for k in "abc"[:n]]}
+        assert f.line.endswith(b"}\n") and f.line.count(b"\n") == 1
+
+
+def test_a_subscriber_to_everything_gets_each_frame_whole_and_others_are_matched() -> None:
+    job = {"Topic": "Job", "Type": "JobRegistered", "Key": "j", "FilterKeys": None, "Index": 3}
+    f = frame(3, [({**job, "Namespace": "default"}, b'{"a":1}'), ({**job, "Namespace": "prod"}, b'{"b":2}')])
+    assert Subscription({"*": {"*"}}, "*").encode(f) is f.line
+    assert Subscription({"*": {"*"}}, "*").encode(frame(4, [])) is None
+    assert json.loads(Subscription({"*": {"*"}}, "prod").encode(f) or b"")["Events"] == [{"b": 2}]
+    assert Subscription({"Node": {"*"}}, "*").encode(f) is None

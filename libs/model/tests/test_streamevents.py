@@ -125,7 +125,9 @@ def test_the_texts_are_the_events_as_json() -> None:
     for position, (ev, _, _) in enumerate(LOG, start=1):
         events = stream_events(as_dicts, position, ev)
         texts = stream_event_texts(as_texts, position, ev)
-        assert [t for _, t in texts] == [json.dumps(e, separators=(",", ":")) for e in events], ev.type
+        assert [t for _, t in texts] == [json.dumps(e, separators=(",", ":")).encode() for e in events], (
+            ev.type
+        )
         assert [h for h, _ in texts] == [{k: v for k, v in e.items() if k != "Payload"} for e in events]
         assert as_texts.index == position
 

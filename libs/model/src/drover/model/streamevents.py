@@ -187,17 +187,20 @@ def stream_events(state: InMemoryState, position: int, ev: Event) -> list[dict[s
     ]
 
 
-def stream_event_texts(state: InMemoryState, position: int, ev: Event) -> list[tuple[dict[str, Any], str]]:
-    """`stream_events`, each as its JSON text (compact), beside the event without its Payload
-    (what `matches` reads). The text is the event's dict as JSON, the payload written by
-    pydantic in one step: four times cheaper than building the document and encoding it."""
+def stream_event_texts(state: InMemoryState, position: int, ev: Event) -> list[tuple[dict[str, Any], bytes]]:
+    """`stream_events`, each as its JSON (compact, UTF-8), beside the event without its Payload
+    (what `matches` reads). The JSON is the event's dict's, the payload written by pydantic in
+    one step, as bytes: four times cheaper than building the document and encoding it, and
+    bytes are what is sent (a frame of 1,000 allocs is a megabyte: each copy of it counts)."""
     typ = STREAM_TYPES.get(ev.type, "")
     out = []
     for topic, obj in _touched_objects(state, position, ev):
         head = _describe(topic, typ, position, obj, None)
         del head["Payload"]
-        doc = obj.model_dump_json(by_alias=True)
-        out.append((head, f'{_head_json(head)},"Payload":{{"{topic}":{doc}}}}}'))
+        doc = obj.__pydantic_serializer__.to_json(obj, by_alias=True)
+        out.append(
+            (head, b"".join((_head_json(head).encode(), b',"Payload":{"', topic.encode(), b'":', doc, b"}}")))
+        )
     return out
 
 

@@ -88,6 +88,12 @@ class Replica:
         await self.catch_up()
         self._poller = asyncio.create_task(self._poll())
 
+    def stop(self) -> None:
+        """Stop following the log from Postgres (its subscription ends with its connection)."""
+        if self._poller is not None:
+            self._poller.cancel()
+            self._poller = None
+
     async def _poll(self, every: float = 1.0) -> None:
         """A safety net under the subscription: if NATS is away or the consumer stalled, the
         replica still follows the log, read from Postgres, within a second."""

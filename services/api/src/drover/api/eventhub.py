@@ -6,6 +6,9 @@ A subscriber from an older index is served from the log first, replayed into a s
 from the log's start (the documents as they were then), until it meets the feed: the feed keeps
 its last positions (`RING`), and a subscriber joins it only once it has every position before
 them, so nothing is missed or sent twice. Live subscribers cost the database nothing.
+
+The feed is a whole replica, applying every event the cluster makes: it stops once no stream
+has been open for `idle` seconds, and the next subscriber starts it again from the projections.
 """
 
 from __future__ import annotations
@@ -24,7 +27,7 @@ from drover.api.streamgzip import Piece, piece
 from drover.model.events import Event, decode_event
 from drover.model.reducer import apply
 from drover.model.state import InMemoryState
-from drover.model.streamevents import matches, stream_event_texts
+from drover.model.streamevents import ALL, matches, stream_event_texts
 from drover.runtime import bus
 from drover.runtime.replica import Replica
 from drover.runtime.settings import Settings
@@ -50,20 +53,25 @@ class Frame:
     subscribers asking the same (most of them, `*`) cost one match of the frame, not one each."""
 
     index: int
-    events: list[tuple[dict[str, Any], str]]
+    events: list[tuple[dict[str, Any], bytes]]
     line: bytes = b""
     lines: dict[Hashable, bytes | None] = field(default_factory=dict, compare=False)
     # The same, compressed for the subscribers that take gzip (drover.api.streamgzip).
     pieces: dict[Hashable, Piece | None] = field(default_factory=dict, compare=False)
 
 
-def frame(index: int, texts: list[tuple[dict[str, Any], str]]) -> Frame:
+def frame(index: int, texts: list[tuple[dict[str, Any], bytes]]) -> Frame:
     return Frame(index, texts, _line(index, [t for _, t in texts]))
 
 
-def _line(index: int, texts: list[str]) -> bytes:
-    # Bytes, once: the response would otherwise encode the line again for every subscriber.
-    return f'{{"Index":{index},"Events":[{",".join(texts)}]}}\n'.encode()
+def _line(index: int, texts: list[bytes]) -> bytes:
+    """The frame's line, in one copy of its events (a 1,000-alloc frame is a megabyte)."""
+    head = b'{"Index":%d,"Events":[' % index
+    if not texts:
+        return head + b"]}\n"
+    if len(texts) == 1:
+        return b"".join((head, texts[0], b"]}\n"))
+    return b",".join([head + texts[0], *texts[1:-1], texts[-1] + b"]}\n"])
 
 
 def describe(state: InMemoryState, position: int, event: Event) -> Frame:
@@ -93,9 +101,13 @@ class Subscription:
     def __post_init__(self) -> None:
         self.queue = asyncio.Queue(self.buffer)
         self.key = (self.namespace, tuple(sorted((t, tuple(sorted(k))) for t, k in self.topics.items())))
+        # Every topic, key and namespace: every frame whole, nothing to match.
+        self.everything = self.namespace == ALL and ALL in self.topics.get(ALL, set())
 
     def encode(self, f: Frame) -> bytes | None:
         """The frame's line for this subscriber, None if none of its events is for it."""
+        if self.everything:
+            return f.line if f.events else None
         if self.key in f.lines:
             return f.lines[self.key]
         picked = [text for ev, text in f.events if matches(ev, self.topics, self.namespace)]
@@ -128,21 +140,30 @@ class _FeedReplica(Replica):
 
 
 class EventHub:
-    """Started by the first subscriber; one NATS connection and one replica for all."""
+    """Started by the first subscriber; one NATS connection and one replica for all, stopped
+    `idle` seconds after the last stream ends."""
 
-    def __init__(self, settings: Settings, store: EventStore) -> None:
+    def __init__(self, settings: Settings, store: EventStore, idle: float = 60.0) -> None:
         self.settings = settings
         self.store = store
+        self.idle = idle
         self.ring: deque[Frame] = deque(maxlen=RING)
         self.subscribers: set[Subscription] = set()
         self.closing = asyncio.Event()
         self._nc: Client | None = None
         self._replica: _FeedReplica | None = None
         self._starting = asyncio.Lock()
+        self._streams = 0
+        self._stopping: asyncio.TimerHandle | None = None
+        self._stop_task: asyncio.Future[None] | None = None
 
     @property
     def position(self) -> int:
         return self._replica.position if self._replica is not None else 0
+
+    @property
+    def running(self) -> bool:
+        return self._replica is not None
 
     async def start(self) -> None:
         async with self._starting:
@@ -175,8 +196,39 @@ class EventHub:
 
     async def close(self) -> None:
         self.release()
+        if self._stopping is not None:
+            self._stopping.cancel()
         if self._nc is not None:
             await bus.close(self._nc)
+
+    def _opened(self) -> None:
+        self._streams += 1
+        if self._stopping is not None:
+            self._stopping.cancel()
+            self._stopping = None
+
+    def _closed(self) -> None:
+        self._streams -= 1
+        if not self._streams and self._replica is not None and not self.closing.is_set():
+            self._stopping = asyncio.get_running_loop().call_later(self.idle, self._stop_soon)
+
+    def _stop_soon(self) -> None:
+        self._stopping = None
+        self._stop_task = asyncio.ensure_future(self._stop_if_idle())  # held: a task is weakly kept
+
+    async def _stop_if_idle(self) -> None:
+        """Stop the feed if no stream opened since it was scheduled: its replica would otherwise
+        apply every event of the cluster for nobody."""
+        async with self._starting:
+            if self._streams or self._replica is None:
+                return
+            replica, nc = self._replica, self._nc
+            self._replica = self._nc = None
+            self.ring.clear()
+            replica.stop()
+            if nc is not None:
+                await bus.close(nc)
+            log.info("event feed stopped at %d: no subscriber for %.0f s", replica.position, self.idle)
 
     def _join(self, sub: Subscription, sent: int) -> list[Frame] | None:
         """Join the feed after position `sent`: the ring's frames past it, or None if the ring
@@ -201,7 +253,10 @@ class EventHub:
         in runs: those already waiting go out together (one write to the socket, not one each).
         Ends when the subscriber falls its buffer behind, or the API stops."""
         replay: _Replay | None = None
+        self._opened()
         try:
+            # The feed may have stopped, idle, since the request started it: it starts again.
+            await self.start()
             while (backlog := self._join(sub, sent)) is None:
                 replay = replay or _Replay(self.store)
                 for run in _runs(await replay.until(sent, self.position)):
@@ -225,6 +280,7 @@ class EventHub:
                     yield run
         finally:
             self.subscribers.discard(sub)
+            self._closed()
 
 
 def _runs(frames: list[Frame]) -> list[list[Frame]]:
