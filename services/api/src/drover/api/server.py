@@ -9,7 +9,6 @@ from collections.abc import Callable
 import uvicorn
 
 from drover.api.app import create_app
-from drover.runtime import malloctune
 from drover.runtime.service import require_schema
 from drover.runtime.settings import Settings
 from drover.runtime.telemetry import setup_logging
@@ -36,8 +35,6 @@ def main() -> None:
     setup_logging("api")
     settings = Settings()
     require_schema("api", settings)
-    # The event stream's writes copy each frame per subscriber: into warm memory, not fresh pages.
-    malloctune.keep_freed_buffers()
     app = create_app(settings, tune_gc=True)
     # uvloop and httptools rather than asyncio's loop and h11 (uvicorn's pure-Python parser):
     # every request and every NOTIFY the blocking queries wait on costs less CPU.
