@@ -150,12 +150,17 @@ def node_json(node_id: str, *, cpu: int = 4000, mem: int = 8192, dc: str = "dc1"
     }
 
 
-def job_json(job_id: str, count: int, *, cpu: int = 500, mem: int = 256) -> dict[str, Any]:
+def job_json(
+    job_id: str, count: int, *, cpu: int = 500, mem: int = 256, rolling: bool = True
+) -> dict[str, Any]:
+    """A service job of mock tasks. `rolling=False`: no update strategy (MaxParallel 0), so no
+    deployment, and the job may be scaled at once (Nomad refuses to while one is active)."""
     return {
         "Job": {
             "ID": job_id,
             "Datacenters": ["dc1"],
             "Type": "service",
+            **({} if rolling else {"Update": {"MaxParallel": 0}}),
             "TaskGroups": [
                 {
                     "Name": "web",

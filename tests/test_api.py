@@ -14,7 +14,8 @@ import pytest
 from fastapi.testclient import TestClient
 
 from drover.api.app import create_app
-from drover.model.events import EvalsUpserted
+from drover.model import Deployment
+from drover.model.events import DeploymentUpserted, EvalsUpserted
 from drover.runtime.settings import Settings
 from drover.runtime.store import EventStore
 from drover.scheduler import evaluate_plan, schedule
@@ -178,6 +179,26 @@ def test_scale_validates_and_bumps_version(client: TestClient, store: EventStore
     assert client.get(f"/v1/evaluation/{r.json()['EvalID']}").json()["TriggeredBy"] == "job-scaling"
 
 
+def test_scale_is_refused_while_a_deployment_of_the_job_is_active(
+    client: TestClient, store: EventStore
+) -> None:
+    client.put("/v1/jobs", json=job_json("web", 3))
+    job = client.get("/v1/job/web").json()
+    running = Deployment(id="d1", job_id="web", job_create_index=job["CreateIndex"], status="running")
+    store.append([DeploymentUpserted(deployment=running)])
+    before = store.last_position()
+    r = client.put("/v1/job/web/scale", json={"Count": 7, "Target": {"Group": "web"}})
+    # Nomad's status and words: autoscalers match them, to wait and try again.
+    assert (r.status_code, r.text) == (400, "job scaling blocked due to active deployment")
+    assert store.last_position() == before
+    # A report without a count is recorded all the same.
+    r = client.put("/v1/job/web/scale", json={"Message": "waiting", "Target": {"Group": "web"}})
+    assert r.status_code == 200 and store.last_position() == before + 1
+    store.append([DeploymentUpserted(deployment=running.model_copy(update={"status": "successful"}))])
+    r = client.put("/v1/job/web/scale", json={"Count": 7, "Target": {"Group": "web"}})
+    assert r.status_code == 200 and client.get("/v1/job/web").json()["TaskGroups"][0]["Count"] == 7
+
+
 def test_plan_is_a_dry_run(client: TestClient, store: EventStore) -> None:
     for i in range(2):
         client.put("/v1/drover/node/register", json={"Node": node_json(f"n{i}")})
@@ -208,7 +229,7 @@ def test_an_eval_s_allocations_are_the_ones_it_last_wrote(client: TestClient, st
 
     for i in range(2):
         client.put("/v1/drover/node/register", json={"Node": node_json(f"n{i}")})
-    first = client.put("/v1/jobs", json=job_json("web", 3)).json()["EvalID"]
+    first = client.put("/v1/jobs", json=job_json("web", 3, rolling=False)).json()["EvalID"]
     _commit_plan(store, first)
     other = client.put("/v1/jobs", json=job_json("other", 2)).json()["EvalID"]
     _commit_plan(store, other)

@@ -342,6 +342,13 @@ def test_canaries_promoted_and_the_other_acting_verbs(
 
     ok(c, "job", "revert", "-detach", "canary", "0")
     assert c.get("/v1/job/canary")["Version"] == 2
+    # The revert is a destructive change: a canary deployment, waiting to be promoted. As in
+    # Nomad, the job is not scaled while it is active; once it has failed, it is.
+    d = c.wait(lambda: (x := c.get("/v1/job/canary/deployment"))["JobVersion"] == 2 and x, timeout=30)
+    p = drover(c, "job", "scale", "-detach", "canary", "3")
+    assert p.returncode == 1 and "job scaling blocked due to active deployment" in p.stderr, p.stderr
+    assert c.get("/v1/job/canary")["Version"] == 2
+    ok(c, "deployment", "fail", d["ID"])
     ok(c, "job", "scale", "-detach", "canary", "3")
     assert c.get("/v1/job/canary")["TaskGroups"][0]["Count"] == 3
     alloc = running(c, "canary")[0]

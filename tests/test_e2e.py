@@ -31,7 +31,7 @@ def test_register_scale_deregister(cluster: Cluster) -> None:
     for i in range(5):
         c.put("/v1/drover/node/register", {"Node": node_json(f"node-{i}")})
     t0 = time.monotonic()
-    resp = c.put("/v1/jobs", job_json("web", 10))
+    resp = c.put("/v1/jobs", job_json("web", 10, rolling=False))
     c.wait(lambda: len(live(c, "web")) == 10, timeout=10)
     placed_after = time.monotonic() - t0
     ev = c.wait(lambda: (e := c.get(f"/v1/evaluation/{resp['EvalID']}"))["Status"] == "complete" and e)

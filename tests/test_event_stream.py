@@ -100,7 +100,7 @@ def test_a_resumed_subscriber_gets_every_event_once_in_order(cluster: Cluster, s
     c = cluster
     for i in range(3):
         c.put("/v1/drover/node/register", {"Node": node_json(f"n{i}")})
-    c.put("/v1/jobs", job_json("web", 6))
+    c.put("/v1/jobs", job_json("web", 6, rolling=False))
     c.wait(lambda: len(c.get("/v1/job/web/allocations")) == 6)
     c.put("/v1/job/web/scale", {"Count": 3, "Target": {"Group": "web"}})
     end = marker(store, "end")

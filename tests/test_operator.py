@@ -217,7 +217,7 @@ def test_revert_and_stable(
 def test_scale_status(cluster: Cluster, running: FakeClients, store: EventStore) -> None:
     c = cluster
     c.put("/v1/drover/node/register", _node("n1"))
-    c.put("/v1/jobs", job_json("web", 2))
+    c.put("/v1/jobs", job_json("web", 2, rolling=False))
     c.wait(lambda: c.get("/v1/job/web/scale")["TaskGroups"]["web"]["Running"] == 2)
     status = c.get("/v1/job/web/scale")
     job = c.get("/v1/job/web")

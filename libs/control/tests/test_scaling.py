@@ -7,6 +7,7 @@ import pytest
 
 from drover.control.errors import Conflict, Invalid, NotFound
 from drover.control.scaling import ScaleRequest, scale
+from drover.model import Deployment
 from drover.model.events import EvalsUpserted, JobRegistered, ScalingEventRegistered
 
 from .conftest import NOW, job
@@ -79,3 +80,32 @@ def test_without_a_count_only_the_event_is_recorded() -> None:
     assert change.evals == [] and change.job is current
     ev = recorded.event
     assert (ev.count, ev.previous_count, ev.error, ev.eval_id) == (None, 3, True, None)
+
+
+@pytest.mark.parametrize(
+    ("status", "job_create_index", "refused"),
+    [
+        ("running", 4, True),
+        ("paused", 4, True),
+        ("successful", 4, False),
+        ("failed", 4, False),
+        # A deployment of an earlier job by the same ID (purged, registered again) is not its.
+        ("running", 2, False),
+    ],
+)
+def test_a_count_is_refused_while_the_jobs_deployment_is_active(
+    status: str, job_create_index: int, refused: bool
+) -> None:
+    current = job(count=3, create_index=4)
+    dep = Deployment(id="d1", job_id="web", job_create_index=job_create_index, status=status)
+    req = ScaleRequest(group="g", count=5)
+    if refused:
+        with pytest.raises(Invalid) as e:
+            scale(current, "web", "default", req, 9, NOW, dep)
+        # Nomad's words exactly: autoscalers match them to wait and try again.
+        assert e.value.message == "job scaling blocked due to active deployment"
+    else:
+        assert scale(current, "web", "default", req, 9, NOW, dep).job.task_groups[0].count == 5
+    # A request without a count is only recorded: an autoscaler may report during a deployment.
+    only_event = scale(current, "web", "default", ScaleRequest(group="g", message="waiting"), 9, NOW, dep)
+    assert [e.event.type for e in only_event.events] == ["ScalingEventRegistered"]

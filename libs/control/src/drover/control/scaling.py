@@ -1,6 +1,7 @@
 """Scaling a job's task group (Nomad's job scale): a new version of the job with the group's
 count, a job-scaling eval, and the request recorded among the group's scaling events. A
-request without a count only records its event (an autoscaler reporting, or an error)."""
+request without a count only records its event (an autoscaler reporting, or an error). A count
+is refused while a deployment of the job is active, in Nomad's words (autoscalers match them)."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ from typing import Any
 
 from drover.control.errors import Conflict, Invalid, NotFound
 from drover.control.jobs import JobChange
-from drover.model import Job
+from drover.model import Deployment, Job
 from drover.model.evaluation import TRIGGER_SCALING, job_eval
 from drover.model.events import EvalsUpserted, JobRegistered, NewEvent, ScalingEventRegistered
 from drover.model.job import JOB_TYPE_SYSTEM
@@ -48,11 +49,21 @@ def request_problems(req: ScaleRequest, job_id: str, namespace: str) -> list[str
     return problems
 
 
+# Nomad's answer (400) to a count while the job's deployment is active.
+BLOCKED_BY_DEPLOYMENT = "job scaling blocked due to active deployment"
+
+
 def scale(
-    job: Job | None, job_id: str, namespace: str, req: ScaleRequest, stream_version: int, now: int
+    job: Job | None,
+    job_id: str,
+    namespace: str,
+    req: ScaleRequest,
+    stream_version: int,
+    now: int,
+    deployment: Deployment | None = None,
 ) -> JobChange:
     """Scale `job` (`job_id` in `namespace`, None if there is none), whose stream is at
-    `stream_version`, as `req` asks."""
+    `stream_version`, as `req` asks; `deployment` is its active one, if any."""
     problems = request_problems(req, job_id, namespace)
     if job is None:
         if problems:
@@ -66,6 +77,8 @@ def scale(
     if problems:
         raise Invalid.of(problems)
     assert tg is not None
+    if req.count is not None and _deploying(job, deployment):
+        raise Invalid(BLOCKED_BY_DEPLOYMENT)
     if req.job_modify_index and req.job_modify_index != job.job_modify_index:
         raise Conflict(
             f"JobModifyIndex {req.job_modify_index} does not match the job's: {job.job_modify_index}"
@@ -97,3 +110,8 @@ def scale(
     if evals:
         events.append(NewEvent(EvalsUpserted(evals=evals)))
     return JobChange(events, evals, scaled)
+
+
+def _deploying(job: Job, deployment: Deployment | None) -> bool:
+    """Whether `deployment` is active and of this job, not of an earlier one by the same ID."""
+    return deployment is not None and deployment.active() and deployment.job_create_index == job.create_index

@@ -56,7 +56,8 @@ async def scale(
 
     def decide(reads: Reads) -> JobChange:
         job, version = reads.job(namespace, job_id), reads.job_stream_version(namespace, job_id)
-        return scaling.scale(job, job_id, namespace, req, version, time.time_ns())
+        deployment = reads.active_deployment(namespace, job_id) if req.count is not None else None
+        return scaling.scale(job, job_id, namespace, req, version, time.time_ns(), deployment)
 
     change, positions = await commands.run(decide)
     assert change.job is not None
