@@ -220,8 +220,8 @@ class EventHub:
         """Stop the feed if no stream opened since it was scheduled: its replica would otherwise
         apply every event of the cluster for nobody."""
         async with self._starting:
-            if self._streams or self._replica is None:
-                return
+            if self._streams or self._replica is None or self.closing.is_set():
+                return  # a stream opened meanwhile, or the API is stopping (close() ends it)
             replica, nc = self._replica, self._nc
             self._replica = self._nc = None
             self.ring.clear()
