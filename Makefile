@@ -44,7 +44,7 @@ bench: install
 	$(RUN) python -m bench.append --out bench/out/append.json
 	$(RUN) python -m bench.pipeline --out bench/out/pipeline.json
 	$(RUN) python -m bench.pipeline --garbage --force-gc --out bench/out/pipeline_gc.json
-	$(RUN) python -m bench.events --out bench/out/events.json
+	$(RUN) python -m bench.events --floor --out bench/out/events.json
 	$(RUN) python -m bench.memory --out bench/out/memory.json
 	$(RUN) python -m bench.heartbeats --out bench/out/heartbeats.json
 	$(RUN) python -m bench.watchers --out bench/out/watchers.json

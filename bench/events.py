@@ -12,12 +12,14 @@ registered, from the log's next position, and are all connected before the load 
 
 Reported: every subscriber's events and frames received over the window (from their first
 position to the log's last once the load is placed), against the log's own: the frames and
-events a replay of the log gives (`drover.model.streamevents`, as the API describes them), so
+events a replay of the log gives (`drover.api.eventhub.describe`, the API's own), so
 `subscribers_short` counts those missing a frame, holding one twice or out of order, or with an
 event more or less; the lag from a log position's commit (`events.recorded_at`) to its frame's
 arrival at a subscriber, p50/p99/max over every frame of every subscriber; the API's CPU per
 subscriber ((API CPU during the load with subscribers - without) / subscribers); and the
-pipeline's placements/s with subscribers against without (`throughput_ratio`).
+pipeline's placements/s with subscribers against without (`throughput_ratio`). --floor adds a
+third arm, the same subscribers fed the same bytes by a server that only writes them
+(bench/eventfloor.py): what is left of the gap without Drover's code in the path.
 
 The driver's cost is kept out of the figures: the subscribers run in processes of their own
 (`--processes`, each an asyncio loop with its share of the connections), not in the driver
@@ -52,9 +54,9 @@ import uvloop
 from bench import pipeline, report
 from bench.report import percentile
 from bench.servers import Servers
+from drover.api.eventhub import describe
 from drover.model.events import Event, decode_event
 from drover.model.state import InMemoryState
-from drover.model.streamevents import stream_events
 from drover.runtime.store import EventStore
 
 # How long the subscribers may take, once the load is placed, to receive the log's last frame.
@@ -235,21 +237,32 @@ async def follow_all(base: str, index: int, count: int, gzip: bool) -> None:
 class Subscribers(pipeline.Hooks):
     """The subscriber processes beside the pipeline's load, and what they received."""
 
-    def __init__(self, subscribers: int, processes: int, nice: int = 0, gzip: bool = False) -> None:
+    def __init__(
+        self, subscribers: int, processes: int, nice: int = 0, gzip: bool = False, keep: bool = False
+    ) -> None:
         self.nice = nice
         self.gzip = gzip
         per, extra = divmod(subscribers, processes)
         self.shares = [per + (1 if i < extra else 0) for i in range(processes) if per or i < extra]
         self.procs: list[subprocess.Popen[str]] = []
         self.after = 0
+        self.started = 0.0  # when the load started (wall clock)
         self.figures: dict[str, Any] = {}
+        # The log's frames in the window: position -> (events, commit time), and with `keep`
+        # each frame's line as the API sends it (for bench/eventfloor.py).
+        self.log: dict[int, tuple[int, float]] = {}
+        self.lines: dict[int, bytes] | None = {} if keep else None
 
     def loading(self, servers: Servers) -> None:
         self.after = servers.store.last_position()
-        base = str(servers.cluster.http.base_url)
+        self.spawn(str(servers.cluster.http.base_url), self.after + 1)
+        self.started = time.time()
+
+    def spawn(self, base: str, index: int) -> None:
+        """The subscriber processes, on `base`'s stream from `index`, all connected."""
         for share in self.shares:
             cmd = [sys.executable, "-m", "bench.events", "--follow", str(share), "--base", base]
-            cmd += ["--index", str(self.after + 1), *(["--gzip"] if self.gzip else [])]
+            cmd += ["--index", str(index), *(["--gzip"] if self.gzip else [])]
             self.procs.append(
                 subprocess.Popen(
                     cmd,
@@ -269,21 +282,24 @@ class Subscribers(pipeline.Hooks):
 
     def loaded(self, servers: Servers, result: dict[str, Any]) -> None:
         last = servers.store.last_position()
-        received: list[dict[str, Any]] = []
         try:
+            self.log = replay(servers.store, self.after, last, self.lines)
             # The last position with a frame: one without (a scaling event) is never sent.
-            log = replay(servers.store, self.after, last)
-            target = max(log, default=self.after)
-            for p in self.procs:
-                assert p.stdin is not None
-                p.stdin.write(f"{target} {time.time() + CATCH_UP_S}\n")
-                p.stdin.flush()
-            for p in self.procs:
-                out, _ = p.communicate(timeout=CATCH_UP_S + 60)
-                received += json.loads(out)
+            self.collect(self.log, max(self.log, default=self.after), self.after, last)
         finally:
             self.stop()
-        self.figures = compare(received, log, self.after, last)
+
+    def collect(self, log: dict[int, tuple[int, float]], target: int, after: int, last: int) -> None:
+        """Every subscriber's figures once it has `target`'s frame, against `log`'s."""
+        received: list[dict[str, Any]] = []
+        for p in self.procs:
+            assert p.stdin is not None
+            p.stdin.write(f"{target} {time.time() + CATCH_UP_S}\n")
+            p.stdin.flush()
+        for p in self.procs:
+            out, _ = p.communicate(timeout=CATCH_UP_S + 60)
+            received += json.loads(out)
+        self.figures = compare(received, log, after, last)
 
     def stop(self) -> None:
         for p in self.procs:
@@ -296,10 +312,12 @@ def _decode(data: str) -> Event:
     return decode_event(data, replica=True)
 
 
-def replay(store: EventStore, after: int, last: int) -> dict[int, tuple[int, float]]:
+def replay(
+    store: EventStore, after: int, last: int, lines: dict[int, bytes] | None = None
+) -> dict[int, tuple[int, float]]:
     """The log's frames after `after` up to `last`: position -> (its events, its commit time),
     as the API describes them (a replay from the log's start; positions without events left
-    out, as the API sends no frame for them)."""
+    out, as the API sends no frame for them); with `lines`, each frame's line put there too."""
     state = InMemoryState(drop_metrics=True, owns_events=True)
     frames: dict[int, tuple[int, float]] = {}
     while state.index < last:
@@ -309,10 +327,12 @@ def replay(store: EventStore, after: int, last: int) -> dict[int, tuple[int, flo
         for r in rows:
             if r.position > last:
                 break
-            events = stream_events(state, r.position, r.event)
-            if r.position > after and events:
+            f = describe(state, r.position, r.event)
+            if r.position > after and f.events:
                 assert r.recorded_at is not None
-                frames[r.position] = (len(events), r.recorded_at.timestamp())
+                frames[r.position] = (len(f.events), r.recorded_at.timestamp())
+                if lines is not None:
+                    lines[r.position] = f.line
     return frames
 
 
@@ -425,6 +445,12 @@ def main() -> None:
         help="the subscribers ask for the stream gzipped (Accept-Encoding: gzip, as Nomad's "
         "clients do) and inflate it; without, they read it plain",
     )
+    ap.add_argument(
+        "--floor",
+        action="store_true",
+        help="a third arm: the same subscribers fed the same bytes by a server that only writes "
+        "them (bench/eventfloor.py), what delivering them costs this host without Drover's code",
+    )
     ap.add_argument("--follow", type=int, help=argparse.SUPPRESS)  # a subscriber process: how many
     ap.add_argument("--base", help=argparse.SUPPRESS)
     ap.add_argument("--index", type=int, default=0, help=argparse.SUPPRESS)
@@ -440,12 +466,17 @@ def main() -> None:
     else:
         without, baseline = pipeline.run(args), "run here, before the arm with subscribers"
     processes = max(1, min(args.processes, args.subscribers))
-    subs = Subscribers(args.subscribers, processes, args.subscriber_nice, args.gzip)
+    subs = Subscribers(args.subscribers, processes, args.subscriber_nice, args.gzip, keep=args.floor)
     try:
         with_ = pipeline.run(args, subs)
     finally:
         subs.stop()
-    report.write(summary(subs, with_, without, baseline), args.out)
+    out = summary(subs, with_, without, baseline)
+    if args.floor:
+        from bench import eventfloor  # it builds on this module
+
+        out["floor"] = eventfloor.run(args, subs, with_, without)
+    report.write(out, args.out)
 
 
 if __name__ == "__main__":

@@ -238,6 +238,12 @@ FIGURES: dict[str, list[Figure]] = {
         Figure("pipeline with subscribers", ("placements_per_s", "with"), "placements/s"),
         Figure("pipeline without subscribers", ("placements_per_s", "without"), "placements/s"),
         Figure("the subscribers' own CPU during the load", ("subscribers_cpu_s",), "CPU-s"),
+        Figure(
+            "floor: the same bytes from a server that only writes them, against without",
+            ("floor", "throughput_ratio"),
+            "of the placements/s",
+        ),
+        Figure("floor: its server's CPU during the load", ("floor", "server_cpu_s"), "CPU-s"),
         Figure("host speed: 5,000-node, 1,000-alloc eval", ("pipeline_with", "host_reference_eval_ms"), "ms"),
     ],
     "gc": [

@@ -1,18 +1,23 @@
 """bench/events.py's reading and judging of what its subscribers received: a frame's index and
 events read from its bytes, and a subscriber missing a frame, holding one twice or out of
-order, or with an event short is counted short of the log. Pure: no servers."""
+order, or with an event short is counted short of the log; bench/eventfloor.py's server and
+schedule. No NATS or PostgreSQL: the floor's server is a plain socket."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import sys
+import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 # bench/ is not an installed package: the benchmarks run as `python -m bench.x` from the
 # repository's root, which is put on the path here as it is there.
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from bench.events import Follower, compare
+from bench.eventfloor import Connection, deliver, schedule
+from bench.events import Follower, Subscribers, compare
 from drover.api.streamgzip import Member, piece
 
 # The log's frames after position 10 up to 14: position -> (its events, its commit time).
@@ -105,3 +110,52 @@ def test_subscribers_against_the_log() -> None:
     alone = compare([whole], LOG, 10, 14)
     assert alone["every_event_to_every_subscriber_in_order"] and alone["events_received"] == [6]
     assert alone["lag_ms"] == {"p50": 100.0, "p99": 300.0, "max": 300.0}
+
+
+def test_the_floor_server_delivers_each_frame_at_its_offset_to_every_subscriber() -> None:
+    """bench/eventfloor.py's server, on a real socket: every subscriber gets every frame line,
+    in order, none before its offset; frames due together come in one chunk."""
+    frames = [(0.0, _line(12, 3)), (0.0, _line(13, 1)), (0.2, _line(15, 2))]
+
+    async def run() -> tuple[list[Follower], float]:
+        live: set[asyncio.WriteTransport] = set()
+        loop = asyncio.get_running_loop()
+        server = await loop.create_server(lambda: Connection(live), "127.0.0.1", 0)
+        port = server.sockets[0].getsockname()[1]
+        followers = [Follower(f"http://127.0.0.1:{port}", 12) for _ in range(3)]
+        tasks = [asyncio.create_task(f.follow("127.0.0.1", port)) for f in followers]
+        await asyncio.wait_for(asyncio.gather(*(f.connected.wait() for f in followers)), 10)
+        start = time.time()
+        assert await deliver(frames, live) == 2
+        await asyncio.wait_for(_until(lambda: all(f.index[-1:] == [15] for f in followers)), 10)
+        for t in tasks:
+            t.cancel()
+        server.close()
+        return followers, start
+
+    followers, start = asyncio.run(run())
+    for f in followers:
+        assert (f.index, f.events) == ([12, 13, 15], [3, 1, 2])
+        assert f.arrival[2] >= start + 0.2 and f.arrival[0] < start + 0.2
+
+
+def _line(index: int, events: int) -> bytes:
+    return (
+        json.dumps({"Index": index, "Events": [{"Topic": "Job"}] * events}, separators=(",", ":")).encode()
+        + b"\n"
+    )
+
+
+async def _until(done: Callable[[], bool]) -> None:
+    while not done():
+        await asyncio.sleep(0.01)
+
+
+def test_the_floor_schedule_is_the_with_arms_commit_offsets_scaled() -> None:
+    subs = Subscribers(2, 1, keep=True)
+    subs.started = 100.0
+    subs.log = {11: (1, 100.0), 12: (3, 101.0), 14: (2, 103.0), 15: (1, 99.0)}
+    assert subs.lines is not None
+    subs.lines.update({11: b"a\n", 12: b"b\n", 14: b"c\n", 15: b"d\n"})
+    # Scaled by the without-arm's length over the with-arm's; a commit before the start at 0.
+    assert schedule(subs, 0.5) == [(0.0, b"a\n"), (0.5, b"b\n"), (1.5, b"c\n"), (0.0, b"d\n")]
