@@ -3,6 +3,7 @@ every service as its own process. Heartbeat TTLs are shortened to seconds."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -59,6 +60,24 @@ class Agents:
     def close(self) -> None:
         for name in list(self.procs):
             self.stop(name)
+        kill_executors(self.tmp)
+
+
+def kill_executors(under: Path) -> None:
+    """Kill the executors started under `under`, with their tasks. An executor outlives its
+    agent by design (its task runs on across the agent's restart): a test's own would run on
+    after it, a `sleep 300` for five minutes. Each is its task's process group leader."""
+    mark = str(under).encode() + b"/"
+    for proc in Path("/proc").iterdir():
+        if not proc.name.isdigit():
+            continue
+        try:
+            cmd = (proc / "cmdline").read_bytes()
+        except OSError:
+            continue
+        if b"drover.client.executor" in cmd and mark in cmd:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(int(proc.name), signal.SIGKILL)
 
 
 @pytest.fixture
