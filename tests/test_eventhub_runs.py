@@ -1,6 +1,6 @@
 """The event hub's delivery to one subscriber: frames already waiting go out as one run (one
-write to its socket), a run stops at RUN_BYTES, and every frame still comes once, in order;
-gzipped, the same stream.
+write to its socket), a run stops at RUN_BYTES, frames published within the coalescing window
+are handed over together, and every frame still comes once, in order; gzipped, the same stream.
 No servers: the hub's feed is stood in for by publishing frames to it directly."""
 
 from __future__ import annotations
@@ -24,8 +24,8 @@ class _Feed:
 FEED = _Feed()
 
 
-def _hub() -> EventHub:
-    hub = EventHub(SimpleNamespace(), None)  # type: ignore[arg-type]
+def _hub(coalesce: float = 0.0) -> EventHub:
+    hub = EventHub(SimpleNamespace(), None, coalesce=coalesce)  # type: ignore[arg-type]
     FEED.position = 0
     hub._replica = FEED  # type: ignore[assignment]
     return hub
@@ -65,6 +65,31 @@ async def test_waiting_frames_go_out_as_one_run_up_to_its_size() -> None:
     assert got == [[2, 3, 4, 5], [6]]
     await runs.aclose()
     assert sub not in hub.subscribers
+
+
+async def test_frames_published_within_the_window_reach_each_subscriber_in_one_run() -> None:
+    """With a coalescing window, the frames published within it wake a subscriber once, as one
+    run, not before the window ends; one joining meanwhile takes them from the ring, and each
+    frame still comes once, in order."""
+    hub = _hub(coalesce=0.05)
+    runs = hub.frames(Subscription({"*": {"*"}}, "*"), 0, heartbeat=5.0)
+    first = asyncio.ensure_future(anext(runs))
+    await asyncio.sleep(0)  # joined, waiting
+    loop = asyncio.get_running_loop()
+    start = loop.time()
+    _publish(hub, _frame(1, 10))
+    await asyncio.sleep(0.01)
+    assert not first.done()
+    _publish(hub, _frame(2, 10), _frame(3, 10))
+    late = hub.frames(Subscription({"*": {"*"}}, "*"), 1, heartbeat=5.0)  # after position 1
+    assert await _indexes(late) == [2, 3]
+    assert [f.index for f in await first or []] == [1, 2, 3]
+    assert loop.time() - start >= 0.04
+    _publish(hub, _frame(4, 10))
+    assert await _indexes(late) == [4]  # 2 and 3 not again
+    assert await _indexes(runs) == [4]
+    await runs.aclose()
+    await late.aclose()
 
 
 async def test_a_backlog_is_sent_in_runs_of_at_most_run_bytes() -> None:

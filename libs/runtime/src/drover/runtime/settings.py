@@ -22,8 +22,10 @@ class Settings(BaseSettings):
     # seconds between heartbeats (Nomad's 30).
     event_buffer: int = Field(default=4096, ge=1)
     event_heartbeat: float = Field(default=30.0, gt=0.0)
-    # Seconds the stream's feed (a whole replica in the API) runs on after its last subscriber.
+    # Seconds the stream's feed (a whole replica in the API) runs on after its last subscriber,
+    # and for which it gathers frames before handing them to the subscribers (one write each).
     event_feed_idle: float = Field(default=60.0, gt=0.0)
+    event_coalesce: float = Field(default=0.05, ge=0.0)
     # Scheduling workers `drover up` starts, and how many evals the broker hands out at once.
     workers: int = 3
     # How many of those may be large evals (more than 100 placements) at once; unset: one when

@@ -101,7 +101,7 @@ def create_app(settings: Settings, store: EventStore | None = None, *, tune_gc: 
     app.state.commands = Commands(store, reads)
     app.state.heartbeats = heartbeats
     app.state.metrics = figures
-    app.state.events = EventHub(settings, store, settings.event_feed_idle)
+    app.state.events = EventHub(settings, store, settings.event_feed_idle, settings.event_coalesce)
     app.state.client_forwarder = ClientForwarder()
     errors.install(app)
     app.add_middleware(RequestGuard, limit=settings.max_body_bytes, observe=figures.timings.observe)

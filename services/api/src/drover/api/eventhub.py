@@ -143,11 +143,17 @@ class EventHub:
     """Started by the first subscriber; one NATS connection and one replica for all, stopped
     `idle` seconds after the last stream ends."""
 
-    def __init__(self, settings: Settings, store: EventStore, idle: float = 60.0) -> None:
+    def __init__(
+        self, settings: Settings, store: EventStore, idle: float = 60.0, coalesce: float = 0.0
+    ) -> None:
         self.settings = settings
         self.store = store
         self.idle = idle
+        self.coalesce = coalesce
         self.ring: deque[Frame] = deque(maxlen=RING)
+        # Frames published but not yet handed to the subscribers (within `coalesce` of the first).
+        self._pending: list[Frame] = []
+        self._delivering: asyncio.TimerHandle | None = None
         self.subscribers: set[Subscription] = set()
         self.closing = asyncio.Event()
         self._nc: Client | None = None
@@ -179,10 +185,24 @@ class EventHub:
             self._nc, self._replica = nc, replica
 
     def publish(self, f: Frame) -> None:
+        """Keep `f` for subscribers joining, and hand it to every subscriber together with the
+        frames published within `coalesce` seconds of the first still waiting: each subscriber
+        then wakes, and writes, once for them all rather than once a frame (the feed gives the
+        loop a turn between log positions). A joiner meanwhile takes them from the ring."""
         self.ring.append(f)
+        self._pending.append(f)
+        if self.coalesce <= 0:
+            self._deliver()
+        elif self._delivering is None:
+            self._delivering = asyncio.get_running_loop().call_later(self.coalesce, self._deliver)
+
+    def _deliver(self) -> None:
+        self._delivering = None
+        pending, self._pending = self._pending, []
         for sub in list(self.subscribers):
             try:
-                sub.queue.put_nowait(f)
+                for f in pending:
+                    sub.queue.put_nowait(f)
             except asyncio.QueueFull:
                 sub.overflowed = True
                 self.subscribers.discard(sub)
@@ -198,6 +218,8 @@ class EventHub:
         self.release()
         if self._stopping is not None:
             self._stopping.cancel()
+        if self._delivering is not None:
+            self._delivering.cancel()
         if self._nc is not None:
             await bus.close(self._nc)
 
@@ -225,6 +247,9 @@ class EventHub:
             replica, nc = self._replica, self._nc
             self._replica = self._nc = None
             self.ring.clear()
+            if self._delivering is not None:
+                self._delivering.cancel()
+            self._deliver()  # to nobody: the list emptied
             replica.stop()
             if nc is not None:
                 await bus.close(nc)
