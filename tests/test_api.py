@@ -65,6 +65,8 @@ def test_register_read_and_index_header(client: TestClient, store: EventStore) -
     assert client.get("/v1/jobs", params={"prefix": "x"}).json() == []
     evals = client.get("/v1/job/web/evaluations").json()
     assert [e["ID"] for e in evals] == [body["EvalID"]] and evals[0]["TriggeredBy"] == "job-register"
+    # The eval carries the job's index, as Nomad's does (`nomad eval status -verbose`).
+    assert evals[0]["JobModifyIndex"] == body["JobModifyIndex"] == job["JobModifyIndex"] == 1
     # Same spec again: same version; a change: a new version.
     client.put("/v1/jobs", json=job_json("web", 3))
     assert client.get("/v1/job/web").json()["Version"] == 0

@@ -35,6 +35,11 @@ TRIGGER_PREEMPTION = "preemption"
 TRIGGER_SCALING = "job-scaling"
 TRIGGER_MAX_DISCONNECT_TIMEOUT = "max-disconnect-timeout"
 TRIGGER_RECONNECT = "reconnect"
+# Evals of a change to the job itself: they carry the job's JobModifyIndex, as Nomad's do (a
+# node's or a deployment's evals carry none).
+JOB_CHANGE_TRIGGERS = frozenset(
+    {TRIGGER_JOB_REGISTER, TRIGGER_JOB_DEREGISTER, TRIGGER_SCALING, TRIGGER_PERIODIC_JOB}
+)
 
 # Core evals: the garbage collector's work (Nomad's `_core` scheduler), in Nomad's namespace
 # "-" at its CoreJobPriority (math.MaxInt16). JobID names the pass.

@@ -16,7 +16,7 @@ from drover.model.alloc import (
     AllocDeploymentStatus,
 )
 from drover.model.deployment import DEPLOYMENT_SUCCESSFUL, Deployment
-from drover.model.evaluation import Evaluation
+from drover.model.evaluation import JOB_CHANGE_TRIGGERS, Evaluation
 from drover.model.events import (
     AllocRestartRequested,
     AllocsClientUpdated,
@@ -179,9 +179,20 @@ def _scaling_event(state: StateWriter, index: int, ev: ScalingEventRegistered) -
 def _evals(state: StateWriter, index: int, ev: EvalsUpserted) -> None:
     for e in ev.evals:
         old = state.eval(e.id)
-        state.upsert_eval(
-            e.model_copy(update={"create_index": old.create_index if old else index, "modify_index": index})
-        )
+        update: dict[str, object] = {
+            "create_index": old.create_index if old else index,
+            "modify_index": index,
+        }
+        if e.job_modify_index:
+            pass
+        elif old is not None:
+            update["job_modify_index"] = old.job_modify_index  # an update of the eval keeps it
+        elif e.triggered_by in JOB_CHANGE_TRIGGERS:
+            # Made with the job's change, appended just before it: the job's index is known
+            # only now (none if the job was purged).
+            job = state.job(e.namespace, e.job_id)
+            update["job_modify_index"] = job.job_modify_index if job is not None else 0
+        state.upsert_eval(e.model_copy(update=update))
 
 
 def _upsert_alloc(state: StateWriter, index: int, a: Allocation, at: int) -> Allocation:
