@@ -455,6 +455,8 @@ def main() -> None:
     ap.add_argument("--base", help=argparse.SUPPRESS)
     ap.add_argument("--index", type=int, default=0, help=argparse.SUPPRESS)
     args = ap.parse_args()
+    if args.floor and args.gzip:
+        ap.error("--floor sends the frames plain: it can't stand in for a gzipped stream")
     if args.follow:
         # Stopped by the driver: no traceback.
         signal.signal(signal.SIGTERM, lambda *_: os._exit(0))

@@ -183,16 +183,20 @@ def _evals(state: StateWriter, index: int, ev: EvalsUpserted) -> None:
             "create_index": old.create_index if old else index,
             "modify_index": index,
         }
-        if e.job_modify_index:
-            pass
-        elif old is not None:
-            update["job_modify_index"] = old.job_modify_index  # an update of the eval keeps it
-        elif e.triggered_by in JOB_CHANGE_TRIGGERS:
-            # Made with the job's change, appended just before it: the job's index is known
-            # only now (none if the job was purged).
-            job = state.job(e.namespace, e.job_id)
-            update["job_modify_index"] = job.job_modify_index if job is not None else 0
+        if not e.job_modify_index:
+            update["job_modify_index"] = _job_modify_index(state, e, old)
         state.upsert_eval(e.model_copy(update=update))
+
+
+def _job_modify_index(state: StateWriter, e: Evaluation, old: Evaluation | None) -> int:
+    """An eval given none: an update of the eval keeps the one it had; a new eval of a change to
+    its job (appended with it, after it) takes the job's, known only now (none once purged)."""
+    if old is not None:
+        return old.job_modify_index
+    if e.triggered_by not in JOB_CHANGE_TRIGGERS:
+        return 0
+    job = state.job(e.namespace, e.job_id)
+    return job.job_modify_index if job is not None else 0
 
 
 def _upsert_alloc(state: StateWriter, index: int, a: Allocation, at: int) -> Allocation:
