@@ -31,7 +31,7 @@ TOPIC_TABLES = (
     ("Allocation", "allocs"),
     ("JobRestart", "job_restarts"),
 )
-TOPICS = tuple(topic for topic, _ in TOPIC_TABLES)
+TOPICS = ("Job", "Evaluation", "Allocation", "Deployment", "Node", "JobRestart")
 ALL = "*"
 
 
