@@ -14,7 +14,7 @@ from typing import Any
 
 from drover.model.durations import SECOND
 from drover.model.evaluation import Evaluation
-from drover.model.events import EvalsUpserted, Event, evals_of
+from drover.model.events import EvalsUpserted, Event
 from drover.runtime.bus import (
     EVALS_LARGE_SUBJECT,
     EVALS_SUBJECT,
@@ -71,7 +71,7 @@ class BrokerService:
         """The replica applied `event` at `position`: take in its evals or capacity signals."""
         now = time.time_ns()
         state = self.replica.state
-        carried = evals_of(event)
+        carried = event.evals_made()
         if carried:
             for ev in carried:
                 if "traceparent" in meta:

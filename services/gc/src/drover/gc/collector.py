@@ -18,7 +18,7 @@ from drover.control import gccore
 from drover.control.gc import Collection, Thresholds
 from drover.model.durations import SECOND
 from drover.model.evaluation import EVAL_STATUS_PENDING, EVAL_TYPE_CORE, Evaluation
-from drover.model.events import EvalsCollected, EvalsUpserted, Event, NewEvent, evals_of
+from drover.model.events import EvalsCollected, EvalsUpserted, Event, NewEvent
 from drover.model.state import InMemoryState
 from drover.runtime.settings import Settings
 from drover.runtime.store import RecordedEvent
@@ -84,7 +84,7 @@ class Collector:
     def on_event(self, position: int, event: Event, meta: dict[str, Any]) -> None:
         """The replica applied `event`: keep the core evals as the state has them, and which
         scheduling evals wait for a worker."""
-        for e in evals_of(event):
+        for e in event.evals_made():
             if e.type != EVAL_TYPE_CORE:
                 self._track(e)
                 continue
