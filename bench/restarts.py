@@ -39,7 +39,7 @@ from bench import report
 from bench.pipeline import cpu_seconds
 from bench.scheduler import run_case
 from bench.servers import Servers, start
-from drover.control.restartwatch import SIGNALED, started_after
+from drover.control.leader.jobrestartwatcher import SIGNALED, started_after
 from drover.model.alloc import TaskState
 from drover.model.events import AllocsClientUpdated, JobRestartSignaled, JobRestartUpdated
 from drover.model.jobrestart import request_id

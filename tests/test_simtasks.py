@@ -8,7 +8,7 @@ from typing import Any
 
 from drover.client.sim import REPORT_EVENTS, report_chunks
 from drover.client.simtasks import SimTasks
-from drover.control.restartwatch import started_after
+from drover.control.leader.jobrestartwatcher import started_after
 from drover.model.alloc import TaskState
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from drover.control import allocs
+from drover.control.commands import allocs
 from drover.control.errors import Invalid, NotFound
 from drover.model import Allocation, TaskState
 from drover.model.events import (

@@ -10,8 +10,8 @@ from typing import Any
 
 import pytest
 
-from drover.control import jobs, scaling
-from drover.control.dispatch import PAYLOAD_SIZE_LIMIT, DispatchRequest, dispatch, dispatched_id
+from drover.control.commands import jobs, scaling
+from drover.control.commands.dispatch import PAYLOAD_SIZE_LIMIT, DispatchRequest, dispatch, dispatched_id
 from drover.control.errors import Invalid, NotFound
 from drover.model import Job
 from drover.model.events import EvalsUpserted, JobDeregistered, JobRegistered, ScalingEventRegistered

@@ -7,7 +7,7 @@ import random
 
 import pytest
 
-from drover.control.heartbeat import (
+from drover.control.leader.heartbeat import (
     FAILOVER_HEARTBEAT_TTL,
     HEARTBEAT_GRACE,
     HEARTBEAT_MISSED,

@@ -7,9 +7,9 @@ from typing import Any
 
 import pytest
 
-from drover.control import jobrestarts
+from drover.control.commands import jobrestarts
+from drover.control.commands.jobrestarts import RestartOptions
 from drover.control.errors import Conflict, Invalid, NotFound
-from drover.control.jobrestarts import RestartOptions
 from drover.model import Deployment, Task, TaskGroup
 from drover.model.events import JobRestartStarted, JobRestartUpdated
 from drover.model.jobrestart import JobRestart

@@ -6,9 +6,9 @@ from typing import Any
 
 import pytest
 
-from drover.control import jobs
+from drover.control.commands import jobs
+from drover.control.commands.scaling import ScaleRequest, scale
 from drover.control.errors import Conflict, Invalid, NotFound
-from drover.control.scaling import ScaleRequest, scale
 from drover.model import Job
 from drover.model.events import EvalsUpserted, JobDeregistered, JobRegistered, ScalingEventRegistered
 from drover.model.job import PeriodicConfig

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
+from drover.control.commands.scaling import ScaleRequest, scale
 from drover.control.errors import Conflict, Invalid, NotFound
-from drover.control.scaling import ScaleRequest, scale
 from drover.model import Deployment
 from drover.model.events import EvalsUpserted, JobRegistered, ScalingEventRegistered
 

@@ -10,7 +10,7 @@ import time
 
 from nats.aio.client import Client
 
-from drover.control.heartbeat import heartbeat_ttl
+from drover.control.leader.heartbeat import heartbeat_ttl
 from drover.model.durations import SECOND
 from drover.runtime.bus import HEARTBEAT_SUBJECT, connect
 from drover.runtime.settings import Settings

@@ -1,5 +1,5 @@
 """The deployment watcher loop: for every active deployment, ask the pure core
-(drover.control.deploywatch) what to do and write it - deployment-watcher evals as allocs turn
+(drover.control.leader.deploymentwatcher) what to do and write it - deployment-watcher evals as allocs turn
 healthy, unhealthy allocs of progress-based groups marked for rescheduling, canaries promoted when
 the group auto-promotes, deployments failed on an unhealthy alloc or at their progress deadline.
 Evals are batched per deployment per pass (Nomad batches them per job over about a second)."""
@@ -12,7 +12,7 @@ import logging
 import time
 from typing import Any
 
-from drover.control.deploywatch import rollback, watch_deployment
+from drover.control.leader.deploymentwatcher import rollback, watch_deployment
 from drover.model.alloc import DesiredTransition
 from drover.model.deployment import DEPLOYMENT_FAILED, DESC_RUNNING, Deployment
 from drover.model.evaluation import TRIGGER_DEPLOYMENT_WATCHER, job_eval

@@ -1,5 +1,5 @@
 """The node drainer loop: allocs on draining nodes marked to migrate in batches of
-migrate.max_parallel, with node-drain evals (drover.control.drainer), and the drain cleared
+migrate.max_parallel, with node-drain evals (drover.control.leader.drainer), and the drain cleared
 when a node is empty."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ import contextlib
 import logging
 import time
 
-from drover.control.drainer import drain_step
+from drover.control.leader.drainer import drain_step
 from drover.model.alloc import DesiredTransition
 from drover.model.events import AllocsTransitioned, Event, NodeDrainUpdated
 from drover.runtime.replica import Replica

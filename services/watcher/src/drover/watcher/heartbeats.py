@@ -1,5 +1,5 @@
 """The heartbeat watcher: hears client heartbeats on core NATS, keeps every node's deadline
-(drover.control.heartbeat) and, when a node misses its TTL and grace, writes it down - or
+(drover.control.leader.heartbeat) and, when a node misses its TTL and grace, writes it down - or
 disconnected, when it runs allocs that tolerate it - with node-update evals. Heartbeats are
 never written to the log; status changes are."""
 
@@ -12,7 +12,7 @@ import logging
 import time
 from typing import Any
 
-from drover.control.heartbeat import ALIVE, HeartbeatTracker, missed_heartbeats
+from drover.control.leader.heartbeat import ALIVE, HeartbeatTracker, missed_heartbeats
 from drover.model.durations import SECOND
 from drover.model.events import Event, NodeDeregistered, NodeRegistered, NodeStatusUpdated
 from drover.runtime.replica import Replica

@@ -1,5 +1,5 @@
 """The periodic dispatcher loop: launch periodic jobs' children when they fall due
-(drover.control.periodic decides which), each launch in an append of its own.
+(drover.control.leader.periodic decides which), each launch in an append of its own.
 
 It sleeps until the next launch of any periodic job, and wakes early when a periodic job is
 registered, changed or stopped (told by the replica's listener). A launch expects its child's
@@ -14,7 +14,7 @@ import logging
 import time
 from typing import Any
 
-from drover.control.periodic import JobKey, LaunchChange, dispatch_step
+from drover.control.leader.periodic import JobKey, LaunchChange, dispatch_step
 from drover.model.events import Event, JobDeregistered, JobRegistered
 from drover.model.periodic import SECOND
 from drover.model.state import InMemoryState

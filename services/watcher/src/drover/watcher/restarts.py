@@ -1,5 +1,5 @@
 """The restart watcher loop: for every running job restart, ask the pure rules
-(drover.control.restartwatch) what to do and write it - the next batch's signal (with its
+(drover.control.leader.jobrestartwatcher) what to do and write it - the next batch's signal (with its
 record, in one append), the batch in flight done, a pause or failure on an error, the end.
 Restarts that have ended are the garbage collector's (drover.gc).
 
@@ -15,7 +15,7 @@ import logging
 import time
 from typing import Any
 
-from drover.control.restartwatch import watch_restart
+from drover.control.leader.jobrestartwatcher import watch_restart
 from drover.model.events import (
     AllocsClientUpdated,
     EvalsUpserted,

@@ -12,7 +12,7 @@ from drover.api.bodies import AllocRestartBody
 from drover.api.body import JsonRoute
 from drover.api.deps import BlockingDep, CommandsDep
 from drover.api.views import alloc_stub
-from drover.control import allocs
+from drover.control.commands import allocs
 from drover.runtime.watches import alloc_key
 
 router = APIRouter(route_class=JsonRoute, tags=["allocations"])

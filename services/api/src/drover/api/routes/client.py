@@ -15,7 +15,7 @@ from drover.api.deps import BlockingDep, CommandsDep, HeartbeatsDep
 from drover.api.errors import ApiError
 from drover.api.heartbeats import Heartbeats
 from drover.api.views import alloc_stub
-from drover.control import allocs, nodes
+from drover.control.commands import allocs, nodes
 
 router = APIRouter(route_class=JsonRoute, tags=["client"])
 

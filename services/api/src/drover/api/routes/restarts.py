@@ -11,8 +11,8 @@ from fastapi import APIRouter, Request, Response
 from drover.api.bodies import JobRestartRequest
 from drover.api.body import JsonRoute
 from drover.api.deps import BlockingDep, CommandsDep
-from drover.control import jobrestarts
-from drover.control.jobrestarts import RestartChange, RestartOptions
+from drover.control.commands import jobrestarts
+from drover.control.commands.jobrestarts import RestartChange, RestartOptions
 from drover.runtime.watches import job_key, restart_key
 
 router = APIRouter(route_class=JsonRoute, tags=["restarts"])

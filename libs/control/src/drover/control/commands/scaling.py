@@ -8,8 +8,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from drover.control.commands.jobs import JobChange
 from drover.control.errors import Conflict, Invalid, NotFound
-from drover.control.jobs import JobChange
 from drover.model import Deployment, Job
 from drover.model.evaluation import TRIGGER_SCALING, job_eval
 from drover.model.events import EvalsUpserted, JobRegistered, NewEvent, ScalingEventRegistered

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from itertools import pairwise
 from typing import Any
 
-from drover.control.diffcore import (
+from drover.control.diff.core import (
     ADDED,
     DELETED,
     EDITED,

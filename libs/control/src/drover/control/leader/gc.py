@@ -1,7 +1,7 @@
 """Garbage collection, pure: what may leave the state now (Nomad's core scheduler,
 nomad/core_sched.go), each pass a function of the state, `now` and the cutoffs. Ages are
 times: an object may go once it last changed at or before its cutoff (now less the threshold;
-a forced collection has none). What the passes find is collected by drover.control.gccore.
+a forced collection has none). What the passes find is collected by drover.control.leader.gccore.
 
 - Eval (eval-gc): terminal and old (a batch job's evals by the batch threshold). It goes when
   every alloc it placed may go, and those allocs go with it; the allocs that may go go anyway.
@@ -76,7 +76,7 @@ class Cutoffs:
 @dataclass
 class Collection:
     """What a pass found, in the order it may go: an alloc before its eval, a job right after
-    its evals (drover.control.gccore keeps a job in the append of its last eval)."""
+    its evals (drover.control.leader.gccore keeps a job in the append of its last eval)."""
 
     # (kind, key) in order: ("alloc", id), ("eval", id), ("job", (ns, id)), ("deployment", id),
     # ("node", id), ("restart", (restart id, ns, job id)).

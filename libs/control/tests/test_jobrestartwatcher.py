@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from drover.control.restartwatch import watch_restart
+from drover.control.leader.jobrestartwatcher import watch_restart
 from drover.model import Allocation, TaskEvent, TaskState
 from drover.model.durations import SECOND as S
 from drover.model.events import JobRestartSignaled, JobRestartUpdated

@@ -1,5 +1,5 @@
 """The garbage collector's core evals, pure: which to write every gc_interval, what each one's
-passes find (drover.control.gc), the events that collect it - in appends of at most `size`
+passes find (drover.control.leader.gc), the events that collect it - in appends of at most `size`
 objects, so that no append holds the events lock long (docs/performance.md, bench/gc.py) -
 and the eval done.
 
@@ -14,8 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 
-from drover.control.change import Change
-from drover.control.gc import (
+from drover.control.leader.gc import (
     Collection,
     Cutoffs,
     Thresholds,
@@ -138,12 +137,6 @@ def due(
         for job_id in PERIODIC
         if job_id not in pending and now >= last.get(job_id, since) + interval
     ]
-
-
-def force(now: int) -> Change:
-    """PUT /v1/system/gc: a force-gc core eval, for the collector to run every pass of with no
-    age needed (Nomad's System.GarbageCollect)."""
-    return Change.of([], [core_eval(CORE_JOB_FORCE_GC, now)])
 
 
 def finished(core: Evaluation, now: int) -> Evaluation:

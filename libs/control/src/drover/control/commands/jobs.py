@@ -1,6 +1,6 @@
 """Job commands: register (with Nomad's version and update rules), the dry-run plan (the same
-version rule), deregister and evaluate; scaling is `drover.control.scaling`, revert and stable
-`drover.control.jobversions`. Each takes what it reads and `now`, and returns the events."""
+version rule), deregister and evaluate; scaling is `drover.control.commands.scaling`, revert and stable
+`drover.control.commands.jobversions`. Each takes what it reads and `now`, and returns the events."""
 
 from __future__ import annotations
 

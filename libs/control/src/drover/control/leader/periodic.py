@@ -1,4 +1,5 @@
-"""Periodic jobs (Nomad's PeriodicDispatch): which launches are due, and what a launch appends.
+"""The periodic dispatcher's rules (Nomad's PeriodicDispatch): which launches are due, and what a
+launch appends (an operator's force is drover.control.commands.periodic).
 
 A launch of a periodic parent is a child job `<parent>/periodic-<unix seconds of the launch>`
 (ParentID set, the periodic block dropped) registered together with its `periodic-job` eval, in
@@ -19,8 +20,6 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from drover.control.change import Change
-from drover.control.errors import Conflict, Invalid, NotFound
-from drover.control.reads import ClusterReads
 from drover.model import Job
 from drover.model.evaluation import TRIGGER_PERIODIC_JOB, job_eval
 from drover.model.events import JobRegistered, NewEvent
@@ -68,22 +67,6 @@ def launch(parent: Job, at: int, now: int) -> LaunchChange:
     ev = job_eval(child, TRIGGER_PERIODIC_JOB, now)
     change = Change.of([NewEvent(JobRegistered(job=child), expected_version=0)], [ev])
     return LaunchChange(change.events, change.evals, child, at)
-
-
-def force(reads: ClusterReads, namespace: str, job_id: str, now: int) -> LaunchChange:
-    """Launch a periodic job now (Nomad's periodic force), whatever its ProhibitOverlap says."""
-    parent = reads.job(namespace, job_id)
-    if parent is None:
-        raise NotFound("job not found")
-    if parent.periodic is None:
-        raise Invalid(f"job {job_id!r} is not periodic")
-    if not is_active(parent):
-        why = "stopped" if parent.stop else "its periodic block is disabled"
-        raise Invalid(f"job {job_id!r} is not launched periodically: {why}")
-    at = now - now % SECOND
-    if reads.job_stream_version(namespace, child_id(job_id, at)):
-        raise Conflict(f"job {job_id!r} was launched at {at // SECOND} already; try again in a second")
-    return launch(parent, at, now)
 
 
 @dataclass

@@ -7,15 +7,15 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from drover.control.change import Change
-from drover.control.deploywatch import (
+from drover.control.commands.reads import ClusterReads
+from drover.control.errors import Invalid, NotFound
+from drover.control.leader.deploymentwatcher import (
     DESC_FAILED_BY_USER,
     DESC_PAUSED,
     promotion_problems,
     rollback,
     wants_rollback,
 )
-from drover.control.errors import Invalid, NotFound
-from drover.control.reads import ClusterReads
 from drover.model import Deployment, Job
 from drover.model.deployment import (
     DEPLOYMENT_FAILED,

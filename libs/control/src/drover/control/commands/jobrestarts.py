@@ -1,5 +1,5 @@
 """Job restart commands (seed 001): start a restart of a job's allocs in batches, pause, resume
-and cancel it. The restart watcher does the restarting (drover.control.restartwatch).
+and cancel it. The restart watcher does the restarting (drover.control.leader.jobrestartwatcher).
 
 A restart is refused while the job has an active deployment or another restart that has not
 ended (409); two started at once cannot both pass: each appends after the version of the job's
@@ -12,8 +12,8 @@ import uuid
 from dataclasses import dataclass, field
 
 from drover.control.change import Change
+from drover.control.commands.reads import ClusterReads
 from drover.control.errors import Conflict, Invalid, NotFound
-from drover.control.reads import ClusterReads
 from drover.model import Job
 from drover.model.durations import parse_duration
 from drover.model.events import JobRestartStarted, JobRestartUpdated, NewEvent

@@ -7,8 +7,8 @@ import uuid
 from dataclasses import dataclass
 
 from drover.control.change import Change
+from drover.control.commands.reads import ClusterReads
 from drover.control.errors import Invalid, NotFound
-from drover.control.reads import ClusterReads
 from drover.model.alloc import AllocRestartRequest, DesiredTransition
 from drover.model.evaluation import (
     TRIGGER_ALLOC_STOP,

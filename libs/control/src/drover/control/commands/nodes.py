@@ -6,9 +6,9 @@ job with a live alloc on it, one per system job whose datacenters and pool take 
 from __future__ import annotations
 
 from drover.control.change import Change
+from drover.control.commands.reads import ClusterReads
 from drover.control.errors import Invalid, NotFound
-from drover.control.heartbeat import node_update_evals
-from drover.control.reads import ClusterReads
+from drover.control.leader.heartbeat import node_update_evals
 from drover.model import Evaluation, Node
 from drover.model.events import (
     NodeDeregistered,

@@ -1,4 +1,4 @@
-"""The deployment watcher's decisions (drover.control.deploywatch), table-driven: evals for
+"""The deployment watcher's decisions (drover.control.leader.deploymentwatcher), table-driven: evals for
 newly healthy allocs, replacements for unhealthy ones in progress-based groups, failing early
 (no progress deadline, or no reschedule left), the progress deadline, auto-promotion."""
 
@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 
 import pytest
 
-from drover.control.deploywatch import (
+from drover.control.leader.deploymentwatcher import (
     DESC_FAILED_ALLOCS,
     DESC_PROGRESS_DEADLINE,
     done_groups,

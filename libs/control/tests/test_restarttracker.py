@@ -6,7 +6,7 @@ import random
 
 import pytest
 
-from drover.control.restarts import DONE, FAIL, RESTART, RestartTracker
+from drover.control.client.restarttracker import DONE, FAIL, RESTART, RestartTracker
 from drover.model.durations import SECOND as S
 from drover.model.job import RestartPolicy
 

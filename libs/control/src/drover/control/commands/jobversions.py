@@ -4,9 +4,9 @@ and mark one stable or not. Each takes what it reads and `now`, and returns the 
 from __future__ import annotations
 
 from drover.control.change import Change
+from drover.control.commands.jobs import JobChange, register
+from drover.control.commands.reads import ClusterReads
 from drover.control.errors import Conflict, Invalid, NotFound
-from drover.control.jobs import JobChange, register
-from drover.control.reads import ClusterReads
 from drover.model import Job
 from drover.model.events import JobStabilityUpdated, NewEvent
 
