@@ -1,6 +1,6 @@
 """The leadership helper on a real PostgreSQL: one leader at a time, each with a newer lease
 epoch; a standby stopped before it leads gets None; a leader whose lock connection is killed
-is told to stop."""
+is told to stop; the leader service's lease renamed keeps its epoch."""
 
 from __future__ import annotations
 
@@ -8,10 +8,15 @@ import asyncio
 import logging
 
 import psycopg
+import pytest
+from alembic import command
 
+from drover.model import Node
+from drover.model.events import NodeRegistered
 from drover.runtime.leader import leadership
 from drover.runtime.locks import PLANNER_LOCK_KEY
-from drover.runtime.store import EventStore, libpq_url
+from drover.runtime.store import EventStore, FencedError, libpq_url
+from drover.runtime.store.migrate import alembic_config, migrate
 
 log = logging.getLogger("drover.test")
 LEASE = "test-lease"
@@ -78,3 +83,20 @@ async def test_a_leader_that_loses_its_lock_connection_is_told_to_stop(
             )
         async with asyncio.timeout(5):
             await stop.wait()
+
+
+def test_the_leader_lease_keeps_its_epoch_across_its_rename(database_url: str) -> None:
+    """Migration 0009 renames the leader service's lease from `heartbeat-watcher` to `leader`:
+    the next leader takes the epoch after the old one's, and a process still appending under
+    the old name is fenced."""
+    command.downgrade(alembic_config(database_url), "0008")
+    store = EventStore(database_url)
+    try:
+        store.acquire_lease("heartbeat-watcher", "old:1")
+        old = store.acquire_lease("heartbeat-watcher", "old:2")
+        migrate(database_url)
+        assert store.acquire_lease("leader", "new:1") == old + 1
+        with pytest.raises(FencedError):
+            store.append([NodeRegistered(node=Node(id="n1"))], fence=("heartbeat-watcher", old))
+    finally:
+        store.close()

@@ -96,9 +96,7 @@ def test_metrics_parse_and_move_as_jobs_are_placed(cluster: Cluster) -> None:
             for (n, lb), v in s.items()
             if n == "drover_replica_position" and v >= head
         }
-        wanted = {
-            (svc, pid) for svc in ("broker", "worker", "planner", "watcher", "gc") for pid in of(c, svc)
-        }
+        wanted = {(svc, pid) for svc in ("broker", "worker", "planner", "leader", "gc") for pid in of(c, svc)}
         # Standbys have no replica; every leader and every worker and broker does.
         return (
             s

@@ -11,7 +11,7 @@ from drover.cli.common import ADDRESS, NAMESPACE, Address, Json, Namespace, clie
 from drover.cli.output import as_json, kv, table
 
 # Services that run as a leader and standbys: only the leader publishes its figures.
-LEADER_ELECTED = ("planner", "watcher", "gc")
+LEADER_ELECTED = ("planner", "leader", "gc")
 
 
 @verb()
@@ -97,7 +97,7 @@ def health_text(h: dict[str, Any]) -> str:
 def status(as_json_flag: Json = False, address: Address = ADDRESS, namespace: Namespace = NAMESPACE) -> None:
     """The cluster's health: each service's processes, the leaders, their lag behind the log.
 
-    A leader-elected service (planner, watcher, gc) shows only its leader: standbys report
+    A leader-elected service (planner, leader, gc) shows only its leader: standbys report
     nothing until they lead. A service missing has no process reporting (down, or starting)."""
     with client(address, namespace) as c:
         leader = c.get("/v1/status/leader")

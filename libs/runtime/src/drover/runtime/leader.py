@@ -1,5 +1,5 @@
-"""Leader election for single-active services (plan applier, heartbeat watcher): a Postgres
-advisory lock held on a dedicated connection. The lock goes with the session, so a dead
+"""Leader election for single-active services (plan applier, leader loops, garbage collector):
+a Postgres advisory lock held on a dedicated connection. The lock goes with the session, so a dead
 leader's lock is released at once and a standby polling for it takes over; the new leader
 then takes a new lease epoch (EventStore.acquire_lease) that fences the old one's appends.
 `leadership` does all of it, and `run_as_leader` is a single-active service's whole `run`."""
@@ -21,7 +21,7 @@ from drover.runtime.bus import close, connect_streams
 from drover.runtime.settings import Settings
 from drover.runtime.store import EventStore, libpq_url
 
-log = logging.getLogger("drover.leader")
+log = logging.getLogger("drover.election")
 
 
 async def wait_for_leadership(

@@ -63,7 +63,7 @@ class Settings(BaseSettings):
     # batch 2).
     plan_attempts: int | None = Field(default=None, ge=1)
     # Client heartbeats (seconds): the least TTL handed to a node, the grace after it before the
-    # node is missed, and what every node gets after a watcher failover (Nomad: 10, 10, 300).
+    # node is missed, and what every node gets after a leader failover (Nomad: 10, 10, 300).
     heartbeat_min_ttl: float = 10.0
     # TTLs grow with the cluster so the servers see at most this many heartbeats a second.
     heartbeat_max_per_second: float = 50.0

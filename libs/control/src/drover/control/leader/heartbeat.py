@@ -4,7 +4,7 @@
   max(MIN_HEARTBEAT_TTL, nodes / 50 s), plus a random stagger of up to the same again so
   heartbeats spread out (Nomad's RateScaledInterval + RandomStagger).
 - A node is missed once TTL + HEARTBEAT_GRACE pass without a heartbeat.
-- After a failover (a new watcher takes over) every node first gets FAILOVER_HEARTBEAT_TTL: the
+- After a failover (a new leader takes over) every node first gets FAILOVER_HEARTBEAT_TTL: the
   new leader cannot know when each node last beat.
 - A missed node goes down ("Node heartbeat missed") - or disconnected when it runs an alloc
   whose group has disconnect.lost_after: those allocs become unknown, and are lost only at

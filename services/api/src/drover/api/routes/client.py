@@ -26,7 +26,7 @@ async def node_register(
     body: NodeRegisterRequest, commands: CommandsDep, heartbeats: HeartbeatsDep
 ) -> dict[str, Any]:
     change, positions = await commands.run(lambda reads: nodes.register(reads, body.node, time.time_ns()))
-    # Registering counts as a heartbeat: the watcher starts the node's clock when it sees the
+    # Registering counts as a heartbeat: the heartbeater starts the node's clock when it sees the
     # registration in the log (with the longest TTL it could have been handed).
     ttl = await heartbeats.ttl()
     index = positions[-1]
@@ -35,7 +35,7 @@ async def node_register(
 
 async def _heartbeat(commands: CommandsDep, heartbeats: Heartbeats, node_ids: list[str]) -> dict[str, Any]:
     """Heartbeats of `node_ids`: a node that was down or disconnected comes back (its status
-    and evals, in the log); every one is passed on to the heartbeat watcher."""
+    and evals, in the log); every one is passed on to the heartbeater."""
     change, positions = await commands.run(lambda reads: nodes.heartbeat(reads, node_ids, time.time_ns()))
     ttls = [await heartbeats.ttl() for _ in node_ids]
     try:

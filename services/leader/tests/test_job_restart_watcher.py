@@ -1,14 +1,14 @@
-"""The restart watcher's passes, without NATS: which restarts it looks at; ended ones it leaves
+"""The job restart watcher's passes, without NATS: which restarts it looks at; ended ones it leaves
 to the garbage collector."""
 
 from __future__ import annotations
 
+from drover.leader.jobrestarts import JobRestartWatcher
 from drover.model import Allocation, Job, Task, TaskGroup
 from drover.model.durations import SECOND as S
 from drover.model.events import JobRestartSignaled, PlanApplied
 from drover.model.jobrestart import JobRestart
 from drover.model.state import InMemoryState
-from drover.watcher.restarts import RestartWatcher
 
 NOW = 1_700_000_000 * S
 
@@ -26,13 +26,13 @@ def test_ended_restarts_are_left_to_the_garbage_collector() -> None:
     state = _state()
     state.upsert_job_restart(JobRestart(id="old", job_id="web", status="complete", updated_at=NOW - 3600 * S))
     state.upsert_job_restart(JobRestart(id="new", job_id="web", status="cancelled", updated_at=NOW - 60 * S))
-    assert RestartWatcher(state).step(NOW) == []
+    assert JobRestartWatcher(state).step(NOW) == []
 
 
 def test_after_the_first_pass_it_looks_only_at_restarts_whose_job_changed() -> None:
     state = _state()
     state.upsert_job_restart(JobRestart(id="r1", job_id="web", create_index=10))
-    watcher = RestartWatcher(state)
+    watcher = JobRestartWatcher(state)
     (signal,) = watcher.step(NOW)  # the first pass looks at every restart
     assert isinstance(signal, JobRestartSignaled) and signal.alloc_ids() == ["a0"]
     assert watcher.step(NOW + 1) == []  # nothing changed: not looked at

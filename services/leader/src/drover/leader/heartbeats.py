@@ -1,4 +1,4 @@
-"""The heartbeat watcher: hears client heartbeats on core NATS, keeps every node's deadline
+"""The heartbeater (Nomad's nodeHeartbeater): hears client heartbeats on core NATS, keeps every node's deadline
 (drover.control.leader.heartbeat) and, when a node misses its TTL and grace, writes it down - or
 disconnected, when it runs allocs that tolerate it - with node-update evals. Heartbeats are
 never written to the log; status changes are."""
@@ -19,10 +19,10 @@ from drover.runtime.replica import Replica
 from drover.runtime.settings import Settings
 from drover.runtime.store import EventStore, FencedError, NewEvent
 
-log = logging.getLogger("drover.watcher")
+log = logging.getLogger("drover.leader")
 
 
-class HeartbeatWatcher:
+class Heartbeater:
     """Every live node's heartbeat deadline, kept from heartbeats and the replica's node events."""
 
     def __init__(self, settings: Settings, replica: Replica) -> None:
@@ -79,29 +79,29 @@ class HeartbeatWatcher:
 
 
 async def watch_heartbeats(
-    watcher: HeartbeatWatcher, store: EventStore, lease: tuple[str, int], stop: asyncio.Event
+    heartbeater: Heartbeater, store: EventStore, lease: tuple[str, int], stop: asyncio.Event
 ) -> None:
     """Write down the nodes that miss their heartbeat, as their deadlines pass, until `stop` -
-    or until fenced (a newer watcher leads)."""
+    or until fenced (a newer leader leads)."""
     pending: list[str] = []
     while not stop.is_set():
-        watcher.wake.clear()  # before looking: a wake-up during the append below is kept
+        heartbeater.wake.clear()  # before looking: a wake-up during the append below is kept
         now = time.time_ns()
-        pending.extend(watcher.tracker.expired(now))
+        pending.extend(heartbeater.tracker.expired(now))
         if pending:
-            events = watcher.missed(pending, now)
+            events = heartbeater.missed(pending, now)
             try:
                 if events:
                     await asyncio.to_thread(store.append, [NewEvent(e) for e in events], fence=lease)
                 pending = []
             except FencedError:
-                log.error("fenced: a newer watcher leads; stepping down")
+                log.error("fenced: a newer leader leads; stepping down")
                 return
             except Exception as e:  # Postgres away: keep the missed nodes and retry
                 log.warning("could not record missed heartbeats: %s; retrying", e)
                 await asyncio.sleep(0.5)
                 continue
-        nxt = watcher.tracker.next_deadline()
+        nxt = heartbeater.tracker.next_deadline()
         timeout = 1.0 if nxt is None else max(0.01, min(1.0, (nxt - time.time_ns()) / SECOND))
         with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(watcher.wake.wait(), timeout)
+            await asyncio.wait_for(heartbeater.wake.wait(), timeout)

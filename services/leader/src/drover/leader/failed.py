@@ -3,7 +3,7 @@ limit waits in the failed queue (`drover.evals.failed`, where the worker that sa
 passed moved it); the leader marks it failed and creates its failed-follow-up eval, delayed by
 the server's baseline plus a random share of its range, in one fenced append
 (drover.scheduler.evalflow.delivery_limit_failure). The queue is durable: what arrives while no
-watcher leads is reaped by the next leader."""
+leader leads is reaped by the next one."""
 
 from __future__ import annotations
 
@@ -18,6 +18,7 @@ from nats.errors import TimeoutError as NatsTimeout
 from nats.js import JetStreamContext
 from nats.js.api import AckPolicy, ConsumerConfig
 
+from drover.leader.appending import append_as_leader
 from drover.model.durations import SECOND
 from drover.model.evaluation import Evaluation
 from drover.model.events import EvalsUpserted
@@ -26,9 +27,8 @@ from drover.runtime.replica import Replica
 from drover.runtime.settings import Settings
 from drover.runtime.store import EventStore, NewEvent
 from drover.scheduler.evalflow import delivery_limit_failure
-from drover.watcher.appending import append_as_leader
 
-log = logging.getLogger("drover.watcher")
+log = logging.getLogger("drover.leader")
 REAPER = "reaper"
 BATCH = 16
 

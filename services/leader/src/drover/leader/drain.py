@@ -10,13 +10,13 @@ import logging
 import time
 
 from drover.control.leader.drainer import drain_step
+from drover.leader.appending import append_as_leader
 from drover.model.alloc import DesiredTransition
 from drover.model.events import AllocsTransitioned, Event, NodeDrainUpdated
 from drover.runtime.replica import Replica
 from drover.runtime.store import EventStore, NewEvent
-from drover.watcher.appending import append_as_leader
 
-log = logging.getLogger("drover.watcher")
+log = logging.getLogger("drover.leader")
 
 
 async def drain(replica: Replica, store: EventStore, lease: tuple[str, int], stop: asyncio.Event) -> None:

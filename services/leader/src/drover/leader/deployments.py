@@ -1,6 +1,6 @@
-"""The deployment watcher loop: for every active deployment, ask the pure core
-(drover.control.leader.deploymentwatcher) what to do and write it - deployment-watcher evals as allocs turn
-healthy, unhealthy allocs of progress-based groups marked for rescheduling, canaries promoted when
+"""The deployment watcher loop: for every active deployment, ask the pure rules
+(drover.control.leader.deploymentwatcher) what to do and write it - deployment-watcher evals as
+allocs turn healthy, unhealthy allocs of progress-based groups marked for rescheduling, canaries promoted when
 the group auto-promotes, deployments failed on an unhealthy alloc or at their progress deadline.
 Evals are batched per deployment per pass (Nomad batches them per job over about a second)."""
 
@@ -13,6 +13,7 @@ import time
 from typing import Any
 
 from drover.control.leader.deploymentwatcher import rollback, watch_deployment
+from drover.leader.appending import append_as_leader
 from drover.model.alloc import DesiredTransition
 from drover.model.deployment import DEPLOYMENT_FAILED, DESC_RUNNING, Deployment
 from drover.model.evaluation import TRIGGER_DEPLOYMENT_WATCHER, job_eval
@@ -29,9 +30,8 @@ from drover.model.events import (
 from drover.model.state import InMemoryState
 from drover.runtime.replica import Replica
 from drover.runtime.store import EventStore, NewEvent
-from drover.watcher.appending import append_as_leader
 
-log = logging.getLogger("drover.watcher")
+log = logging.getLogger("drover.leader")
 PASS_EVERY = 0.5
 TERMINAL = ("complete", "failed", "lost")
 
@@ -158,7 +158,7 @@ class DeploymentWatcher:
 async def watch_deployments(
     replica: Replica, store: EventStore, lease: tuple[str, int], stop: asyncio.Event
 ) -> None:
-    """Run passes until stopped; a fenced append (a newer leader) stops the watcher."""
+    """Run passes until stopped; a fenced append (a newer leader) stops this one."""
     watcher = DeploymentWatcher(replica.state)
     replica.listeners.append(watcher.on_event)
     while not stop.is_set():

@@ -21,7 +21,7 @@ from drover.model.state import InMemoryState
 from drover.runtime.replica import Replica
 from drover.runtime.store import ConcurrencyError, EventStore, FencedError
 
-log = logging.getLogger("drover.watcher")
+log = logging.getLogger("drover.leader")
 # The longest sleep between passes (a safety net for a wall clock set back), and the wait after
 # an append that failed for another reason than a launch made already (Postgres away).
 MAX_SLEEP = 60.0
@@ -62,7 +62,7 @@ class PeriodicDispatcher:
 async def dispatch_periodic(
     replica: Replica, store: EventStore, lease: tuple[str, int], stop: asyncio.Event
 ) -> None:
-    """Launch periodic jobs until stopped; a fenced append (a newer leader) stops the watcher."""
+    """Launch periodic jobs until stopped; a fenced append (a newer leader) stops this one."""
     dispatcher = PeriodicDispatcher(replica.state)
     replica.listeners.append(dispatcher.on_event)
     while not stop.is_set():
@@ -94,7 +94,7 @@ async def _launch(
         log.info("periodic job %s: %s was launched already", change.job.parent_id, child)
         return True
     except FencedError:
-        log.error("fenced: a newer watcher leads; stepping down")
+        log.error("fenced: a newer leader leads; stepping down")
         stop.set()
         return False
     except Exception as e:

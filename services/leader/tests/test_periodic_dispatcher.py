@@ -5,12 +5,12 @@ from __future__ import annotations
 
 import asyncio
 
+from drover.leader.periodic import PeriodicDispatcher
 from drover.model import Allocation, Job, Task, TaskGroup
 from drover.model.durations import SECOND as S
 from drover.model.events import JobDeregistered, JobRegistered
 from drover.model.job import PeriodicConfig
 from drover.model.state import InMemoryState
-from drover.watcher.periodic import PeriodicDispatcher
 
 MIN = 60 * S
 TICK = 1_800_000_000 * S - 1_800_000_000 * S % MIN  # a minute's start

@@ -1,6 +1,6 @@
-"""The restart watcher loop: for every running job restart, ask the pure rules
-(drover.control.leader.jobrestartwatcher) what to do and write it - the next batch's signal (with its
-record, in one append), the batch in flight done, a pause or failure on an error, the end.
+"""The job restart watcher loop: for every running job restart, ask the pure rules
+(drover.control.leader.jobrestartwatcher) what to do and write it - the next batch's signal
+(with its record, in one append), the batch in flight done, a pause or failure on an error, the end.
 Restarts that have ended are the garbage collector's (drover.gc).
 
 Exactly once: a batch's signal and its record are one event, each alloc's request ID is derived
@@ -16,6 +16,7 @@ import time
 from typing import Any
 
 from drover.control.leader.jobrestartwatcher import watch_restart
+from drover.leader.appending import append_as_leader
 from drover.model.events import (
     AllocsClientUpdated,
     EvalsUpserted,
@@ -29,9 +30,8 @@ from drover.model.events import (
 from drover.model.state import InMemoryState
 from drover.runtime.replica import Replica
 from drover.runtime.store import EventStore, NewEvent
-from drover.watcher.appending import append_as_leader
 
-log = logging.getLogger("drover.watcher")
+log = logging.getLogger("drover.leader")
 # A pass at least this often (deadlines: BatchWait, health), and at most once per MIN_GAP while
 # changes keep coming: a batch's allocs report one by one, and each pass looks at the job's allocs.
 PASS_EVERY = 0.25
@@ -39,7 +39,7 @@ MIN_GAP = 0.05
 JobKey = tuple[str, str]
 
 
-class RestartWatcher:
+class JobRestartWatcher:
     """Looks again at a restart when its job's allocs or the restart changed (told by the
     replica's listener), or when its deadline (BatchWait, a health deadline) has come."""
 
@@ -106,11 +106,11 @@ def _describe(ev: Event) -> str:
     return ev.type
 
 
-async def watch_restarts(
+async def watch_job_restarts(
     replica: Replica, store: EventStore, lease: tuple[str, int], stop: asyncio.Event
 ) -> None:
-    """Run passes until stopped; a fenced append (a newer leader) stops the watcher."""
-    watcher = RestartWatcher(replica.state)
+    """Run passes until stopped; a fenced append (a newer leader) stops this one."""
+    watcher = JobRestartWatcher(replica.state)
     replica.listeners.append(watcher.on_event)
     last = 0.0
     while not stop.is_set():
@@ -126,7 +126,7 @@ async def watch_restarts(
         if not events:
             continue
         recorded = await append_as_leader(
-            store, [NewEvent(e) for e in events], lease, stop, "restart watcher"
+            store, [NewEvent(e) for e in events], lease, stop, "job restart watcher"
         )
         if recorded is None:
             watcher.changed = None  # look at every restart again on the next pass
