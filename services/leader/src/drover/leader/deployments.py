@@ -13,7 +13,6 @@ import time
 from typing import Any
 
 from drover.control.leader.deploymentwatcher import rollback, watch_deployment
-from drover.leader.appending import append_as_leader
 from drover.model.alloc import DesiredTransition
 from drover.model.deployment import DEPLOYMENT_FAILED, DESC_RUNNING, Deployment
 from drover.model.evaluation import TRIGGER_DEPLOYMENT_WATCHER, job_eval
@@ -28,8 +27,9 @@ from drover.model.events import (
     PlanApplied,
 )
 from drover.model.state import InMemoryState
+from drover.runtime.leader import Leader
 from drover.runtime.replica import Replica
-from drover.runtime.store import EventStore, NewEvent
+from drover.runtime.store import NewEvent
 
 log = logging.getLogger("drover.leader")
 PASS_EVERY = 0.5
@@ -155,26 +155,24 @@ class DeploymentWatcher:
         return events, touched
 
 
-async def watch_deployments(
-    replica: Replica, store: EventStore, lease: tuple[str, int], stop: asyncio.Event
-) -> None:
-    """Run passes until stopped; a fenced append (a newer leader) stops this one."""
+async def watch_deployments(replica: Replica, leader: Leader) -> None:
+    """Run passes until `leader.stop` (set when fenced, too)."""
     watcher = DeploymentWatcher(replica.state)
     replica.listeners.append(watcher.on_event)
-    while not stop.is_set():
+    while not leader.stop.is_set():
         with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(stop.wait(), PASS_EVERY)
+            await asyncio.wait_for(leader.stop.wait(), PASS_EVERY)
         events, touched = watcher.step(time.time_ns())
         if not events:
             continue
         items = [
             # A revert is a new version of the job: it must follow the job's last event.
-            NewEvent(e, expected_version=await asyncio.to_thread(store.stream_version, e.stream()))
+            NewEvent(e, expected_version=await asyncio.to_thread(leader.store.stream_version, e.stream()))
             if isinstance(e, JobRegistered)
             else NewEvent(e)
             for e in events
         ]
-        recorded = await append_as_leader(store, items, lease, stop, "deployment watcher")
+        recorded = await leader.try_append(items, "deployment watcher")
         if recorded is None:
             continue
         for dep_id in touched:

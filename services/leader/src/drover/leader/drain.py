@@ -10,20 +10,21 @@ import logging
 import time
 
 from drover.control.leader.drainer import drain_step
-from drover.leader.appending import append_as_leader
 from drover.model.alloc import DesiredTransition
 from drover.model.events import AllocsTransitioned, Event, NodeDrainUpdated
+from drover.runtime.leader import Leader
 from drover.runtime.replica import Replica
-from drover.runtime.store import EventStore, NewEvent
+from drover.runtime.store import NewEvent
 
 log = logging.getLogger("drover.leader")
 
 
-async def drain(replica: Replica, store: EventStore, lease: tuple[str, int], stop: asyncio.Event) -> None:
-    """Move allocs off draining nodes, a batch at a time, until each node is empty."""
-    while not stop.is_set():
+async def drain(replica: Replica, leader: Leader) -> None:
+    """Move allocs off draining nodes, a batch at a time, until each node is empty; until
+    `leader.stop`."""
+    while not leader.stop.is_set():
         with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(stop.wait(), 0.5)
+            await asyncio.wait_for(leader.stop.wait(), 0.5)
         now = time.time_ns()
         events: list[Event] = []
         for node in list(replica.state.all_nodes()):
@@ -43,7 +44,7 @@ async def drain(replica: Replica, store: EventStore, lease: tuple[str, int], sto
                 )
         if not events:
             continue
-        recorded = await append_as_leader(store, [NewEvent(e) for e in events], lease, stop, "drainer")
+        recorded = await leader.try_append([NewEvent(e) for e in events], "drainer")
         if recorded is None:
             continue
         # The next step must see these marks, or it would mark the same allocs again.

@@ -18,14 +18,14 @@ from nats.errors import TimeoutError as NatsTimeout
 from nats.js import JetStreamContext
 from nats.js.api import AckPolicy, ConsumerConfig
 
-from drover.leader.appending import append_as_leader
 from drover.model.durations import SECOND
 from drover.model.evaluation import Evaluation
 from drover.model.events import EvalsUpserted
 from drover.runtime.bus import EVALS_FAILED_SUBJECT, EVALS_STREAM
+from drover.runtime.leader import Leader
 from drover.runtime.replica import Replica
 from drover.runtime.settings import Settings
-from drover.runtime.store import EventStore, NewEvent
+from drover.runtime.store import NewEvent
 from drover.scheduler.evalflow import delivery_limit_failure
 
 log = logging.getLogger("drover.leader")
@@ -36,18 +36,9 @@ BATCH = 16
 class FailedEvalReaper:
     """Reaps the failed queue's evals on the leader's replica, appending under its lease."""
 
-    def __init__(
-        self,
-        settings: Settings,
-        replica: Replica,
-        store: EventStore,
-        lease: tuple[str, int],
-        stop: asyncio.Event,
-    ) -> None:
+    def __init__(self, settings: Settings, replica: Replica, leader: Leader) -> None:
         self.replica = replica
-        self.store = store
-        self.lease = lease
-        self.stop = stop
+        self.leader = leader
         self.baseline = int(settings.eval_failed_followup_baseline_delay * SECOND)
         self.spread = int(settings.eval_failed_followup_delay_range * SECOND)
         self.rng = random.Random()
@@ -72,12 +63,8 @@ class FailedEvalReaper:
         await self.replica.wait_for(ev.modify_index)
         evals = self.outcome(ev, time.time_ns())
         if evals:
-            recorded = await append_as_leader(
-                self.store,
-                [NewEvent(EvalsUpserted(evals=evals))],
-                self.lease,
-                self.stop,
-                "failed eval reaper",
+            recorded = await self.leader.try_append(
+                [NewEvent(EvalsUpserted(evals=evals))], "failed eval reaper"
             )
             if recorded is None:
                 await msg.nak(delay=1.0)
@@ -93,18 +80,13 @@ class FailedEvalReaper:
 
 
 async def reap_failed_evals(
-    settings: Settings,
-    replica: Replica,
-    store: EventStore,
-    js: JetStreamContext,
-    lease: tuple[str, int],
-    stop: asyncio.Event,
+    settings: Settings, replica: Replica, js: JetStreamContext, leader: Leader
 ) -> None:
-    """Reap the failed queue until `stop`."""
-    reaper = FailedEvalReaper(settings, replica, store, lease, stop)
+    """Reap the failed queue until `leader.stop`."""
+    reaper = FailedEvalReaper(settings, replica, leader)
     config = ConsumerConfig(ack_policy=AckPolicy.EXPLICIT, ack_wait=30.0)
     sub: JetStreamContext.PullSubscription | None = None
-    while not stop.is_set():
+    while not leader.stop.is_set():
         try:
             if sub is None:
                 sub = await js.pull_subscribe(

@@ -15,9 +15,10 @@ from typing import Any
 from drover.control.leader.heartbeat import ALIVE, HeartbeatTracker, missed_heartbeats
 from drover.model.durations import SECOND
 from drover.model.events import Event, NodeDeregistered, NodeRegistered, NodeStatusUpdated
+from drover.runtime.leader import Leader
 from drover.runtime.replica import Replica
 from drover.runtime.settings import Settings
-from drover.runtime.store import EventStore, FencedError, NewEvent
+from drover.runtime.store import NewEvent
 
 log = logging.getLogger("drover.leader")
 
@@ -78,29 +79,23 @@ class Heartbeater:
         return events
 
 
-async def watch_heartbeats(
-    heartbeater: Heartbeater, store: EventStore, lease: tuple[str, int], stop: asyncio.Event
-) -> None:
-    """Write down the nodes that miss their heartbeat, as their deadlines pass, until `stop` -
-    or until fenced (a newer leader leads)."""
+async def watch_heartbeats(heartbeater: Heartbeater, leader: Leader) -> None:
+    """Write down the nodes that miss their heartbeat, as their deadlines pass, until
+    `leader.stop` (set when fenced, too)."""
     pending: list[str] = []
-    while not stop.is_set():
+    while not leader.stop.is_set():
         heartbeater.wake.clear()  # before looking: a wake-up during the append below is kept
         now = time.time_ns()
         pending.extend(heartbeater.tracker.expired(now))
         if pending:
             events = heartbeater.missed(pending, now)
-            try:
-                if events:
-                    await asyncio.to_thread(store.append, [NewEvent(e) for e in events], fence=lease)
-                pending = []
-            except FencedError:
-                log.error("fenced: a newer leader leads; stepping down")
-                return
-            except Exception as e:  # Postgres away: keep the missed nodes and retry
-                log.warning("could not record missed heartbeats: %s; retrying", e)
-                await asyncio.sleep(0.5)
-                continue
+            if events:
+                items = [NewEvent(e) for e in events]
+                if await leader.try_append(items, "could not record missed heartbeats") is None:
+                    if not leader.stop.is_set():  # Postgres away: keep the missed nodes, retry
+                        await asyncio.sleep(0.5)
+                    continue
+            pending = []
         nxt = heartbeater.tracker.next_deadline()
         timeout = 1.0 if nxt is None else max(0.01, min(1.0, (nxt - time.time_ns()) / SECOND))
         with contextlib.suppress(TimeoutError):

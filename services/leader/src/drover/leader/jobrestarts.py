@@ -16,7 +16,6 @@ import time
 from typing import Any
 
 from drover.control.leader.jobrestartwatcher import watch_restart
-from drover.leader.appending import append_as_leader
 from drover.model.events import (
     AllocsClientUpdated,
     EvalsUpserted,
@@ -28,8 +27,9 @@ from drover.model.events import (
     PlanApplied,
 )
 from drover.model.state import InMemoryState
+from drover.runtime.leader import Leader
 from drover.runtime.replica import Replica
-from drover.runtime.store import EventStore, NewEvent
+from drover.runtime.store import NewEvent
 
 log = logging.getLogger("drover.leader")
 # A pass at least this often (deadlines: BatchWait, health), and at most once per MIN_GAP while
@@ -106,28 +106,24 @@ def _describe(ev: Event) -> str:
     return ev.type
 
 
-async def watch_job_restarts(
-    replica: Replica, store: EventStore, lease: tuple[str, int], stop: asyncio.Event
-) -> None:
-    """Run passes until stopped; a fenced append (a newer leader) stops this one."""
+async def watch_job_restarts(replica: Replica, leader: Leader) -> None:
+    """Run passes until `leader.stop` (set when fenced, too)."""
     watcher = JobRestartWatcher(replica.state)
     replica.listeners.append(watcher.on_event)
     last = 0.0
-    while not stop.is_set():
+    while not leader.stop.is_set():
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(watcher.wake.wait(), PASS_EVERY)
         gap = MIN_GAP - (time.monotonic() - last)
         if gap > 0:
             with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(stop.wait(), gap)
+                await asyncio.wait_for(leader.stop.wait(), gap)
         watcher.wake.clear()  # before the pass: a change heard during it wakes the next one
         last = time.monotonic()
         events = watcher.step(time.time_ns())
         if not events:
             continue
-        recorded = await append_as_leader(
-            store, [NewEvent(e) for e in events], lease, stop, "job restart watcher"
-        )
+        recorded = await leader.try_append([NewEvent(e) for e in events], "job restart watcher")
         if recorded is None:
             watcher.changed = None  # look at every restart again on the next pass
             continue

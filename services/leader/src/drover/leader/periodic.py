@@ -18,8 +18,9 @@ from drover.control.leader.periodic import JobKey, LaunchChange, dispatch_step
 from drover.model.events import Event, JobDeregistered, JobRegistered
 from drover.model.periodic import SECOND
 from drover.model.state import InMemoryState
+from drover.runtime.leader import Leader
 from drover.runtime.replica import Replica
-from drover.runtime.store import ConcurrencyError, EventStore, FencedError
+from drover.runtime.store import ConcurrencyError
 
 log = logging.getLogger("drover.leader")
 # The longest sleep between passes (a safety net for a wall clock set back), and the wait after
@@ -59,19 +60,17 @@ class PeriodicDispatcher:
         return step.launches, step.wake_at
 
 
-async def dispatch_periodic(
-    replica: Replica, store: EventStore, lease: tuple[str, int], stop: asyncio.Event
-) -> None:
-    """Launch periodic jobs until stopped; a fenced append (a newer leader) stops this one."""
+async def dispatch_periodic(replica: Replica, leader: Leader) -> None:
+    """Launch periodic jobs until `leader.stop` (set when fenced, too)."""
     dispatcher = PeriodicDispatcher(replica.state)
     replica.listeners.append(dispatcher.on_event)
-    while not stop.is_set():
+    while not leader.stop.is_set():
         dispatcher.wake.clear()  # before the pass: a registration heard during it wakes the next
         now = time.time_ns()
         launches, wake_at = dispatcher.step(now)
         failed = False
         for change in launches:
-            done = await _launch(replica, store, lease, stop, change)
+            done = await _launch(replica, leader, change)
             if done:
                 assert change.job is not None
                 dispatcher.passed[(change.job.namespace, change.job.parent_id)] = change.at
@@ -79,26 +78,22 @@ async def dispatch_periodic(
         sleep = MAX_SLEEP if wake_at is None else (wake_at - time.time_ns()) / SECOND
         sleep = min(sleep, RETRY) if failed else sleep
         with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(_either(dispatcher.wake, stop), max(0.01, min(sleep, MAX_SLEEP)))
+            await asyncio.wait_for(_either(dispatcher.wake, leader.stop), max(0.01, min(sleep, MAX_SLEEP)))
 
 
-async def _launch(
-    replica: Replica, store: EventStore, lease: tuple[str, int], stop: asyncio.Event, change: LaunchChange
-) -> bool:
+async def _launch(replica: Replica, leader: Leader, change: LaunchChange) -> bool:
     """Append one launch under the lease; whether it is done (appended, or made already)."""
     assert change.job is not None
     child = change.job.id
     try:
-        recorded = await asyncio.to_thread(store.append, change.events, fence=lease)
+        recorded = await leader.append(change.events)
     except ConcurrencyError:
         log.info("periodic job %s: %s was launched already", change.job.parent_id, child)
         return True
-    except FencedError:
-        log.error("fenced: a newer leader leads; stepping down")
-        stop.set()
-        return False
     except Exception as e:
         log.warning("periodic launch of %s: %s; retrying", child, e)
+        return False
+    if recorded is None:  # fenced
         return False
     log.info("periodic job %s: launched %s (eval %s)", change.job.parent_id, child, change.eval_ids[0])
     # The next pass must see the child (ProhibitOverlap reads it).

@@ -22,28 +22,20 @@ from drover.leader.jobrestarts import watch_job_restarts
 from drover.leader.periodic import dispatch_periodic
 from drover.runtime.bus import HEARTBEAT_SUBJECT
 from drover.runtime.figures import Figures, follow_replica, published
-from drover.runtime.leader import run_as_leader
+from drover.runtime.leader import Leader, run_as_leader
 from drover.runtime.locks import LEADER_LOCK_KEY
 from drover.runtime.replica import Replica
 from drover.runtime.service import run_service
 from drover.runtime.settings import Settings
-from drover.runtime.store import EventStore
 
 log = logging.getLogger("drover.leader")
 LEASE = "leader"
 
 
-async def lead(
-    settings: Settings,
-    store: EventStore,
-    nc: Client,
-    js: JetStreamContext,
-    lease: tuple[str, int],
-    stop: asyncio.Event,
-) -> None:
+async def lead(settings: Settings, leader: Leader, nc: Client, js: JetStreamContext) -> None:
     """Watch heartbeats, drains, deployments and job restarts, reap failed evals and launch
-    periodic jobs, as the leader of the lease, until `stop`."""
-    replica = Replica(store, js)
+    periodic jobs, as the leader of the lease, until `leader.stop`."""
+    replica = Replica(leader.store, js)
     heartbeater = Heartbeater(settings, replica)
     replica.listeners.append(heartbeater.on_event)
 
@@ -57,18 +49,18 @@ async def lead(
     sub = await nc.subscribe(HEARTBEAT_SUBJECT, cb=on_heartbeat)
     await replica.start()
     heartbeater.start(time.time_ns())
-    drainer = asyncio.create_task(drain(replica, store, lease, stop))
-    deployments = asyncio.create_task(watch_deployments(replica, store, lease, stop))
-    restarts = asyncio.create_task(watch_job_restarts(replica, store, lease, stop))
-    reaper = asyncio.create_task(reap_failed_evals(settings, replica, store, js, lease, stop))
-    launches = asyncio.create_task(dispatch_periodic(replica, store, lease, stop))
+    drainer = asyncio.create_task(drain(replica, leader))
+    deployments = asyncio.create_task(watch_deployments(replica, leader))
+    restarts = asyncio.create_task(watch_job_restarts(replica, leader))
+    reaper = asyncio.create_task(reap_failed_evals(settings, replica, js, leader))
+    launches = asyncio.create_task(dispatch_periodic(replica, leader))
     figures = Figures("leader")
     follow_replica(figures, replica)
     try:
-        async with published(figures, js, stop):
-            await watch_heartbeats(heartbeater, store, lease, stop)
+        async with published(figures, js, leader.stop):
+            await watch_heartbeats(heartbeater, leader)
     finally:
-        stop.set()
+        leader.stop.set()
         await drainer
         await deployments
         await restarts
@@ -81,8 +73,8 @@ async def run(settings: Settings, stop: asyncio.Event) -> None:
     """Stand by until this instance leads, then run the leader loops until `stop` (or until
     fenced)."""
 
-    async def leading(store: EventStore, nc: Client, js: JetStreamContext, epoch: int) -> None:
-        await lead(settings, store, nc, js, (LEASE, epoch), stop)
+    async def leading(leader: Leader, nc: Client, js: JetStreamContext) -> None:
+        await lead(settings, leader, nc, js)
 
     await run_as_leader(settings, stop, leading, role="leader", key=LEADER_LOCK_KEY, lease=LEASE, logger=log)
 

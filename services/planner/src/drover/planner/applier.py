@@ -10,7 +10,6 @@ verified against it (`PendingPlacements`) and committed (the server decides: dro
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import threading
 import time
@@ -20,8 +19,9 @@ from dataclasses import dataclass, field
 
 from drover.model.events import EvalsUpserted, Event, PlanApplied
 from drover.runtime.figures import Figures
+from drover.runtime.leader import Leader
 from drover.runtime.replica import Replica
-from drover.runtime.store import EventStore, NewEvent, RecordedEvent
+from drover.runtime.store import NewEvent, RecordedEvent
 from drover.runtime.telemetry import inject
 from drover.scheduler.planapply import (
     PendingPlacements,
@@ -111,12 +111,9 @@ class PlanApplier:
     them one at a time, except that a large plan that only adds may commit in the background
     while smaller plans of other jobs are verified against it and committed."""
 
-    def __init__(
-        self, store: EventStore, replica: Replica, epoch: int, figures: Figures | None = None
-    ) -> None:
-        self.store = store
+    def __init__(self, leader: Leader, replica: Replica, figures: Figures | None = None) -> None:
+        self.leader = leader
         self.replica = replica
-        self.epoch = epoch
         self.figures = figures or Figures("planner")
         # Looked up once: recorded for every plan.
         self._queued = self.figures.timing("plan.queued")
@@ -183,22 +180,13 @@ class PlanApplier:
             out.pending = PendingPlacements(state, result)
         return out
 
-    async def commit(self, verified: Verified) -> list[RecordedEvent]:
-        """Append the plan's events in one transaction, fenced by the leader's epoch."""
+    async def commit(self, verified: Verified) -> list[RecordedEvent] | None:
+        """Append the plan's events in one transaction, fenced by the leader's epoch; None if
+        fenced (this planner steps down and the plan is not answered: its worker asks again)."""
         meta = inject()
-
-        def append() -> list[RecordedEvent]:
-            try:
-                # Owned: the events are only reduced again, into this applier's own replica.
-                return self.store.append(
-                    [NewEvent(e, metadata=meta) for e in verified.events],
-                    fence=(LEASE, self.epoch),
-                    owned=True,
-                )
-            finally:
-                verified.returned.set()
-
-        return await asyncio.to_thread(append)
+        items = [NewEvent(e, metadata=meta) for e in verified.events]
+        # Owned: the events are only reduced again, into this applier's own replica.
+        return await self.leader.append(items, owned=True, returned=verified.returned)
 
     async def finish(
         self,
