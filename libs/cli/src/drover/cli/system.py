@@ -10,7 +10,7 @@ from typing import Any
 from drover.cli.common import ADDRESS, NAMESPACE, Address, Json, Namespace, client, echo, verb
 from drover.cli.output import as_json, kv, table
 
-# Services that run as a leader and standbys: only the leader publishes its figures.
+# Services that run as a leader and standbys: only the leader publishes its metrics.
 LEADER_ELECTED = ("planner", "leader", "gc")
 
 
@@ -80,7 +80,7 @@ def health_text(h: dict[str, Any]) -> str:
     procs = (
         table(["Service", "Instance", "Role", "Position", "Lag"], rows)
         if rows
-        else "No service reports figures"
+        else "No service reports metrics"
     )
 
     def by(kind: str) -> str:

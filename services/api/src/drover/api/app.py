@@ -19,7 +19,7 @@ from drover.api.eventhub import EventHub
 from drover.api.forward import ClientForwarder
 from drover.api.guard import RequestGuard
 from drover.api.heartbeats import Heartbeats
-from drover.api.metrics import Metrics
+from drover.api.metrics import MetricsGatherer
 from drover.api.routes import (
     allocations,
     client,
@@ -73,7 +73,7 @@ def create_app(settings: Settings, store: EventStore | None = None, *, tune_gc: 
     reads = Reads(store)
     watcher = IndexWatcher(libpq_url(settings.database_url), store)
     heartbeats = Heartbeats(settings, reads)
-    figures = Metrics(store, settings.nats_url)
+    metrics = MetricsGatherer(store, settings.nats_url)
 
     @contextlib.asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
@@ -88,7 +88,7 @@ def create_app(settings: Settings, store: EventStore | None = None, *, tune_gc: 
         if tune_gc:
             await gc_task
         await heartbeats.close()
-        await figures.close()
+        await metrics.close()
         await app.state.events.close()
         await app.state.client_forwarder.aclose()
         store.close()
@@ -100,11 +100,11 @@ def create_app(settings: Settings, store: EventStore | None = None, *, tune_gc: 
     app.state.blocking = Blocking(reads, watcher)
     app.state.commands = Commands(store, reads)
     app.state.heartbeats = heartbeats
-    app.state.metrics = figures
+    app.state.metrics = metrics
     app.state.events = EventHub(settings, store, settings.event_feed_idle, settings.event_coalesce)
     app.state.client_forwarder = ClientForwarder()
     errors.install(app)
-    app.add_middleware(RequestGuard, limit=settings.max_body_bytes, observe=figures.timings.observe)
+    app.add_middleware(RequestGuard, limit=settings.max_body_bytes, observe=metrics.timings.observe)
     # The routers' routes themselves: an included router is matched through a wrapper on every
     # request, 5-10% of the API's CPU for a simple read (bench/requests.py). A job's ID may hold
     # slashes (a periodic or dispatched child's), so /v1/job/{job_id:path} would also match

@@ -11,9 +11,9 @@ from nats.aio.client import Client
 from nats.js import JetStreamContext
 
 from drover.gc.collector import Collector
-from drover.runtime.figures import Figures, follow_replica, published
 from drover.runtime.leader import Leader, run_as_leader
 from drover.runtime.locks import GC_LOCK_KEY
+from drover.runtime.metrics import Metrics, follow_replica, published
 from drover.runtime.replica import Replica
 from drover.runtime.service import run_service
 from drover.runtime.settings import Settings
@@ -33,9 +33,9 @@ async def lead(leader: Leader, js: JetStreamContext, settings: Settings) -> None
 
     collector = Collector(replica.state, settings, append, replica.wait_for)
     replica.listeners.append(collector.on_event)
-    figures = Figures("gc")
-    follow_replica(figures, replica)
-    async with published(figures, js, leader.stop):
+    metrics = Metrics("gc")
+    follow_replica(metrics, replica)
+    async with published(metrics, js, leader.stop):
         await collector.loop(leader.stop)
 
 

@@ -21,9 +21,9 @@ from drover.leader.heartbeats import Heartbeater, watch_heartbeats
 from drover.leader.jobrestarts import watch_job_restarts
 from drover.leader.periodic import dispatch_periodic
 from drover.runtime.bus import HEARTBEAT_SUBJECT
-from drover.runtime.figures import Figures, follow_replica, published
 from drover.runtime.leader import Leader, run_as_leader
 from drover.runtime.locks import LEADER_LOCK_KEY
+from drover.runtime.metrics import Metrics, follow_replica, published
 from drover.runtime.replica import Replica
 from drover.runtime.service import run_service
 from drover.runtime.settings import Settings
@@ -54,10 +54,10 @@ async def lead(settings: Settings, leader: Leader, nc: Client, js: JetStreamCont
     restarts = asyncio.create_task(watch_job_restarts(replica, leader))
     reaper = asyncio.create_task(reap_failed_evals(settings, replica, js, leader))
     launches = asyncio.create_task(dispatch_periodic(replica, leader))
-    figures = Figures("leader")
-    follow_replica(figures, replica)
+    metrics = Metrics("leader")
+    follow_replica(metrics, replica)
     try:
-        async with published(figures, js, leader.stop):
+        async with published(metrics, js, leader.stop):
             await watch_heartbeats(heartbeater, leader)
     finally:
         leader.stop.set()

@@ -18,8 +18,8 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 
 from drover.model.events import EvalsUpserted, Event, PlanApplied
-from drover.runtime.figures import Figures
 from drover.runtime.leader import Leader
+from drover.runtime.metrics import Metrics
 from drover.runtime.replica import Replica
 from drover.runtime.store import NewEvent, RecordedEvent
 from drover.runtime.telemetry import inject
@@ -111,14 +111,14 @@ class PlanApplier:
     them one at a time, except that a large plan that only adds may commit in the background
     while smaller plans of other jobs are verified against it and committed."""
 
-    def __init__(self, leader: Leader, replica: Replica, figures: Figures | None = None) -> None:
+    def __init__(self, leader: Leader, replica: Replica, metrics: Metrics | None = None) -> None:
         self.leader = leader
         self.replica = replica
-        self.figures = figures or Figures("planner")
+        self.metrics = metrics or Metrics("planner")
         # Looked up once: recorded for every plan.
-        self._queued = self.figures.timing("plan.queued")
-        self._evaluate = self.figures.timing("plan.evaluate")
-        self._apply = self.figures.timing("plan.apply")
+        self._queued = self.metrics.timing("plan.queued")
+        self._evaluate = self.metrics.timing("plan.evaluate")
+        self._apply = self.metrics.timing("plan.apply")
 
     async def verify(
         self, req: PlanRequest, pending: PendingPlacements | None = None, arrived: float = 0.0
@@ -203,7 +203,7 @@ class PlanApplier:
         self._evaluate.observe(verified.verified - verified.started)
         # Nomad's plan.apply: from the start of verification until the plan is in the log.
         self._apply.observe(t0 - verified.started)
-        self.figures.count("plan.placements", verified.placed)
+        self.metrics.count("plan.placements", verified.placed)
         await answer(
             PlanResponse(
                 full=not verified.rejected_nodes,

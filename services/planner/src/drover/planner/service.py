@@ -16,9 +16,9 @@ from drover.planner.applier import LEASE, PlanApplier, plan_size
 from drover.planner.planqueue import PlanQueue
 from drover.planner.server import PlanServer
 from drover.runtime.bus import PLAN_SUBJECT
-from drover.runtime.figures import Figures, follow_replica, published
 from drover.runtime.leader import Leader, run_as_leader
 from drover.runtime.locks import PLANNER_LOCK_KEY
+from drover.runtime.metrics import Metrics, follow_replica, published
 from drover.runtime.replica import Replica
 from drover.runtime.service import run_service
 from drover.runtime.settings import Settings
@@ -40,11 +40,11 @@ async def lead(leader: Leader, nc: Client, js: JetStreamContext) -> None:
     when fenced, too)."""
     replica = Replica(leader.store, js)
     await replica.start()
-    figures = Figures("planner")
-    follow_replica(figures, replica)
-    server: PlanServer[Msg] = PlanServer(PlanApplier(leader, replica, figures), respond)
+    metrics = Metrics("planner")
+    follow_replica(metrics, replica)
+    server: PlanServer[Msg] = PlanServer(PlanApplier(leader, replica, metrics), respond)
     queue: PlanQueue[Msg] = PlanQueue()
-    figures.collectors.append(lambda f: f.gauge("plan.queue_depth", len(queue)))
+    metrics.collectors.append(lambda f: f.gauge("plan.queue_depth", len(queue)))
 
     async def on_plan(msg: Msg) -> None:
         # Decoded on arrival: this overlaps the previous plan's commit, which waits on Postgres.
@@ -61,7 +61,7 @@ async def lead(leader: Leader, nc: Client, js: JetStreamContext) -> None:
 
     sub = await nc.subscribe(PLAN_SUBJECT, queue="planner", cb=on_plan)
     try:
-        async with published(figures, js, leader.stop):
+        async with published(metrics, js, leader.stop):
             await server.run(queue, leader.stop)
     finally:
         await sub.unsubscribe()

@@ -1,10 +1,10 @@
-"""A process's figures: timings in their buckets, counters as Nomad keeps them, collectors."""
+"""A process's metrics: timings in their buckets, counters as Nomad keeps them, collectors."""
 
 from __future__ import annotations
 
 import asyncio
 
-from drover.runtime.figures import BUCKETS, Figures, Timing
+from drover.runtime.metrics import BUCKETS, Metrics, Timing
 
 
 def test_a_timing_counts_each_observation_in_the_first_bucket_that_holds_it() -> None:
@@ -20,7 +20,7 @@ def test_a_timing_counts_each_observation_in_the_first_bucket_that_holds_it() ->
 
 
 def test_counters_keep_additions_sum_and_extremes_per_label_set() -> None:
-    f = Figures("planner", "7")
+    f = Metrics("planner", "7")
     f.count("plan.placements", 3)
     f.count("plan.placements", 10)
     f.count("plan.placements", 1, lane="large")
@@ -33,14 +33,14 @@ def test_counters_keep_additions_sum_and_extremes_per_label_set() -> None:
 
 
 def test_collectors_set_gauges_before_a_snapshot_and_a_failing_one_spoils_nothing() -> None:
-    f = Figures("relay")
+    f = Metrics("relay")
     depth = [4]
 
-    def broken(_: Figures) -> None:
+    def broken(_: Metrics) -> None:
         raise RuntimeError("gone")
 
-    async def lag(figures: Figures) -> None:
-        figures.gauge("relay.lag", depth[0])
+    async def lag(metrics: Metrics) -> None:
+        metrics.gauge("relay.lag", depth[0])
 
     f.collectors += [broken, lag]
     asyncio.run(f.collect())

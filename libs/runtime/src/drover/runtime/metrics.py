@@ -1,6 +1,6 @@
-"""A process's own figures (gauges, counters, timings) and their way to `GET /v1/metrics`.
+"""A process's own metrics (gauges, counters, timings) and their way to `GET /v1/metrics`.
 
-Each service keeps its figures in memory (`Figures`) and puts a snapshot into the JetStream
+Each service keeps its metrics in memory (`Metrics`) and puts a snapshot into the JetStream
 key-value bucket `drover-metrics` every `PUBLISH_EVERY` seconds, under `<service>.<pid>`; the
 bucket keeps only the newest snapshot of each key and drops keys older than `KEEP_FOR`, so a
 process that died leaves the endpoint within that time. The API reads the bucket when scraped.
@@ -26,7 +26,7 @@ from nats.js.api import KeyValueConfig, StorageType
 from nats.js.errors import NoKeysError
 from nats.js.kv import KeyValue
 
-log = logging.getLogger("drover.figures")
+log = logging.getLogger("drover.metrics")
 
 BUCKET = "drover-metrics"
 PUBLISH_EVERY = 2.0
@@ -77,11 +77,11 @@ class Timing:
 
 
 # Called just before each snapshot, to set gauges that are read rather than recorded.
-Collect = Callable[["Figures"], Awaitable[None] | None]
+Collect = Callable[["Metrics"], Awaitable[None] | None]
 
 
-class Figures:
-    """One process's figures. Names are dotted (`plan.apply`); labels are plain strings."""
+class Metrics:
+    """One process's metrics. Names are dotted (`plan.apply`); labels are plain strings."""
 
     def __init__(self, service: str, instance: str | None = None) -> None:
         self.service = service
@@ -123,10 +123,10 @@ class Figures:
                 if result is not None:
                     await result
             except Exception as e:
-                log.warning("collecting figures failed: %s", e)
+                log.warning("collecting metrics failed: %s", e)
 
     def snapshot(self) -> dict[str, Any]:
-        """The figures as JSON: what is published, and what the API renders."""
+        """The metrics as JSON: what is published, and what the API renders."""
         return {
             "Service": self.service,
             "Instance": self.instance,
@@ -152,7 +152,7 @@ class Figures:
 
 
 async def bucket(js: JetStreamContext) -> KeyValue:
-    """The figures' bucket, created if it is not there yet (in memory: figures need no disk)."""
+    """The metrics' bucket, created if it is not there yet (in memory: metrics need no disk)."""
     try:
         return await js.key_value(BUCKET)
     except Exception:
@@ -162,41 +162,41 @@ async def bucket(js: JetStreamContext) -> KeyValue:
 
 
 async def publish(
-    figures: Figures, js: JetStreamContext, stop: asyncio.Event, every: float = PUBLISH_EVERY
+    metrics: Metrics, js: JetStreamContext, stop: asyncio.Event, every: float = PUBLISH_EVERY
 ) -> None:
-    """Put `figures` into the bucket every `every` seconds until `stop`; failures are logged
-    and retried at the next turn (figures never stop a service)."""
+    """Put `metrics` into the bucket every `every` seconds until `stop`; failures are logged
+    and retried at the next turn (metrics never stop a service)."""
     kv: KeyValue | None = None
-    key = f"{figures.service}.{figures.instance}"
+    key = f"{metrics.service}.{metrics.instance}"
     failing = False
     while not stop.is_set():
         try:
             kv = kv or await bucket(js)
-            await figures.collect()
-            await kv.put(key, json.dumps(figures.snapshot()).encode())
+            await metrics.collect()
+            await kv.put(key, json.dumps(metrics.snapshot()).encode())
             failing = False
         except Exception as e:
             # Once per outage, not every turn of it.
-            log.log(logging.DEBUG if failing else logging.WARNING, "publishing figures failed: %s", e)
+            log.log(logging.DEBUG if failing else logging.WARNING, "publishing metrics failed: %s", e)
             failing = True
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(stop.wait(), every)
 
 
 @contextlib.asynccontextmanager
-async def published(figures: Figures, js: JetStreamContext, stop: asyncio.Event) -> AsyncIterator[Figures]:
-    """Publish `figures` while the block runs; at its end the snapshot is taken away (a process
+async def published(metrics: Metrics, js: JetStreamContext, stop: asyncio.Event) -> AsyncIterator[Metrics]:
+    """Publish `metrics` while the block runs; at its end the snapshot is taken away (a process
     killed leaves it until the bucket's TTL drops it)."""
-    task = asyncio.create_task(publish(figures, js, stop))
+    task = asyncio.create_task(publish(metrics, js, stop))
     try:
-        yield figures
+        yield metrics
     finally:
         task.cancel()
         with contextlib.suppress(asyncio.CancelledError):
             await task
         with contextlib.suppress(Exception):
             kv = await asyncio.wait_for(bucket(js), 1.0)
-            await asyncio.wait_for(kv.delete(f"{figures.service}.{figures.instance}"), 1.0)
+            await asyncio.wait_for(kv.delete(f"{metrics.service}.{metrics.instance}"), 1.0)
 
 
 async def read_all(js: JetStreamContext) -> list[dict[str, Any]]:
@@ -222,11 +222,11 @@ class Followed(Protocol):
     async def lag(self) -> int: ...
 
 
-def follow_replica(figures: Figures, replica: Followed) -> None:
+def follow_replica(metrics: Metrics, replica: Followed) -> None:
     """Report the replica's position and how far it is behind the log."""
 
-    async def collect(f: Figures) -> None:
+    async def collect(f: Metrics) -> None:
         f.gauge("replica.lag", await replica.lag())
         f.gauge("replica.position", replica.position)
 
-    figures.collectors.append(collect)
+    metrics.collectors.append(collect)

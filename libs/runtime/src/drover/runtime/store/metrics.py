@@ -1,7 +1,7 @@
-"""The cluster's figures, counted from the projections when `GET /v1/metrics` is scraped: evals
+"""The cluster's metrics, counted from the projections when `GET /v1/metrics` is scraped: evals
 by status and trigger, nodes by status, allocs by client status, and the log's position. Each
 is a count over a table's own columns (or a document field for evals' trigger and nodes'
-status), read in one snapshot so the figures agree with each other."""
+status), read in one snapshot so the metrics agree with each other."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ _POSITION = "SELECT coalesce(max(position), 0) FROM events"
 
 
 def cluster_gauges(store: EventStore) -> list[dict[str, Any]]:
-    """The figures as gauges in the form `drover.runtime.figures` snapshots take."""
+    """The metrics as gauges in the form `drover.runtime.metrics` snapshots take."""
     out: list[dict[str, Any]] = []
     with store.engine.connect() as conn:
         conn.exec_driver_sql("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
