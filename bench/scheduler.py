@@ -102,7 +102,7 @@ def run_case(
     job = build_job(count, spreads)
     state.upsert_job(job)
     # The state is kept out of the cyclic collector, as the services' tuned collector keeps
-    # their replica (drover.runtime.gctune): a full collection over it (~80 ms with 10,000
+    # their replica (drover.runtime.pyheap): a full collection over it (~80 ms with 10,000
     # nodes) would otherwise land in whichever eval the allocation count happened to reach it.
     gc.collect()
     gc.freeze()

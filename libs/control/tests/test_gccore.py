@@ -141,6 +141,11 @@ def test_a_core_eval_is_done_complete_or_failed_when_it_names_no_pass() -> None:
 
 def test_force_is_one_pending_force_gc_core_eval() -> None:
     change = system.force_gc(NOW)
-    (ev,) = change.evals
-    assert (ev.job_id, ev.type, ev.triggered_by, ev.status) == ("force-gc", "_core", "scheduled", "pending")
+    (eval_,) = change.evals
+    assert (eval_.job_id, eval_.type, eval_.triggered_by, eval_.status) == (
+        "force-gc",
+        "_core",
+        "scheduled",
+        "pending",
+    )
     assert [type(e.event) for e in change.events] == [EvalsUpserted]

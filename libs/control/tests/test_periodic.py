@@ -39,7 +39,7 @@ def child(of: Job, at: int) -> Job:
     return periodic.derive_child(of, at, at)
 
 
-def ev(of: Job, status: str) -> Evaluation:
+def evaluation(of: Job, status: str) -> Evaluation:
     return Evaluation(id=f"e-{of.id}-{status}", job_id=of.id, namespace=of.namespace, status=status)
 
 
@@ -80,7 +80,7 @@ OVER = parent(overlap=True)
             [OVER, child(OVER, TICK - MIN), alloc("a1", child(OVER, TICK - MIN), client_status="pending")],
             {}, [], {("default", "cron"): TICK}, NEXT,
         ),
-        ([OVER, child(OVER, TICK - MIN), ev(child(OVER, TICK - MIN), "blocked")], {}, [], {("default", "cron"): TICK}, NEXT),
+        ([OVER, child(OVER, TICK - MIN), evaluation(child(OVER, TICK - MIN), "blocked")], {}, [], {("default", "cron"): TICK}, NEXT),
         # ...and launched once every child is done: allocs finished or stopped, evals terminal.
         (
             [
@@ -89,7 +89,7 @@ OVER = parent(overlap=True)
                 alloc("a1", child(OVER, TICK - 2 * MIN), client_status="complete"),
                 child(OVER, TICK - MIN),
                 alloc("a2", child(OVER, TICK - MIN), client_status="running", desired_status="stop"),
-                ev(child(OVER, TICK - MIN), "complete"),
+                evaluation(child(OVER, TICK - MIN), "complete"),
             ],
             {}, [("cron", TICK)], {}, NEXT,
         ),

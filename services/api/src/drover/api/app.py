@@ -28,18 +28,18 @@ from drover.api.routes import (
     dispatch,
     evaluations,
     events,
+    jobrestarts,
     jobs,
     jobversions,
     metrics,
     nodes,
     parse,
     periodic,
-    restarts,
     scaling,
     status,
     system,
 )
-from drover.runtime import gctune
+from drover.runtime import pyheap
 from drover.runtime.settings import Settings
 from drover.runtime.store import EventStore, libpq_url
 from drover.runtime.store.queries import Reads
@@ -49,7 +49,7 @@ ROUTERS = (
     parse,
     jobversions,
     scaling,
-    restarts,
+    jobrestarts,
     periodic,
     dispatch,
     allocations,
@@ -65,9 +65,9 @@ ROUTERS = (
 )
 
 
-def create_app(settings: Settings, store: EventStore | None = None, *, tune_gc: bool = False) -> FastAPI:
-    """The API. `tune_gc`: the process's garbage collector set as the services set theirs
-    (drover.runtime.gctune), for the API's own process: the event stream's feed holds the
+def create_app(settings: Settings, store: EventStore | None = None, *, tune_heap: bool = False) -> FastAPI:
+    """The API. `tune_heap`: the process's cyclic collector set as the services set theirs
+    (drover.runtime.pyheap), for the API's own process: the event stream's feed holds the
     cluster in memory, as a replica does."""
     store = store or EventStore(settings.database_url, pool_size=10)
     reads = Reads(store)
@@ -79,14 +79,14 @@ def create_app(settings: Settings, store: EventStore | None = None, *, tune_gc: 
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         task = asyncio.create_task(watcher.run())
         stop = asyncio.Event()
-        if tune_gc:
-            gctune.tune()
-            gc_task = asyncio.create_task(gctune.maintain(stop))
+        if tune_heap:
+            pyheap.tune()
+            heap_upkeep = asyncio.create_task(pyheap.maintain(stop))
         yield
         stop.set()
         task.cancel()
-        if tune_gc:
-            await gc_task
+        if tune_heap:
+            await heap_upkeep
         await heartbeats.close()
         await metrics.close()
         await app.state.events.close()

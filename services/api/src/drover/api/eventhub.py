@@ -110,7 +110,7 @@ class Subscription:
             return f.line if f.events else None
         if self.key in f.lines:
             return f.lines[self.key]
-        picked = [text for ev, text in f.events if matches(ev, self.topics, self.namespace)]
+        picked = [text for event, text in f.events if matches(event, self.topics, self.namespace)]
         # Every event for it (most frames, for most subscribers): the line built once for all.
         line = None if not picked else f.line if len(picked) == len(f.events) else _line(f.index, picked)
         f.lines[self.key] = line

@@ -55,10 +55,10 @@ class TaskRunner:
         self.restart_pending = ""
 
     def _event(self, kind: str, message: str = "", **details: str) -> None:
-        ev = TaskEvent(
+        event = TaskEvent(
             type=kind, time=time.time_ns(), message=message, display_message=message or kind, details=details
         )
-        self.state = self.state.model_copy(update={"events": [*self.state.events, ev][-10:]})
+        self.state = self.state.model_copy(update={"events": [*self.state.events, event][-10:]})
         self.alloc.changed()
 
     def _set(self, **update: Any) -> None:

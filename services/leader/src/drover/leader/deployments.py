@@ -110,7 +110,7 @@ class DeploymentWatcher:
             self.deadlines[d.id] = res.deadline
             if not res.acts() or job is None:
                 continue
-            ev = job_eval(job, TRIGGER_DEPLOYMENT_WATCHER, now, deployment_id=d.id)
+            eval_ = job_eval(job, TRIGGER_DEPLOYMENT_WATCHER, now, deployment_id=d.id)
             touched.append(d.id)
             if res.fail:
                 desc = res.description
@@ -119,14 +119,14 @@ class DeploymentWatcher:
                     desc, revert = rollback(job, versions, desc, now)
                     if revert is not None:
                         events.append(JobRegistered(job=revert))
-                        ev = job_eval(revert, TRIGGER_DEPLOYMENT_WATCHER, now, deployment_id=d.id)
+                        eval_ = job_eval(revert, TRIGGER_DEPLOYMENT_WATCHER, now, deployment_id=d.id)
                 log.info("deployment %s of %s failed: %s", d.id, d.job_id, desc)
                 events.append(
                     DeploymentUpdated(
                         deployment_id=d.id,
                         status=DEPLOYMENT_FAILED,
                         status_description=desc,
-                        evals=[ev],
+                        evals=[eval_],
                         at=now,
                     )
                 )
@@ -134,7 +134,11 @@ class DeploymentWatcher:
                 log.info("deployment %s of %s: canaries healthy, auto-promoting", d.id, d.job_id)
                 events.append(
                     DeploymentUpdated(
-                        deployment_id=d.id, promote=True, status_description=DESC_RUNNING, evals=[ev], at=now
+                        deployment_id=d.id,
+                        promote=True,
+                        status_description=DESC_RUNNING,
+                        evals=[eval_],
+                        at=now,
                     )
                 )
             elif res.allow_replacements:
@@ -142,11 +146,11 @@ class DeploymentWatcher:
                 events.append(
                     AllocsTransitioned(
                         transitions={a: DesiredTransition(reschedule=True) for a in res.allow_replacements},
-                        evals=[ev],
+                        evals=[eval_],
                     )
                 )
             else:
-                events.append(EvalsUpserted(evals=[ev]))
+                events.append(EvalsUpserted(evals=[eval_]))
         for memo in (self.evaluated, self.deadlines):
             for dep_id in list(memo):
                 known = state.deployments.get(dep_id)

@@ -43,13 +43,13 @@ class FailedEvalReaper:
         self.spread = int(settings.eval_failed_followup_delay_range * SECOND)
         self.rng = random.Random()
 
-    def outcome(self, ev: Evaluation, now: int) -> list[Evaluation]:
-        """The evals to write for `ev` as the replica has it: none if it is done with (a copy
+    def outcome(self, eval_: Evaluation, now: int) -> list[Evaluation]:
+        """The evals to write for `eval_` as the replica has it: none if it is done with (a copy
         moved twice, or an eval that finished meanwhile), else failed with its follow-up.
         (Only a copy the broker published again after a restart can be worked on between this
         read and the append; should it finish there, it reads failed and its follow-up finds
         nothing to do.)"""
-        current = self.replica.state.eval(ev.id)
+        current = self.replica.state.eval(eval_.id)
         if current is None or current.terminal_status():
             return []
         job = self.replica.state.job(current.namespace, current.job_id)
@@ -59,9 +59,9 @@ class FailedEvalReaper:
 
     async def reap(self, msg: Msg) -> None:
         """One message of the failed queue: acked once its outcome is in the log."""
-        ev = Evaluation.model_validate_json(msg.data)
-        await self.replica.wait_for(ev.modify_index)
-        evals = self.outcome(ev, time.time_ns())
+        eval_ = Evaluation.model_validate_json(msg.data)
+        await self.replica.wait_for(eval_.modify_index)
+        evals = self.outcome(eval_, time.time_ns())
         if evals:
             recorded = await self.leader.try_append(
                 [NewEvent(EvalsUpserted(evals=evals))], "failed eval reaper"
@@ -72,8 +72,8 @@ class FailedEvalReaper:
             follow = evals[1] if len(evals) > 1 else None
             log.warning(
                 "eval %s of %s reached its delivery limit: failed; %s",
-                ev.id,
-                ev.job_id,
+                eval_.id,
+                eval_.job_id,
                 f"follow-up {follow.id} in {follow.wait / SECOND:.1f} s" if follow else "no follow-up",
             )
         await msg.ack()

@@ -15,7 +15,7 @@ import logging
 import time
 from typing import Any
 
-from drover.control.leader.jobrestartwatcher import watch_restart
+from drover.control.leader.jobrestartwatcher import watch_job_restart
 from drover.model.events import (
     AllocsClientUpdated,
     EvalsUpserted,
@@ -87,10 +87,10 @@ class JobRestartWatcher:
             ):
                 continue
             job = self.state.job(r.namespace, r.job_id)
-            step = watch_restart(r, job, self.state.allocs_by_job(r.namespace, r.job_id), now)
+            step = watch_job_restart(r, job, self.state.allocs_by_job(r.namespace, r.job_id), now)
             self.deadlines[r.id] = step.deadline
-            for ev in step.events:
-                log.info("restart %s of %s: %s", r.id, r.job_id, _describe(ev))
+            for event in step.events:
+                log.info("restart %s of %s: %s", r.id, r.job_id, _describe(event))
             events.extend(step.events)
             evals.extend(step.evals)
         if evals:
@@ -98,12 +98,12 @@ class JobRestartWatcher:
         return events
 
 
-def _describe(ev: Event) -> str:
-    if isinstance(ev, JobRestartSignaled):
-        return f"batch {ev.batch_number} signalled ({len(ev.alloc_ids())} allocs)"
-    if isinstance(ev, JobRestartUpdated):
-        return ev.status or "batch done"
-    return ev.type
+def _describe(event: Event) -> str:
+    if isinstance(event, JobRestartSignaled):
+        return f"batch {event.batch_number} signalled ({len(event.alloc_ids())} allocs)"
+    if isinstance(event, JobRestartUpdated):
+        return event.status or "batch done"
+    return event.type
 
 
 async def watch_job_restarts(replica: Replica, leader: Leader) -> None:

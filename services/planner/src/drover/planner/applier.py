@@ -49,13 +49,13 @@ def _new_id() -> str:
     return str(uuid.uuid4())
 
 
-def chunk(ev: PlanApplied) -> list[PlanApplied]:
+def chunk(event: PlanApplied) -> list[PlanApplied]:
     """Split a large committed plan into several events of at most ALLOCS_PER_EVENT allocs."""
-    total = len(ev.allocs) + len(ev.stopped) + len(ev.preempted)
+    total = len(event.allocs) + len(event.stopped) + len(event.preempted)
     if total <= ALLOCS_PER_EVENT:
-        return [ev]
+        return [event]
     out: list[PlanApplied] = []
-    stopped, preempted, allocs = list(ev.stopped), list(ev.preempted), list(ev.allocs)
+    stopped, preempted, allocs = list(event.stopped), list(event.preempted), list(event.allocs)
     first = True
     while stopped or preempted or allocs:
         budget = ALLOCS_PER_EVENT
@@ -65,14 +65,14 @@ def chunk(ev: PlanApplied) -> list[PlanApplied]:
         budget -= len(part_p)
         part_a, allocs = allocs[:budget], allocs[budget:]
         out.append(
-            ev.model_copy(
+            event.model_copy(
                 update={
                     "stopped": part_s,
                     "preempted": part_p,
                     "allocs": part_a,
                     # Deployment changes go with the first chunk only.
-                    "deployment": ev.deployment if first else None,
-                    "deployment_updates": ev.deployment_updates if first else [],
+                    "deployment": event.deployment if first else None,
+                    "deployment_updates": event.deployment_updates if first else [],
                 }
             )
         )

@@ -57,11 +57,13 @@ def client_update(reads: ClusterReads, node_id: str, updates: list[AllocClientUp
 
 
 @dataclass
-class RestartRequested(Change):
+class AllocRestartChange(Change):
     request_id: str = ""
 
 
-def restart(reads: ClusterReads, alloc_id: str, task: str, all_tasks: bool, now: int) -> RestartRequested:
+def restart_alloc(
+    reads: ClusterReads, alloc_id: str, task: str, all_tasks: bool, now: int
+) -> AllocRestartChange:
     """Restart an alloc's tasks in place (Nomad's alloc restart): the named task, else the
     running ones, or with `all_tasks` every task. The node's agent acts on each request once."""
     if task and all_tasks:
@@ -84,7 +86,7 @@ def restart(reads: ClusterReads, alloc_id: str, task: str, all_tasks: bool, now:
         raise Invalid("No task is running")
     req = AllocRestartRequest(id=str(uuid.uuid4()), task_name=task, all_tasks=all_tasks, time=now)
     change = Change.of([AllocRestartRequested(alloc_id=alloc_id, request=req)])
-    return RestartRequested(change.events, change.evals, req.id)
+    return AllocRestartChange(change.events, change.evals, req.id)
 
 
 def stop(reads: ClusterReads, alloc_id: str, no_shutdown_delay: bool, now: int) -> Change:
@@ -97,6 +99,6 @@ def stop(reads: ClusterReads, alloc_id: str, no_shutdown_delay: bool, now: int) 
     job = reads.job(alloc.namespace, alloc.job_id)
     if job is None:
         raise NotFound(f"job {alloc.job_id!r} of alloc {alloc_id} not found")
-    ev = job_eval(job, TRIGGER_ALLOC_STOP, now, job_modify_index=job.modify_index)
+    eval_ = job_eval(job, TRIGGER_ALLOC_STOP, now, job_modify_index=job.modify_index)
     transition = DesiredTransition(migrate=True, no_shutdown_delay=no_shutdown_delay)
-    return Change([NewEvent(AllocsTransitioned(transitions={alloc_id: transition}, evals=[ev]))], [ev])
+    return Change([NewEvent(AllocsTransitioned(transitions={alloc_id: transition}, evals=[eval_]))], [eval_])

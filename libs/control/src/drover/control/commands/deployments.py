@@ -46,9 +46,9 @@ def _deployment(reads: ClusterReads, deployment_id: str) -> tuple[Deployment, Jo
 
 
 def _changed(dep: Deployment, job: Job, now: int, **update: object) -> DeploymentChanged:
-    ev = job_eval(job, TRIGGER_DEPLOYMENT_WATCHER, now, deployment_id=dep.id)
-    event = DeploymentUpdated(deployment_id=dep.id, evals=[ev], at=now, **update)
-    return DeploymentChanged([NewEvent(event)], [ev], dep)
+    eval_ = job_eval(job, TRIGGER_DEPLOYMENT_WATCHER, now, deployment_id=dep.id)
+    event = DeploymentUpdated(deployment_id=dep.id, evals=[eval_], at=now, **update)
+    return DeploymentChanged([NewEvent(event)], [eval_], dep)
 
 
 def promote(

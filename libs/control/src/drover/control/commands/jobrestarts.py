@@ -28,7 +28,7 @@ from drover.model.jobrestart import (
 
 
 @dataclass
-class RestartOptions:
+class JobRestartOptions:
     """A restart as asked for: BatchSize a count or "n%" of the allocs to restart (rounded up,
     as Nomad's CLI does), BatchWait nanoseconds or a duration ("30s")."""
 
@@ -43,7 +43,7 @@ class RestartOptions:
 
 
 @dataclass
-class RestartChange(Change):
+class JobRestartChange(Change):
     restart: JobRestart | None = None
 
 
@@ -77,7 +77,7 @@ def _batch_wait(value: int | str, problems: list[str]) -> int:
     return wait
 
 
-def _scope_problems(job: Job, opts: RestartOptions) -> list[str]:
+def _scope_problems(job: Job, opts: JobRestartOptions) -> list[str]:
     """Groups, tasks and the options that exclude each other."""
     problems = [
         f"Group {g!r} is not a task group of job {job.id!r}"
@@ -98,7 +98,9 @@ def _scope_problems(job: Job, opts: RestartOptions) -> list[str]:
     return problems
 
 
-def start(reads: ClusterReads, namespace: str, job_id: str, opts: RestartOptions, now: int) -> RestartChange:
+def start(
+    reads: ClusterReads, namespace: str, job_id: str, opts: JobRestartOptions, now: int
+) -> JobRestartChange:
     """Start restarting the job's allocs, BatchSize at a time."""
     job = reads.job(namespace, job_id)
     if job is None:
@@ -128,7 +130,7 @@ def start(reads: ClusterReads, namespace: str, job_id: str, opts: RestartOptions
         started_at=now,
         updated_at=now,
     )
-    return RestartChange(
+    return JobRestartChange(
         [NewEvent(JobRestartStarted(restart=restart), expected_version=version)], [], restart
     )
 
@@ -146,38 +148,38 @@ def _conflicts(reads: ClusterReads, job: Job) -> None:
             raise Conflict(f"Job {job.id!r} is being restarted already ({r.id}, {r.status})")
 
 
-def _restart(reads: ClusterReads, namespace: str, job_id: str, restart_id: str) -> JobRestart:
+def _job_restart(reads: ClusterReads, namespace: str, job_id: str, restart_id: str) -> JobRestart:
     r = reads.job_restart(restart_id)
     if r is None or (r.namespace, r.job_id) != (namespace, job_id):
         raise NotFound("restart not found")
     return r
 
 
-def _set(r: JobRestart, status: str, description: str, now: int) -> RestartChange:
+def _set(r: JobRestart, status: str, description: str, now: int) -> JobRestartChange:
     event = JobRestartUpdated(restart_id=r.id, namespace=r.namespace, job_id=r.job_id, status=status,
                               status_description=description, at=now)  # fmt: skip
-    return RestartChange([NewEvent(event)], [], r)
+    return JobRestartChange([NewEvent(event)], [], r)
 
 
-def pause(reads: ClusterReads, namespace: str, job_id: str, restart_id: str, now: int) -> RestartChange:
+def pause(reads: ClusterReads, namespace: str, job_id: str, restart_id: str, now: int) -> JobRestartChange:
     """Hold the next batch (the batch in flight goes on)."""
-    r = _restart(reads, namespace, job_id, restart_id)
+    r = _job_restart(reads, namespace, job_id, restart_id)
     if r.status != RESTART_RUNNING:
         raise Invalid(f"can't pause a {r.status} restart: only a running one pauses")
     return _set(r, RESTART_PAUSED, "Paused by an operator", now)
 
 
-def resume(reads: ClusterReads, namespace: str, job_id: str, restart_id: str, now: int) -> RestartChange:
+def resume(reads: ClusterReads, namespace: str, job_id: str, restart_id: str, now: int) -> JobRestartChange:
     """Go on with a paused restart."""
-    r = _restart(reads, namespace, job_id, restart_id)
+    r = _job_restart(reads, namespace, job_id, restart_id)
     if r.status != RESTART_PAUSED:
         raise Invalid(f"can't resume a {r.status} restart: only a paused one resumes")
     return _set(r, RESTART_RUNNING, "", now)
 
 
-def cancel(reads: ClusterReads, namespace: str, job_id: str, restart_id: str, now: int) -> RestartChange:
+def cancel(reads: ClusterReads, namespace: str, job_id: str, restart_id: str, now: int) -> JobRestartChange:
     """End the restart for good (what it restarted stays restarted)."""
-    r = _restart(reads, namespace, job_id, restart_id)
+    r = _job_restart(reads, namespace, job_id, restart_id)
     if r.terminal():
         raise Invalid(f"can't cancel a {r.status} restart")
     return _set(r, RESTART_CANCELLED, "Cancelled by an operator", now)

@@ -143,14 +143,16 @@ def alloc_gc_eligible(a: Allocation, job: Job | None, dead: bool, now: int, cuto
     return bool(events) and now - events[-1].reschedule_time > policy.interval
 
 
-def gc_eval(view: View, ev: Evaluation, cutoff: int, allow_batch: bool, now: int) -> tuple[bool, list[str]]:
-    """Whether eval `ev` may go, and which of its allocs may (Nomad's gcEval)."""
-    if not ev.terminal_status() or ev.modify_time > cutoff:
+def gc_eval(
+    view: View, eval_: Evaluation, cutoff: int, allow_batch: bool, now: int
+) -> tuple[bool, list[str]]:
+    """Whether eval `eval_` may go, and which of its allocs may (Nomad's gcEval)."""
+    if not eval_.terminal_status() or eval_.modify_time > cutoff:
         return False, []
-    job = view.state.job(ev.namespace, ev.job_id)
-    allocs = view.allocs_by_eval.get(ev.id, [])
+    job = view.state.job(eval_.namespace, eval_.job_id)
+    allocs = view.allocs_by_eval.get(eval_.id, [])
     dead = job is not None and view.dead(job)
-    if ev.type == JOB_TYPE_BATCH and job is not None and not (dead and (job.stop or allow_batch)):
+    if eval_.type == JOB_TYPE_BATCH and job is not None and not (dead and (job.stop or allow_batch)):
         # A batch job still there keeps its current allocs: only older versions' terminal ones.
         old = [
             a.id
@@ -166,12 +168,12 @@ def eval_gc(state: InMemoryState, cutoffs: Cutoffs) -> Collection:
     """The eval-gc pass: old terminal evals with their allocs, and the allocs that may go."""
     view = View(state)
     out = Collection()
-    for ev in sorted(state.evals.values(), key=lambda e: e.create_index):
-        cutoff = cutoffs.batch_eval if ev.type == JOB_TYPE_BATCH else cutoffs.eval
-        gc, ids = gc_eval(view, ev, cutoff, False, cutoffs.now)
+    for eval_ in sorted(state.evals.values(), key=lambda e: e.create_index):
+        cutoff = cutoffs.batch_eval if eval_.type == JOB_TYPE_BATCH else cutoffs.eval
+        gc, ids = gc_eval(view, eval_, cutoff, False, cutoffs.now)
         out.items += [("alloc", a) for a in ids]
         if gc:
-            out.add("eval", ev.id)
+            out.add("eval", eval_.id)
     # Allocs whose eval is gone are found by no eval: the same rules, by themselves.
     for eval_id, allocs in view.allocs_by_eval.items():
         if eval_id in state.evals:
@@ -202,12 +204,12 @@ def job_gc(state: InMemoryState, cutoffs: Cutoffs) -> Collection:
         if job.submit_time > cutoffs.job or not job_gcable(job, view.dead(job)):
             continue
         found = Collection()
-        for ev in view.evals_by_job.get(key, []):
-            gc, allocs = gc_eval(view, ev, cutoffs.job, True, cutoffs.now)
+        for eval_ in view.evals_by_job.get(key, []):
+            gc, allocs = gc_eval(view, eval_, cutoffs.job, True, cutoffs.now)
             if not gc:
                 break
             found.items += [("alloc", a) for a in allocs]
-            found.add("eval", ev.id)
+            found.add("eval", eval_.id)
         else:
             out.items += found.items
             out.add("job", key)

@@ -40,7 +40,7 @@ DESC_JOB_STOPPED = "Cancelled because the job was stopped"
 
 
 @dataclass
-class RestartStep:
+class JobRestartStep:
     """What the watcher should write for one restart, and when to look again (0: at the next
     change)."""
 
@@ -60,41 +60,43 @@ def _update(r: JobRestart, now: int, **fields: object) -> JobRestartUpdated:
     return JobRestartUpdated(restart_id=r.id, namespace=r.namespace, job_id=r.job_id, at=now, **fields)
 
 
-def watch_restart(r: JobRestart, job: Job | None, allocs: list[Allocation], now: int) -> RestartStep:
+def watch_job_restart(r: JobRestart, job: Job | None, allocs: list[Allocation], now: int) -> JobRestartStep:
     """Decide for restart `r` of `job`; `allocs` are the job's allocs (replacements too)."""
     if r.status != RESTART_RUNNING:
-        return RestartStep()
+        return JobRestartStep()
     if job is None or job.stop:
-        return RestartStep([_update(r, now, status=RESTART_CANCELLED, status_description=DESC_JOB_STOPPED)])
+        return JobRestartStep(
+            [_update(r, now, status=RESTART_CANCELLED, status_description=DESC_JOB_STOPPED)]
+        )
     by_id = {a.id: a for a in allocs}
     if r.in_flight():
         progress = batch_progress(r, job, by_id, now)
         if progress.error:
             status = RESTART_FAILED if r.on_error == ON_ERROR_FAIL else RESTART_PAUSED
             desc = progress.error
-            return RestartStep([_update(r, now, status=status, status_description=desc)])
+            return JobRestartStep([_update(r, now, status=status, status_description=desc)])
         if not progress.done:
-            return RestartStep(deadline=progress.deadline)
+            return JobRestartStep(deadline=progress.deadline)
         done = _update(r, now, batch_done_at=now)
         if r.batch_wait > 0:
-            return RestartStep([done], deadline=now + r.batch_wait)
+            return JobRestartStep([done], deadline=now + r.batch_wait)
         # No wait owed: the next batch goes in the same append (a pass less per batch).
         after = _next(r.model_copy(update={"batch_done_at": now}), job, allocs, now)
-        return RestartStep([done, *after.events], after.evals, after.deadline)
+        return JobRestartStep([done, *after.events], after.evals, after.deadline)
     if r.batch and now < r.batch_done_at + r.batch_wait:
-        return RestartStep(deadline=r.batch_done_at + r.batch_wait)
+        return JobRestartStep(deadline=r.batch_done_at + r.batch_wait)
     return _next(r, job, allocs, now)
 
 
-def _next(r: JobRestart, job: Job, allocs: list[Allocation], now: int) -> RestartStep:
+def _next(r: JobRestart, job: Job, allocs: list[Allocation], now: int) -> JobRestartStep:
     """Signal the next batch; or complete the restart when nothing is left to restart."""
     batch, waiting = next_batch(r, job, allocs)
     if batch:
         return _signal(r, job, batch, now)
     if waiting:
-        return RestartStep()  # allocs not yet running: they are signalled once they run
+        return JobRestartStep()  # allocs not yet running: they are signalled once they run
     desc = f"Restarted {len(r.restarted_allocs)} allocs in {r.batch_number} batches"
-    return RestartStep([_update(r, now, status=RESTART_COMPLETE, status_description=desc)])
+    return JobRestartStep([_update(r, now, status=RESTART_COMPLETE, status_description=desc)])
 
 
 def chosen(r: JobRestart, a: Allocation) -> bool:
@@ -115,7 +117,7 @@ def next_batch(r: JobRestart, job: Job, allocs: list[Allocation]) -> tuple[list[
     return running[: r.batch_size], len(running) < len(todo)
 
 
-def _signal(r: JobRestart, job: Job, batch: list[Allocation], now: int) -> RestartStep:
+def _signal(r: JobRestart, job: Job, batch: list[Allocation], now: int) -> JobRestartStep:
     """Signal `batch`: a restart request per alloc, or (with reschedule) its mark to migrate and
     an alloc-stop eval, written in one event with the record of the batch."""
     common = {
@@ -125,8 +127,8 @@ def _signal(r: JobRestart, job: Job, batch: list[Allocation], now: int) -> Resta
         "batch_number": r.batch_number + 1,
     }
     if r.reschedule:
-        ev = JobRestartSignaled(**common, migrate=[a.id for a in batch], at=now)
-        return RestartStep([ev], [job_eval(job, TRIGGER_ALLOC_STOP, now)])
+        event = JobRestartSignaled(**common, migrate=[a.id for a in batch], at=now)
+        return JobRestartStep([event], [job_eval(job, TRIGGER_ALLOC_STOP, now)])
     named = list(r.tasks)
     requests = {
         a.id: AllocRestartRequest(
@@ -138,7 +140,7 @@ def _signal(r: JobRestart, job: Job, batch: list[Allocation], now: int) -> Resta
         )
         for a in batch
     }
-    return RestartStep([JobRestartSignaled(**common, requests=requests, at=now)])
+    return JobRestartStep([JobRestartSignaled(**common, requests=requests, at=now)])
 
 
 def batch_progress(r: JobRestart, job: Job, allocs: dict[str, Allocation], now: int) -> _Progress:

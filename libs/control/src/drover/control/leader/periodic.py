@@ -64,8 +64,8 @@ class LaunchChange(Change):
 def launch(parent: Job, at: int, now: int) -> LaunchChange:
     """Launch `parent` for its launch time `at`: the child, expected new, and its eval."""
     child = derive_child(parent, at, now)
-    ev = job_eval(child, TRIGGER_PERIODIC_JOB, now)
-    change = Change.of([NewEvent(JobRegistered(job=child), expected_version=0)], [ev])
+    eval_ = job_eval(child, TRIGGER_PERIODIC_JOB, now)
+    change = Change.of([NewEvent(JobRegistered(job=child), expected_version=0)], [eval_])
     return LaunchChange(change.events, change.evals, child, at)
 
 

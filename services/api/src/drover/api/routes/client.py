@@ -9,11 +9,16 @@ from typing import Any
 from fastapi import APIRouter, Request, Response
 
 from drover.api.blocking import parse_index
-from drover.api.bodies import AllocsStatusRequest, HeartbeatsRequest, NodeRegisterRequest, NodeStatusRequest
-from drover.api.body import JsonRoute
 from drover.api.deps import BlockingDep, CommandsDep, HeartbeatsDep
 from drover.api.errors import ApiError
 from drover.api.heartbeats import Heartbeats
+from drover.api.jsondecode import JsonRoute
+from drover.api.requestmodels import (
+    AllocsStatusRequest,
+    HeartbeatsRequest,
+    NodeRegisterRequest,
+    NodeStatusRequest,
+)
 from drover.api.views import alloc_stub
 from drover.control.commands import allocs, nodes
 

@@ -8,9 +8,9 @@ from typing import Any
 
 from fastapi import APIRouter
 
-from drover.api.bodies import JobRevertRequest, JobStabilityRequest
-from drover.api.body import JsonRoute
 from drover.api.deps import CommandsDep
+from drover.api.jsondecode import JsonRoute
+from drover.api.requestmodels import JobRevertRequest, JobStabilityRequest
 from drover.control.change import Change
 from drover.control.commands import jobversions
 from drover.control.commands.jobs import JobChange

@@ -9,8 +9,8 @@ from fastapi import APIRouter, Depends, Query, Request
 from fastapi.responses import JSONResponse, Response
 from prometheus_client.exposition import CONTENT_TYPE_LATEST
 
-from drover.api.body import JsonRoute
 from drover.api.errors import ApiError
+from drover.api.jsondecode import JsonRoute
 from drover.api.metrics import MetricsGatherer
 from drover.api.metricsformat import nomad_json, prometheus_text
 

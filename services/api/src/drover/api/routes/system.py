@@ -6,8 +6,8 @@ import time
 
 from fastapi import APIRouter, Response
 
-from drover.api.body import JsonRoute
 from drover.api.deps import CommandsDep
+from drover.api.jsondecode import JsonRoute
 from drover.control.commands import system
 
 router = APIRouter(route_class=JsonRoute, tags=["system"])

@@ -1,5 +1,5 @@
 """Request bodies as models, in Nomad's names, so /openapi.json documents each one. A model
-checks types and shapes; the commands (drover.control) check the rest, and say what is wrong
+checks types and shapes; the commands (drover.control.commands) check the rest, and say what is wrong
 in the domain's words. Scalars are strict: `"AllTasks": "yes"` is refused, not read as true."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The agent's collection of alloc directories (drover.client.gc), and its settings."""
+"""The agent's collection of alloc directories (drover.client.allocgc), and its settings."""
 
 from __future__ import annotations
 
@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
+from drover.client.allocgc import to_collect
 from drover.client.config import load
-from drover.client.gc import to_collect
 from drover.client.service import parse
 from drover.model.durations import MINUTE, SECOND
 

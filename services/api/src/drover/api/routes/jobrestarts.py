@@ -8,11 +8,11 @@ from typing import Any
 
 from fastapi import APIRouter, Request, Response
 
-from drover.api.bodies import JobRestartRequest
-from drover.api.body import JsonRoute
 from drover.api.deps import BlockingDep, CommandsDep
+from drover.api.jsondecode import JsonRoute
+from drover.api.requestmodels import JobRestartRequest
 from drover.control.commands import jobrestarts
-from drover.control.commands.jobrestarts import RestartChange, RestartOptions
+from drover.control.commands.jobrestarts import JobRestartChange, JobRestartOptions
 from drover.runtime.watches import job_key, restart_key
 
 router = APIRouter(route_class=JsonRoute, tags=["restarts"])
@@ -24,7 +24,7 @@ async def start_restart(
     job_id: str, commands: CommandsDep, body: JobRestartRequest | None = None, namespace: str = "default"
 ) -> dict[str, Any]:
     b = body or JobRestartRequest()
-    opts = RestartOptions(
+    opts = JobRestartOptions(
         batch_size=b.batch_size, batch_wait=b.batch_wait, groups=b.groups, tasks=b.tasks, all_tasks=b.all_tasks,
         reschedule=b.reschedule, on_error=b.on_error, health_check=b.health_check,
     )  # fmt: skip
@@ -58,7 +58,7 @@ async def read_restart(
     return await blocking.read(request, fn, [restart_key(restart_id)])
 
 
-def _answer(change: RestartChange, positions: list[int]) -> dict[str, Any]:
+def _answer(change: JobRestartChange, positions: list[int]) -> dict[str, Any]:
     assert change.restart is not None
     return {"RestartID": change.restart.id, "Index": positions[-1]}
 

@@ -1,4 +1,4 @@
-"""Which alloc directories the agent removes (Nomad's client garbage collector), pure:
+"""Which alloc directories the agent removes (Nomad's client alloc garbage collector), pure:
 
 - an alloc the servers no longer list for this node (they collected it) goes at once, its
   tasks stopped first if they still run;

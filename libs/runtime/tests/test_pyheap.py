@@ -1,4 +1,4 @@
-"""The services' garbage-collector upkeep: survivors frozen, a full collection now and then."""
+"""The services' upkeep of CPython's heap: survivors frozen, a full collection now and then."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import gc
 
 import pytest
 
-from drover.runtime import gctune
+from drover.runtime import pyheap
 
 
 class _Cycle:
@@ -16,20 +16,20 @@ class _Cycle:
 
 
 async def test_survivors_are_frozen_and_a_full_collection_unfreezes(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(gctune, "FREEZE_EVERY", 0.01)
-    monkeypatch.setattr(gctune, "FULL_COLLECT_EVERY", 3600.0)
+    monkeypatch.setattr(pyheap, "FREEZE_EVERY", 0.01)
+    monkeypatch.setattr(pyheap, "FULL_COLLECT_EVERY", 3600.0)
     before = gc.get_threshold()
     try:
-        gctune.tune()
-        assert gc.get_threshold()[0] == gctune.GEN0_THRESHOLD
+        pyheap.tune()
+        assert gc.get_threshold()[0] == pyheap.GEN0_THRESHOLD
         stop = asyncio.Event()
-        task = asyncio.create_task(gctune.maintain(stop))
+        task = asyncio.create_task(pyheap.maintain(stop))
         kept = [_Cycle() for _ in range(100)]
         await asyncio.sleep(0.05)
         assert gc.get_freeze_count() >= len(kept)
         # A cycle alive at a freeze and dead later is found by the next full collection.
         del kept
-        monkeypatch.setattr(gctune, "FULL_COLLECT_EVERY", 0.0)
+        monkeypatch.setattr(pyheap, "FULL_COLLECT_EVERY", 0.0)
         await asyncio.sleep(0.05)
         stop.set()
         await task

@@ -1,4 +1,5 @@
-"""Garbage-collector settings for services that hold the cluster in memory.
+"""CPython's heap and its cyclic collector, tuned for services that hold the cluster in memory
+(not the cluster's garbage collection: that is drover.gc).
 
 A replica keeps hundreds of thousands of long-lived objects; with CPython's default thresholds
 every full collection walks all of them, and scheduling a large job triggers several (measured:
