@@ -1,4 +1,4 @@
-"""Durable job restarts (seed 001) end to end: real agents running real commands restart a
+"""Durable job restarts end to end: real agents running real commands restart a
 job's allocs in batches, each task exactly once, in place; pause holds the next batch, resume
 goes on, cancel ends it; kill -9 of the active leader mid-restart restarts nothing twice."""
 

@@ -1,4 +1,4 @@
-"""Seed 003's triggers that come from scheduling going wrong, caused for real end to end:
+"""The eval triggers (TriggeredBy) that come from scheduling going wrong, caused for real end to end:
 
 - failed-follow-up: workers holding an eval are killed until it reaches the delivery limit; the
   leader reaps it from the failed queue, failed, with a delayed follow-up eval.

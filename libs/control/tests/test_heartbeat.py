@@ -1,4 +1,4 @@
-"""Heartbeat rules (spec page: "Nodes"): TTL scaling, grace, failover TTL, down vs disconnected,
+"""Heartbeat rules (Nomad's heartbeater): TTL scaling, grace, failover TTL, down vs disconnected,
 the node-update evals of a status change, and the events of missed heartbeats."""
 
 from __future__ import annotations

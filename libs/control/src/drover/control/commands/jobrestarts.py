@@ -1,5 +1,5 @@
-"""Job restart commands (seed 001): start a restart of a job's allocs in batches, pause, resume
-and cancel it. The restart watcher does the restarting (drover.control.leader.jobrestartwatcher).
+"""Job restart commands: start a restart of a job's allocs in batches, pause, resume
+and cancel it. The job restart watcher does the restarting (drover.control.leader.jobrestartwatcher).
 
 A restart is refused while the job has an active deployment or another restart that has not
 ended (409); two started at once cannot both pass: each appends after the version of the job's

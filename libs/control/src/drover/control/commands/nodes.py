@@ -1,6 +1,7 @@
 """Node commands: register, heartbeats that bring a node back, status, eligibility, drain and
 purge.
-A node that becomes ready (or leaves ready) gets its jobs node-update evals (seed 003): one per
+A node that becomes ready (or leaves ready) gets its jobs node-update evals (as Nomad's
+node endpoint creates them): one per
 job with a live alloc on it, one per system job whose datacenters and pool take it."""
 
 from __future__ import annotations

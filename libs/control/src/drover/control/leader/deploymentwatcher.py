@@ -1,4 +1,4 @@
-"""The deployment watcher's decisions (spec page "Deployments"): given a deployment, its allocs
+"""The deployment watcher's decisions (Nomad's deploymentwatcher): given a deployment, its allocs
 and its job, what to do now - nothing, an eval so the rollout moves on (an alloc turned healthy),
 replacements allowed for unhealthy allocs (progress-based groups), promotion of healthy canaries
 (auto_promote), or failing the deployment (an unhealthy alloc with no progress deadline or no

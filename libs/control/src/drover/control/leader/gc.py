@@ -18,7 +18,7 @@ a forced collection has none). What the passes find is collected by drover.contr
   its evals and allocs go with it.
 - Deployment (deployment-gc): inactive, old, and no alloc that is not terminal belongs to it.
 - Node (node-gc): down since before the cutoff, no alloc on it that is not terminal.
-- Job restart (job-restart-gc): ended before the cutoff (seed 001).
+- Job restart (job-restart-gc, Drover's own): ended before the cutoff.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The restart watcher's decisions (seed 001), pure: given a running job restart, its job and
+"""The job restart watcher's decisions, pure: given a running job restart, its job and
 the job's allocs, what to do now - signal the next batch, note the batch in flight done, wait
 (for the batch, its health, or BatchWait), pause or fail it on an error, or complete it.
 

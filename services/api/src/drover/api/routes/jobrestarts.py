@@ -1,4 +1,5 @@
-"""/v1/job/:id/restart...: Drover's durable job restarts (seed 001's paths): start one, list a
+"""/v1/job/:id/restart...: Drover's durable job restarts (Nomad has no such API:
+`nomad job restart` drives one from the CLI): start one, list a
 job's, read one (a blocking query: how a CLI attaches), pause, resume and cancel."""
 
 from __future__ import annotations
