@@ -242,7 +242,7 @@ def _watch(client: Client, display: _Lines | _Bar, job: str, restart_id: str) ->
 
 def _total(client: Client, job: str, r: dict[str, Any]) -> int:
     """The allocs the restart restarts: those restarted so far, and the live ones of its groups
-    created before it that it has yet to restart (as the restart watcher chooses them)."""
+    created before it that it has yet to restart (as the job restart watcher chooses them)."""
     live = {
         a["ID"]
         for a in client.job_allocs(job)

@@ -1,7 +1,7 @@
-"""The heartbeater (Nomad's nodeHeartbeater): hears client heartbeats on core NATS, keeps every node's deadline
-(drover.control.leader.heartbeat) and, when a node misses its TTL and grace, writes it down - or
-disconnected, when it runs allocs that tolerate it - with node-update evals. Heartbeats are
-never written to the log; status changes are."""
+"""The heartbeater (Nomad's nodeHeartbeater): hears client heartbeats on core NATS, keeps every
+node's deadline (drover.control.leader.heartbeat) and, when a node misses its TTL and grace,
+writes it down - or disconnected, when it runs allocs that tolerate it - with node-update evals.
+Heartbeats are never written to the log; status changes are."""
 
 from __future__ import annotations
 
