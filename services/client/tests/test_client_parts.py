@@ -50,6 +50,15 @@ def test_bad_config_is_refused_with_every_reason(tmp_path: Path) -> None:
     with pytest.raises(ValueError) as e:
         load(f)
     assert "reserved.cpu" in str(e.value) and 'plugin "docker"' in str(e.value)
+    f.write_text("client {\n  meta { rack = 1 + }\n}\n")
+    with pytest.raises(ValueError) as e:
+        load(f)
+    assert str(e.value).startswith(f"{f}:2: syntax: ")
+    f.write_text('plugin { config { enabled = "yes" } }\nclient {}\nclient {}\n')
+    with pytest.raises(ValueError) as e:
+        load(f)
+    assert "plugin block is labelled with its driver" in str(e.value)
+    assert "client: must be one block" in str(e.value)
 
 
 async def test_mock_driver_runs_for_then_exits_with_its_code() -> None:

@@ -4,21 +4,18 @@ arguments' errors, the rest from the context's function table."""
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from lark import Token, Tree
 
-from drover.jobspec.errors import EvalError
+from drover.jobspec.context import Evaluator
+from drover.jobspec.errors import EvalError, FunctionError
+from drover.jobspec.interpolation import known
 from drover.jobspec.syntax import Node, name_of, parts
 from drover.jobspec.values import ConversionError
 
-if TYPE_CHECKING:
-    from drover.jobspec.evaluate import _Eval
 
-
-def call(ev: _Eval, node: Node) -> Any:
-    from drover.jobspec.evaluate import known
-
+def call(ev: Evaluator, node: Node) -> Any:
     names = [name_of(c) for c in node.children if isinstance(c, Tree) and c.data == "identifier"]
     name = "::".join(names)
     args_node = next((c for c in node.children if isinstance(c, Tree) and c.data == "arguments"), None)
@@ -52,7 +49,7 @@ def call(ev: _Eval, node: Node) -> Any:
         raise EvalError(f"{name}(): {e}", node.meta.line) from None
 
 
-def _try(ev: _Eval, name: str, arg_nodes: list[Node], line: int) -> Any:
+def _try(ev: Evaluator, name: str, arg_nodes: list[Node], line: int) -> Any:
     if name == "can":
         if len(arg_nodes) != 1:
             raise EvalError("can() takes one argument", line)
@@ -71,7 +68,3 @@ def _try(ev: _Eval, name: str, arg_nodes: list[Node], line: int) -> Any:
             last = e
     assert last is not None
     raise EvalError(f"try(): no argument could be evaluated; the last: {last.message}", line)
-
-
-class FunctionError(Exception):
-    """A function given arguments it cannot work with."""

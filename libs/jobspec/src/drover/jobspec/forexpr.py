@@ -4,20 +4,18 @@ Maps are iterated in key order, as HCL iterates them."""
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from lark import Token, Tree
 
+from drover.jobspec.context import Evaluator
 from drover.jobspec.errors import EvalError
 from drover.jobspec.syntax import Node, name_of, parts
 from drover.jobspec.templates import as_text
 from drover.jobspec.values import to_bool, type_name
 
-if TYPE_CHECKING:
-    from drover.jobspec.evaluate import _Eval
 
-
-def _scopes(ev: _Eval, node: Node) -> Iterator[tuple[_Eval, list[Node]]]:
+def _scopes(ev: Evaluator, node: Node) -> Iterator[tuple[Evaluator, list[Node]]]:
     """Each element's evaluator (its names bound) and the expressions after the intro."""
     trees = [c for c in parts(node) if isinstance(c, Tree)]
     intro, rest = trees[0], trees[1:]
@@ -43,11 +41,11 @@ def _scopes(ev: _Eval, node: Node) -> Iterator[tuple[_Eval, list[Node]]]:
         yield sub, body
 
 
-def for_tuple(ev: _Eval, node: Node) -> list[Any]:
+def for_tuple(ev: Evaluator, node: Node) -> list[Any]:
     return [sub.eval(body[0]) for sub, body in _scopes(ev, node)]
 
 
-def for_object(ev: _Eval, node: Node) -> dict[str, Any]:
+def for_object(ev: Evaluator, node: Node) -> dict[str, Any]:
     grouped = any(isinstance(c, Token) and c.type == "ELLIPSIS" for c in node.children)
     out: dict[str, Any] = {}
     for sub, body in _scopes(ev, node):

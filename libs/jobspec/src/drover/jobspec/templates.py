@@ -3,33 +3,30 @@ directives (with their ``~`` strip markers), as HCL renders them."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from lark import Token, Tree
 
+from drover.jobspec.context import Evaluator
 from drover.jobspec.errors import EvalError
+from drover.jobspec.interpolation import RuntimeInterpolation
 from drover.jobspec.syntax import Node, name_of, parts, unescape
 from drover.jobspec.values import ConversionError, to_bool, to_string, type_name
-
-if TYPE_CHECKING:
-    from drover.jobspec.evaluate import _Eval
 
 Item = list[Any]  # [kind, ...]
 
 
 def as_text(value: Any) -> str:
     """A value interpolated into a string."""
-    from drover.jobspec.evaluate import is_unknown
-
-    if is_unknown(value):
-        return str(value.text())
+    if isinstance(value, RuntimeInterpolation):
+        return value.text()
     try:
         return to_string(value)
     except ConversionError:
         raise ConversionError(f"a {type_name(value)} cannot be interpolated into a string") from None
 
 
-def render(ev: _Eval, string_parts: list[Node]) -> Any:
+def render(ev: Evaluator, string_parts: list[Node]) -> Any:
     """The value of a quoted template: a single interpolation keeps its value's type."""
     if len(string_parts) == 1 and isinstance(string_parts[0].children[0], Tree):
         only = string_parts[0].children[0]
@@ -81,7 +78,7 @@ def _strip(items: list[Item]) -> list[Item]:
     return items
 
 
-def _render(ev: _Eval, items: list[Item], i: int, stop: tuple[str, ...]) -> tuple[str, int]:
+def _render(ev: Evaluator, items: list[Item], i: int, stop: tuple[str, ...]) -> tuple[str, int]:
     """Render from `i` up to a directive in `stop`; returns the text and where it stopped."""
     out: list[str] = []
     while i < len(items):
@@ -111,7 +108,7 @@ def _expect(items: list[Item], i: int, kinds: tuple[str, ...], opened: Item) -> 
         raise EvalError(f"%{{ {opened[0]} }} is not closed by %{{ end{opened[0]} }}", opened[-1])
 
 
-def _render_if(ev: _Eval, items: list[Item], i: int) -> tuple[str, int]:
+def _render_if(ev: Evaluator, items: list[Item], i: int) -> tuple[str, int]:
     opened = items[i]
     cond = to_bool(ev.value(opened[1]))
     then, j = _render(ev, items, i + 1, ("else", "endif")) if cond else _skip(items, i + 1, ("else", "endif"))
@@ -123,7 +120,7 @@ def _render_if(ev: _Eval, items: list[Item], i: int) -> tuple[str, int]:
     return (then if cond else other), j + 1
 
 
-def _render_for(ev: _Eval, items: list[Item], i: int) -> tuple[str, int]:
+def _render_for(ev: Evaluator, items: list[Item], i: int) -> tuple[str, int]:
     opened = items[i]
     names, collection = opened[1], ev.value(opened[2])
     pairs: list[tuple[Any, Any]]
