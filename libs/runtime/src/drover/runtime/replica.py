@@ -52,7 +52,7 @@ class Replica:
 
     async def lag(self) -> int:
         """How many events of the log the replica has yet to apply, the log's head read now
-        (for figures, every few seconds: nothing is added per event). A message's pending
+        (for metrics, every few seconds: nothing is added per event). A message's pending
         count would not do: it counts what the stream held when the message was sent."""
         head = await asyncio.to_thread(self.store.last_position)
         return max(0, head - self.position)

@@ -1,4 +1,4 @@
-"""Reschedule arithmetic (seed 000): delays, eligibility within the interval, the tracker.
+"""Reschedule arithmetic (Nomad's reschedule block): delays, eligibility within the interval, the tracker.
 
 All times are Unix ns and are passed in; nothing here reads a clock.
 """

@@ -22,7 +22,7 @@ from drover.runtime.bus import (
     close,
     connect_streams,
 )
-from drover.runtime.figures import Figures, follow_replica, published
+from drover.runtime.metrics import Metrics, follow_replica, published
 from drover.runtime.replica import BrokerReplica
 from drover.runtime.service import run_service
 from drover.runtime.settings import Settings
@@ -173,16 +173,16 @@ async def run(settings: Settings, stop: asyncio.Event) -> None:
     async def cancel(evals: list[Evaluation]) -> None:
         await asyncio.to_thread(store.append, [EvalsUpserted(evals=evals)])
 
-    figures = Figures("broker")
-    follow_replica(figures, replica)
+    metrics = Metrics("broker")
+    follow_replica(metrics, replica)
 
-    def depths(f: Figures) -> None:
+    def depths(f: Metrics) -> None:
         for (lane, state), n in svc.broker.depths().items():
             f.gauge("broker.queue", n, lane=lane, state=state)
 
-    figures.collectors.append(depths)
+    metrics.collectors.append(depths)
     try:
-        async with published(figures, js, stop):
+        async with published(metrics, js, stop):
             await svc.dispatch(stop, publish, cancel)
     finally:
         stop.set()

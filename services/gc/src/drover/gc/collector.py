@@ -1,6 +1,6 @@
 """The active garbage collector's work on its replica: every gc_interval the periodic core evals
-(drover.control.gccore.due), and each pending core eval run - its passes decided by the pure
-rules (drover.control.gc), what they find appended in chunks, the eval completed last. A core
+(drover.control.leader.gccore.due), and each pending core eval run - its passes decided by the pure
+rules (drover.control.leader.gc), what they find appended in chunks, the eval completed last. A core
 eval is pending until then, so whoever leads next runs an interrupted one again. While the
 cluster has scheduling work waiting, the chunks are spaced to gc_busy_rate objects a second:
 collection yields to scheduling, and catches up at full speed once the cluster is quiet."""
@@ -14,8 +14,8 @@ import time
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from drover.control import gccore
-from drover.control.gc import Collection, Thresholds
+from drover.control.leader import gccore
+from drover.control.leader.gc import Collection, Thresholds
 from drover.model.durations import SECOND
 from drover.model.evaluation import EVAL_STATUS_PENDING, EVAL_TYPE_CORE, Evaluation
 from drover.model.events import EvalsCollected, EvalsUpserted, Event, NewEvent
