@@ -52,7 +52,7 @@ class JobRestartChange(Event):
 
 
 class JobRestartSignaled(JobRestartChange):
-    """The restart watcher signalled a batch: each alloc's restart request (in place), or its
+    """The job restart watcher signalled a batch: each alloc's restart request (in place), or its
     mark to migrate (with reschedule: the scheduler replaces it), and the restart's record of
     the batch, in one event - a batch is signalled and recorded together or not at all."""
 
