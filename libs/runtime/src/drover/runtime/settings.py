@@ -30,18 +30,19 @@ class Settings(BaseSettings):
     workers: int = 3
     # How many of those may be large evals (more than 100 placements) at once; unset: one when
     # there are three or more, else every slot. Concurrent large evals compete for the cores and
-    # the same nodes: fewer trade throughput for small jobs' latency (docs/performance.md
-    # has both measured).
+    # the same nodes: fewer trade throughput for small jobs' latency (both measured:
+    # docs/experiments/broker-and-workers.md).
     large_evals: int | None = None
     # This worker's lane: "small" or "large" evals first (`drover up` assigns them; unset: small
-    # first). A large-lane worker lowers its CPU priority by `large_lane_nice` (docs/performance.md).
+    # first). A large-lane worker lowers its CPU priority by `large_lane_nice`
+    # (docs/experiments/broker-and-workers.md).
     worker_lane: Literal["", "small", "large"] = ""
     large_lane_nice: int = Field(default=10, ge=0, le=19)
     # Large evals a large-lane worker works on at once: with 2, it schedules the next while the
     # plan of the one before is being committed, counting that plan's placements as made (the
     # broker hands out this many per large-lane worker, the extra ones only while no small eval
-    # is out, nor was for `large_lane_quiet`). 1: one at a time. docs/performance.md has
-    # them measured.
+    # is out, nor was for `large_lane_quiet`). 1: one at a time. Measured:
+    # docs/experiments/broker-and-workers.md.
     large_lane_depth: int = Field(default=2, ge=1, le=4)
     # Seconds without a small eval out before the large lane's extra depth is used: small jobs
     # arriving one after another keep it at one large eval per large-lane worker, so they wait
@@ -82,10 +83,10 @@ class Settings(BaseSettings):
     node_gc_threshold: float = Field(default=24 * 3600.0, ge=0.0)
     gc_restart_threshold: float = Field(default=4 * 3600.0, ge=0.0)
     # Objects one collecting append deletes at most: each append holds the events lock under
-    # 50 ms (docs/performance.md, bench/gc.py).
+    # 50 ms (bench/gc.py, docs/experiments/garbage-collection.md).
     gc_chunk: int = Field(default=500, ge=1)
     # Objects a second the collector deletes while the cluster has scheduling work waiting (an
     # eval pending, or one within the last second); 0 = never paced. A collection's cost lands
     # mostly on Postgres and every replica, not on the collector, so it is paced here rather than
-    # by the collector's CPU priority (docs/performance.md, 2026-11-26 pacing).
+    # by the collector's CPU priority (docs/experiments/garbage-collection.md, 2026-11-26).
     gc_busy_rate: float = Field(default=1000.0, ge=0.0)

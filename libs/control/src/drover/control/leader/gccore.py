@@ -1,6 +1,6 @@
 """The garbage collector's core evals, pure: which to write every gc_interval, what each one's
 passes find (drover.control.leader.gc), the events that collect it - in appends of at most `size`
-objects, so that no append holds the events lock long (docs/performance.md, bench/gc.py) -
+objects, so that no append holds the events lock long (bench/gc.py, docs/experiments/garbage-collection.md) -
 and the eval done.
 
 A pass is decided from one state, and the reducer collects an object only if it is still what
