@@ -45,7 +45,10 @@ def _start(c: Cluster, runners: Agents, tmp_path: Path, count: int) -> tuple[lis
     starts = tmp_path / "starts"
     cmd = f"echo $NOMAD_ALLOC_ID >> {starts}; exec sleep 300"
     c.put("/v1/jobs", raw_exec_job("svc", "/bin/sh", "-c", cmd, count=count, **NO_DEPLOYMENT))
-    return _running(c, "svc", count), starts
+    running = _running(c, "svc", count)
+    # "running" is reported when the task is spawned; its shell echoes a moment later.
+    c.wait(lambda: starts.exists() and len(starts.read_text().split()) == count, timeout=30)
+    return running, starts
 
 
 def _restarted_once(c: Cluster, restart_id: str, before: list[dict[str, Any]], starts: Path) -> None:
@@ -58,6 +61,8 @@ def _restarted_once(c: Cluster, restart_id: str, before: list[dict[str, Any]], s
         signals = [e for e in task["Events"] if e["Type"] == "Restart Signaled"]
         assert [e["Details"]["restart_id"] for e in signals] == [request_id(restart_id, alloc_id)]
         assert task["Restarts"] == 1 and task["State"] == "running"
+    # A restarted task is running once spawned; its shell's echo may come a moment later.
+    c.wait(lambda: len(starts.read_text().split()) >= 2 * len(after), timeout=30)
     lines = starts.read_text().split()
     assert sorted(lines) == sorted(2 * list(after)), lines
 
