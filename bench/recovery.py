@@ -1,7 +1,8 @@
 """Recovery benchmark: a cluster as a new user runs it (`drover up`: embedded NATS and
 PostgreSQL, every service its own process, restarted when it dies, the default settings), 60
-jobs of count 25 being placed on 100 nodes, and 8 of its services killed (SIGKILL) one after
-another while they are: two workers among them, the same services in the same order every run.
+jobs of count 25 being placed on 100 nodes, and 8 of its services killed (SIGKILL) half a second
+apart while they are - the plan applier's leader, both kinds of worker, the broker, the relay, the
+watcher's and the collector's leaders, the API (`KILLS`) - the same in the same order every run.
 
 Reported: how long after the first kill the cluster converged - every alloc placed and none of
 the jobs' evals left pending or blocked - and from the first register; the evals the restarted
@@ -38,18 +39,20 @@ from drover.runtime.embedded import free_port
 from tests.cluster import job_json, node_json
 
 # Which services are killed, in order: (service, which one). A worker is named by its lane
-# (`drover up` gives the first of three workers the large lane), a standby pair's member by
-# the order it was started in.
+# (`drover up` gives the first of three workers the large lane), a service run with a standby
+# by "leader". The plan applier first: the plans it held go unanswered, so the workers killed
+# next hold evals whose outcome is not committed, which other workers must take over.
 KILLS = [
+    ("planner", "leader"),
     ("worker", "small"),
-    ("broker", 0),
-    ("planner", 0),
     ("worker", "large"),
-    ("relay", 0),
-    ("watcher", 0),
-    ("gc", 0),
-    ("api", 0),
+    ("broker", ""),
+    ("relay", ""),
+    ("watcher", "leader"),
+    ("gc", "leader"),
+    ("api", ""),
 ]
+LEADER = re.compile(r":(\d+) is the leader \(epoch (\d+)\)")
 TERMINAL = ("complete", "failed", "canceled")
 REDELIVERED = re.compile(r"^(\S+ \S+).*eval (\S+) of (\S+) delivered again \(delivery (\d+)\)")
 
@@ -77,13 +80,22 @@ def children(parent: int) -> list[tuple[int, str, str]]:
     return sorted(out)
 
 
-def victim(parent: int, service: str, which: int | str) -> int:
-    """The pid of one service `drover up` runs: by lane for a worker, else by start order."""
-    procs = [(pid, lane) for pid, svc, lane in children(parent) if svc == service]
-    if isinstance(which, str):
-        procs = [p for p in procs if p[1] == which]
-        which = 0
-    return procs[which][0]
+def leader(logs: Path, service: str) -> int:
+    """The pid of the service's leader: the one that last said so in the service's logs."""
+    said = [
+        (int(m.group(2)), int(m.group(1)))
+        for log in logs.glob(f"{service}-*.log")
+        for m in LEADER.finditer(log.read_text(errors="replace"))
+    ]
+    return max(said)[1]
+
+
+def victim(parent: int, logs: Path, service: str, which: str) -> int:
+    """The pid of one service `drover up` runs: a worker by its lane, "leader" by its logs, else
+    the only one."""
+    if which == "leader":
+        return leader(logs, service)
+    return next(pid for pid, svc, lane in children(parent) if svc == service and lane == which)
 
 
 def state(h: httpx.Client, jobs: set[str]) -> tuple[int, dict[str, int]]:
@@ -167,7 +179,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         first_kill_wall = time.time()
         t_kill = time.monotonic()
         for service, which in KILLS:
-            pid = victim(up.pid, service, which)
+            pid = victim(up.pid, tmp / "logs", service, which)
             os.kill(pid, signal.SIGKILL)
             kills.append(
                 {"service": service, "which": which, "pid": pid, "at_s": round(time.monotonic() - t_kill, 2)}
