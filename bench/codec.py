@@ -12,7 +12,7 @@ nodes) is timed too. Each is timed with the placements in columns and their metr
 (what Drover stores since migration 0004: `relayed_bytes_per_alloc` is what the relay
 publishes), in columns with the metrics inline (the form before) and as a plain list (the form
 before columns), median of --repeats runs, with the garbage collector's survivors frozen as
-the services run (drover.runtime.gctune).
+the services run (drover.runtime.pyheap).
 
     python -m bench.codec --out bench/out/codec.json
 """

@@ -4,7 +4,7 @@ On a fresh embedded PostgreSQL (durable, as the services run it) the log is give
 finished batch jobs, each with --evals-per-job complete evals and --allocs-per-eval complete
 allocs, all older than every threshold, on --nodes nodes. Then a force-gc core eval is run as
 the collector runs it (drover.gc.collector: its replica loaded from the projections as a
-service's is, its passes decided by drover.control.gc, appended in chunks of --chunk objects,
+service's is, its passes decided by drover.control.leader.gc, appended in chunks of --chunk objects,
 its replica fed what it appended) until it is complete. Reported: the whole collection's time,
 the appends it made, and per append the time the events lock was held
 (`EventStore.lock_held`) and the whole append, the largest of each against the 50 ms target;

@@ -1,10 +1,10 @@
 """Heartbeat benchmark: `drover sim` hosting 5,000 nodes against the whole control plane.
 
 The simulator runs for --seconds and then stops (every node falls silent at once). Reported:
-heartbeats/s sustained, the CPU used by the simulator and by the heartbeat watcher (fraction of
-one core while the nodes beat), and for every node the time from its last answered heartbeat to
-its down event in the log, both raw and beyond the TTL + grace it was owed (the watcher's own
-delay), p50/p99. TTLs are scaled with DROVER_HEARTBEAT_MAX_PER_SECOND (default here 1,000/s, so
+heartbeats/s sustained, the CPU used by the simulator and by the leader (its heartbeater; fraction
+of one core while the nodes beat), and for every node the time from its last answered heartbeat to
+its down event in the log, both raw and beyond the TTL + grace it was owed (the heartbeater's
+own delay), p50/p99. TTLs are scaled with DROVER_HEARTBEAT_MAX_PER_SECOND (default here 1,000/s, so
 TTLs are 10-20 s rather than Nomad's 100-200 s for 5,000 nodes at 50/s).
 
     python -m bench.heartbeats --out bench/out/heartbeats.json [--nodes 5000 --seconds 60]
@@ -51,17 +51,17 @@ def main() -> None:
              "--stats", str(stats_file)],
             env=cluster.env(),
         )  # fmt: skip
-        watcher = cluster.procs["watcher"][0].pid
-        # The watcher's CPU is taken over the beating window (registration takes a while first).
+        leader = cluster.procs["leader"][0].pid
+        # The leader's CPU is taken over the beating window (registration takes a while first).
         while not stats_file.exists() and sim.poll() is None:
             with store.engine.connect() as conn:
                 n = conn.execute(text("SELECT count(*) FROM nodes")).scalar_one()
             if n >= args.nodes:
                 break
             time.sleep(0.5)
-        w0, t0 = cpu_seconds(watcher), time.monotonic()
+        w0, t0 = cpu_seconds(leader), time.monotonic()
         sim.wait(timeout=args.seconds + 3600)
-        watcher_cpu = (cpu_seconds(watcher) - w0) / (time.monotonic() - t0)
+        leader_cpu = (cpu_seconds(leader) - w0) / (time.monotonic() - t0)
         sim_end = time.time()
         sim_stats = json.loads(stats_file.read_text())
         last_beat: dict[str, list[float]] = sim_stats.pop("last_beat")
@@ -97,7 +97,7 @@ def main() -> None:
         result.update(
             {
                 "sim": sim_stats,
-                "watcher_cpu_fraction_of_one_core": round(watcher_cpu, 3),
+                "leader_cpu_fraction_of_one_core": round(leader_cpu, 3),
                 "nodes_marked_down": len(down),
                 "nodes_down_while_beating": early,
                 "last_heartbeat_to_down_s": {

@@ -50,7 +50,7 @@ def build_and_load(allocs: int) -> dict[str, Any]:
     )
     from drover.model.reducer import apply
     from drover.model.state import InMemoryState
-    from drover.runtime.gctune import tune
+    from drover.runtime.pyheap import tune
 
     tune()
     state = InMemoryState(drop_metrics=True, owns_events=True)

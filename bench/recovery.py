@@ -2,7 +2,7 @@
 PostgreSQL, every service its own process, restarted when it dies, the default settings), 60
 jobs of count 25 being placed on 100 nodes, and 8 of its services killed (SIGKILL) half a second
 apart while they are - the plan applier's leader, both kinds of worker, the broker, the relay, the
-watcher's and the collector's leaders, the API (`KILLS`) - the same in the same order every run.
+leader, the collector's leader, the API (`KILLS`) - the same in the same order every run.
 
 Reported: how long after the first kill the cluster converged - every alloc placed and none of
 the jobs' evals left pending or blocked - and from the first register; the evals the restarted
@@ -40,16 +40,17 @@ from tests.cluster import job_json, node_json
 
 # Which services are killed, in order: (service, which one). A worker is named by its lane
 # (`drover up` gives the first of three workers the large lane), a service run with a standby
-# by "leader". The plan applier first: the plans it held go unanswered, so the workers killed
-# next hold evals whose outcome is not committed, which other workers must take over.
+# by "leading" (the one that leads). The plan applier first: the plans it held go unanswered,
+# so the workers killed next hold evals whose outcome is not committed, which other workers
+# must take over.
 KILLS = [
-    ("planner", "leader"),
+    ("planner", "leading"),
     ("worker", "small"),
     ("worker", "large"),
     ("broker", ""),
     ("relay", ""),
-    ("watcher", "leader"),
-    ("gc", "leader"),
+    ("leader", "leading"),
+    ("gc", "leading"),
     ("api", ""),
 ]
 LEADER = re.compile(r":(\d+) is the leader \(epoch (\d+)\)")
@@ -91,9 +92,9 @@ def leader(logs: Path, service: str) -> int:
 
 
 def victim(parent: int, logs: Path, service: str, which: str) -> int:
-    """The pid of one service `drover up` runs: a worker by its lane, "leader" by its logs, else
+    """The pid of one service `drover up` runs: a worker by its lane, "leading" by its logs, else
     the only one."""
-    if which == "leader":
+    if which == "leading":
         return leader(logs, service)
     return next(pid for pid, svc, lane in children(parent) if svc == service and lane == which)
 

@@ -11,12 +11,12 @@ task events:
   "Started" after its "Restart Signaled" among the batch's allocs) to the next batch's signal.
   Split into `client_report_ms` (that Started to the log's record of the status report that
   carried it: the sim's report batching and the API's append) and `report_to_signal_ms` (that
-  record to the next signal: the restart watcher's part), itself split into `seen_done_ms`
+  record to the next signal: the job restart watcher's part), itself split into `seen_done_ms`
   (to the watcher's "batch done") and `done_to_signal_ms` (batch done to the next signal).
 - `signal_to_running_ms_per_batch`: a batch's signal to its last alloc running again (the
   client's side: the alloc feed, the restart delay).
-- `watcher_cpu_s`: the watcher process's CPU seconds during the restart (every watcher it
-  hosts; only the restart watcher has work then), beside the API's and the sim's.
+- `leader_cpu_s`: the leader process's CPU seconds during the restart (every leader loop it
+  runs; only the job restart watcher has work then), beside the API's and the sim's.
 
     python -m bench.restarts --out bench/out/restarts.json [--nodes 1000 --count 5000
         --batch-size 500 --restart-delay 0.05]
@@ -39,7 +39,7 @@ from bench import report
 from bench.pipeline import cpu_seconds
 from bench.scheduler import run_case
 from bench.servers import Servers, start
-from drover.control.restartwatch import SIGNALED, started_after
+from drover.control.leader.jobrestartwatcher import SIGNALED, started_after
 from drover.model.alloc import TaskState
 from drover.model.events import AllocsClientUpdated, JobRestartSignaled, JobRestartUpdated
 from drover.model.jobrestart import request_id
@@ -189,7 +189,7 @@ def run(servers: Servers, args: argparse.Namespace, result: dict[str, Any]) -> N
         with store.engine.connect() as conn:
             before = int(conn.exec_driver_sql("SELECT coalesce(max(position), 0) FROM events").scalar_one())
         pids = {
-            "watcher": cluster.procs["watcher"][0].pid,
+            "leader": cluster.procs["leader"][0].pid,
             "api": cluster.procs["api"][0].pid,
             "sim": sim.pid,
         }
@@ -213,7 +213,7 @@ def run(servers: Servers, args: argparse.Namespace, result: dict[str, Any]) -> N
                 "total_s": round((t["ended"] - wall0) / 1e9, 2) if t["ended"] else None,
                 "total_observed_s": round(observed, 2),
                 **per_batch(t),
-                "watcher_cpu_s": cpu["watcher"],
+                "leader_cpu_s": cpu["leader"],
                 "cpu_s_during_restart": cpu,
             }
         )

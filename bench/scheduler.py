@@ -3,8 +3,8 @@
 For each cluster size, rack count and job size, with and without spread, one service eval is
 scheduled against a fresh cluster; we report ms per eval, microseconds per placement and, for
 spread jobs, the spread error (largest deviation of any attribute value from its ideal count).
-The headline spread case is also run with no limit (every feasible node scored, as Nomad did
-before the seed 002 fix) to compare time and spread quality.
+The headline spread case is also run with no limit (every feasible node scored) to compare time
+and spread quality.
 
     python -m bench.scheduler --out bench/out/scheduler.json [--quick]
 """
@@ -102,7 +102,7 @@ def run_case(
     job = build_job(count, spreads)
     state.upsert_job(job)
     # The state is kept out of the cyclic collector, as the services' tuned collector keeps
-    # their replica (drover.runtime.gctune): a full collection over it (~80 ms with 10,000
+    # their replica (drover.runtime.pyheap): a full collection over it (~80 ms with 10,000
     # nodes) would otherwise land in whichever eval the allocation count happened to reach it.
     gc.collect()
     gc.freeze()

@@ -170,7 +170,7 @@ FIGURES: dict[str, list[Figure]] = {
     "heartbeats": [
         Figure("drover sim at {nodes} nodes: heartbeats", ("sim", "heartbeats_per_s"), "per s"),
         Figure("drover sim at {nodes} nodes: CPU", ("sim", "cpu_fraction_of_one_core"), "cores", ("<", 1)),
-        Figure("heartbeat watcher: CPU", ("watcher_cpu_fraction_of_one_core",), "cores"),
+        Figure("leader (heartbeater): CPU", ("leader_cpu_fraction_of_one_core",), "cores"),
         Figure("nodes marked down while beating", ("nodes_down_while_beating",), "nodes", ("=", 0)),
         Figure("last heartbeat to down, p50", ("last_heartbeat_to_down_s", "p50"), "s"),
         Figure("last heartbeat to down, p99", ("last_heartbeat_to_down_s", "p99"), "s"),
@@ -214,7 +214,7 @@ FIGURES: dict[str, list[Figure]] = {
             ("<", 100),
         ),
         Figure("the same, max", ("report_to_signal_ms", "max"), "ms", ("<", 100)),
-        Figure("watcher CPU during the restart", ("watcher_cpu_s",), "CPU-s"),
+        Figure("leader CPU during the restart", ("leader_cpu_s",), "CPU-s"),
         Figure("allocs signalled exactly once", ("allocs_signalled_once",), "allocs", ("=", 5000)),
         Figure("host speed: 5,000-node, 1,000-alloc eval", ("host_reference_eval_ms",), "ms"),
     ],

@@ -15,7 +15,7 @@ import httpx
 from drover.runtime.embedded import free_port, wait_for_port
 from drover.scheduler.lanes import worker_lanes
 
-SERVICES = ("relay", "broker", "planner", "worker", "watcher", "gc", "api")
+SERVICES = ("relay", "broker", "planner", "worker", "leader", "gc", "api")
 
 
 class Cluster:
@@ -27,7 +27,7 @@ class Cluster:
         *,
         workers: int = 2,
         planners: int = 1,
-        watchers: int = 1,
+        leaders: int = 1,
         gcs: int = 1,
         env: dict[str, str] | None = None,
     ) -> None:
@@ -42,7 +42,7 @@ class Cluster:
             "broker": 1,
             "planner": planners,
             "worker": workers,
-            "watcher": watchers,
+            "leader": leaders,
             "gc": gcs,
             "api": 1,
         }

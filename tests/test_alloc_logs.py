@@ -5,7 +5,6 @@ into rotated files, the agent serves them on its HTTP listener, and the API forw
 from __future__ import annotations
 
 import base64
-import contextlib
 import json
 import os
 import random
@@ -21,6 +20,8 @@ from typing import Any
 import httpx
 import nomad
 import pytest
+
+from drover.client.drivers import RawExecDriver
 
 from .cluster import Cluster, interruptible, node_json
 from .test_client import AGENT_START, ENV, Agents, service_job
@@ -53,8 +54,8 @@ def end_tasks(data_dir: Path) -> None:
     state = json.loads(path.read_text()) if path.exists() else {}
     for alloc in state.values():
         for handle in alloc.get("Tasks", {}).values():
-            with contextlib.suppress(ProcessLookupError, PermissionError):
-                os.killpg(int(handle["pid"]), signal.SIGKILL)
+            # Only if it is still that executor: its pid may belong to another process by now.
+            RawExecDriver.reattach(handle).signal(signal.SIGKILL)
 
 
 @pytest.fixture(scope="module")

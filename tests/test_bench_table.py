@@ -105,7 +105,7 @@ RESTARTS: dict[str, Any] = {
     "status": "complete", "batches": 10, "allocs_restarted": 5000, "allocs_signalled_once": 5000,
     "total_s": 20.71, "control_plane_ms_per_batch": {"p50": 1474.9, "max": 2020.2},
     "client_report_ms": {"p50": 735.7, "max": 1239.1}, "report_to_signal_ms": {"p50": 781.1, "max": 850.8},
-    "watcher_cpu_s": 1.38,
+    "leader_cpu_s": 1.38,
 }  # fmt: skip
 
 

@@ -189,7 +189,7 @@ def test_job_run_follows_the_deployment_and_the_reads_show_it(
     assert header(nodes, "ID") == ["ID", "Node Pool", "DC", "Name", "Class", "Drain", "Eligibility", "Status"]
     assert re.search(r"^alpha-1\s+default\s+dc1\s+alpha-1\s+<none>\s+false\s+eligible\s+ready$", nodes, re.M)
     assert re.search(r"^Drain\s+= false$", ok(c, "node", "status", "alpha-1"), re.M)
-    # Each service publishes its figures every 2 s: all are there once each has.
+    # Each service publishes its metrics every 2 s: all are there once each has.
     health = c.wait(lambda: "Missing   = none" in (h := ok(c, "status")) and h, timeout=15)
     assert header(health, "Service ") == ["Service", "Instance", "Role", "Position", "Lag"]
     assert re.search(r"^planner\s+\d+\s+leader\s+\d+\s+\d+$", health, re.M), health

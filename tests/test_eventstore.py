@@ -29,7 +29,6 @@ from drover.model import (
     Task,
     TaskGroup,
     TaskState,
-    events,
 )
 from drover.model.alloc import AllocMetric, AllocRestartRequest
 from drover.model.brokerstate import AllocRecord, BrokerState, apply_for_broker, decode_for_broker
@@ -51,6 +50,7 @@ from drover.model.events import (
     ScalingEventRegistered,
     decode_event,
     encode_event_json,
+    plans,
 )
 from drover.model.jobrestart import JobRestart, request_id
 from drover.model.scaling import ScalingEvent
@@ -298,7 +298,7 @@ def test_migration_0003_keeps_every_alloc_document(database_url: str, store: Eve
 def test_rebuild_reproduces_the_live_projections(
     store: EventStore, monkeypatch: pytest.MonkeyPatch, columns_from: int
 ) -> None:
-    monkeypatch.setattr(events, "COLUMNS_FROM", columns_from)  # how plans are stored
+    monkeypatch.setattr(plans, "COLUMNS_FROM", columns_from)  # how plans are stored
     store.append([NodeRegistered(node=node(i)) for i in range(4)])
     store.append([JobRegistered(job=job(count=5))])
     for version, count in ((0, 5), (1, 2)):
@@ -492,7 +492,7 @@ def test_metrics_passed_on_as_json_are_stored_as_if_decoded(
     drover.scheduler.wire): the log and the projections must hold them all the same, in the
     columns and in the list form, and a rebuild (which decodes them) must write the same
     documents."""
-    monkeypatch.setattr(events, "COLUMNS_FROM", 5)
+    monkeypatch.setattr(plans, "COLUMNS_FROM", 5)
     monkeypatch.setattr(applier, "ALLOCS_PER_EVENT", 8)  # parts of 8, 8 (columns) and 4 (a list)
     now = 1_700_000_000_000_000_000
     state, _, res = _scheduled(store, nodes=4, count=20, now=now)
@@ -532,7 +532,7 @@ def test_migration_0004_puts_metrics_back_into_the_events_on_downgrade(
     are whole again, in both stored forms; upgraded again, those events (metrics inline, as
     every log before 0004 holds them) read back the same, and a rebuild gives the same
     projections."""
-    monkeypatch.setattr(events, "COLUMNS_FROM", 5)
+    monkeypatch.setattr(plans, "COLUMNS_FROM", 5)
     monkeypatch.setattr(applier, "ALLOCS_PER_EVENT", 12)  # parts of 12 (columns) and 3 (a list)
     now = 1_700_000_000_000_000_000
     state, _, res = _scheduled(store, nodes=4, count=15, now=now)

@@ -70,7 +70,8 @@ def _report(c: Cluster, node_id: str, alloc_id: str, status: str) -> None:
 def _flaky(c: Cluster) -> dict[str, Any]:
     """A service job whose one alloc failed and awaits its reschedule (an hour away)."""
     job = job_json("flaky", 1, cpu=100)
-    # No deployment: a failed alloc is not rescheduled during an active one (seed 000).
+    # No deployment: a failed alloc is not rescheduled during an active one (as
+    # in Nomad).
     job["Job"]["TaskGroups"][0] |= {"ReschedulePolicy": LATER, "Update": {"MaxParallel": 0}}
     c.put("/v1/jobs", job)
     (alloc,) = c.wait(lambda: c.get("/v1/job/flaky/allocations"))

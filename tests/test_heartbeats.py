@@ -2,7 +2,7 @@
 
 A node that stops heartbeating goes down after its TTL and grace, its allocs are lost and
 replaced elsewhere; one running allocs that tolerate a disconnect goes disconnected instead and
-keeps them when it comes back in time; a watcher failover gives every node the failover TTL.
+keeps them when it comes back in time; a leader failover gives every node the failover TTL.
 """
 
 from __future__ import annotations
@@ -50,7 +50,7 @@ class Beater:
 
 @pytest.fixture
 def cluster(database_url: str, nats_url: str, tmp_path: Path, js_fresh: object) -> Iterator[Cluster]:
-    c = Cluster(database_url, nats_url, tmp_path, watchers=2, env=ENV).start()
+    c = Cluster(database_url, nats_url, tmp_path, leaders=2, env=ENV).start()
     yield c
     c.stop()
 
@@ -83,7 +83,7 @@ def test_a_silent_node_goes_down_and_its_allocs_are_replaced(cluster: Cluster, b
 
     t0 = time.monotonic()
     node = c.wait(lambda: (n := c.get("/v1/node/silent"))["Status"] == "down" and n, timeout=15)
-    # longest TTL handed out (2 x 1 s) + grace (1 s), with the watcher's own wake-ups
+    # longest TTL handed out (2 x 1 s) + grace (1 s), with the heartbeater's own wake-ups
     assert time.monotonic() - t0 < 9
     assert node["StatusDescription"] == "Node heartbeat missed"
     assert c.get("/v1/node/alive")["Status"] == "ready"
@@ -136,7 +136,7 @@ def test_a_node_running_tolerant_allocs_disconnects_and_keeps_them_when_back(
     assert c.get(f"/v1/allocation/{alloc['ID']}")["DesiredStatus"] == "run"
 
 
-def test_standby_watcher_takes_over_with_the_failover_ttl(cluster: Cluster, beater: Beater) -> None:
+def test_standby_leader_takes_over_with_the_failover_ttl(cluster: Cluster, beater: Beater) -> None:
     c = cluster
     for n in ("kept", "silent"):
         c.put("/v1/drover/node/register", {"Node": node_json(n)})
@@ -144,14 +144,14 @@ def test_standby_watcher_takes_over_with_the_failover_ttl(cluster: Cluster, beat
     c.wait(lambda: c.get("/v1/node/silent")["Status"] == "down", timeout=15)  # the leader works
     # The leader dies and "kept" stops beating at the same moment. Without a failover TTL the
     # standby would mark it down within its TTL + grace (<= 3 s); with it, not before 6 s.
-    leader = next(i for i in (0, 1) if "is the leader" in (c.log_dir / f"watcher-{i}.log").read_text())
+    leader = next(i for i in (0, 1) if "is the leader" in (c.log_dir / f"leader-{i}.log").read_text())
     beater.nodes.clear()
-    c.kill("watcher", leader)
+    c.kill("leader", leader)
     t0 = time.monotonic()
     c.wait(lambda: c.get("/v1/node/kept")["Status"] == "down", timeout=20, interval=0.1)
     took = time.monotonic() - t0
     assert 6.0 <= took < 12.0, took
-    assert "is the leader" in (c.log_dir / f"watcher-{1 - leader}.log").read_text()
+    assert "is the leader" in (c.log_dir / f"leader-{1 - leader}.log").read_text()
 
 
 def test_heartbeat_bad_input(cluster: Cluster) -> None:

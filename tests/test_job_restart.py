@@ -1,6 +1,6 @@
-"""Durable job restarts (seed 001) end to end: real agents running real commands restart a
+"""Durable job restarts end to end: real agents running real commands restart a
 job's allocs in batches, each task exactly once, in place; pause holds the next batch, resume
-goes on, cancel ends it; kill -9 of the active watcher mid-restart restarts nothing twice."""
+goes on, cancel ends it; kill -9 of the active leader mid-restart restarts nothing twice."""
 
 from __future__ import annotations
 
@@ -26,7 +26,7 @@ NO_DEPLOYMENT = {"Update": {"MaxParallel": 0}}
 @pytest.fixture
 def cluster(database_url: str, nats_url: str, tmp_path: Path, js_fresh: object) -> Iterator[Cluster]:
     c = Cluster(
-        database_url, nats_url, tmp_path, watchers=2, env={**ENV, "DROVER_FAILOVER_HEARTBEAT_TTL": "30"}
+        database_url, nats_url, tmp_path, leaders=2, env={**ENV, "DROVER_FAILOVER_HEARTBEAT_TTL": "30"}
     )
     yield c.start()
     c.stop()
@@ -117,7 +117,7 @@ def test_pause_holds_the_next_batch_resume_goes_on_and_cancel_ends_it(
     assert c.http.delete(f"/v1/job/svc/restart/{rid}").status_code == 400
 
 
-def test_kill_9_of_the_active_watcher_mid_restart_restarts_nothing_twice(
+def test_kill_9_of_the_active_leader_mid_restart_restarts_nothing_twice(
     cluster: Cluster,
     agents: Agents,  # noqa: F811
     tmp_path: Path,
@@ -128,12 +128,12 @@ def test_kill_9_of_the_active_watcher_mid_restart_restarts_nothing_twice(
     for batch in (2, 4):
         c.wait(lambda b=batch: c.get(f"/v1/job/svc/restart/{rid}")["BatchNumber"] >= b, timeout=60)
         leader = next(
-            i for i, _ in enumerate(c.procs["watcher"])
-            if c.procs["watcher"][i].poll() is None
-            and "is the leader" in (c.log_dir / f"watcher-{i}.log").read_text()
+            i for i, _ in enumerate(c.procs["leader"])
+            if c.procs["leader"][i].poll() is None
+            and "is the leader" in (c.log_dir / f"leader-{i}.log").read_text()
         )  # fmt: skip
-        c.kill("watcher", leader)
-        c.spawn("watcher")  # a standby again
+        c.kill("leader", leader)
+        c.spawn("leader")  # a standby again
     r = c.wait(lambda: (r := c.get(f"/v1/job/svc/restart/{rid}"))["Status"] == "complete" and r, timeout=120)
     assert r["BatchNumber"] == 6
     _restarted_once(c, rid, before, starts)

@@ -50,12 +50,12 @@ def cluster(
     nats_server: EmbeddedNats | str,
     tmp_path_factory: pytest.TempPathFactory,
 ) -> Iterator[Cluster]:
-    """A cluster (no watcher: the nodes are registered by hand and never heartbeat) running job
+    """A cluster (no leader: the nodes are registered by hand and never heartbeat) running job
     `web`'s three allocs."""
     nats_url = nats_server if isinstance(nats_server, str) else nats_server.url
     asyncio.run(_reset(nats_url))
     with fresh_database(postgres) as url:
-        c = Cluster(url, nats_url, tmp_path_factory.mktemp("jobdiff"), workers=1, watchers=0, gcs=0).start()
+        c = Cluster(url, nats_url, tmp_path_factory.mktemp("jobdiff"), workers=1, leaders=0, gcs=0).start()
         try:
             for i in range(2):
                 node = node_json(f"n{i}")

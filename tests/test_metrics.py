@@ -1,5 +1,5 @@
 """GET /v1/metrics on a whole cluster: Prometheus text that prometheus_client's parser reads,
-figures that move as jobs are placed and run, every service's own figures, and Nomad's JSON."""
+metrics that move as jobs are placed and run, every service's own metrics, and Nomad's JSON."""
 
 from __future__ import annotations
 
@@ -62,7 +62,7 @@ def test_metrics_parse_and_move_as_jobs_are_placed(cluster: Cluster) -> None:
     assert value(s, "drover_evals", status="complete", triggered_by="job-register") == 1
     assert value(s, "drover_log_position") > position
 
-    # A client reports its allocs running: the figures follow.
+    # A client reports its allocs running: the metrics follow.
     allocs = c.get("/v1/job/web/allocations")
     updates = [{"ID": a["ID"], "ClientStatus": "running"} for a in allocs[:4]]
     c.put("/v1/drover/allocs/status", {"Updates": updates})
@@ -70,7 +70,7 @@ def test_metrics_parse_and_move_as_jobs_are_placed(cluster: Cluster) -> None:
     assert value(s, "drover_allocs", client_status="running") == 4
     assert value(s, "drover_allocs", client_status="pending") == 2
 
-    # Every service publishes its own figures within a few seconds: the planner's placements
+    # Every service publishes its own metrics within a few seconds: the planner's placements
     # and apply latency, the relay's lag, each replica's position and lag, the broker's queue.
     planner = of(c, "planner")
 
@@ -96,9 +96,7 @@ def test_metrics_parse_and_move_as_jobs_are_placed(cluster: Cluster) -> None:
             for (n, lb), v in s.items()
             if n == "drover_replica_position" and v >= head
         }
-        wanted = {
-            (svc, pid) for svc in ("broker", "worker", "planner", "watcher", "gc") for pid in of(c, svc)
-        }
+        wanted = {(svc, pid) for svc in ("broker", "worker", "planner", "leader", "gc") for pid in of(c, svc)}
         # Standbys have no replica; every leader and every worker and broker does.
         return (
             s

@@ -1,4 +1,4 @@
-"""/v1/metrics' two forms of the same figures, from snapshots made here."""
+"""/v1/metrics' two forms of the same metrics, from snapshots made here."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import math
 from prometheus_client.parser import text_string_to_metric_families
 
 from drover.api.metricsformat import nomad_json, prometheus_text
-from drover.runtime.figures import Figures
+from drover.runtime.metrics import Metrics
 
 CLUSTER = [
     {"Name": "allocs", "Labels": {"client_status": "running"}, "Value": 3},
@@ -16,7 +16,7 @@ CLUSTER = [
 
 
 def _snapshot() -> dict[str, object]:
-    f = Figures("planner", "11")
+    f = Metrics("planner", "11")
     f.gauge("plan.queue_depth", 2)
     f.count("plan.placements", 5)
     f.count("plan.placements", 1)

@@ -1,4 +1,4 @@
-"""Periodic jobs end to end: the dispatcher on the watcher leader launches children with their
+"""Periodic jobs end to end: the dispatcher on the leader launches children with their
 `periodic-job` evals, which the scheduler completes; ProhibitOverlap passes launches over while
 a child runs; after downtime one missed launch is made up for; and a one-minute cron launches
 exactly once a minute across a kill -9 of the active dispatcher."""
@@ -22,8 +22,8 @@ from .cluster import Cluster, job_json, node_json
 ENV = {"DROVER_HEARTBEAT_MIN_TTL": "900", "DROVER_FAILOVER_HEARTBEAT_TTL": "900"}
 
 
-def _cluster(database_url: str, nats_url: str, tmp_path: Path, watchers: int) -> Iterator[Cluster]:
-    c = Cluster(database_url, nats_url, tmp_path, watchers=watchers, env=ENV)
+def _cluster(database_url: str, nats_url: str, tmp_path: Path, leaders: int) -> Iterator[Cluster]:
+    c = Cluster(database_url, nats_url, tmp_path, leaders=leaders, env=ENV)
     c.start()
     try:
         c.put("/v1/drover/node/register", {"Node": node_json("n1")})
@@ -34,14 +34,14 @@ def _cluster(database_url: str, nats_url: str, tmp_path: Path, watchers: int) ->
 
 @pytest.fixture
 def cluster(database_url: str, nats_url: str, tmp_path: Path, js_fresh: object) -> Iterator[Cluster]:
-    yield from _cluster(database_url, nats_url, tmp_path, watchers=2)
+    yield from _cluster(database_url, nats_url, tmp_path, leaders=2)
 
 
 @pytest.fixture
-def cluster_without_watcher(
+def cluster_without_leader(
     database_url: str, nats_url: str, tmp_path: Path, js_fresh: object
 ) -> Iterator[Cluster]:
-    yield from _cluster(database_url, nats_url, tmp_path, watchers=0)
+    yield from _cluster(database_url, nats_url, tmp_path, leaders=0)
 
 
 def periodic_job(job_id: str, **periodic: Any) -> dict[str, Any]:
@@ -122,15 +122,15 @@ def test_prohibit_overlap_passes_launches_over_while_a_child_runs(
 
 
 def test_after_downtime_one_missed_launch_is_made_up_for(
-    cluster_without_watcher: Cluster, database_url: str
+    cluster_without_leader: Cluster, database_url: str
 ) -> None:
-    c = cluster_without_watcher
+    c = cluster_without_leader
     t0 = int(time.time()) + 2
     ticks = [t0, t0 + 1, t0 + 2, t0 + 3]
     c.put("/v1/jobs", periodic_job("late", Spec=",".join(map(str, ticks)), SpecType="test"))
     sleep_until(ticks[-1] + 1)
     assert children(c, "late") == []  # no dispatcher: nothing launched
-    c.spawn("watcher")
+    c.spawn("leader")
     c.wait(lambda: children(c, "late"), timeout=30, interval=0.2)
     time.sleep(3)  # the dispatcher has run its passes since: nothing more
     assert [launch_second(j) for j in children(c, "late")] == ticks[-1:]
@@ -139,11 +139,11 @@ def test_after_downtime_one_missed_launch_is_made_up_for(
 
 
 def _leader(c: Cluster) -> int:
-    """The index of the live watcher that leads (its log says so)."""
+    """The index of the live leader process that leads (its log says so)."""
     return next(
         i
-        for i, p in enumerate(c.procs["watcher"])
-        if p.poll() is None and "is the leader" in (c.log_dir / f"watcher-{i}.log").read_text()
+        for i, p in enumerate(c.procs["leader"])
+        if p.poll() is None and "is the leader" in (c.log_dir / f"leader-{i}.log").read_text()
     )
 
 
@@ -154,18 +154,18 @@ def test_a_one_minute_cron_launches_once_a_minute_across_a_kill_9_of_the_dispatc
     again); the successor killed a moment before the next launch (the next leader launches it,
     at once if it came to lead after the launch time, or on time). Exactly one child a minute."""
     c = cluster
-    c.wait(lambda: any("is the leader" in f.read_text() for f in c.log_dir.glob("watcher-*.log")), timeout=30)
+    c.wait(lambda: any("is the leader" in f.read_text() for f in c.log_dir.glob("leader-*.log")), timeout=30)
     if time.time() % 60 > 57:
         time.sleep(4)  # not a moment before a launch time: the first launch is the next minute's
     registered = time.time()
     c.put("/v1/jobs", periodic_job("minutely", Crons=["* * * * *"]))
     first = (int(registered) // 60 + 1) * 60
     c.wait(lambda: children(c, "minutely"), timeout=first - time.time() + 20, interval=0.2)
-    c.kill("watcher", _leader(c))
-    c.spawn("watcher")
+    c.kill("leader", _leader(c))
+    c.spawn("leader")
     sleep_until(first + 60 - 0.2)
-    c.kill("watcher", _leader(c))
-    c.spawn("watcher")
+    c.kill("leader", _leader(c))
+    c.spawn("leader")
     c.wait(lambda: len(children(c, "minutely")) == 2, timeout=first + 60 - time.time() + 30, interval=0.2)
     sleep_until(first + 60 + 5)
     assert [launch_second(j) for j in children(c, "minutely")] == [first, first + 60]

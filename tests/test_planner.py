@@ -2,7 +2,8 @@
 in the background, a small plan of another job is verified against the state with the large
 plan's placements added and committed first - and the log shows no node over-committed at any
 index. One refused nodes meanwhile is answered after the large plan, with its index, so that a
-worker does not schedule the same refused nodes from the same state again."""
+worker does not schedule the same refused nodes from the same state again. A planner whose lease
+a newer one took over steps down at its first commit and commits nothing."""
 
 from __future__ import annotations
 
@@ -18,6 +19,7 @@ from drover.model import Evaluation, Job
 from drover.model.canonicalize import canonicalize
 from drover.model.events import EvalsUpserted, JobRegistered, NodeRegistered, PlanApplied
 from drover.planner import service as planner
+from drover.planner.applier import LEASE
 from drover.runtime.bus import PLAN_SUBJECT, connect
 from drover.runtime.relay import Relay
 from drover.runtime.replica import Replica
@@ -249,3 +251,29 @@ async def test_a_worker_scheduling_while_its_previous_plan_commits_counts_that_p
         assert not worker.submitted  # each plan dropped once the replica had it
     else:
         assert ("e-second", 100, True) not in answers and len(answers) > 2  # refused, then retried
+
+
+@pytest.mark.parametrize("count", [5, 100])  # committed in turn, or in the background
+async def test_a_fenced_planner_steps_down_and_commits_nothing(
+    store: EventStore,
+    database_url: str,
+    nats_url: str,
+    js_fresh: Any,
+    caplog: pytest.LogCaptureFixture,
+    count: int,
+) -> None:
+    """A newer planner took the lease over: this one's commit is fenced, it stops serving (its
+    `run` returns), commits nothing and answers nothing (the worker asks the new leader)."""
+    evals = with_jobs(store, 20, job("web", count))
+    res = schedule(store.replay(), evals[0], NOW)
+    async with plan_applier(store, database_url, nats_url, js_fresh) as (_, request):
+        await asyncio.to_thread(store.acquire_lease, LEASE, "newer")
+        before = store.last_position()
+        answer = request(res)
+        async with asyncio.timeout(10):
+            while "stepping down" not in caplog.text:
+                await asyncio.sleep(0.05)
+        assert not answer.done()
+        answer.cancel()
+    assert store.last_position() == before
+    assert not any(isinstance(r.event, PlanApplied) for r in store.iter_all())

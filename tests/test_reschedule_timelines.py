@@ -1,4 +1,4 @@
-"""Reschedule timelines measured from the API (seed 000), with real agents running mock tasks
+"""Reschedule timelines measured from the API (Nomad's reschedule block), with real agents running mock tasks
 that fail at once: constant 5 s x 2, exponential 5 s capped at 20 s, fibonacci 5 s, attempts 0,
 and the batch default. All five jobs run side by side in one cluster."""
 

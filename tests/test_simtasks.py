@@ -1,4 +1,4 @@
-"""`drover sim`'s task states (drover.client.simtasks): what the restart watcher reads of a
+"""`drover sim`'s task states (drover.client.simtasks): what the job restart watcher reads of a
 simulated alloc, as the agent would report it; and its reports cut small enough to relay.
 Pure, no servers."""
 
@@ -8,7 +8,7 @@ from typing import Any
 
 from drover.client.sim import REPORT_EVENTS, report_chunks
 from drover.client.simtasks import SimTasks
-from drover.control.restartwatch import started_after
+from drover.control.leader.jobrestartwatcher import started_after
 from drover.model.alloc import TaskState
 
 
@@ -34,7 +34,7 @@ def test_a_request_is_signalled_once_and_the_tasks_start_again() -> None:
     state = TaskState.model_validate(tasks.to_api()["a"])
     assert state.state == "running" and state.restarts == 1 and state.last_restart == 4
     assert state.events[2].details == {"restart_id": "r1"}
-    assert started_after(state, "r1") == 4  # what the restart watcher waits for
+    assert started_after(state, "r1") == 4  # what the job restart watcher waits for
     assert tasks.run == 1  # a finish timer of the run before is void
 
 

@@ -1,4 +1,4 @@
-"""The deployment-watcher trigger end to end, and seed 003's second worked example: a service job
+"""The deployment-watcher trigger end to end, and a worked example: a service job
 of count 3 with max_parallel 1 and canary 1 is updated and takes exactly four evals. Clients are
 stood in for by `FakeClients`, which report every new alloc running and healthy."""
 
@@ -67,9 +67,9 @@ def test_deployment_watcher(cluster: Cluster, clients: FakeClients) -> None:
 def test_seed_003_a_canary_update_of_max_parallel_1_takes_four_evals(
     cluster: Cluster, clients: FakeClients
 ) -> None:
-    """Seed 003's second example: count 3, update { max_parallel = 1, canary = 1 }. The job is
+    """Count 3, update { max_parallel = 1, canary = 1 }. The job is
     updated: one job-register eval places the canary; when the canary is healthy the deployment
-    watcher promotes it (auto_promote: the seed's diagram has no step for an operator) with
+    watcher promotes it (auto_promote: no operator step) with
     one deployment-watcher eval, which replaces the next alloc; when that one is healthy, a
     second replaces the last; when the last is healthy, a third finds nothing left to do.
     Four evals in all."""

@@ -1,7 +1,7 @@
-"""Seed 003's triggers that come from scheduling going wrong, caused for real end to end:
+"""The eval triggers (TriggeredBy) that come from scheduling going wrong, caused for real end to end:
 
 - failed-follow-up: workers holding an eval are killed until it reaches the delivery limit; the
-  watcher leader reaps it from the failed queue, failed, with a delayed follow-up eval.
+  leader reaps it from the failed queue, failed, with a delayed follow-up eval.
 - max-plan-attempts: two workers schedule against the same state, on a node with room for one
   plan; the plan applier refuses the second, its eval fails with a blocked eval.
 
@@ -86,7 +86,7 @@ def test_failed_follow_up_after_workers_die_holding_an_eval(cluster_factory: Any
         c.kill("worker", delivery - 1)
         c.spawn("worker")
     # The fourth delivery is past the limit: the worker moves the eval to the failed queue, the
-    # watcher leader reaps it.
+    # leader reaps it.
     failed = c.wait(lambda: (e := c.get(f"/v1/evaluation/{eval_id}"))["Status"] == "failed" and e, timeout=30)
     assert failed["StatusDescription"] == "evaluation reached delivery limit (3)"
     assert failed["TriggeredBy"] == "job-register"
@@ -100,7 +100,7 @@ def test_failed_follow_up_after_workers_die_holding_an_eval(cluster_factory: Any
     assert 2 * SECOND <= follow["Wait"] < 3 * SECOND
     assert follow["WaitUntil"] == follow["CreateTime"] + follow["Wait"]
     assert follow["CreateTime"] == failed["ModifyTime"]
-    assert "reached its delivery limit" in (c.log_dir / "watcher-0.log").read_text()
+    assert "reached its delivery limit" in (c.log_dir / "leader-0.log").read_text()
 
     # With a plan applier, the follow-up is scheduled once its delay has passed.
     c.spawn("planner")

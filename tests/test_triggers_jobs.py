@@ -1,4 +1,4 @@
-"""Seed 003's triggers that follow a job's own life, each caused through the public API with every
+"""The eval triggers (TriggeredBy) that follow a job's own life, each caused through the public API with every
 service its own process: job-register, job-deregister, job-scaling, queued-allocs, alloc-failure,
 preemption, rolling-update. Each test asserts the eval's TriggeredBy, its status and its links
 (PreviousEval, NextEval, BlockedEval, WaitUntil)."""

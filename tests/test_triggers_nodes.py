@@ -1,4 +1,4 @@
-"""Seed 003's triggers that follow nodes, each caused through the public API with every service
+"""The eval triggers (TriggeredBy) that follow nodes, each caused through the public API with every service
 its own process (heartbeat TTLs shortened to seconds): node-update (a node registers, a client
 says its node is down), node-drain, max-disconnect-timeout and reconnect. Each test asserts the
 eval's TriggeredBy, its status and its links (PreviousEval, NextEval, BlockedEval, WaitUntil)."""

@@ -1,4 +1,4 @@
-"""Seed 003's worked examples that start with missed heartbeats, end to end with every service
+"""Worked examples of the evals that follow missed heartbeats, end to end with every service
 its own process (heartbeat TTLs shortened to seconds), counting the evals. The third example,
 a canary update, is in test_triggers_deployments."""
 
@@ -53,7 +53,7 @@ def settled_all(c: Cluster, jobs: list[str]) -> dict[str, list[dict[str, Any]]]:
 def test_seed_003_a_node_running_a_system_and_two_service_jobs_misses_its_heartbeat(
     cluster: Cluster, beater: Beater
 ) -> None:
-    """Seed 003's first example: the node runs one system job and two service jobs and misses
+    """A node runs one system job and two service jobs and misses
     its heartbeat. Each job gets a node-update eval; the system job's stops its alloc there;
     service 1, which may run only on that node, cannot be placed and gets a blocked
     queued-allocs eval; service 2 is placed on the other node.
@@ -106,7 +106,7 @@ def test_seed_003_a_node_running_a_system_and_two_service_jobs_misses_its_heartb
 def test_seed_003_two_nodes_running_five_system_jobs_go_down_and_come_back(
     cluster: Cluster, beater: Beater
 ) -> None:
-    """Seed 003's third example: two nodes, each running one alloc of each of five system jobs,
+    """Two nodes, each running one alloc of each of five system jobs,
     miss their heartbeats and then heartbeat again. Each transition gives every system job a
     node-update eval for the node: 2 nodes x 5 jobs x 2 = 20 evals, and no other.
 

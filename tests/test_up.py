@@ -66,11 +66,11 @@ def test_up_runs_everything_stops_cleanly_and_keeps_its_data(tmp_path: Path) -> 
             "drover.broker",
             "drover.worker",
             "drover.planner",
-            "drover.watcher",
+            "drover.leader",
             "drover.gc",
         } <= names, names
-        # the plan applier, the heartbeat watcher and the garbage collector each have a standby
-        for standby in ("planner-1", "watcher-1", "gc-1"):
+        # the plan applier, the leader and the garbage collector each have a standby
+        for standby in ("planner-1", "leader-1", "gc-1"):
             assert (data_dir / "logs" / f"{standby}.log").exists()
     finally:
         proc.send_signal(signal.SIGINT)

@@ -1,5 +1,5 @@
 """The worker loop's delivery limit on real NATS JetStream: an eval whose scheduling fails at its
-third delivery, and one handed out a fourth time, go to the failed queue (where the watcher
+third delivery, and one handed out a fourth time, go to the failed queue (where the
 leader reaps them) instead of back to the workers; a failed eval is nacked with its delay, one
 worked on past the ack wait is kept by its in-progress beats, and a worker started with another
 ack wait than the consumers were made with brings them to its own."""

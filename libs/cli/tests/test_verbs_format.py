@@ -234,7 +234,7 @@ def test_health_reads_positions_lags_and_leaders_from_the_metrics() -> None:
         ("relay", "relay", 119, 1),
     ]
     text = health_text(h)
-    assert "Missing   = worker, watcher, gc" in text
+    assert "Missing   = worker, leader, gc" in text
     assert "planner  9         leader   100       20" in text
     assert "Nodes       = 1 down, 2 ready" in text
 

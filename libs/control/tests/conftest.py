@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from drover.control.reads import StateReads
+from drover.control.commands.reads import StateReads
 from drover.model import (
     Allocation,
     DriverInfo,

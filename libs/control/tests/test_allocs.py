@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from drover.control import allocs
+from drover.control.commands import allocs
 from drover.control.errors import Invalid, NotFound
 from drover.model import Allocation, TaskState
 from drover.model.events import (
@@ -92,7 +92,7 @@ def test_restart_refused(
 ) -> None:
     cluster.add(job(), *([given] if given else []))
     with pytest.raises((Invalid, NotFound)) as e:
-        allocs.restart(cluster.reads, "a1", task, all_tasks, NOW)
+        allocs.restart_alloc(cluster.reads, "a1", task, all_tasks, NOW)
     assert e.value.message == refusal
     assert isinstance(e.value, NotFound) == (given is None)
 
@@ -100,12 +100,12 @@ def test_restart_refused(
 @pytest.mark.parametrize(("task", "all_tasks"), [("t", False), ("", False), ("", True)])
 def test_restart_records_one_request(cluster: Cluster, task: str, all_tasks: bool) -> None:
     cluster.add(job(), _running())
-    change = allocs.restart(cluster.reads, "a1", task, all_tasks, NOW)
+    change = allocs.restart_alloc(cluster.reads, "a1", task, all_tasks, NOW)
     (event,) = (e.event for e in change.events)
     assert isinstance(event, AllocRestartRequested) and event.alloc_id == "a1"
     assert (event.request.task_name, event.request.all_tasks, event.request.time) == (task, all_tasks, NOW)
     assert event.request.id == change.request_id and change.request_id
-    assert allocs.restart(cluster.reads, "a1", task, all_tasks, NOW).request_id != change.request_id
+    assert allocs.restart_alloc(cluster.reads, "a1", task, all_tasks, NOW).request_id != change.request_id
 
 
 @pytest.mark.parametrize("no_shutdown_delay", [False, True])
@@ -121,8 +121,8 @@ def test_stop_marks_the_alloc_to_migrate_with_an_alloc_stop_eval(
     assert (
         t.migrate is True and t.no_shutdown_delay is no_shutdown_delay and list(event.transitions) == ["a1"]
     )
-    (ev,) = change.evals
-    assert (ev.triggered_by, ev.job_id, ev.status, ev.priority, ev.type, ev.job_modify_index) == (
+    (eval_,) = change.evals
+    assert (eval_.triggered_by, eval_.job_id, eval_.status, eval_.priority, eval_.type, eval_.job_modify_index) == (
         "alloc-stop", "web", "pending", 70, "service", 12,
     )  # fmt: skip
 

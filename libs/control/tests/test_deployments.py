@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from drover.control import deployments
+from drover.control.commands import deployments
 from drover.control.errors import Invalid, NotFound
 from drover.model import AllocDeploymentStatus, Deployment, DeploymentState
 from drover.model.events import DeploymentUpdated, JobRegistered

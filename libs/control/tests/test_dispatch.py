@@ -10,8 +10,8 @@ from typing import Any
 
 import pytest
 
-from drover.control import jobs, scaling
-from drover.control.dispatch import PAYLOAD_SIZE_LIMIT, DispatchRequest, dispatch, dispatched_id
+from drover.control.commands import jobs, scaling
+from drover.control.commands.dispatch import PAYLOAD_SIZE_LIMIT, DispatchRequest, dispatch, dispatched_id
 from drover.control.errors import Invalid, NotFound
 from drover.model import Job
 from drover.model.events import EvalsUpserted, JobDeregistered, JobRegistered, ScalingEventRegistered
@@ -52,10 +52,10 @@ def test_a_dispatch_registers_the_child_and_its_job_register_eval_in_one_change(
     assert child.meta == {"team": "a", "tier": "y", "input": "s3://x"}  # merged over the job's
     assert (child.version, child.submit_time, child.create_index, child.priority) == (4, NOW, 0, p.priority)
     assert not child.is_parameterized() and child.parameterized_job == p.parameterized_job
-    (ev,) = evals.evals
-    assert (ev.job_id, ev.triggered_by, ev.status, ev.type, ev.priority) == (child.id, "job-register", "pending",
+    (eval_,) = evals.evals
+    assert (eval_.job_id, eval_.triggered_by, eval_.status, eval_.type, eval_.priority) == (child.id, "job-register", "pending",
                                                                               "batch", p.priority)  # fmt: skip
-    assert change.child == child and not change.repeated and change.eval_ids == [ev.id]
+    assert change.child == child and not change.repeated and change.eval_ids == [eval_.id]
 
 
 def test_the_id_prefix_template_and_priority() -> None:

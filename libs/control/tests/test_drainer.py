@@ -3,7 +3,7 @@ jobs last or ignored, and completion."""
 
 from __future__ import annotations
 
-from drover.control.drainer import drain_step
+from drover.control.leader.drainer import drain_step
 from drover.model import Allocation, Job, Node, Task, TaskGroup
 from drover.model.alloc import DesiredTransition
 from drover.model.durations import SECOND as S

@@ -1,4 +1,4 @@
-"""The garbage collector's rules (drover.control.gc), as Nomad's core scheduler decides: which
+"""The garbage collector's rules (drover.control.leader.gc), as Nomad's core scheduler decides: which
 allocs may go, evals with or without their allocs, dead jobs, inactive deployments, down
 nodes, ended restarts; forced collection needs no age."""
 
@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from drover.control.gc import (
+from drover.control.leader.gc import (
     Cutoffs,
     Thresholds,
     View,

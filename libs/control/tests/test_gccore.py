@@ -1,4 +1,4 @@
-"""The garbage collector's core evals (drover.control.gccore): which are due, the passes each
+"""The garbage collector's core evals (drover.control.leader.gccore): which are due, the passes each
 runs, the appends that collect what a pass found (bounded, a job with its last eval), and the
 eval done."""
 
@@ -6,8 +6,9 @@ from __future__ import annotations
 
 import pytest
 
-from drover.control import gccore
-from drover.control.gc import Collection, Thresholds
+from drover.control.commands import system
+from drover.control.leader import gccore
+from drover.control.leader.gc import Collection, Thresholds
 from drover.model import Allocation, Evaluation, Job
 from drover.model.durations import HOUR, MINUTE, SECOND
 from drover.model.evaluation import core_eval
@@ -139,7 +140,12 @@ def test_a_core_eval_is_done_complete_or_failed_when_it_names_no_pass() -> None:
 
 
 def test_force_is_one_pending_force_gc_core_eval() -> None:
-    change = gccore.force(NOW)
-    (ev,) = change.evals
-    assert (ev.job_id, ev.type, ev.triggered_by, ev.status) == ("force-gc", "_core", "scheduled", "pending")
+    change = system.force_gc(NOW)
+    (eval_,) = change.evals
+    assert (eval_.job_id, eval_.type, eval_.triggered_by, eval_.status) == (
+        "force-gc",
+        "_core",
+        "scheduled",
+        "pending",
+    )
     assert [type(e.event) for e in change.events] == [EvalsUpserted]

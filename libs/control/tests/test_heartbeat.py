@@ -1,4 +1,4 @@
-"""Heartbeat rules (spec page: "Nodes"): TTL scaling, grace, failover TTL, down vs disconnected,
+"""Heartbeat rules (Nomad's heartbeater): TTL scaling, grace, failover TTL, down vs disconnected,
 the node-update evals of a status change, and the events of missed heartbeats."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ import random
 
 import pytest
 
-from drover.control.heartbeat import (
+from drover.control.leader.heartbeat import (
     FAILOVER_HEARTBEAT_TTL,
     HEARTBEAT_GRACE,
     HEARTBEAT_MISSED,
@@ -164,7 +164,7 @@ def test_missed_heartbeats_write_each_status_then_the_node_update_evals(
     assert {(e.status_description, e.at) for e in updates} <= {(HEARTBEAT_MISSED, 7)}
     # One batch of evals, after the statuses (none without evals).
     assert events[: len(updates)] == updates
-    written = [e for ev in events[len(updates) :] for e in ev.evals if isinstance(ev, EvalsUpserted)]
+    written = [e for event in events[len(updates) :] for e in event.evals if isinstance(event, EvalsUpserted)]
     assert len(events) == len(updates) + (1 if evals else 0)
     assert {(e.job_id, e.node_id) for e in written} == evals
     assert {(e.triggered_by, e.create_time) for e in written} <= {("node-update", 7)}

@@ -10,9 +10,9 @@ from typing import Any
 
 import pytest
 
-from drover.control import jobs
-from drover.control.diffcore import flatten_all, value_str
-from drover.control.jobdiff import annotate, job_diff, plan_diff, version_diffs
+from drover.control.commands import jobs
+from drover.control.diff.core import flatten_all, value_str
+from drover.control.diff.job import annotate, job_diff, plan_diff, version_diffs
 from drover.model import Job
 from drover.scheduler.plan import DesiredUpdates
 

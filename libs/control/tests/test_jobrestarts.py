@@ -7,9 +7,9 @@ from typing import Any
 
 import pytest
 
-from drover.control import jobrestarts
+from drover.control.commands import jobrestarts
+from drover.control.commands.jobrestarts import JobRestartOptions
 from drover.control.errors import Conflict, Invalid, NotFound
-from drover.control.jobrestarts import RestartOptions
 from drover.model import Deployment, Task, TaskGroup
 from drover.model.events import JobRestartStarted, JobRestartUpdated
 from drover.model.jobrestart import JobRestart
@@ -34,15 +34,15 @@ def _cluster(cluster: Cluster, allocs: int = 4) -> Cluster:
 @pytest.mark.parametrize(
     ("opts", "batch_size", "wait"),
     [
-        (RestartOptions(), 1, 0),
-        (RestartOptions(batch_size=3, batch_wait="2s"), 3, 2_000_000_000),
-        (RestartOptions(batch_size="50%", batch_wait=5), 2, 5),  # of 4 allocs
-        (RestartOptions(batch_size="10%"), 1, 0),  # rounded up
-        (RestartOptions(batch_size="100%", groups=["g"]), 4, 0),  # the allocs of group g
-        (RestartOptions(batch_size="34%"), 2, 0),
+        (JobRestartOptions(), 1, 0),
+        (JobRestartOptions(batch_size=3, batch_wait="2s"), 3, 2_000_000_000),
+        (JobRestartOptions(batch_size="50%", batch_wait=5), 2, 5),  # of 4 allocs
+        (JobRestartOptions(batch_size="10%"), 1, 0),  # rounded up
+        (JobRestartOptions(batch_size="100%", groups=["g"]), 4, 0),  # the allocs of group g
+        (JobRestartOptions(batch_size="34%"), 2, 0),
     ],
 )
-def test_start(cluster: Cluster, opts: RestartOptions, batch_size: int, wait: int) -> None:
+def test_start(cluster: Cluster, opts: JobRestartOptions, batch_size: int, wait: int) -> None:
     _cluster(cluster)
     cluster.reads.stream_versions["jobrestart:default/web"] = 6
     change = jobrestarts.start(cluster.reads, "default", "web", opts, NOW)
@@ -56,25 +56,25 @@ def test_start(cluster: Cluster, opts: RestartOptions, batch_size: int, wait: in
 @pytest.mark.parametrize(
     ("opts", "problems"),
     [
-        (RestartOptions(batch_size=0), ["BatchSize must be at least 1"]),
-        (RestartOptions(batch_size=-2), ["BatchSize must be a count"]),
-        (RestartOptions(batch_size="150%"), ["at most 100%"]),
-        (RestartOptions(batch_size="many"), ["BatchSize must be a count"]),
-        (RestartOptions(batch_wait=-1), ["BatchWait must not be negative"]),
-        (RestartOptions(batch_wait="soon"), ["BatchWait must be a duration"]),
-        (RestartOptions(groups=["nope"]), ["Group 'nope' is not a task group"]),
-        (RestartOptions(tasks=["side"]), ["Task 'side' is not in group 'g'"]),
-        (RestartOptions(tasks=["t"], all_tasks=True), ["Tasks cannot be named with AllTasks"]),
-        (RestartOptions(tasks=["t"], reschedule=True), ["Tasks cannot be named with Reschedule"]),
-        (RestartOptions(on_error="retry"), ["OnError must be"]),
+        (JobRestartOptions(batch_size=0), ["BatchSize must be at least 1"]),
+        (JobRestartOptions(batch_size=-2), ["BatchSize must be a count"]),
+        (JobRestartOptions(batch_size="150%"), ["at most 100%"]),
+        (JobRestartOptions(batch_size="many"), ["BatchSize must be a count"]),
+        (JobRestartOptions(batch_wait=-1), ["BatchWait must not be negative"]),
+        (JobRestartOptions(batch_wait="soon"), ["BatchWait must be a duration"]),
+        (JobRestartOptions(groups=["nope"]), ["Group 'nope' is not a task group"]),
+        (JobRestartOptions(tasks=["side"]), ["Task 'side' is not in group 'g'"]),
+        (JobRestartOptions(tasks=["t"], all_tasks=True), ["Tasks cannot be named with AllTasks"]),
+        (JobRestartOptions(tasks=["t"], reschedule=True), ["Tasks cannot be named with Reschedule"]),
+        (JobRestartOptions(on_error="retry"), ["OnError must be"]),
         (
-            RestartOptions(batch_size=0, batch_wait=-1, groups=["nope"], on_error="x"),
+            JobRestartOptions(batch_size=0, batch_wait=-1, groups=["nope"], on_error="x"),
             ["BatchSize", "BatchWait", "Group 'nope'", "OnError"],
         ),
     ],
 )
 def test_start_refuses_with_every_problem(
-    cluster: Cluster, opts: RestartOptions, problems: list[str]
+    cluster: Cluster, opts: JobRestartOptions, problems: list[str]
 ) -> None:
     _cluster(cluster)
     with pytest.raises(Invalid) as e:
@@ -87,27 +87,27 @@ def test_start_refuses_with_every_problem(
 
 def test_tasks_named_in_the_groups_chosen(cluster: Cluster) -> None:
     _cluster(cluster)
-    opts = RestartOptions(groups=["api"], tasks=["side", "t"])
+    opts = JobRestartOptions(groups=["api"], tasks=["side", "t"])
     r = jobrestarts.start(cluster.reads, "default", "web", opts, NOW).restart
     assert r is not None and r.tasks == ["side", "t"] and r.groups == ["api"]
 
 
 def test_start_conflicts(cluster: Cluster) -> None:
     with pytest.raises(NotFound):
-        jobrestarts.start(cluster.reads, "default", "web", RestartOptions(), NOW)
+        jobrestarts.start(cluster.reads, "default", "web", JobRestartOptions(), NOW)
     _cluster(cluster)
     cluster.state.upsert_deployment(Deployment(id="d1", job_id="web", status="running"))
     with pytest.raises(Conflict, match=r"active deployment \(d1\)"):
-        jobrestarts.start(cluster.reads, "default", "web", RestartOptions(), NOW)
+        jobrestarts.start(cluster.reads, "default", "web", JobRestartOptions(), NOW)
     cluster.state.upsert_deployment(Deployment(id="d1", job_id="web", status="successful"))
     cluster.state.upsert_job_restart(JobRestart(id="r0", job_id="web", status="complete"))
-    jobrestarts.start(cluster.reads, "default", "web", RestartOptions(), NOW)  # ended ones do not count
+    jobrestarts.start(cluster.reads, "default", "web", JobRestartOptions(), NOW)  # ended ones do not count
     cluster.state.upsert_job_restart(JobRestart(id="r1", job_id="web", status="paused"))
     with pytest.raises(Conflict, match=r"being restarted already \(r1, paused\)"):
-        jobrestarts.start(cluster.reads, "default", "web", RestartOptions(), NOW)
+        jobrestarts.start(cluster.reads, "default", "web", JobRestartOptions(), NOW)
     cluster.add(_two_groups().model_copy(update={"stop": True}))
     with pytest.raises(Conflict, match="stopped"):
-        jobrestarts.start(cluster.reads, "default", "web", RestartOptions(), NOW)
+        jobrestarts.start(cluster.reads, "default", "web", JobRestartOptions(), NOW)
 
 
 @pytest.mark.parametrize(

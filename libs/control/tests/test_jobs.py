@@ -6,9 +6,9 @@ from typing import Any
 
 import pytest
 
-from drover.control import jobs
+from drover.control.commands import jobs
+from drover.control.commands.scaling import ScaleRequest, scale
 from drover.control.errors import Conflict, Invalid, NotFound
-from drover.control.scaling import ScaleRequest, scale
 from drover.model import Job
 from drover.model.events import EvalsUpserted, JobDeregistered, JobRegistered, ScalingEventRegistered
 from drover.model.job import PeriodicConfig
@@ -40,9 +40,14 @@ def test_register_appends_the_job_at_its_version_and_an_eval_after_the_stream() 
     assert isinstance(registered, JobRegistered) and isinstance(evals, EvalsUpserted)
     assert change.events[0].expected_version == 7
     assert registered.job.version == 3 and registered.job.submit_time == NOW
-    (ev,) = evals.evals
-    assert (ev.job_id, ev.triggered_by, ev.status, ev.create_time) == ("web", "job-register", "pending", NOW)
-    assert change.eval_ids == [ev.id] and change.job == registered.job
+    (eval_,) = evals.evals
+    assert (eval_.job_id, eval_.triggered_by, eval_.status, eval_.create_time) == (
+        "web",
+        "job-register",
+        "pending",
+        NOW,
+    )
+    assert change.eval_ids == [eval_.id] and change.job == registered.job
 
 
 @pytest.mark.parametrize(

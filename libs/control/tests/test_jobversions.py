@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from drover.control import jobversions
+from drover.control.commands import jobversions
 from drover.control.errors import Conflict, Invalid, NotFound
 from drover.model.events import EvalsUpserted, JobRegistered, JobStabilityUpdated
 

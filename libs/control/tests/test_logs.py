@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from drover.control.logs import (
+from drover.control.client.logs import (
     LAST_INDEX,
     LogsQuery,
     find_closest,

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from drover.control import nodes
+from drover.control.commands import nodes
 from drover.control.errors import Invalid, NotFound
 from drover.model import Job, Node
 from drover.model.events import (

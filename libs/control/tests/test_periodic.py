@@ -1,5 +1,6 @@
-"""Periodic dispatch without a database: which launches are due (one at most after downtime,
-none twice, ProhibitOverlap), what a launch appends, and the force command's refusals."""
+"""Periodic dispatch without a database: the dispatcher's rules (which launches are due: one at
+most after downtime, none twice, ProhibitOverlap; what a launch appends) and the force
+command's refusals."""
 
 from __future__ import annotations
 
@@ -8,9 +9,10 @@ from typing import Any
 
 import pytest
 
-from drover.control import periodic
+from drover.control.commands.periodic import force
 from drover.control.errors import Conflict, Invalid, NotFound
-from drover.control.periodic import child_id, dispatch_step, launch_time
+from drover.control.leader import periodic
+from drover.control.leader.periodic import child_id, dispatch_step, launch_time
 from drover.model import Evaluation, Job
 from drover.model.events import EvalsUpserted, JobRegistered
 from drover.model.job import PeriodicConfig
@@ -37,7 +39,7 @@ def child(of: Job, at: int) -> Job:
     return periodic.derive_child(of, at, at)
 
 
-def ev(of: Job, status: str) -> Evaluation:
+def evaluation(of: Job, status: str) -> Evaluation:
     return Evaluation(id=f"e-{of.id}-{status}", job_id=of.id, namespace=of.namespace, status=status)
 
 
@@ -78,7 +80,7 @@ OVER = parent(overlap=True)
             [OVER, child(OVER, TICK - MIN), alloc("a1", child(OVER, TICK - MIN), client_status="pending")],
             {}, [], {("default", "cron"): TICK}, NEXT,
         ),
-        ([OVER, child(OVER, TICK - MIN), ev(child(OVER, TICK - MIN), "blocked")], {}, [], {("default", "cron"): TICK}, NEXT),
+        ([OVER, child(OVER, TICK - MIN), evaluation(child(OVER, TICK - MIN), "blocked")], {}, [], {("default", "cron"): TICK}, NEXT),
         # ...and launched once every child is done: allocs finished or stopped, evals terminal.
         (
             [
@@ -87,7 +89,7 @@ OVER = parent(overlap=True)
                 alloc("a1", child(OVER, TICK - 2 * MIN), client_status="complete"),
                 child(OVER, TICK - MIN),
                 alloc("a2", child(OVER, TICK - MIN), client_status="running", desired_status="stop"),
-                ev(child(OVER, TICK - MIN), "complete"),
+                evaluation(child(OVER, TICK - MIN), "complete"),
             ],
             {}, [("cron", TICK)], {}, NEXT,
         ),
@@ -157,7 +159,7 @@ def test_a_launch_applied_is_not_due_again(cluster: Cluster) -> None:
 def test_force_launches_now_whatever_prohibit_overlap_says(cluster: Cluster) -> None:
     running = child(OVER, TICK)
     cluster.add(OVER, running, alloc("a1", running, client_status="running"))
-    change = periodic.force(cluster.reads, "default", "cron", NOW + 123)
+    change = force(cluster.reads, "default", "cron", NOW + 123)
     assert change.job is not None and change.job.id == f"cron/periodic-{NOW // SECOND}"
     assert change.evals[0].triggered_by == "periodic-job"
 
@@ -174,11 +176,11 @@ def test_force_launches_now_whatever_prohibit_overlap_says(cluster: Cluster) -> 
 def test_force_refuses(cluster: Cluster, objs: list[Job], error: type[Exception], needle: str) -> None:
     cluster.add(*objs)
     with pytest.raises(error, match=needle):
-        periodic.force(cluster.reads, "default", "web", NOW)
+        force(cluster.reads, "default", "web", NOW)
 
 
 def test_force_twice_in_one_second_is_a_conflict(cluster: Cluster) -> None:
     cluster.add(parent("web"))
     cluster.reads.stream_versions[f"job:default/web/periodic-{NOW // SECOND}"] = 1
     with pytest.raises(Conflict, match="already"):
-        periodic.force(cluster.reads, "default", "web", NOW + 5)
+        force(cluster.reads, "default", "web", NOW + 5)

@@ -28,7 +28,7 @@ print(json.dumps({"modules": names, "io": loaded}))
     [
         ("drover.model", (), "drover.model.validation.policies"),
         # The control rules use the scheduler's feasibility, which ranks with numpy.
-        ("drover.control", ("numpy",), "drover.control.deployments"),
+        ("drover.control", ("numpy",), "drover.control.commands.deployments"),
     ],
 )
 def test_importing_a_pure_library_loads_no_io_library(

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
+from drover.control.commands.scaling import ScaleRequest, scale
 from drover.control.errors import Conflict, Invalid, NotFound
-from drover.control.scaling import ScaleRequest, scale
 from drover.model import Deployment
 from drover.model.events import EvalsUpserted, JobRegistered, ScalingEventRegistered
 
@@ -64,8 +64,8 @@ def test_scale_registers_a_new_version_an_eval_and_the_event() -> None:
     assert current.task_groups[0].count == 3  # the job read is left as it was
     assert isinstance(evals, EvalsUpserted) and [e.triggered_by for e in change.evals] == ["job-scaling"]
     assert isinstance(recorded, ScalingEventRegistered) and recorded.task_group == "g"
-    ev = recorded.event
-    assert (ev.count, ev.previous_count, ev.message, ev.error, ev.meta, ev.eval_id, ev.time) == (
+    event = recorded.event
+    assert (event.count, event.previous_count, event.message, event.error, event.meta, event.eval_id, event.time) == (
         7, 3, "busy", False, {"by": "autoscaler"}, change.evals[0].id, NOW,
     )  # fmt: skip
 
@@ -78,8 +78,8 @@ def test_without_a_count_only_the_event_is_recorded() -> None:
     (recorded,) = (e.event for e in change.events)
     assert isinstance(recorded, ScalingEventRegistered) and change.events[0].expected_version == 9
     assert change.evals == [] and change.job is current
-    ev = recorded.event
-    assert (ev.count, ev.previous_count, ev.error, ev.eval_id) == (None, 3, True, None)
+    event = recorded.event
+    assert (event.count, event.previous_count, event.error, event.eval_id) == (None, 3, True, None)
 
 
 @pytest.mark.parametrize(

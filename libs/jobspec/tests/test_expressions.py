@@ -6,9 +6,11 @@ from typing import Any
 
 import pytest
 
+from drover.jobspec.context import Context
 from drover.jobspec.errors import EvalError
-from drover.jobspec.evaluate import Context, evaluate, known
+from drover.jobspec.evaluate import evaluate
 from drover.jobspec.functions import functions
+from drover.jobspec.interpolation import known
 from drover.jobspec.syntax import parse_body
 
 VARS = {"n": 3, "name": "web", "tags": ["a", "b"], "ports": {"http": 80, "grpc": 90}, "flag": True}

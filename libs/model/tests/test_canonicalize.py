@@ -97,7 +97,7 @@ NOMAD_OUTPUT_JSON = """
 @pytest.mark.parametrize(
     ("job_type", "expected"),
     [
-        # Seed 000: the default service policy.
+        # Nomad's DefaultServiceJobReschedulePolicy.
         (
             "service",
             {
@@ -109,7 +109,7 @@ NOMAD_OUTPUT_JSON = """
                 "unlimited": True,
             },
         ),
-        # Seed 000: the default batch policy.
+        # Nomad's DefaultBatchJobReschedulePolicy.
         (
             "batch",
             {
@@ -236,7 +236,7 @@ def test_group_restart_policy_default(job_type: str) -> None:
 
 @pytest.mark.parametrize("job_type", TYPES)
 def test_group_reschedule_policy_default(job_type: str) -> None:
-    """Seed 000: the per-type defaults; system and sysbatch jobs are never rescheduled."""
+    """Nomad's per-type defaults; system and sysbatch jobs are never rescheduled."""
     tg = canon(job_doc(job_type)).task_groups[0]
     assert tg.reschedule_policy == default_reschedule_policy(job_type)
 
@@ -382,7 +382,7 @@ def test_reschedule_precedence(
 @pytest.mark.parametrize("job_type", ["service", "batch"])
 @pytest.mark.parametrize("level", ["group", "job"])
 def test_explicit_reschedule_disable_is_preserved(job_type: str, level: str) -> None:
-    """Seed 000: attempts 0 and unlimited false disables rescheduling; defaults must not undo it."""
+    """Attempts 0 and unlimited false disables rescheduling; defaults must not undo it."""
     disable = {"Attempts": 0, "Unlimited": False}
     doc = job_doc(job_type, ReschedulePolicy=disable if level == "group" else None)
     if level == "job":

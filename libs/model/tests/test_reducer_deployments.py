@@ -1,7 +1,7 @@
 """The reducer's deployment bookkeeping (Nomad's updateDeploymentWithAlloc): placements start the
 progress deadline, client-reported health moves the healthy / unhealthy counts once per alloc and
-pushes the deadline on; the watcher's updates fail or promote; an operator's restart request is
-kept on the alloc through later plans."""
+pushes the deadline on; the deployment watcher's updates fail or promote; an operator's restart
+request is kept on the alloc through later plans."""
 
 from __future__ import annotations
 

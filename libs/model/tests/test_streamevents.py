@@ -10,6 +10,7 @@ import pytest
 
 from drover.model import Allocation, AllocDeploymentStatus, Deployment, Evaluation, Job, Node
 from drover.model.alloc import DesiredTransition
+from drover.model.changes import TrackedState
 from drover.model.deployment import DeploymentState
 from drover.model.events import (
     AllocClientUpdate,
@@ -30,7 +31,6 @@ from drover.model.events import (
     PlanApplied,
 )
 from drover.model.jobrestart import JobRestart
-from drover.model.state import InMemoryState
 from drover.model.streamevents import matches, parse_topics, stream_event_texts, stream_events
 
 DEP = Deployment(id="d1", job_id="web", task_groups={"g": DeploymentState(desired_total=1)})
@@ -106,7 +106,7 @@ LOG: list[tuple[Event, list[tuple[str, str, str, str, list[str] | None]], tuple[
 
 
 def test_each_event_of_a_log_as_nomad_streams_it() -> None:
-    state = InMemoryState()
+    state = TrackedState()
     for position, (ev, expected, member) in enumerate(LOG, start=1):
         out = stream_events(state, position, ev)
         assert [
@@ -121,7 +121,7 @@ def test_each_event_of_a_log_as_nomad_streams_it() -> None:
 
 
 def test_the_texts_are_the_events_as_json() -> None:
-    as_dicts, as_texts = InMemoryState(), InMemoryState()
+    as_dicts, as_texts = TrackedState(), TrackedState()
     for position, (ev, _, _) in enumerate(LOG, start=1):
         events = stream_events(as_dicts, position, ev)
         texts = stream_event_texts(as_texts, position, ev)
@@ -133,7 +133,7 @@ def test_the_texts_are_the_events_as_json() -> None:
 
 
 def test_payloads_carry_the_index_of_the_change() -> None:
-    state = InMemoryState()
+    state = TrackedState()
     stream_events(state, 1, JobRegistered(job=Job(id="web")))
     (ev,) = stream_events(state, 7, JobRegistered(job=Job(id="web", priority=70)))
     assert ev["Payload"]["Job"]["ModifyIndex"] == 7

@@ -68,7 +68,7 @@ def test_minimal_jobs_are_valid(job_type: str) -> None:
         ("batch", {"Periodic": {"Specs": ["0 2 * * *", "30 14 * * MON-FRI"], "TimeZone": "Asia/Tokyo"}}),
         ("batch", {"Periodic": {"Spec": "0 30 2 * * * *", "ProhibitOverlap": True}}),
         ("batch", {"Periodic": {"Spec": "1767225600,1767225660", "SpecType": "test"}}),
-        # Seed 000: disabling with attempts 0 / unlimited false; the other fields do not matter then.
+        # Disabling with attempts 0 / unlimited false; the other fields do not matter then.
         ("service", {f"{TG}.ReschedulePolicy": {"Attempts": 0, "Unlimited": False, "Delay": 0}}),
         ("batch", {f"{TG}.ReschedulePolicy": {"Attempts": 0, "Unlimited": False}}),
         (
@@ -445,7 +445,7 @@ CASES: list[Any] = [
     ({f"{TG}.Spreads": [{"Attribute": "${node.datacenter}"}]}, "system", G, "may not have spreads"),
     ({f"{TG}.ReschedulePolicy": {"Attempts": 1}}, "system", G, "system jobs run on every node"),
     ({"Reschedule": {"Attempts": 1}}, "sysbatch", G, "sysbatch jobs run on every node"),
-    # Reschedule (seed 000 and structs.ReschedulePolicy.Validate)
+    # Reschedule (Nomad's structs.ReschedulePolicy.Validate)
     (
         {f"{TG}.ReschedulePolicy": {"Delay": SECOND}},
         "service",

@@ -1,4 +1,4 @@
-"""The eval broker's rules (spec page: "Eval broker"), table by table."""
+"""The eval broker's rules (Nomad's eval broker), table by table."""
 
 from __future__ import annotations
 

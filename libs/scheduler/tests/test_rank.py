@@ -1,4 +1,5 @@
-"""Ranking stages, table-driven against the spec page's formulas."""
+"""Ranking stages, table-driven against Nomad's ranking formulas (binpack, job anti-affinity,
+node reschedule penalty, affinity, spread)."""
 
 from __future__ import annotations
 
@@ -165,7 +166,7 @@ def test_reschedule_penalty_avoids_previous_nodes() -> None:
     )
     h.state.upsert_job(job)
     h.process(make_eval(job))
-    # Rescheduling waits for the job's first deployment to end (seed 000); let it succeed.
+    # Rescheduling waits for the job's first deployment to end (as Nomad's); let it succeed.
     dep = h.state.latest_deployment("default", job.id)
     assert dep is not None
     h.state.upsert_deployment(dep.model_copy(update={"status": "successful"}))

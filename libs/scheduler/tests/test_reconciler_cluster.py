@@ -1,4 +1,4 @@
-"""Nomad's reconciler expectations (spec page: "Reconciler"), run through the whole core:
+"""Nomad's reconciler expectations, run through the whole core:
 reconcile, place, verify and commit. Each row is count 10 unless said."""
 
 from __future__ import annotations

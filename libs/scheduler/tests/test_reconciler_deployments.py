@@ -1,4 +1,4 @@
-"""Job updates and deployments (spec page "Deployments"; Nomad's update block), end to end
+"""Job updates and deployments (Nomad's update block), end to end
 through the in-memory Harness: change detection (in-place vs destructive), rolling updates limited
 by max_parallel, canaries and promotion, paused / failed / cancelled deployments, and completion.
 

@@ -1,5 +1,5 @@
-"""Rescheduling of failed allocs through the whole control loop (seed 000; spec page
-"Rescheduling"), in the in-memory `Harness`: the reconciler's reschedule-now and reschedule-later
+"""Rescheduling of failed allocs through the whole control loop (Nomad's reschedule block), in
+the in-memory `Harness`: the reconciler's reschedule-now and reschedule-later
 buckets (`reconciler.allocs.filter_by_rescheduleable`), its follow-up evals
 (`reconciler.followups`), the replacement's placement with its tracker, the commit, and the
 follow-up evals run in turn.
@@ -420,7 +420,7 @@ def _seed_deployment(h: Harness, job: Job, status: str) -> Deployment:
 def test_no_reschedule_during_active_deployment(
     status: str, belongs: bool, marked: bool, rescheduled: bool
 ) -> None:
-    """(f) seed 000, "Rescheduling during deployments"."""
+    """(f) Rescheduling during deployments, as Nomad does it."""
     h = Harness()
     cluster(h)
     # No update block: the test controls the deployment itself.

@@ -1,4 +1,4 @@
-"""Rescheduling of failed allocs (seed 000; spec page "Rescheduling"): the pure arithmetic of
+"""Rescheduling of failed allocs (Nomad's reschedule block): the pure arithmetic of
 `drover.scheduler.reschedule`, and chains of replacements built with it (each failure's delay
 derived from the tracker its predecessor left). The reconciler's use of it, through the whole
 control loop, is in `test_reconciler_reschedule.py`.
@@ -120,7 +120,7 @@ def simulate_chain(pol: ReschedulePolicy, run_for: list[int]) -> list[int]:
 @pytest.mark.parametrize(
     ("pol", "run_for", "expected"),
     [
-        # Seed 000's own example: fibonacci from 5 s.
+        # A fibonacci delay from 5 s: 5, 5, 10, 15, 25.
         (policy("fibonacci", 5 * S, max_delay=HOUR), [S] * 5, [5, 5, 10, 15, 25]),
         (policy("exponential", 5 * S, max_delay=20 * S), [S] * 4, [5, 10, 20, 20]),
         (policy("constant", 5 * S), [S] * 3, [5, 5, 5]),

@@ -1,4 +1,5 @@
-"""Nomad's spread expectations (spec page: "Spread", seed 002), through the whole core."""
+"""Nomad's spread expectations (its spread block's targets and even spread), through the whole
+core."""
 
 from __future__ import annotations
 

@@ -4,6 +4,8 @@ executor's exit file and re-attaching to a task after an agent restart."""
 from __future__ import annotations
 
 import asyncio
+import signal
+import subprocess
 import time
 from pathlib import Path
 
@@ -50,6 +52,15 @@ def test_bad_config_is_refused_with_every_reason(tmp_path: Path) -> None:
     with pytest.raises(ValueError) as e:
         load(f)
     assert "reserved.cpu" in str(e.value) and 'plugin "docker"' in str(e.value)
+    f.write_text("client {\n  meta { rack = 1 + }\n}\n")
+    with pytest.raises(ValueError) as e:
+        load(f)
+    assert str(e.value).startswith(f"{f}:2: syntax: ")
+    f.write_text('plugin { config { enabled = "yes" } }\nclient {}\nclient {}\n')
+    with pytest.raises(ValueError) as e:
+        load(f)
+    assert "plugin block is labelled with its driver" in str(e.value)
+    assert "client: must be one block" in str(e.value)
 
 
 async def test_mock_driver_runs_for_then_exits_with_its_code() -> None:
@@ -106,6 +117,27 @@ async def test_a_task_is_reattached_after_an_agent_restart_and_its_exit_code_rea
     again = RawExecDriver.reattach(saved)
     assert (await asyncio.wait_for(again.wait(), 10)).exit_code == 7
     await first.wait()
+
+
+async def test_a_reattached_task_whose_pid_now_names_another_process_is_neither_taken_nor_signalled(
+    tmp_path: Path,
+) -> None:
+    task = Task(name="t", driver="raw_exec", config={"command": "/bin/sh", "args": ["-c", "exit 3"]})
+    first = await RawExecDriver().start(task, tmp_path / "t", tmp_path / "logs", {})
+    await first.wait()
+    # The executor is gone and its pid has gone to another process (a group leader, as the
+    # PostgreSQL server the tests start is): a saved handle with that pid must not touch it.
+    other = subprocess.Popen(["sleep", "30"], start_new_session=True)
+    try:
+        saved = {**first.state(), "pid": other.pid}
+        again = RawExecDriver.reattach(saved)
+        assert (await asyncio.wait_for(again.wait(), 5)).exit_code == 3
+        again.signal(signal.SIGKILL)
+        await again.stop(0.1)
+        assert other.poll() is None
+    finally:
+        other.kill()
+        other.wait()
 
 
 # --- deployment health (drover.client.health) ---

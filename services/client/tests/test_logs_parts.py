@@ -14,7 +14,7 @@ import pytest
 
 from drover.client.logrotate import FileRotator, log_indexes, pump
 from drover.client.logstream import Chunk, stream
-from drover.control.logs import FILE_DELETED, LogsQuery
+from drover.control.client.logs import FILE_DELETED, LogsQuery
 
 
 def files(log_dir: Path) -> dict[str, bytes]:

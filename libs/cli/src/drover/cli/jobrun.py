@@ -254,7 +254,7 @@ def _validate_here(job: dict[str, Any]) -> None:
     """Validate as the API would, with the model's own checks (no API to ask)."""
     from pydantic import ValidationError
 
-    from drover.control import jobs
+    from drover.control.commands import jobs
     from drover.control.errors import Invalid
     from drover.model import Job
 

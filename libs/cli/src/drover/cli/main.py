@@ -8,7 +8,7 @@ from pathlib import Path
 
 import typer
 
-from drover.cli import allocs, deployments, evals, events, jobrun, jobs, logs, nodes, restart, system
+from drover.cli import allocs, deployments, evals, events, jobrestart, jobrun, jobs, logs, nodes, system
 from drover.runtime.settings import Settings
 
 HELP = """Drover: a cluster scheduler with Nomad's model and API.
@@ -48,7 +48,7 @@ job = _group("job", "Run, plan, inspect and operate on jobs.", {
     "status": jobs.status, "inspect": jobs.inspect, "history": jobs.history, "stop": jobs.stop,
     "revert": jobs.revert, "scale": jobs.scale, "dispatch": jobs.dispatch,
 })  # fmt: skip
-job.command("restart", help=restart.HELP, no_args_is_help=True)(restart.restart)
+job.command("restart", help=jobrestart.HELP, no_args_is_help=True)(jobrestart.restart)
 _group("periodic", "Periodic jobs.", {"force": jobs.periodic_force}, parent=job)
 alloc = _group("alloc", "Inspect and act on allocations.",
                {"status": allocs.status, "stop": allocs.stop, "restart": allocs.restart})  # fmt: skip

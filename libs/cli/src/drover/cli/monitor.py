@@ -57,50 +57,54 @@ def follow_eval(c: Client, eval_id: str, verbose: bool = False) -> Outcome:
     index, status, seen, told_deployment = 0, "", set[str](), False
     failed: dict[str, Any] = {}
     while True:
-        ev, index = read_blocking(c, f"/v1/evaluation/{seg(eval_id)}", index)
+        evaluation, index = read_blocking(c, f"/v1/evaluation/{seg(eval_id)}", index)
         if not status:
-            what = f'node "{short(ev["NodeID"], verbose)}"' if ev.get("NodeID") else f'job "{ev["JobID"]}"'
+            what = (
+                f'node "{short(evaluation["NodeID"], verbose)}"'
+                if evaluation.get("NodeID")
+                else f'job "{evaluation["JobID"]}"'
+            )
             say(f"Evaluation triggered by {what}")
-        if ev.get("DeploymentID") and not told_deployment:
-            say(f'Evaluation within deployment: "{short(ev["DeploymentID"], verbose)}"')
+        if evaluation.get("DeploymentID") and not told_deployment:
+            say(f'Evaluation within deployment: "{short(evaluation["DeploymentID"], verbose)}"')
             told_deployment = True
         for a in c.get(f"/v1/evaluation/{seg(eval_id)}/allocations"):
             if a["ID"] not in seen:
                 seen.add(a["ID"])
-                what = "modified" if a.get("CreateIndex", 0) < ev.get("CreateIndex", 0) else "created"
+                what = "modified" if a.get("CreateIndex", 0) < evaluation.get("CreateIndex", 0) else "created"
                 say(
                     f'Allocation "{short(a["ID"], verbose)}" {what}: node "{short(a["NodeID"], verbose)}", '
                     f'group "{a["TaskGroup"]}"'
                 )
-        if status and ev["Status"] != status:
-            say(f'Evaluation status changed: "{status}" -> "{ev["Status"]}"')
-        status = ev["Status"]
+        if status and evaluation["Status"] != status:
+            say(f'Evaluation status changed: "{status}" -> "{evaluation["Status"]}"')
+        status = evaluation["Status"]
         if status not in EVAL_TERMINAL:
             continue
-        failed |= ev.get("FailedTGAllocs") or {}
-        if ev.get("NextEval") and status == "complete":
-            wait = duration((ev.get("Wait") or 0) / 1e9)
-            say(f'Monitoring next evaluation "{short(ev["NextEval"], verbose)}" in {wait}')
-            eval_id, index, status = ev["NextEval"], 0, ""
+        failed |= evaluation.get("FailedTGAllocs") or {}
+        if evaluation.get("NextEval") and status == "complete":
+            wait = duration((evaluation.get("Wait") or 0) / 1e9)
+            say(f'Monitoring next evaluation "{short(evaluation["NextEval"], verbose)}" in {wait}')
+            eval_id, index, status = evaluation["NextEval"], 0, ""
             continue
-        _finished(ev, failed, verbose)
-        return Outcome(ev, failed)
+        _finished(evaluation, failed, verbose)
+        return Outcome(evaluation, failed)
 
 
-def _finished(ev: dict[str, Any], failed: dict[str, Any], verbose: bool) -> None:
-    name = short(ev["ID"], verbose)
+def _finished(evaluation: dict[str, Any], failed: dict[str, Any], verbose: bool) -> None:
+    name = short(evaluation["ID"], verbose)
     if not failed:
-        say(f'Evaluation "{name}" finished with status "{ev["Status"]}"', head=True)
+        say(f'Evaluation "{name}" finished with status "{evaluation["Status"]}"', head=True)
         return
     say(
-        f'Evaluation "{name}" finished with status "{ev["Status"]}" but failed to place all allocations:',
+        f'Evaluation "{name}" finished with status "{evaluation["Status"]}" but failed to place all allocations:',
         head=True,
     )
     for line in failed_placements(failed):
         echo(f"    {line}")
-    if ev.get("BlockedEval"):
+    if evaluation.get("BlockedEval"):
         echo(
-            f'    Evaluation "{short(ev["BlockedEval"], verbose)}" waiting for additional capacity to place remainder'
+            f'    Evaluation "{short(evaluation["BlockedEval"], verbose)}" waiting for additional capacity to place remainder'
         )
 
 
@@ -211,15 +215,15 @@ def follow(c: Client, eval_id: str, verbose: bool = False) -> int:
     return EXIT_OK if d["Status"] == "successful" else EXIT_ERROR
 
 
-def _latest_deployment(c: Client, ev: dict[str, Any]) -> str:
+def _latest_deployment(c: Client, evaluation: dict[str, Any]) -> str:
     """The job's deployment this eval created, if it created one (its JobModifyIndex is the
     job's version the eval scheduled)."""
     try:
-        d = c.get(f"/v1/job/{seg(ev['JobID'])}/deployment")
+        d = c.get(f"/v1/job/{seg(evaluation['JobID'])}/deployment")
     except ApiError as e:
         if e.status == 404:
             return ""
         raise
-    if not d or d.get("CreateIndex", 0) < ev.get("CreateIndex", 0):
+    if not d or d.get("CreateIndex", 0) < evaluation.get("CreateIndex", 0):
         return ""
     return str(d["ID"])

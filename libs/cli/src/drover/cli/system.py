@@ -10,8 +10,8 @@ from typing import Any
 from drover.cli.common import ADDRESS, NAMESPACE, Address, Json, Namespace, client, echo, verb
 from drover.cli.output import as_json, kv, table
 
-# Services that run as a leader and standbys: only the leader publishes its figures.
-LEADER_ELECTED = ("planner", "watcher", "gc")
+# Services that run as a leader and standbys: only the leader publishes its metrics.
+LEADER_ELECTED = ("planner", "leader", "gc")
 
 
 @verb()
@@ -80,7 +80,7 @@ def health_text(h: dict[str, Any]) -> str:
     procs = (
         table(["Service", "Instance", "Role", "Position", "Lag"], rows)
         if rows
-        else "No service reports figures"
+        else "No service reports metrics"
     )
 
     def by(kind: str) -> str:
@@ -97,7 +97,7 @@ def health_text(h: dict[str, Any]) -> str:
 def status(as_json_flag: Json = False, address: Address = ADDRESS, namespace: Namespace = NAMESPACE) -> None:
     """The cluster's health: each service's processes, the leaders, their lag behind the log.
 
-    A leader-elected service (planner, watcher, gc) shows only its leader: standbys report
+    A leader-elected service (planner, leader, gc) shows only its leader: standbys report
     nothing until they lead. A service missing has no process reporting (down, or starting)."""
     with client(address, namespace) as c:
         leader = c.get("/v1/status/leader")

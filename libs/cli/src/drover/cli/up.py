@@ -33,14 +33,14 @@ class Child:
 
 def service_plan(workers: int) -> list[tuple[str, int]]:
     """Every service `drover up` runs, and how many of each: a standby plan applier, a standby
-    watcher and a standby garbage collector, DROVER_WORKERS workers, and the audit subscriber
+    leader and a standby garbage collector, DROVER_WORKERS workers, and the audit subscriber
     (deploy/docker-compose.yml runs the same)."""
     return [
         ("relay", 1),
         ("broker", 1),
         ("planner", 2),
         ("worker", max(1, workers)),
-        ("watcher", 2),
+        ("leader", 2),
         ("gc", 2),
         ("api", 1),
         ("audit", 1),

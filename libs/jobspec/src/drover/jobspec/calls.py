@@ -4,21 +4,18 @@ arguments' errors, the rest from the context's function table."""
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from lark import Token, Tree
 
-from drover.jobspec.errors import EvalError
+from drover.jobspec.context import Evaluator
+from drover.jobspec.errors import EvalError, FunctionError
+from drover.jobspec.interpolation import known
 from drover.jobspec.syntax import Node, name_of, parts
 from drover.jobspec.values import ConversionError
 
-if TYPE_CHECKING:
-    from drover.jobspec.evaluate import _Eval
 
-
-def call(ev: _Eval, node: Node) -> Any:
-    from drover.jobspec.evaluate import known
-
+def call(evaluator: Evaluator, node: Node) -> Any:
     names = [name_of(c) for c in node.children if isinstance(c, Tree) and c.data == "identifier"]
     name = "::".join(names)
     args_node = next((c for c in node.children if isinstance(c, Tree) and c.data == "arguments"), None)
@@ -27,11 +24,11 @@ def call(ev: _Eval, node: Node) -> Any:
         isinstance(c, Token) and c.type == "ELLIPSIS" for c in args_node.children
     )
     if name in ("try", "can"):
-        return _try(ev, name, arg_nodes, node.meta.line)
-    fn = ev.ctx.functions.get(name)
+        return _try(evaluator, name, arg_nodes, node.meta.line)
+    fn = evaluator.ctx.functions.get(name)
     if fn is None:
         raise EvalError(f'there is no function named "{name}"', node.meta.line)
-    args = [known(ev.eval(a)) for a in arg_nodes]
+    args = [known(evaluator.eval(a)) for a in arg_nodes]
     if expand:
         if not args or not isinstance(args[-1], list):
             raise EvalError(f"{name}: the argument before ... must be a list", node.meta.line)
@@ -52,12 +49,12 @@ def call(ev: _Eval, node: Node) -> Any:
         raise EvalError(f"{name}(): {e}", node.meta.line) from None
 
 
-def _try(ev: _Eval, name: str, arg_nodes: list[Node], line: int) -> Any:
+def _try(evaluator: Evaluator, name: str, arg_nodes: list[Node], line: int) -> Any:
     if name == "can":
         if len(arg_nodes) != 1:
             raise EvalError("can() takes one argument", line)
         try:
-            ev.final(arg_nodes[0])
+            evaluator.final(arg_nodes[0])
         except EvalError:
             return False
         return True
@@ -66,12 +63,8 @@ def _try(ev: _Eval, name: str, arg_nodes: list[Node], line: int) -> Any:
     last: EvalError | None = None
     for arg in arg_nodes:
         try:
-            return ev.final(arg)
+            return evaluator.final(arg)
         except EvalError as e:
             last = e
     assert last is not None
     raise EvalError(f"try(): no argument could be evaluated; the last: {last.message}", line)
-
-
-class FunctionError(Exception):
-    """A function given arguments it cannot work with."""

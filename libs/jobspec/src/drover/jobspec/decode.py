@@ -10,31 +10,18 @@ from typing import Any
 from lark import Tree
 
 from drover.jobspec import placement
-from drover.jobspec.errors import EvalError, Problems
-from drover.jobspec.evaluate import Context, evaluate, known
+from drover.jobspec.dynamic import generate
+from drover.jobspec.kinds import convert_kind
+from drover.jobspec.reader import Reader
 from drover.jobspec.schema import Arg, Nested, Spec, json_name
 from drover.jobspec.syntax import Attribute, Block, Body, parts
-from drover.jobspec.values import ConversionError, to_bool, to_number, to_string, type_name
-from drover.model.durations import parse_duration
+from drover.jobspec.values import ConversionError, type_name
 
 Scope = Mapping[str, Any]
 
 
-class Decoder:
-    def __init__(self, ctx: Context, problems: Problems) -> None:
-        self.ctx = ctx
-        self.problems = problems
-
-    def problem(self, line: int, where: str, message: str) -> None:
-        self.problems.add(self.ctx.filename, line, where, message)
-
-    def value(self, attr: Attribute, scope: Scope, where: str) -> tuple[bool, Any]:
-        """(True, the value) of an argument, or (False, None) with the problem recorded."""
-        try:
-            return True, known(evaluate(attr.expr, self.ctx, scope))
-        except EvalError as e:
-            self.problem(e.line or attr.line, where, e.message)
-            return False, None
+class Decoder(Reader):
+    """Bodies decoded by their spec, every argument read as drover.jobspec.reader reads it."""
 
     def block(self, block: Block, spec: Spec, where: str, scope: Scope) -> dict[str, Any] | None:
         """A block's JSON object, or None when its header is wrong."""
@@ -150,38 +137,8 @@ class Decoder:
             if block.type != "dynamic":
                 out.append((block, scope))
                 continue
-            from drover.jobspec.dynamic import generate
-
             out.extend(generate(self, block, scope, where))
         return out
-
-
-def convert_kind(kind: str, value: Any) -> Any:
-    if value is None:
-        return None
-    if kind == "string":
-        return to_string(value)
-    if kind in ("int", "number"):
-        n = to_number(value)
-        if kind == "int" and isinstance(n, float):
-            raise ConversionError(f"a whole number is required, not {n}")
-        return n
-    if kind == "bool":
-        return to_bool(value)
-    if kind == "duration":
-        if isinstance(value, str):
-            return parse_duration(value)
-        return parse_duration(to_number(value))
-    if kind == "strings":
-        if not isinstance(value, list):
-            raise ConversionError(f"a list of strings is required, not a {type_name(value)}")
-        return [to_string(v) for v in value]
-    if kind in ("strmap", "strlists"):
-        if not isinstance(value, dict):
-            raise ConversionError(f"a map is required, not a {type_name(value)}")
-        inner = "strings" if kind == "strlists" else "string"
-        return {k: convert_kind(inner, v) for k, v in value.items()}
-    return value
 
 
 def _is_object_constructor(expr: Any) -> bool:
@@ -189,4 +146,4 @@ def _is_object_constructor(expr: Any) -> bool:
     return len(inner) == 1 and inner[0].data == "object" and len(parts(expr)) == 1
 
 
-__all__ = ["Decoder", "convert_kind"]
+__all__ = ["Decoder"]

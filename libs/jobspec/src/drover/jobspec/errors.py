@@ -23,6 +23,10 @@ class EvalError(Exception):
         self.line = line
 
 
+class FunctionError(Exception):
+    """A function given arguments it cannot work with."""
+
+
 @dataclass
 class Problems:
     """The problems found so far, in the order found."""

@@ -1,43 +1,33 @@
-"""Expressions evaluated as HCL evaluates them: references, operators, conditionals, for
-expressions, splats, function calls and string templates.
-
-A reference whose root is not `var`, `local` or an iterator in scope (`node.unique.name`,
-`attr.kernel.name`, `meta.rack`, `NOMAD_ALLOC_INDEX`, `env.HOME`) is a runtime interpolation:
-as Nomad's parser does, it evaluates to its own text, ``${node.unique.name}``, for the
-scheduler and the client to fill in."""
+"""Expressions evaluated as HCL evaluates them: references, operators, conditionals and
+splats here; for expressions (drover.jobspec.forexpr), function calls (drover.jobspec.calls)
+and string templates (drover.jobspec.templates) in rooms of their own. A reference only the
+client can resolve is a runtime interpolation (drover.jobspec.interpolation)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from collections.abc import Mapping
 from typing import Any
 
 from lark import Token, Tree
 
 from drover.jobspec import templates
+from drover.jobspec.calls import call
+from drover.jobspec.context import Context
 from drover.jobspec.errors import EvalError
+from drover.jobspec.forexpr import for_object, for_tuple
+from drover.jobspec.interpolation import RuntimeInterpolation
 from drover.jobspec.syntax import Node, heredoc, name_of, parts, unescape
 from drover.jobspec.values import ConversionError, number, to_bool, to_number, type_name
-
-Function = Callable[[list[Any]], Any]
-
-
-@dataclass
-class Context:
-    """What expressions see: `var`, `local` (evaluated on first use), the functions."""
-
-    filename: str
-    variables: dict[str, Any] = field(default_factory=dict)
-    functions: Mapping[str, Function] = field(default_factory=dict)
-    local_value: Callable[[str, int], Any] | None = None
 
 
 def evaluate(node: Any, ctx: Context, scope: Mapping[str, Any] | None = None) -> Any:
     """The value of expression `node`."""
-    return _Eval(ctx, dict(scope or {})).eval(node)
+    return _Evaluator(ctx, dict(scope or {})).eval(node)
 
 
-class _Eval:
+class _Evaluator:
+    """drover.jobspec.context's Evaluator: a method for each kind of expression node."""
+
     def __init__(self, ctx: Context, scope: dict[str, Any]) -> None:
         self.ctx = ctx
         self.scope = scope
@@ -53,8 +43,8 @@ class _Eval:
         except (ConversionError, ValueError) as e:
             raise EvalError(str(e), _line(node)) from None
 
-    def sub(self, extra: Mapping[str, Any]) -> _Eval:
-        return _Eval(self.ctx, {**self.scope, **extra})
+    def sub(self, extra: Mapping[str, Any]) -> _Evaluator:
+        return _Evaluator(self.ctx, {**self.scope, **extra})
 
     # Terms
 
@@ -117,7 +107,7 @@ class _Eval:
             return self.ctx.variables
         if name == "local":
             raise EvalError("local must be followed by the name of a local value", _line(node))
-        return _Unknown(name)
+        return RuntimeInterpolation(name)
 
     def _get_attr_expr_term(self, node: Node) -> Any:
         base_node, attr = node.children
@@ -125,7 +115,7 @@ class _Eval:
         if _is_root(base_node, "local") and "local" not in self.scope and self.ctx.local_value:
             return self.ctx.local_value(name, _line(node))
         base = self.eval(base_node)
-        if isinstance(base, _Unknown):
+        if isinstance(base, RuntimeInterpolation):
             return base.then(f".{name}")
         if _is_root(base_node, "var") and "var" not in self.scope and name not in base:
             raise EvalError(
@@ -137,7 +127,7 @@ class _Eval:
         base_node, index = node.children
         base = self.eval(base_node)
         key = self.index_key(index)
-        if isinstance(base, _Unknown):
+        if isinstance(base, RuntimeInterpolation):
             return base.then(f"[{key!r}]" if isinstance(key, str) else f"[{key}]")
         return _index(base, key, _line(node))
 
@@ -192,61 +182,27 @@ class _Eval:
     def value(self, node: Any) -> Any:
         """A value for an operator: a runtime interpolation cannot be computed with."""
         value = self.eval(node)
-        if isinstance(value, _Unknown):
+        if isinstance(value, RuntimeInterpolation):
             raise EvalError(
                 f"{value.text()} is only known at runtime and cannot be computed with here", _line(node)
             )
         return value
 
-    # For expressions and functions: drover.jobspec.forexpr and drover.jobspec.calls
+    # For expressions and function calls
 
     def _for_tuple_expr(self, node: Node) -> Any:
-        from drover.jobspec.forexpr import for_tuple
-
         return for_tuple(self, node)
 
     def _for_object_expr(self, node: Node) -> Any:
-        from drover.jobspec.forexpr import for_object
-
         return for_object(self, node)
 
     def _function_call(self, node: Node) -> Any:
-        from drover.jobspec.calls import call
-
         return call(self, node)
 
     def final(self, node: Any) -> Any:
         """The value of `node` with runtime interpolations as their text."""
         value = self.eval(node)
-        return value.text() if isinstance(value, _Unknown) else value
-
-
-class _Unknown:
-    """A reference only the client can resolve, kept as the text it was written as."""
-
-    def __init__(self, path: str) -> None:
-        self.path = path
-
-    def then(self, step: str) -> _Unknown:
-        return _Unknown(self.path + step)
-
-    def text(self) -> str:
-        return "${" + self.path + "}"
-
-
-def is_unknown(value: Any) -> bool:
-    return isinstance(value, _Unknown)
-
-
-def known(value: Any) -> Any:
-    """`value` with any runtime interpolation, at any depth, as its text."""
-    if isinstance(value, _Unknown):
-        return value.text()
-    if isinstance(value, list):
-        return [known(v) for v in value]
-    if isinstance(value, dict):
-        return {k: known(v) for k, v in value.items()}
-    return value
+        return value.text() if isinstance(value, RuntimeInterpolation) else value
 
 
 def _is_root(node: Node, name: str) -> bool:

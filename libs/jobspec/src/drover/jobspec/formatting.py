@@ -6,7 +6,7 @@ import json
 import re
 from typing import Any
 
-from drover.jobspec.calls import FunctionError
+from drover.jobspec.errors import FunctionError
 from drover.jobspec.values import format_number, to_number, to_string
 
 _VERB = re.compile(r"%(\[\d+\])?([-+# 0]*)(\d+)?(?:\.(\d+))?([a-zA-Z%])")

@@ -14,7 +14,7 @@ import urllib.parse
 from collections.abc import Callable
 from typing import Any
 
-from drover.jobspec.calls import FunctionError
+from drover.jobspec.errors import FunctionError
 from drover.jobspec.formatting import format_verbs
 from drover.jobspec.values import (
     ConversionError,

@@ -8,9 +8,9 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from drover.jobspec import variables as variables_
+from drover.jobspec.context import Context
 from drover.jobspec.decode import Decoder
 from drover.jobspec.errors import JobspecError, Problems
-from drover.jobspec.evaluate import Context
 from drover.jobspec.functions import functions
 from drover.jobspec.schema import JOB
 from drover.jobspec.syntax import Body, parse_body

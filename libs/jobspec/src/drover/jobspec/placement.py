@@ -5,12 +5,11 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+from drover.jobspec.kinds import convert_kind
+from drover.jobspec.reader import Reader
 from drover.jobspec.syntax import Block
-
-if TYPE_CHECKING:
-    from drover.jobspec.decode import Decoder
 
 # Shortcuts that set the operator and take the value as RTarget, in the order Nomad applies them.
 _SHORTCUTS = {
@@ -23,25 +22,23 @@ _PLAIN = {
 }  # fmt: skip
 
 
-def decode(dec: Decoder, block: Block, kind: str, where: str, scope: Mapping[str, Any]) -> dict[str, Any]:
-    from drover.jobspec.decode import convert_kind
-
+def decode(reader: Reader, block: Block, kind: str, where: str, scope: Mapping[str, Any]) -> dict[str, Any]:
     values: dict[str, Any] = {}
     allowed = _PLAIN[kind] + _SHORTCUTS[kind]
     for attr in block.body.attributes:
         here = f"{where}.{attr.name}"
         if attr.name not in allowed:
-            dec.problem(attr.line, here, "unsupported argument")
+            reader.problem(attr.line, here, "unsupported argument")
             continue
-        ok, value = dec.value(attr, scope, here)
+        ok, value = reader.value(attr, scope, here)
         want = "bool" if attr.name == "distinct_hosts" else "int" if attr.name == "weight" else "string"
         if ok:
             try:
                 values[attr.name] = convert_kind(want, value)
             except ValueError as e:
-                dec.problem(attr.line, here, str(e))
+                reader.problem(attr.line, here, str(e))
     for inner in block.body.blocks:
-        dec.problem(inner.line, f"{where}.{inner.type}", f"a {kind} block holds only arguments")
+        reader.problem(inner.line, f"{where}.{inner.type}", f"a {kind} block holds only arguments")
     out: dict[str, Any] = {
         "LTarget": values.get("attribute", ""),
         "RTarget": values.get("value", ""),

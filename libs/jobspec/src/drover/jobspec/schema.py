@@ -10,13 +10,11 @@ from typing import Any
 
 from drover.model.base import pascal
 
-# Argument kinds: string, int, number, bool, duration (ns), strings (list of strings),
-# strmap (map of strings; an argument or a block), strlists (map of lists of strings),
-# any (a driver's config: blocks read as lists of objects, as Nomad reads them).
-
 
 @dataclass(frozen=True)
 class Arg:
+    """An argument, its value converted to `kind` (drover.jobspec.kinds)."""
+
     kind: str
     json: str = ""
 

@@ -3,40 +3,37 @@ directives (with their ``~`` strip markers), as HCL renders them."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from lark import Token, Tree
 
+from drover.jobspec.context import Evaluator
 from drover.jobspec.errors import EvalError
+from drover.jobspec.interpolation import RuntimeInterpolation
 from drover.jobspec.syntax import Node, name_of, parts, unescape
 from drover.jobspec.values import ConversionError, to_bool, to_string, type_name
-
-if TYPE_CHECKING:
-    from drover.jobspec.evaluate import _Eval
 
 Item = list[Any]  # [kind, ...]
 
 
 def as_text(value: Any) -> str:
     """A value interpolated into a string."""
-    from drover.jobspec.evaluate import is_unknown
-
-    if is_unknown(value):
-        return str(value.text())
+    if isinstance(value, RuntimeInterpolation):
+        return value.text()
     try:
         return to_string(value)
     except ConversionError:
         raise ConversionError(f"a {type_name(value)} cannot be interpolated into a string") from None
 
 
-def render(ev: _Eval, string_parts: list[Node]) -> Any:
+def render(evaluator: Evaluator, string_parts: list[Node]) -> Any:
     """The value of a quoted template: a single interpolation keeps its value's type."""
     if len(string_parts) == 1 and isinstance(string_parts[0].children[0], Tree):
         only = string_parts[0].children[0]
         if only.data == "interpolation":
-            return ev.eval(_inner(only))
+            return evaluator.eval(_inner(only))
     items = _strip(_items(string_parts))
-    out, rest = _render(ev, items, 0, ())
+    out, rest = _render(evaluator, items, 0, ())
     if rest < len(items):
         raise EvalError(f"%{{ {items[rest][0]} }} without its opening directive", items[rest][-1])
     return out
@@ -81,7 +78,7 @@ def _strip(items: list[Item]) -> list[Item]:
     return items
 
 
-def _render(ev: _Eval, items: list[Item], i: int, stop: tuple[str, ...]) -> tuple[str, int]:
+def _render(evaluator: Evaluator, items: list[Item], i: int, stop: tuple[str, ...]) -> tuple[str, int]:
     """Render from `i` up to a directive in `stop`; returns the text and where it stopped."""
     out: list[str] = []
     while i < len(items):
@@ -93,13 +90,13 @@ def _render(ev: _Eval, items: list[Item], i: int, stop: tuple[str, ...]) -> tupl
             out.append(item[1])
             i += 1
         elif kind == "expr":
-            out.append(as_text(ev.eval(item[1])))
+            out.append(as_text(evaluator.eval(item[1])))
             i += 1
         elif kind == "if":
-            text, i = _render_if(ev, items, i)
+            text, i = _render_if(evaluator, items, i)
             out.append(text)
         elif kind == "for":
-            text, i = _render_for(ev, items, i)
+            text, i = _render_for(evaluator, items, i)
             out.append(text)
         else:
             return "".join(out), i
@@ -111,21 +108,25 @@ def _expect(items: list[Item], i: int, kinds: tuple[str, ...], opened: Item) -> 
         raise EvalError(f"%{{ {opened[0]} }} is not closed by %{{ end{opened[0]} }}", opened[-1])
 
 
-def _render_if(ev: _Eval, items: list[Item], i: int) -> tuple[str, int]:
+def _render_if(evaluator: Evaluator, items: list[Item], i: int) -> tuple[str, int]:
     opened = items[i]
-    cond = to_bool(ev.value(opened[1]))
-    then, j = _render(ev, items, i + 1, ("else", "endif")) if cond else _skip(items, i + 1, ("else", "endif"))
+    cond = to_bool(evaluator.value(opened[1]))
+    then, j = (
+        _render(evaluator, items, i + 1, ("else", "endif"))
+        if cond
+        else _skip(items, i + 1, ("else", "endif"))
+    )
     _expect(items, j, ("else", "endif"), opened)
     other = ""
     if items[j][0] == "else":
-        other, j = _skip(items, j + 1, ("endif",)) if cond else _render(ev, items, j + 1, ("endif",))
+        other, j = _skip(items, j + 1, ("endif",)) if cond else _render(evaluator, items, j + 1, ("endif",))
         _expect(items, j, ("endif",), opened)
     return (then if cond else other), j + 1
 
 
-def _render_for(ev: _Eval, items: list[Item], i: int) -> tuple[str, int]:
+def _render_for(evaluator: Evaluator, items: list[Item], i: int) -> tuple[str, int]:
     opened = items[i]
-    names, collection = opened[1], ev.value(opened[2])
+    names, collection = opened[1], evaluator.value(opened[2])
     pairs: list[tuple[Any, Any]]
     if isinstance(collection, dict):
         pairs = sorted(collection.items())
@@ -138,7 +139,7 @@ def _render_for(ev: _Eval, items: list[Item], i: int) -> tuple[str, int]:
     out = []
     for key, value in pairs:
         scope = {names[0]: key, names[1]: value} if len(names) == 2 else {names[0]: value}
-        text, _ = _render(ev.sub(scope), items[i + 1 : end], 0, ())
+        text, _ = _render(evaluator.sub(scope), items[i + 1 : end], 0, ())
         out.append(text)
     return "".join(out), end + 1
 

@@ -14,8 +14,10 @@ from typing import Any
 
 from lark import Tree
 
+from drover.jobspec.context import Context
 from drover.jobspec.errors import EvalError, JobspecError, Problems
-from drover.jobspec.evaluate import Context, evaluate, known
+from drover.jobspec.evaluate import evaluate
+from drover.jobspec.interpolation import known
 from drover.jobspec.syntax import Attribute, Block, Body, name_of, parse_body, parse_tree, parts
 from drover.jobspec.values import ANY, ConversionError, Type, convert, describe, infer
 

@@ -18,10 +18,11 @@ the same log to both and compares.
 
 from __future__ import annotations
 
+import builtins
 from collections.abc import Iterator, Sequence
-from typing import Annotated, Any, ClassVar, Literal, NamedTuple
+from typing import Any, ClassVar, Literal, NamedTuple
 
-from pydantic import Field, TypeAdapter
+from pydantic import Field
 
 from drover.model.alloc import (
     ALLOC_CLIENT_PENDING,
@@ -32,8 +33,8 @@ from drover.model.alloc import (
 )
 from drover.model.base import NomadModel
 from drover.model.deployment import Deployment
-from drover.model.events import OTHER_EVENTS, AllocsClientUpdated, Event
-from drover.model.reducer import apply, keeps_client_status
+from drover.model.events import AllocsClientUpdated, Event, PlanApplied, decoder, keeps_client_status
+from drover.model.reducer import apply
 from drover.model.state import InMemoryState, JobKey
 
 
@@ -75,7 +76,7 @@ class PlanSummary(Event):
     """`PlanApplied` as the broker decodes it."""
 
     type: Literal["PlanApplied"] = "PlanApplied"
-    category: ClassVar[str] = "Allocation"
+    decoding_of: ClassVar[builtins.type[Event] | None] = PlanApplied
     eval_id: str
     allocs: list[AllocSummary] = Field(default_factory=list)
     stopped: list[AllocSummary] = Field(default_factory=list)
@@ -100,13 +101,10 @@ class PlanSummary(Event):
         yield from zip(*columns, strict=True)
 
 
-_ADAPTER: TypeAdapter[Any] = TypeAdapter(Annotated[OTHER_EVENTS | PlanSummary, Field(discriminator="type")])
-
-
 def decode_for_broker(data: bytes | str) -> Event:
     """A stored event as the broker keeps it (plans as `PlanSummary`)."""
-    ev: Event = _ADAPTER.validate_json(data)
-    return ev
+    event: Event = decoder(PlanSummary).validate_json(data)
+    return event
 
 
 class BrokerState(InMemoryState):
@@ -152,8 +150,8 @@ class BrokerState(InMemoryState):
             if desired not in DESIRED_TERMINAL and client not in CLIENT_TERMINAL:
                 live[key] = live.get(key, 0) + 1
 
-    def client_updated(self, ev: AllocsClientUpdated) -> None:
-        for u in ev.updates:
+    def client_updated(self, event: AllocsClientUpdated) -> None:
+        for u in event.updates:
             old = self.records.get(u.id)
             if old is not None:
                 self.put(u.id, old._replace(client_status=u.client_status))

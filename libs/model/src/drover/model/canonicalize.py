@@ -4,7 +4,8 @@ Rules (Nomad's api Job/TaskGroup/Task Canonicalize):
 
 * Merging is field by field and only a field the user actually wrote wins. A field that was
   absent or null in the JSON is not in the model's ``model_fields_set``, so it takes the value
-  from the next layer down. Precedence: group > job > per-type default (seed 000).
+  from the next layer down. Precedence: group > job > per-type default (as Nomad's
+  reschedule block merges).
 * The result is fully explicit: every field of every block is marked as set. Canonicalizing a
   canonical job therefore changes nothing, and an explicit value (say ``Attempts: 0`` with
   ``Unlimited: false``, which disables rescheduling) is never mistaken for "not given".

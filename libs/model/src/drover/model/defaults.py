@@ -59,7 +59,8 @@ RECONCILE_OPTIONS = (RECONCILE_BEST_SCORE, "keep_original", "keep_replacement", 
 
 
 def default_reschedule_policy(job_type: str) -> ReschedulePolicy | None:
-    """The reschedule block a group of ``job_type`` gets when none is given (seed 000).
+    """The reschedule block a group of ``job_type`` gets when none is given (Nomad's
+    per-type defaults).
 
     Service: structs.DefaultServiceJobReschedulePolicy; batch: DefaultBatchJobReschedulePolicy.
     System and sysbatch jobs run on every node and are never rescheduled, so they have none.

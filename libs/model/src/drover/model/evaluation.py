@@ -17,7 +17,7 @@ EVAL_STATUS_COMPLETE = "complete"
 EVAL_STATUS_FAILED = "failed"
 EVAL_STATUS_CANCELED = "canceled"
 
-# TriggeredBy values (seed 003).
+# TriggeredBy values (Nomad's structs.EvalTrigger*).
 TRIGGER_JOB_REGISTER = "job-register"
 TRIGGER_JOB_DEREGISTER = "job-deregister"
 TRIGGER_PERIODIC_JOB = "periodic-job"
@@ -50,7 +50,7 @@ CORE_JOB_EVAL_GC = "eval-gc"
 CORE_JOB_JOB_GC = "job-gc"
 CORE_JOB_DEPLOYMENT_GC = "deployment-gc"
 CORE_JOB_NODE_GC = "node-gc"
-# Not one of Nomad's: job restarts are Drover's (seed 001 collects them like deployments).
+# Not one of Nomad's: job restarts are Drover's, collected like deployments once they end.
 CORE_JOB_RESTART_GC = "job-restart-gc"
 CORE_JOB_FORCE_GC = "force-gc"
 

@@ -93,7 +93,7 @@ class Spread(NomadModel):
 
 
 class ReschedulePolicy(NomadModel):
-    """The `reschedule` block (seed 000). Durations in ns."""
+    """The `reschedule` block (Nomad's ReschedulePolicy). Durations in ns."""
 
     attempts: int = 0
     interval: int = 0
@@ -103,7 +103,7 @@ class ReschedulePolicy(NomadModel):
     unlimited: bool = False
 
     def enabled(self) -> bool:
-        """Disabled is attempts 0 with unlimited false (seed 000)."""
+        """Disabled is attempts 0 with unlimited false, as in Nomad."""
         return self.unlimited or self.attempts > 0
 
 

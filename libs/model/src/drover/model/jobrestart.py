@@ -1,6 +1,7 @@
-"""Job restarts (seed 001): restarting a whole job's allocs in batches, as a first-class object
+"""Job restarts: restarting a whole job's allocs in batches (what `nomad job restart` does from
+the CLI), here as a first-class object
 in the log that many operators can see, pause, resume, cancel and follow, and that outlives
-whoever started it. A restart watcher drives it (drover.control.restartwatch)."""
+whoever started it. The job restart watcher drives it (drover.control.leader.jobrestartwatcher)."""
 
 from __future__ import annotations
 

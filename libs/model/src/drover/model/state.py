@@ -209,8 +209,8 @@ class InMemoryState:
     def upsert_scaling_events(self, events: JobScalingEvents) -> None:
         self.scaling[(events.namespace, events.job_id)] = events
 
-    def upsert_eval(self, ev: Evaluation) -> None:
-        self.evals[ev.id] = ev
+    def upsert_eval(self, evaluation: Evaluation) -> None:
+        self.evals[evaluation.id] = evaluation
 
     def upsert_deployment(self, dep: Deployment) -> None:
         self.deployments[dep.id] = dep

@@ -7,9 +7,9 @@
   acked when the eval's outcome is committed; unacked work is redelivered after the ack wait).
   Subject `drover.evals.ready`, consumer `workers`; with worker lanes, large evals go to
   `drover.evals.large`, consumer `workers-large`. An eval handed out past the delivery limit goes
-  to `drover.evals.failed` (Nomad's failed queue), consumer `reaper`: the watcher leader's.
+  to `drover.evals.failed` (Nomad's failed queue), consumer `reaper`: the leader's.
 - Plans go to the plan applier by request/reply on `drover.plan.submit`.
-- Client heartbeats go from the API to the heartbeat watcher on core NATS `drover.heartbeat`
+- Client heartbeats go from the API to the leader's heartbeater on core NATS `drover.heartbeat`
   (JSON {"NodeIDs": [...], "TTLs": [ns, ...]}): they are not state changes and are not kept.
 """
 

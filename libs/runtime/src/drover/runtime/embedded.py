@@ -127,7 +127,7 @@ class EmbeddedPostgres:
             "max_connections=200",
             # New WAL files are not zero-filled first: on a fresh data directory a commit that
             # needed the next 16 MB WAL file wrote those 16 MB before it could go on - ~10 ms,
-            # under the events lock, every 16 MB of log (ARCHITECTURE.md, Performance). A
+            # under the events lock, every 16 MB of log (docs/experiments/appends.md). A
             # cluster that has run a while recycles its WAL files and never does it.
             "-c",
             "wal_init_zero=off",

@@ -6,8 +6,9 @@ exclude each other for no reason."""
 EVENTS_LOCK_KEY = 4_646_000
 # Plan applier leadership: one planner verifies and commits plans (drover.planner).
 PLANNER_LOCK_KEY = 4_646_001
-# Watcher leadership: one watcher writes missed heartbeats, drains and deployments (drover.watcher).
-WATCHER_LOCK_KEY = 4_646_002
+# The leader loops' leadership: one instance writes missed heartbeats, drains, deployments, job
+# restarts, periodic launches and failed evals (drover.leader).
+LEADER_LOCK_KEY = 4_646_002
 # Garbage collector leadership: one collector writes and runs the core evals (drover.gc).
 GC_LOCK_KEY = 4_646_003
 # Migrations: two processes migrating at once (`drover up` starts several) take turns.

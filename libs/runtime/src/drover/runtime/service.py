@@ -1,5 +1,6 @@
 """The shell every asyncio service shares: logging and tracing, settings from the environment,
-a check that the database is at this code's migration, garbage-collector tuning, a stop event
+a check that the database is at this code's migration, CPython's collector tuned for a large heap
+(drover.runtime.pyheap), a stop event
 set by SIGINT/SIGTERM, and uvloop as the event loop."""
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ from typing import Any, TypeVar
 
 import uvloop
 
-from drover.runtime import gctune
+from drover.runtime import pyheap
 from drover.runtime.settings import Settings
 from drover.runtime.store.migrate import SchemaMismatch, check_schema
 from drover.runtime.telemetry import setup_logging
@@ -50,12 +51,12 @@ def run_service(name: str, run: ServiceMain) -> None:
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGINT, signal.SIGTERM):
             loop.add_signal_handler(sig, stop.set)
-        gctune.tune()
-        gc_task = asyncio.create_task(gctune.maintain(stop))
+        pyheap.tune()
+        heap_upkeep = asyncio.create_task(pyheap.maintain(stop))
         try:
             await run(settings, stop)
         finally:
             stop.set()
-            await gc_task
+            await heap_upkeep
 
     run_loop(amain())

@@ -30,18 +30,19 @@ class Settings(BaseSettings):
     workers: int = 3
     # How many of those may be large evals (more than 100 placements) at once; unset: one when
     # there are three or more, else every slot. Concurrent large evals compete for the cores and
-    # the same nodes: fewer trade throughput for small jobs' latency (ARCHITECTURE.md,
-    # Performance, has both measured).
+    # the same nodes: fewer trade throughput for small jobs' latency (both measured:
+    # docs/experiments/broker-and-workers.md).
     large_evals: int | None = None
     # This worker's lane: "small" or "large" evals first (`drover up` assigns them; unset: small
-    # first). A large-lane worker lowers its CPU priority by `large_lane_nice` (ARCHITECTURE.md).
+    # first). A large-lane worker lowers its CPU priority by `large_lane_nice`
+    # (docs/experiments/broker-and-workers.md).
     worker_lane: Literal["", "small", "large"] = ""
     large_lane_nice: int = Field(default=10, ge=0, le=19)
     # Large evals a large-lane worker works on at once: with 2, it schedules the next while the
     # plan of the one before is being committed, counting that plan's placements as made (the
     # broker hands out this many per large-lane worker, the extra ones only while no small eval
-    # is out, nor was for `large_lane_quiet`). 1: one at a time. ARCHITECTURE.md, Performance,
-    # has them measured.
+    # is out, nor was for `large_lane_quiet`). 1: one at a time. Measured:
+    # docs/experiments/broker-and-workers.md.
     large_lane_depth: int = Field(default=2, ge=1, le=4)
     # Seconds without a small eval out before the large lane's extra depth is used: small jobs
     # arriving one after another keep it at one large eval per large-lane worker, so they wait
@@ -62,7 +63,7 @@ class Settings(BaseSettings):
     # batch 2).
     plan_attempts: int | None = Field(default=None, ge=1)
     # Client heartbeats (seconds): the least TTL handed to a node, the grace after it before the
-    # node is missed, and what every node gets after a watcher failover (Nomad: 10, 10, 300).
+    # node is missed, and what every node gets after a leader failover (Nomad: 10, 10, 300).
     heartbeat_min_ttl: float = 10.0
     # TTLs grow with the cluster so the servers see at most this many heartbeats a second.
     heartbeat_max_per_second: float = 50.0
@@ -71,8 +72,8 @@ class Settings(BaseSettings):
     # Garbage collection (drover.gc), in seconds, with Nomad's defaults: how often the collector
     # writes its core evals (Nomad's *_gc_interval, 5m), and how long after it last changed an
     # object that may go is kept - evals (1h; a batch job's 24h), dead jobs (4h), inactive
-    # deployments (1h), down nodes (24h), job restarts that have ended (seed 001:
-    # server.gc_restart_threshold, 4h).
+    # deployments (1h), down nodes (24h), job restarts that have ended
+    # (gc_restart_threshold, 4h).
     gc_interval: float = Field(default=300.0, gt=0.0)
     eval_gc_threshold: float = Field(default=3600.0, ge=0.0)
     batch_eval_gc_threshold: float = Field(default=24 * 3600.0, ge=0.0)
@@ -81,10 +82,10 @@ class Settings(BaseSettings):
     node_gc_threshold: float = Field(default=24 * 3600.0, ge=0.0)
     gc_restart_threshold: float = Field(default=4 * 3600.0, ge=0.0)
     # Objects one collecting append deletes at most: each append holds the events lock under
-    # 50 ms (docs/performance.md, bench/gc.py).
+    # 50 ms (bench/gc.py, docs/experiments/garbage-collection.md).
     gc_chunk: int = Field(default=500, ge=1)
     # Objects a second the collector deletes while the cluster has scheduling work waiting (an
     # eval pending, or one within the last second); 0 = never paced. A collection's cost lands
     # mostly on Postgres and every replica, not on the collector, so it is paced here rather than
-    # by the collector's CPU priority (docs/performance.md, 2026-11-26 pacing).
+    # by the collector's CPU priority (docs/experiments/garbage-collection.md, 2026-11-26).
     gc_busy_rate: float = Field(default=1000.0, ge=0.0)

@@ -77,8 +77,8 @@ class BrokerOutcome:
     cancel: list[Evaluation] = field(default_factory=list)
 
 
-def _key(ev: Evaluation) -> JobKey:
-    return (ev.namespace, ev.job_id)
+def _key(evaluation: Evaluation) -> JobKey:
+    return (evaluation.namespace, evaluation.job_id)
 
 
 # --- what the broker service reads of the cluster ---
@@ -183,90 +183,95 @@ class EvalBroker:
         self._cancel: list[Evaluation] = []
 
     # --- what the log says ---
-    def upsert(self, ev: Evaluation, now: int, cost: int = 1) -> None:
+    def upsert(self, evaluation: Evaluation, now: int, cost: int = 1) -> None:
         """Take in an eval as the log now has it; `cost` is how many placements its job asks
         for (the service knows the job). Core evals are not the schedulers': the garbage
         collector runs them (drover.gc)."""
-        if ev.type == EVAL_TYPE_CORE:
+        if evaluation.type == EVAL_TYPE_CORE:
             return
-        key = _key(ev)
-        if self.inflight.get(key) == ev.id and ev.status != EVAL_STATUS_PENDING:
+        key = _key(evaluation)
+        if self.inflight.get(key) == evaluation.id and evaluation.status != EVAL_STATUS_PENDING:
             # The in-flight eval finished (or was re-blocked): the job's slot is free.
             del self.inflight[key]
-            if not self.is_large(ev.id):
+            if not self.is_large(evaluation.id):
                 self.small_seen = max(now, self.small_seen or now)
-        if ev.status in (EVAL_STATUS_PENDING, EVAL_STATUS_BLOCKED):
-            self.cost[ev.id] = cost
-            self.arrival.setdefault(ev.id, ev.create_time or now)
+        if evaluation.status in (EVAL_STATUS_PENDING, EVAL_STATUS_BLOCKED):
+            self.cost[evaluation.id] = cost
+            self.arrival.setdefault(evaluation.id, evaluation.create_time or now)
         else:
-            self.cost.pop(ev.id, None)
-            self.arrival.pop(ev.id, None)
+            self.cost.pop(evaluation.id, None)
+            self.arrival.pop(evaluation.id, None)
         for bucket in self.pending.values():
-            bucket.pop(ev.id, None)
-        self.delayed_evals.pop(ev.id, None)
-        if ev.status != EVAL_STATUS_BLOCKED:
-            self.unblocked.pop(ev.id, None)
+            bucket.pop(evaluation.id, None)
+        self.delayed_evals.pop(evaluation.id, None)
+        if evaluation.status != EVAL_STATUS_BLOCKED:
+            self.unblocked.pop(evaluation.id, None)
         if (
             self.blocked.get(key) is not None
-            and self.blocked[key].id == ev.id
-            and ev.status != EVAL_STATUS_BLOCKED
+            and self.blocked[key].id == evaluation.id
+            and evaluation.status != EVAL_STATUS_BLOCKED
         ):
             del self.blocked[key]
-        if ev.status == EVAL_STATUS_PENDING:
-            if self.inflight.get(key) == ev.id:
+        if evaluation.status == EVAL_STATUS_PENDING:
+            if self.inflight.get(key) == evaluation.id:
                 return
-            if ev.wait_until > now:
-                self.delayed_evals[ev.id] = ev
-                heapq.heappush(self.delayed, (ev.wait_until, ev.id))
+            if evaluation.wait_until > now:
+                self.delayed_evals[evaluation.id] = evaluation
+                heapq.heappush(self.delayed, (evaluation.wait_until, evaluation.id))
             else:
-                self.pending.setdefault(key, {})[ev.id] = ev
-        elif ev.status == EVAL_STATUS_BLOCKED:
-            self._block(ev)
+                self.pending.setdefault(key, {})[evaluation.id] = evaluation
+        elif evaluation.status == EVAL_STATUS_BLOCKED:
+            self._block(evaluation)
 
-    def _block(self, ev: Evaluation) -> None:
-        key = _key(ev)
+    def _block(self, evaluation: Evaluation) -> None:
+        key = _key(evaluation)
         old = self.blocked.get(key)
-        if old is not None and old.id != ev.id:
-            newer, older = (ev, old) if ev.create_index >= old.create_index else (old, ev)
+        if old is not None and old.id != evaluation.id:
+            newer, older = (
+                (evaluation, old) if evaluation.create_index >= old.create_index else (old, evaluation)
+            )
             self._cancel.append(
                 older.model_copy(
                     update={"status": EVAL_STATUS_CANCELED, "status_description": CANCELED_NEWER_BLOCKED}
                 )
             )
             self.unblocked.pop(older.id, None)
-            ev = newer
-        self.blocked[key] = ev
+            evaluation = newer
+        self.blocked[key] = evaluation
         # An unblock after the eval's snapshot, but before it got here, must not be missed.
-        if self._missed_unblock(ev):
-            self.unblocked[ev.id] = ev
+        if self._missed_unblock(evaluation):
+            self.unblocked[evaluation.id] = evaluation
 
-    def _eligible(self, ev: Evaluation, node_class: str) -> bool:
-        return ev.escaped_computed_class or ev.class_eligibility.get(node_class, True)
+    def _eligible(self, evaluation: Evaluation, node_class: str) -> bool:
+        return evaluation.escaped_computed_class or evaluation.class_eligibility.get(node_class, True)
 
-    def _missed_unblock(self, ev: Evaluation) -> bool:
-        since = ev.snapshot_index or ev.create_index
-        if ev.escaped_computed_class or not ev.class_eligibility:
+    def _missed_unblock(self, evaluation: Evaluation) -> bool:
+        since = evaluation.snapshot_index or evaluation.create_index
+        if evaluation.escaped_computed_class or not evaluation.class_eligibility:
             return self.last_unblock_any > since
-        return any(idx > since and self._eligible(ev, cls) for cls, idx in self.last_unblock.items())
+        return any(idx > since and self._eligible(evaluation, cls) for cls, idx in self.last_unblock.items())
 
     def unblock(self, node_class: str, index: int) -> None:
         """Capacity may have appeared on nodes of `node_class` at log `index`."""
         self.last_unblock[node_class] = max(self.last_unblock.get(node_class, 0), index)
         self.last_unblock_any = max(self.last_unblock_any, index)
-        for ev in self.blocked.values():
-            if self._eligible(ev, node_class):
-                self.unblocked[ev.id] = ev
+        for evaluation in self.blocked.values():
+            if self._eligible(evaluation, node_class):
+                self.unblocked[evaluation.id] = evaluation
 
     # --- what to do now ---
     def due(self, now: int) -> BrokerOutcome:
         while self.delayed and self.delayed[0][0] <= now:
             _, eid = heapq.heappop(self.delayed)
-            ev = self.delayed_evals.pop(eid, None)
-            if ev is not None:
-                self.pending.setdefault(_key(ev), {})[ev.id] = ev
-        for ev in self.blocked.values():
-            if ev.triggered_by == TRIGGER_MAX_PLANS and ev.modify_time + MAX_PLAN_RELEASE <= now:
-                self.unblocked[ev.id] = ev
+            evaluation = self.delayed_evals.pop(eid, None)
+            if evaluation is not None:
+                self.pending.setdefault(_key(evaluation), {})[evaluation.id] = evaluation
+        for evaluation in self.blocked.values():
+            if (
+                evaluation.triggered_by == TRIGGER_MAX_PLANS
+                and evaluation.modify_time + MAX_PLAN_RELEASE <= now
+            ):
+                self.unblocked[evaluation.id] = evaluation
         out = BrokerOutcome(cancel=self._cancel)
         self._cancel = []
         ready: list[Evaluation] = []
@@ -295,21 +300,21 @@ class EvalBroker:
             elif blocked:
                 ready.append(blocked[0])
         ready.sort(key=self._order)
-        for ev in self._within_window(ready, now):
-            key = _key(ev)
+        for evaluation in self._within_window(ready, now):
+            key = _key(evaluation)
             self.pending.pop(key, None)
-            self.unblocked.pop(ev.id, None)
-            self.inflight[key] = ev.id
-            out.dispatch.append(ev)
+            self.unblocked.pop(evaluation.id, None)
+            self.inflight[key] = evaluation.id
+            out.dispatch.append(evaluation)
         return out
 
     def is_large(self, eval_id: str) -> bool:
         """Whether the eval counts as large (by the cost it was last given)."""
         return is_large(self.cost.get(eval_id, 1))
 
-    def _order(self, ev: Evaluation) -> tuple[int, int, int]:
-        virtual = self.arrival.get(ev.id, 0) + self.cost.get(ev.id, 1) * COST_WEIGHT
-        return (-ev.priority, virtual, ev.create_index)
+    def _order(self, evaluation: Evaluation) -> tuple[int, int, int]:
+        virtual = self.arrival.get(evaluation.id, 0) + self.cost.get(evaluation.id, 1) * COST_WEIGHT
+        return (-evaluation.priority, virtual, evaluation.create_index)
 
     def _within_window(self, ready: list[Evaluation], now: int) -> list[Evaluation]:
         self.quiet_until = None
@@ -320,10 +325,10 @@ class EvalBroker:
         large = sum(1 for eid in self.inflight.values() if self.is_large(eid))
         if busy > large:
             self.small_seen = now
-        for ev in ready:
+        for evaluation in ready:
             if busy >= self.window:
                 break
-            big = self.is_large(ev.id)
+            big = self.is_large(evaluation.id)
             # No small eval out, nor for `small_quiet`: the large lane's whole depth; else
             # `large_beside_small`.
             quiet_from = (self.small_seen or 0) + self.small_quiet
@@ -333,7 +338,7 @@ class EvalBroker:
                 if busy == large and large < self.large_window:
                     self.quiet_until = quiet_from  # held back for the quiet alone
                 continue
-            out.append(ev)
+            out.append(evaluation)
             busy += 1
             large += big
             if not big:
@@ -355,9 +360,9 @@ class EvalBroker:
             add(eval_id, "ready")
         for eval_id in self.inflight.values():
             add(eval_id, "unacked")
-        for ev in self.blocked.values():
-            if ev.id not in self.unblocked:
-                add(ev.id, "blocked")
+        for evaluation in self.blocked.values():
+            if evaluation.id not in self.unblocked:
+                add(evaluation.id, "blocked")
         for eval_id in self.delayed_evals:
             add(eval_id, "waiting")
         return out

@@ -47,29 +47,29 @@ def _id(rng: random.Random) -> str:
     return str(uuid.UUID(int=rng.getrandbits(128), version=4))
 
 
-def _successor(ev: Evaluation, rng: random.Random, now: int, **fields: Any) -> Evaluation:
-    """A new eval for the same job that follows `ev`."""
+def _successor(evaluation: Evaluation, rng: random.Random, now: int, **fields: Any) -> Evaluation:
+    """A new eval for the same job that follows `evaluation`."""
     return Evaluation(
         id=_id(rng),
-        namespace=ev.namespace,
-        priority=ev.priority,
-        type=ev.type,
-        job_id=ev.job_id,
-        previous_eval=ev.id,
+        namespace=evaluation.namespace,
+        priority=evaluation.priority,
+        type=evaluation.type,
+        job_id=evaluation.job_id,
+        previous_eval=evaluation.id,
         create_time=now,
         modify_time=now,
         **fields,
     )
 
 
-def _failed(ev: Evaluation, now: int, description: str, **fields: Any) -> Evaluation:
-    return ev.model_copy(
+def _failed(evaluation: Evaluation, now: int, description: str, **fields: Any) -> Evaluation:
+    return evaluation.model_copy(
         update={"status": EVAL_STATUS_FAILED, "status_description": description, "modify_time": now, **fields}
     )
 
 
 def delivery_limit_failure(
-    ev: Evaluation,
+    evaluation: Evaluation,
     now: int,
     rng: random.Random,
     *,
@@ -81,32 +81,34 @@ def delivery_limit_failure(
     gone, a failed-follow-up eval (its NextEval) tries again after `baseline` + random
     [0, `spread`) ns."""
     description = f"evaluation reached delivery limit ({DELIVERY_LIMIT})"
-    if ev.type == CORE_EVAL_TYPE or not job_exists:
-        return [_failed(ev, now, description)]
+    if evaluation.type == CORE_EVAL_TYPE or not job_exists:
+        return [_failed(evaluation, now, description)]
     wait = baseline + (int(rng.random() * spread) if spread > 0 else 0)
     follow = _successor(
-        ev,
+        evaluation,
         rng,
         now,
         triggered_by=TRIGGER_FAILED_FOLLOW_UP,
-        job_modify_index=ev.job_modify_index,
+        job_modify_index=evaluation.job_modify_index,
         status=EVAL_STATUS_PENDING,
         wait=wait,
         wait_until=now + wait,
     )
-    return [_failed(ev, now, description, next_eval=follow.id), follow]
+    return [_failed(evaluation, now, description, next_eval=follow.id), follow]
 
 
-def max_attempts_failure(ev: Evaluation, attempts: int, now: int, rng: random.Random) -> list[Evaluation]:
+def max_attempts_failure(
+    evaluation: Evaluation, attempts: int, now: int, rng: random.Random
+) -> list[Evaluation]:
     """Plans kept being rejected: the eval fails and a blocked eval (max-plan-attempts) takes
     its place, released by the broker every minute or when capacity may have appeared."""
     blocked = _successor(
-        ev,
+        evaluation,
         rng,
         now,
         triggered_by=TRIGGER_MAX_PLANS,
         status=EVAL_STATUS_BLOCKED,
         status_description=BLOCKED_EVAL_MAX_PLAN_DESC,
     )
-    failed = _failed(ev, now, f"maximum attempts reached ({attempts})", blocked_eval=blocked.id)
+    failed = _failed(evaluation, now, f"maximum attempts reached ({attempts})", blocked_eval=blocked.id)
     return [failed, blocked]

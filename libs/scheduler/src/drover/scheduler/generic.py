@@ -51,14 +51,14 @@ from drover.scheduler.update import tasks_updated
 BLOCKED_EVAL_FAILED_PLACEMENTS = "created to place remaining allocations"
 
 
-def eval_seed(ev: Evaluation, index: int) -> int:
+def eval_seed(evaluation: Evaluation, index: int) -> int:
     """Randomness is seeded from the eval (and the snapshot it runs on), never global."""
-    h = hashlib.blake2b(f"{ev.id}/{index}".encode(), digest_size=8).digest()
+    h = hashlib.blake2b(f"{evaluation.id}/{index}".encode(), digest_size=8).digest()
     return int.from_bytes(h, "big")
 
 
 def finish_failed(
-    ev: Evaluation,
+    evaluation: Evaluation,
     plan: Plan,
     creates: list[Evaluation],
     *,
@@ -71,31 +71,31 @@ def finish_failed(
     """The result of a pass, given whether some placements failed: a blocked eval is created
     (one per job, TriggeredBy queued-allocs) - or, when the eval being processed is itself the
     blocked one, it is re-blocked with fresh class eligibility instead."""
-    if failed and ev.status == EVAL_STATUS_BLOCKED:
-        ev.class_eligibility = class_eligibility
-        ev.escaped_computed_class = escaped
-        return SchedulerResult(plan=plan, eval=ev, create_evals=creates, reblock=True)
-    ev.status = EVAL_STATUS_COMPLETE
+    if failed and evaluation.status == EVAL_STATUS_BLOCKED:
+        evaluation.class_eligibility = class_eligibility
+        evaluation.escaped_computed_class = escaped
+        return SchedulerResult(plan=plan, eval=evaluation, create_evals=creates, reblock=True)
+    evaluation.status = EVAL_STATUS_COMPLETE
     blocked: Evaluation | None = None
     if failed:
         blocked = Evaluation(
             id=new_id(),
-            namespace=ev.namespace,
-            priority=ev.priority,
-            type=ev.type,
+            namespace=evaluation.namespace,
+            priority=evaluation.priority,
+            type=evaluation.type,
             triggered_by=TRIGGER_QUEUED_ALLOCS,
-            job_id=ev.job_id,
-            job_modify_index=ev.job_modify_index,
+            job_id=evaluation.job_id,
+            job_modify_index=evaluation.job_modify_index,
             status=EVAL_STATUS_BLOCKED,
             status_description=BLOCKED_EVAL_FAILED_PLACEMENTS,
-            previous_eval=ev.id,
+            previous_eval=evaluation.id,
             class_eligibility=class_eligibility,
             escaped_computed_class=escaped,
             create_time=now,
             modify_time=now,
         )
-        ev.blocked_eval = blocked.id
-    return SchedulerResult(plan=plan, eval=ev, create_evals=creates, blocked_eval=blocked)
+        evaluation.blocked_eval = blocked.id
+    return SchedulerResult(plan=plan, eval=evaluation, create_evals=creates, blocked_eval=blocked)
 
 
 def tainted_nodes(state: StateSnapshot, allocs: list[Allocation]) -> dict[str, Node | None]:
@@ -119,17 +119,21 @@ def tainted_nodes(state: StateSnapshot, allocs: list[Allocation]) -> dict[str, N
 class GenericScheduler:
     """Nomad's generic scheduler for `service` and `batch` jobs."""
 
-    def __init__(self, state: StateSnapshot, ev: Evaluation, now: int, *, full_scan: bool = False) -> None:
+    def __init__(
+        self, state: StateSnapshot, evaluation: Evaluation, now: int, *, full_scan: bool = False
+    ) -> None:
         self.state = state
-        self.eval = ev
+        self.eval = evaluation
         self.now = now
         self.full_scan = full_scan
-        seed = eval_seed(ev, state.index)
+        seed = eval_seed(evaluation, state.index)
         self.new_id = new_uuid_fn(seed)
         self.rng = np.random.default_rng(seed)
-        self.job: Job | None = state.job(ev.namespace, ev.job_id)
-        self.batch = (self.job.type if self.job else ev.type) == "batch"
-        self.plan = Plan(eval_id=ev.id, priority=ev.priority, job=self.job, snapshot_index=state.index)
+        self.job: Job | None = state.job(evaluation.namespace, evaluation.job_id)
+        self.batch = (self.job.type if self.job else evaluation.type) == "batch"
+        self.plan = Plan(
+            eval_id=evaluation.id, priority=evaluation.priority, job=self.job, snapshot_index=state.index
+        )
         self.failed: dict[str, AllocMetric] = {}
         self.queued: dict[str, int] = {}
         self.deployment: Deployment | None = None
@@ -258,20 +262,22 @@ class GenericScheduler:
 
     # --- the pass ---
     def process(self) -> SchedulerResult:
-        ev = self.eval
-        allocs = self.state.allocs_by_job(ev.namespace, ev.job_id)
-        deployment = self.state.latest_deployment(ev.namespace, ev.job_id)
+        evaluation = self.eval
+        allocs = self.state.allocs_by_job(evaluation.namespace, evaluation.job_id)
+        deployment = self.state.latest_deployment(evaluation.namespace, evaluation.job_id)
         rec = Reconciler(
             JobState(
-                job_id=ev.job_id,
-                namespace=ev.namespace,
+                job_id=evaluation.job_id,
+                namespace=evaluation.namespace,
                 job=self.job,
                 batch=self.batch,
                 deployment=deployment,
                 job_lookup=self._job_lookup,
             ),
             ClusterState(allocs=allocs, tainted_nodes=tainted_nodes(self.state, allocs)),
-            EvalContext(eval_id=ev.id, eval_priority=ev.priority, now=self.now, new_id=self.new_id),
+            EvalContext(
+                eval_id=evaluation.id, eval_priority=evaluation.priority, now=self.now, new_id=self.new_id
+            ),
             self._update_fn,
         )
         results = rec.compute()
@@ -418,7 +424,7 @@ class GenericScheduler:
         return alloc
 
     def _finish(self, followups: list[Evaluation]) -> SchedulerResult:
-        ev = self.eval.model_copy(
+        evaluation = self.eval.model_copy(
             update={
                 "failed_tg_allocs": self.failed,
                 "queued_allocations": {tg: self.queued.get(tg, 0) for tg in (self._tg_names())},
@@ -428,7 +434,7 @@ class GenericScheduler:
         for f in followups:
             f.create_time = f.modify_time = self.now
         return finish_failed(
-            ev,
+            evaluation,
             self.plan,
             list(followups),
             failed=bool(self.failed),

@@ -24,10 +24,10 @@ class Harness:
     created_evals: list[Evaluation] = field(default_factory=list)
     max_attempts: int = 5
 
-    def process(self, ev: Evaluation, *, full_scan: bool = False) -> SchedulerResult:
-        """Schedule `ev`, committing its plan; on a partial commit, retry on the new state."""
-        self.state.upsert_eval(ev)
-        res = schedule(self.state, ev, self.now, full_scan=full_scan)
+    def process(self, evaluation: Evaluation, *, full_scan: bool = False) -> SchedulerResult:
+        """Schedule `evaluation`, committing its plan; on a partial commit, retry on the new state."""
+        self.state.upsert_eval(evaluation)
+        res = schedule(self.state, evaluation, self.now, full_scan=full_scan)
         for _ in range(self.max_attempts):
             self.results.append(res)
             self.plans.append(res.plan)
@@ -43,11 +43,11 @@ class Harness:
             apply_plan_result(self.state, pr, self.state.index + 1, self.now)
             if not pr.rejected_nodes:
                 break
-            res = schedule(self.state, ev, self.now, full_scan=full_scan)
+            res = schedule(self.state, evaluation, self.now, full_scan=full_scan)
         for e in res.create_evals:
             self.state.upsert_eval(e)
             self.created_evals.append(e)
-        if res.blocked_eval is not None and ev.status != EVAL_STATUS_BLOCKED:
+        if res.blocked_eval is not None and evaluation.status != EVAL_STATUS_BLOCKED:
             self.state.upsert_eval(res.blocked_eval)
             self.created_evals.append(res.blocked_eval)
         self.state.upsert_eval(res.eval)

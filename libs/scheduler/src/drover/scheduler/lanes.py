@@ -18,7 +18,7 @@ def large_window(window: int | None, large: int | None) -> int | None:
     One by default: large evals out together compete for the cores with everything a small job
     waits for, and for the same nodes (each redoes what it loses). A second one buys ~8% more
     placements/s on a saturated machine, and small jobs' p50 is ~60% higher with it
-    (ARCHITECTURE.md, Performance); `DROVER_LARGE_EVALS` chooses throughput instead."""
+    (docs/experiments/broker-and-workers.md); `DROVER_LARGE_EVALS` chooses throughput instead."""
     if window is None:
         return None
     if large is None:

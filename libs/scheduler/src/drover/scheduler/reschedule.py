@@ -1,4 +1,4 @@
-"""Reschedule arithmetic (seed 000): delays, eligibility within the interval, the tracker.
+"""Reschedule arithmetic (Nomad's reschedule block): delays, eligibility within the interval, the tracker.
 
 All times are Unix ns and are passed in; nothing here reads a clock.
 """
@@ -54,7 +54,7 @@ def attempts_in_interval(tracker: RescheduleTracker | None, policy: ReschedulePo
     """Reschedules made within the trailing interval before `fail_time`."""
     if tracker is None or policy.attempts == 0:
         return 0
-    return sum(1 for ev in tracker.events if fail_time - ev.reschedule_time < policy.interval)
+    return sum(1 for event in tracker.events if fail_time - event.reschedule_time < policy.interval)
 
 
 def next_reschedule_time(alloc: Allocation, policy: ReschedulePolicy | None) -> tuple[int, bool]:
@@ -91,12 +91,12 @@ def new_reschedule_tracker(prev: Allocation, policy: ReschedulePolicy | None, no
     if old and policy is not None:
         if policy.attempts > 0 and not policy.unlimited:
             kept = [
-                ev.model_copy()
-                for ev in old
-                if policy.interval > 0 and now - ev.reschedule_time <= policy.interval
+                event.model_copy()
+                for event in old
+                if policy.interval > 0 and now - event.reschedule_time <= policy.interval
             ]
         else:
-            kept = [ev.model_copy() for ev in old[-MAX_PAST_RESCHEDULE_EVENTS:]]
+            kept = [event.model_copy() for event in old[-MAX_PAST_RESCHEDULE_EVENTS:]]
     kept.append(
         RescheduleEvent(
             reschedule_time=now,

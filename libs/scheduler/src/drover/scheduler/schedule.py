@@ -9,10 +9,12 @@ from drover.scheduler.state import StateSnapshot
 from drover.scheduler.system import SystemScheduler
 
 
-def schedule(state: StateSnapshot, ev: Evaluation, now: int, *, full_scan: bool = False) -> SchedulerResult:
-    """One scheduling pass for `ev` over `state` at time `now` (Unix ns)."""
-    if ev.type in ("system", "sysbatch"):
-        return SystemScheduler(state, ev, now).process()
-    if ev.type in ("service", "batch"):
-        return GenericScheduler(state, ev, now, full_scan=full_scan).process()
-    raise ValueError(f"unknown scheduler type {ev.type!r}")
+def schedule(
+    state: StateSnapshot, evaluation: Evaluation, now: int, *, full_scan: bool = False
+) -> SchedulerResult:
+    """One scheduling pass for `evaluation` over `state` at time `now` (Unix ns)."""
+    if evaluation.type in ("system", "sysbatch"):
+        return SystemScheduler(state, evaluation, now).process()
+    if evaluation.type in ("service", "batch"):
+        return GenericScheduler(state, evaluation, now, full_scan=full_scan).process()
+    raise ValueError(f"unknown scheduler type {evaluation.type!r}")

@@ -1,4 +1,4 @@
-"""Spread scoring (seed 002): prefer nodes whose attribute value is furthest below its desired
+"""Spread scoring (Nomad's spread block): prefer nodes whose attribute value is furthest below its desired
 share of the group's allocs. Counts are kept per attribute value and updated as the plan grows,
 so each placement costs O(values + candidates), never a rescan of allocs."""
 

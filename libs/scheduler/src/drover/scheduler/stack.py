@@ -43,7 +43,7 @@ _SCALAR_ROWS = 8
 # Limit windows of at most this many candidates are chosen in plain Python (GroupStack._choose).
 _SCALAR_WINDOW = 64
 # Jobs with spread or affinity score at least this many nodes per placement (Nomad's
-# default node limit for feasibility checks, the seed 002 fix).
+# default node limit for feasibility checks), so that spread has candidates enough to even out.
 SPREAD_MIN_LIMIT = 100
 
 
@@ -173,7 +173,7 @@ class GroupStack:
                 self.affinity[i] = s
 
     def _init_spreads(self, live: list[Allocation]) -> None:
-        """Spread: job-level blocks apply to every group (seed 002); counts are per group."""
+        """Spread: job-level blocks apply to every group (as in Nomad); counts are per group."""
         job, tg, table = self.job, self.tg, self.table
         spreads = list(tg.spreads) + list(job.spreads)
         self.spreads: list[SpreadState] = []

@@ -60,21 +60,23 @@ class SystemScheduler:
     def __init__(
         self,
         state: StateSnapshot,
-        ev: Evaluation,
+        evaluation: Evaluation,
         now: int,
         *,
         preemption: bool = True,
         job_priority: Callable[[Allocation], int] | None = None,
     ) -> None:
         self.state = state
-        self.eval = ev
+        self.eval = evaluation
         self.now = now
         self.preemption = preemption
-        seed = eval_seed(ev, state.index)
+        seed = eval_seed(evaluation, state.index)
         self.new_id = new_uuid_fn(seed)
-        self.job: Job | None = state.job(ev.namespace, ev.job_id)
-        self.sysbatch = (self.job.type if self.job else ev.type) == "sysbatch"
-        self.plan = Plan(eval_id=ev.id, priority=ev.priority, job=self.job, snapshot_index=state.index)
+        self.job: Job | None = state.job(evaluation.namespace, evaluation.job_id)
+        self.sysbatch = (self.job.type if self.job else evaluation.type) == "sysbatch"
+        self.plan = Plan(
+            eval_id=evaluation.id, priority=evaluation.priority, job=self.job, snapshot_index=state.index
+        )
         self.failed: dict[str, AllocMetric] = {}
         self.queued: dict[str, int] = {}
         self.followups: list[Evaluation] = []
@@ -96,8 +98,12 @@ class SystemScheduler:
         self._desired(a.task_group).stop += 1
 
     def process(self) -> SchedulerResult:
-        ev = self.eval
-        allocs = [a for a in self.state.allocs_by_job(ev.namespace, ev.job_id) if not a.terminal_status()]
+        evaluation = self.eval
+        allocs = [
+            a
+            for a in self.state.allocs_by_job(evaluation.namespace, evaluation.job_id)
+            if not a.terminal_status()
+        ]
         job = self.job
         if job is None or job.stopped():
             for a in allocs:
@@ -196,18 +202,18 @@ class SystemScheduler:
     def _rolling_update_eval(self, job: Job) -> Evaluation:
         """The follow-up eval that continues a rolling update after `update.stagger`."""
         assert job.update is not None
-        ev = self.eval
+        evaluation = self.eval
         return Evaluation(
             id=self.new_id(),
-            namespace=ev.namespace,
-            priority=ev.priority,
-            type=ev.type,
+            namespace=evaluation.namespace,
+            priority=evaluation.priority,
+            type=evaluation.type,
             triggered_by=TRIGGER_ROLLING_UPDATE,
-            job_id=ev.job_id,
+            job_id=evaluation.job_id,
             status=EVAL_STATUS_PENDING,
             wait=job.update.stagger,
             wait_until=self.now + job.update.stagger,
-            previous_eval=ev.id,
+            previous_eval=evaluation.id,
             create_time=self.now,
             modify_time=self.now,
         )
@@ -336,7 +342,7 @@ class SystemScheduler:
         n_pre = sum(len(v) for v in self.plan.node_preemptions.values())
         if n_pre and self.job is not None and self.job.task_groups:
             self._desired(self.job.task_groups[0].name).preemptions += n_pre
-        ev = self.eval.model_copy(
+        evaluation = self.eval.model_copy(
             update={
                 "failed_tg_allocs": self.failed,
                 "queued_allocations": dict(self.queued),
@@ -347,7 +353,7 @@ class SystemScheduler:
         # The preempted jobs' evals are the plan applier's to create, for what it commits
         # (drover.scheduler.planapply.preemption_evals).
         return finish_failed(
-            ev,
+            evaluation,
             self.plan,
             list(self.followups),
             failed=bool(self.failed),

@@ -19,7 +19,7 @@ from drover.api.eventhub import EventHub
 from drover.api.forward import ClientForwarder
 from drover.api.guard import RequestGuard
 from drover.api.heartbeats import Heartbeats
-from drover.api.metrics import Metrics
+from drover.api.metrics import MetricsGatherer
 from drover.api.routes import (
     allocations,
     client,
@@ -28,18 +28,18 @@ from drover.api.routes import (
     dispatch,
     evaluations,
     events,
+    jobrestarts,
     jobs,
     jobversions,
     metrics,
     nodes,
     parse,
     periodic,
-    restarts,
     scaling,
     status,
     system,
 )
-from drover.runtime import gctune
+from drover.runtime import pyheap
 from drover.runtime.settings import Settings
 from drover.runtime.store import EventStore, libpq_url
 from drover.runtime.store.queries import Reads
@@ -49,7 +49,7 @@ ROUTERS = (
     parse,
     jobversions,
     scaling,
-    restarts,
+    jobrestarts,
     periodic,
     dispatch,
     allocations,
@@ -65,30 +65,30 @@ ROUTERS = (
 )
 
 
-def create_app(settings: Settings, store: EventStore | None = None, *, tune_gc: bool = False) -> FastAPI:
-    """The API. `tune_gc`: the process's garbage collector set as the services set theirs
-    (drover.runtime.gctune), for the API's own process: the event stream's feed holds the
+def create_app(settings: Settings, store: EventStore | None = None, *, tune_heap: bool = False) -> FastAPI:
+    """The API. `tune_heap`: the process's cyclic collector set as the services set theirs
+    (drover.runtime.pyheap), for the API's own process: the event stream's feed holds the
     cluster in memory, as a replica does."""
     store = store or EventStore(settings.database_url, pool_size=10)
     reads = Reads(store)
     watcher = IndexWatcher(libpq_url(settings.database_url), store)
     heartbeats = Heartbeats(settings, reads)
-    figures = Metrics(store, settings.nats_url)
+    metrics = MetricsGatherer(store, settings.nats_url)
 
     @contextlib.asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         task = asyncio.create_task(watcher.run())
         stop = asyncio.Event()
-        if tune_gc:
-            gctune.tune()
-            gc_task = asyncio.create_task(gctune.maintain(stop))
+        if tune_heap:
+            pyheap.tune()
+            heap_upkeep = asyncio.create_task(pyheap.maintain(stop))
         yield
         stop.set()
         task.cancel()
-        if tune_gc:
-            await gc_task
+        if tune_heap:
+            await heap_upkeep
         await heartbeats.close()
-        await figures.close()
+        await metrics.close()
         await app.state.events.close()
         await app.state.client_forwarder.aclose()
         store.close()
@@ -100,11 +100,11 @@ def create_app(settings: Settings, store: EventStore | None = None, *, tune_gc: 
     app.state.blocking = Blocking(reads, watcher)
     app.state.commands = Commands(store, reads)
     app.state.heartbeats = heartbeats
-    app.state.metrics = figures
+    app.state.metrics = metrics
     app.state.events = EventHub(settings, store, settings.event_feed_idle, settings.event_coalesce)
     app.state.client_forwarder = ClientForwarder()
     errors.install(app)
-    app.add_middleware(RequestGuard, limit=settings.max_body_bytes, observe=figures.timings.observe)
+    app.add_middleware(RequestGuard, limit=settings.max_body_bytes, observe=metrics.timings.observe)
     # The routers' routes themselves: an included router is matched through a wrapper on every
     # request, 5-10% of the API's CPU for a simple read (bench/requests.py). A job's ID may hold
     # slashes (a periodic or dispatched child's), so /v1/job/{job_id:path} would also match

@@ -24,9 +24,9 @@ from typing import Any
 from nats.aio.client import Client
 
 from drover.api.streamgzip import Piece, piece
+from drover.model.changes import TrackedState
 from drover.model.events import Event, decode_event
 from drover.model.reducer import apply
-from drover.model.state import InMemoryState
 from drover.model.streamevents import ALL, matches, stream_event_texts
 from drover.runtime import bus
 from drover.runtime.replica import Replica
@@ -74,7 +74,7 @@ def _line(index: int, texts: list[bytes]) -> bytes:
     return b",".join([head + texts[0], *texts[1:-1], texts[-1] + b"]}\n"])
 
 
-def describe(state: InMemoryState, position: int, event: Event) -> Frame:
+def describe(state: TrackedState, position: int, event: Event) -> Frame:
     """Apply `event` to `state` and answer its frame."""
     try:
         events = stream_event_texts(state, position, event)
@@ -110,7 +110,7 @@ class Subscription:
             return f.line if f.events else None
         if self.key in f.lines:
             return f.lines[self.key]
-        picked = [text for ev, text in f.events if matches(ev, self.topics, self.namespace)]
+        picked = [text for event, text in f.events if matches(event, self.topics, self.namespace)]
         # Every event for it (most frames, for most subscribers): the line built once for all.
         line = None if not picked else f.line if len(picked) == len(f.events) else _line(f.index, picked)
         f.lines[self.key] = line
@@ -132,10 +132,11 @@ class _FeedReplica(Replica):
         super().__init__(store, js)
         self.hub = hub
 
-    def new_state(self) -> InMemoryState:
-        return InMemoryState(drop_metrics=True, owns_events=True)
+    def new_state(self) -> TrackedState:
+        return TrackedState(drop_metrics=True, owns_events=True)
 
     def reduce(self, position: int, event: Event) -> None:
+        assert isinstance(self.state, TrackedState)
         self.hub.publish(describe(self.state, position, event))
 
 
@@ -337,7 +338,7 @@ class _Replay:
 
     def __init__(self, store: EventStore) -> None:
         self.store = store
-        self.state = InMemoryState(drop_metrics=True, owns_events=True)
+        self.state = TrackedState(drop_metrics=True, owns_events=True)
 
     async def until(self, sent: int, target: int) -> list[Frame]:
         """The frames after `sent`, one batch of the log toward `target`."""

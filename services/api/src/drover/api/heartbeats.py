@@ -1,5 +1,5 @@
 """Client heartbeats through the API: the TTL each node is handed, and the relay of heartbeats
-to the heartbeat watcher over core NATS (never to the event log)."""
+to the leader's heartbeater over core NATS (never to the event log)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import time
 
 from nats.aio.client import Client
 
-from drover.control.heartbeat import heartbeat_ttl
+from drover.control.leader.heartbeat import heartbeat_ttl
 from drover.model.durations import SECOND
 from drover.runtime.bus import HEARTBEAT_SUBJECT, connect
 from drover.runtime.settings import Settings
@@ -40,7 +40,7 @@ class Heartbeats:
         )
 
     async def publish(self, node_ids: list[str], ttls: list[int]) -> None:
-        """Tell the watcher these nodes beat; raises when NATS cannot be reached."""
+        """Tell the heartbeater these nodes beat; raises when NATS cannot be reached."""
         async with self._lock:
             if self._nc is None or self._nc.is_closed:
                 self._nc = await connect(self.settings.nats_url, "api")

@@ -1,6 +1,6 @@
-"""What `GET /v1/metrics` shows, gathered when it is scraped: the cluster's figures counted from
-the projections (drover.runtime.store.figures), every service's newest snapshot from the
-`drover-metrics` bucket (drover.runtime.figures), and the API's own request timings.
+"""What `GET /v1/metrics` shows, gathered when it is scraped: the cluster's metrics counted from
+the projections (drover.runtime.store.metrics), every service's newest snapshot from the
+`drover-metrics` bucket (drover.runtime.metrics), and the API's own request timings.
 
 The API times every request in its request guard (`RequestTimings.observe`): one dict lookup
 and one bucket increment, the timing found once per (method, route)."""
@@ -15,16 +15,16 @@ from typing import Any
 from nats.aio.client import Client
 from starlette.types import Scope
 
-from drover.runtime import figures as service_figures
+from drover.runtime import metrics as service_metrics
 from drover.runtime.bus import connect
-from drover.runtime.figures import Figures, Timing
+from drover.runtime.metrics import Metrics, Timing
 from drover.runtime.store import EventStore
-from drover.runtime.store.figures import cluster_gauges
+from drover.runtime.store.metrics import cluster_gauges
 
 log = logging.getLogger("drover.api.metrics")
 
 # How long a scrape waits for NATS, and how long after a failure it does not try again (the
-# cluster's figures are still answered meanwhile).
+# cluster's metrics are still answered meanwhile).
 NATS_TIMEOUT = 1.0
 RETRY_AFTER = 5.0
 
@@ -32,8 +32,8 @@ RETRY_AFTER = 5.0
 class RequestTimings:
     """The API's request latency by method and route (the route's template, not the path)."""
 
-    def __init__(self, figures: Figures) -> None:
-        self.figures = figures
+    def __init__(self, metrics: Metrics) -> None:
+        self.metrics = metrics
         self._by_route: dict[tuple[str, str], Timing] = {}
 
     def observe(self, scope: Scope, seconds: float) -> None:
@@ -41,15 +41,18 @@ class RequestTimings:
         key = (scope["method"], route)
         timing = self._by_route.get(key)
         if timing is None:
-            timing = self._by_route[key] = self.figures.timing("http.request", method=key[0], route=route)
+            timing = self._by_route[key] = self.metrics.timing("http.request", method=key[0], route=route)
         timing.observe(seconds)
 
 
-class Metrics:
+class MetricsGatherer:
+    """Gathers what a scrape shows: the cluster's gauges, every service's snapshot, the API's
+    own metrics."""
+
     def __init__(self, store: EventStore, nats_url: str) -> None:
         self.store = store
         self.nats_url = nats_url
-        self.own = Figures("api")
+        self.own = Metrics("api")
         self.timings = RequestTimings(self.own)
         self._nc: Client | None = None
         self._failed_at = 0.0
@@ -63,9 +66,9 @@ class Metrics:
             async with self._lock:
                 if self._nc is None or self._nc.is_closed:
                     self._nc = await asyncio.wait_for(connect(self.nats_url, "api-metrics"), NATS_TIMEOUT)
-            return await asyncio.wait_for(service_figures.read_all(self._nc.jetstream()), NATS_TIMEOUT)
+            return await asyncio.wait_for(service_metrics.read_all(self._nc.jetstream()), NATS_TIMEOUT)
         except Exception as e:
-            log.warning("service figures unavailable: %s", e)
+            log.warning("service metrics unavailable: %s", e)
             self._failed_at = time.monotonic()
             return []
 

@@ -1,6 +1,6 @@
-"""`GET /v1/metrics`'s two forms of the same figures: Prometheus's text exposition (written by
+"""`GET /v1/metrics`'s two forms of the same metrics: Prometheus's text exposition (written by
 prometheus_client) and Nomad's JSON (go-metrics' summary: Timestamp, Gauges, Counters,
-Samples). A service's figures carry its `service` and `instance` labels; the cluster's none.
+Samples). A service's metrics carry its `service` and `instance` labels; the cluster's none.
 
 Names are dotted in JSON (`drover.plan.apply`) and `drover_plan_apply_seconds` in Prometheus;
 timings are in seconds there and in milliseconds in JSON, as Nomad's samples are."""
@@ -21,10 +21,10 @@ from prometheus_client.core import (
 from prometheus_client.exposition import generate_latest
 from prometheus_client.registry import Collector, CollectorRegistry
 
-from drover.runtime.figures import BUCKETS
+from drover.runtime.metrics import BUCKETS
 
 PREFIX = "drover"
-# Prometheus' HELP line of each figure (docs/metrics.md says more).
+# Prometheus' HELP line of each metric (docs/metrics.md says more).
 HELP = {
     "evals": "Evals held, by Status and TriggeredBy",
     "nodes": "Nodes by Status",
@@ -45,17 +45,17 @@ HELP = {
 
 
 def _labelled(snapshots: list[dict[str, Any]], kind: str) -> Iterator[tuple[dict[str, Any], dict[str, str]]]:
-    """Each figure of `kind` with its process's labels added."""
+    """Each metric of `kind` with its process's labels added."""
     for snap in snapshots:
-        for figure in snap.get(kind, []):
-            yield figure, {**figure["Labels"], "service": snap["Service"], "instance": snap["Instance"]}
+        for metric in snap.get(kind, []):
+            yield metric, {**metric["Labels"], "service": snap["Service"], "instance": snap["Instance"]}
 
 
 def _prom_name(name: str) -> str:
     return f"{PREFIX}_{name.replace('.', '_')}"
 
 
-class _Figures(Collector):
+class _Metrics(Collector):
     def __init__(self, cluster: list[dict[str, Any]], snapshots: list[dict[str, Any]]) -> None:
         self.cluster = cluster
         self.snapshots = snapshots
@@ -94,7 +94,7 @@ class _Figures(Collector):
 
 def prometheus_text(cluster: list[dict[str, Any]], snapshots: list[dict[str, Any]]) -> bytes:
     registry = CollectorRegistry(auto_describe=False)
-    registry.register(_Figures(cluster, snapshots))
+    registry.register(_Metrics(cluster, snapshots))
     return generate_latest(registry)
 
 

@@ -35,7 +35,7 @@ def main() -> None:
     setup_logging("api")
     settings = Settings()
     require_schema("api", settings)
-    app = create_app(settings, tune_gc=True)
+    app = create_app(settings, tune_heap=True)
     # uvloop and httptools rather than asyncio's loop and h11 (uvicorn's pure-Python parser):
     # every request and every NOTIFY the blocking queries wait on costs less CPU.
     config = uvicorn.Config(

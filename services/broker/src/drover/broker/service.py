@@ -14,7 +14,7 @@ from typing import Any
 
 from drover.model.durations import SECOND
 from drover.model.evaluation import Evaluation
-from drover.model.events import EvalsUpserted, Event, evals_of
+from drover.model.events import EvalsUpserted, Event
 from drover.runtime.bus import (
     EVALS_LARGE_SUBJECT,
     EVALS_SUBJECT,
@@ -22,7 +22,7 @@ from drover.runtime.bus import (
     close,
     connect_streams,
 )
-from drover.runtime.figures import Figures, follow_replica, published
+from drover.runtime.metrics import Metrics, follow_replica, published
 from drover.runtime.replica import BrokerReplica
 from drover.runtime.service import run_service
 from drover.runtime.settings import Settings
@@ -53,32 +53,34 @@ class BrokerService:
         # Trace context of the event that last wrote each eval, passed on to the worker.
         self.trace_of: dict[str, dict[str, Any]] = {}
 
-    def cost(self, ev: Evaluation) -> int:
+    def cost(self, evaluation: Evaluation) -> int:
         """How many placements the eval's job asks for (`eval_cost`)."""
         state = self.replica.state
         return eval_cost(
-            state.job(ev.namespace, ev.job_id), state.live_allocs(ev.namespace, ev.job_id), len(state.nodes)
+            state.job(evaluation.namespace, evaluation.job_id),
+            state.live_allocs(evaluation.namespace, evaluation.job_id),
+            len(state.nodes),
         )
 
     def seed(self) -> None:
         """Queue every eval of the replica not yet done (after a start or restart)."""
         now = time.time_ns()
-        for ev in sorted(self.replica.state.evals.values(), key=lambda e: e.create_index):
-            if not ev.terminal_status():
-                self.broker.upsert(ev, now, self.cost(ev))
+        for evaluation in sorted(self.replica.state.evals.values(), key=lambda e: e.create_index):
+            if not evaluation.terminal_status():
+                self.broker.upsert(evaluation, now, self.cost(evaluation))
 
     def on_event(self, position: int, event: Event, meta: dict[str, Any]) -> None:
         """The replica applied `event` at `position`: take in its evals or capacity signals."""
         now = time.time_ns()
         state = self.replica.state
-        carried = evals_of(event)
+        carried = event.evals_made()
         if carried:
-            for ev in carried:
+            for evaluation in carried:
                 if "traceparent" in meta:
-                    self.trace_of[ev.id] = meta
-                elif ev.terminal_status():
-                    self.trace_of.pop(ev.id, None)
-                cur = state.eval(ev.id) or ev
+                    self.trace_of[evaluation.id] = meta
+                elif evaluation.terminal_status():
+                    self.trace_of.pop(evaluation.id, None)
+                cur = state.eval(evaluation.id) or evaluation
                 if cur.status == "pending" and cur.create_time and log.isEnabledFor(logging.DEBUG):
                     log.debug("eval %s of %s heard at %d, %.0f ms after it was created", cur.id, cur.job_id,
                               position, (now - cur.create_time) / 1e6)  # fmt: skip
@@ -108,12 +110,12 @@ class BrokerService:
             out = self.broker.due(time.time_ns())
             to_cancel.extend(out.cancel)
             to_publish.extend(out.dispatch)
-            for ev in out.dispatch if log.isEnabledFor(logging.DEBUG) else ():
+            for evaluation in out.dispatch if log.isEnabledFor(logging.DEBUG) else ():
                 log.debug(
                     "dispatch eval %s of %s, created %.0f ms ago (%d large out)",
-                    ev.id,
-                    ev.job_id,
-                    (time.time_ns() - ev.create_time) / 1e6 if ev.create_time else -1,
+                    evaluation.id,
+                    evaluation.job_id,
+                    (time.time_ns() - evaluation.create_time) / 1e6 if evaluation.create_time else -1,
                     sum(1 for e in self.broker.inflight.values() if self.broker.is_large(e)),
                 )
             try:
@@ -157,28 +159,30 @@ async def run(settings: Settings, stop: asyncio.Event) -> None:
     await replica.start()
     svc.seed()
 
-    async def publish(ev: Evaluation) -> None:
-        parent = extract(svc.trace_of.get(ev.id))
-        with _tracer.start_as_current_span("broker.dispatch", context=parent, attributes={"eval.id": ev.id}):
+    async def publish(evaluation: Evaluation) -> None:
+        parent = extract(svc.trace_of.get(evaluation.id))
+        with _tracer.start_as_current_span(
+            "broker.dispatch", context=parent, attributes={"eval.id": evaluation.id}
+        ):
             await js.publish(
-                EVALS_LARGE_SUBJECT if lanes and svc.broker.is_large(ev.id) else EVALS_SUBJECT,
-                ev.model_dump_json(by_alias=True).encode(),
-                headers=inject({MSG_ID_HEADER: f"{ev.id}:{ev.modify_index}"}),
+                EVALS_LARGE_SUBJECT if lanes and svc.broker.is_large(evaluation.id) else EVALS_SUBJECT,
+                evaluation.model_dump_json(by_alias=True).encode(),
+                headers=inject({MSG_ID_HEADER: f"{evaluation.id}:{evaluation.modify_index}"}),
             )
 
     async def cancel(evals: list[Evaluation]) -> None:
         await asyncio.to_thread(store.append, [EvalsUpserted(evals=evals)])
 
-    figures = Figures("broker")
-    follow_replica(figures, replica)
+    metrics = Metrics("broker")
+    follow_replica(metrics, replica)
 
-    def depths(f: Figures) -> None:
+    def depths(f: Metrics) -> None:
         for (lane, state), n in svc.broker.depths().items():
             f.gauge("broker.queue", n, lane=lane, state=state)
 
-    figures.collectors.append(depths)
+    metrics.collectors.append(depths)
     try:
-        async with published(figures, js, stop):
+        async with published(metrics, js, stop):
             await svc.dispatch(stop, publish, cancel)
     finally:
         stop.set()

@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 
 from drover.runtime.bus import close, connect_streams
-from drover.runtime.figures import Figures, published
+from drover.runtime.metrics import Metrics, published
 from drover.runtime.relay import Relay
 from drover.runtime.service import run_service
 from drover.runtime.settings import Settings
@@ -26,16 +26,16 @@ async def run(settings: Settings, stop: asyncio.Event) -> None:
         # The server's own limit: larger events go out without their body.
         max_body = nc.max_payload - 64 * 1024
         relay = Relay(store, js, libpq_url(settings.database_url), max_body=max_body)
-        figures = Figures("relay")
+        metrics = Metrics("relay")
 
-        async def collect(f: Figures) -> None:
-            # The log's head read when the figures are taken (every few seconds), not per event.
+        async def collect(f: Metrics) -> None:
+            # The log's head read when the metrics are taken (every few seconds), not per event.
             head = await asyncio.to_thread(store.last_position)
             f.gauge("relay.position", relay.position)
             f.gauge("relay.lag", max(0, head - relay.position))
 
-        figures.collectors.append(collect)
-        async with published(figures, js, stop):
+        metrics.collectors.append(collect)
+        async with published(metrics, js, stop):
             await relay.run(stop)
     finally:
         await close(nc)

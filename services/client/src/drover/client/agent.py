@@ -1,6 +1,6 @@
 """The node agent: fingerprint, register, heartbeat at the TTL the servers hand out, watch this
 node's allocs (blocking queries), run them, report their status in batches, collect the
-directories of terminal allocs (drover.client.gc), and after its own restart pick up what it
+directories of terminal allocs (drover.client.allocgc), and after its own restart pick up what it
 was running (raw_exec tasks live on under their executors)."""
 
 from __future__ import annotations
@@ -20,10 +20,10 @@ from urllib.parse import quote
 
 import httpx
 
+from drover.client.allocgc import to_collect
 from drover.client.config import AgentConfig
 from drover.client.drivers import RawExecDriver, TaskHandle
 from drover.client.fingerprint import fingerprint
-from drover.client.gc import to_collect
 from drover.client.logserve import LogsApp, bind, serve
 from drover.client.runner import AllocRunner
 from drover.client.statefile import write_atomically
@@ -234,7 +234,7 @@ class Agent:
 
     async def collect(self) -> None:
         """Remove the directories of allocs the servers forgot, and of terminal ones past
-        gc_max_allocs (drover.client.gc)."""
+        gc_max_allocs (drover.client.allocgc)."""
         async with self._collecting:
             now = time.monotonic()
             on_disk = self._alloc_dirs()
@@ -262,7 +262,7 @@ class Agent:
         why = "the servers collected it" if forgotten else f"more than {self.cfg.gc_max_allocs} allocs kept"
         log.info("collected alloc %s (%s)", alloc_id, why)
 
-    async def gc(self, stop: asyncio.Event) -> None:
+    async def alloc_gc(self, stop: asyncio.Event) -> None:
         """Collect every gc_interval (and after each listing: `watch`)."""
         while not stop.is_set():
             with contextlib.suppress(TimeoutError):
@@ -330,7 +330,9 @@ class Agent:
         logs = asyncio.create_task(serve(LogsApp(self.alloc_for_logs), listener, stop))
         log.info("serving alloc logs on %s", self.http_addr)
         await self.register(stop)
-        loops = [asyncio.create_task(fn(stop)) for fn in (self.heartbeat, self.watch, self.report, self.gc)]
+        loops = [
+            asyncio.create_task(fn(stop)) for fn in (self.heartbeat, self.watch, self.report, self.alloc_gc)
+        ]
         await stop.wait()
         for t in loops:
             t.cancel()

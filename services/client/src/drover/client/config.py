@@ -1,4 +1,5 @@
-"""The agent's configuration: an HCL file in Nomad's client layout, overridden by flags.
+"""The agent's configuration: an HCL file in Nomad's client layout (read as drover.jobspec
+reads plain HCL documents), overridden by flags.
 
 datacenter = "dc1"
 name       = "node-1"
@@ -21,8 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import hcl2
-
+from drover.jobspec import parse_document
 from drover.model.drivers import DRIVER_MOCK, DRIVER_RAW_EXEC
 from drover.model.durations import MINUTE, parse_duration
 
@@ -49,41 +49,22 @@ class AgentConfig:
     http_addr: str = "127.0.0.1:0"
 
 
-def _clean(value: Any) -> Any:
-    """python-hcl2's output as plain data: quotes off strings, block markers dropped, a block
-    given once as the block itself."""
-    if isinstance(value, str):
-        return value[1:-1] if len(value) >= 2 and value[0] == value[-1] == '"' else value
-    if isinstance(value, list):
-        items = [_clean(v) for v in value]
-        if len(value) == 1 and isinstance(value[0], dict) and value[0].get("__is_block__"):
-            return items[0]
-        return items
-    if isinstance(value, dict):
-        return {_clean(k): _clean(v) for k, v in value.items() if k != "__is_block__"}
-    return value
-
-
 def load(path: Path, config: AgentConfig | None = None) -> AgentConfig:
     """Read an HCL agent configuration file into `config` (a fresh one by default)."""
     cfg = config or AgentConfig()
-    doc = _clean(hcl2.loads(path.read_text()))
+    doc = parse_document(path.read_text(), filename=str(path))
     problems: list[str] = []
     for key in ("datacenter", "name", "data_dir", "http_addr"):
         if key in doc:
             setattr(cfg, key, str(doc[key]))
     if "http_addr" in doc and (problem := http_addr_problem(cfg.http_addr)):
         problems.append(f"http_addr: {problem}")
-    client = doc.get("client", {})
-    if not isinstance(client, dict):
-        problems.append("client: must be a block")
-        client = {}
+    client = _block(doc, "client", problems)
     for key in ("node_class", "node_pool"):
         if key in client:
             setattr(cfg, key, str(client[key]))
-    if "meta" in client:
-        cfg.meta.update({str(k): str(v) for k, v in client["meta"].items()})
-    reserved = client.get("reserved", {})
+    cfg.meta.update({str(k): str(v) for k, v in _block(client, "meta", problems, "client.").items()})
+    reserved = _block(client, "reserved", problems, "client.")
     for key, attr in (("cpu", "reserved_cpu"), ("memory", "reserved_memory"), ("disk", "reserved_disk")):
         if key in reserved:
             if not isinstance(reserved[key], int) or reserved[key] < 0:
@@ -92,9 +73,17 @@ def load(path: Path, config: AgentConfig | None = None) -> AgentConfig:
                 setattr(cfg, attr, reserved[key])
     _gc(client, cfg, problems)
     plugins = doc.get("plugin", [])
-    for block in plugins if isinstance(plugins, list) else [plugins]:
+    if not isinstance(plugins, list) or not all(isinstance(block, dict) for block in plugins):
+        problems.append('plugin: must be blocks, plugin "<driver>" { ... }')
+        plugins = []
+    for block in plugins:
         for name, body in block.items():
-            enabled = (body.get("config") or {}).get("enabled", True) if isinstance(body, dict) else True
+            if not isinstance(body, dict):
+                problems.append(
+                    'plugin: a plugin block is labelled with its driver, plugin "<driver>" { ... }'
+                )
+                continue
+            enabled = _block(body, "config", problems, f'plugin "{name}".').get("enabled", True)
             if name not in (DRIVER_MOCK, DRIVER_RAW_EXEC):
                 problems.append(f'plugin "{name}": unknown driver (this agent has mock and raw_exec)')
             elif enabled is True:
@@ -106,6 +95,18 @@ def load(path: Path, config: AgentConfig | None = None) -> AgentConfig:
     if problems:
         raise ValueError(f"{path}: " + "; ".join(problems))
     return cfg
+
+
+def _block(body: dict[str, Any], key: str, problems: list[str], where: str = "") -> dict[str, Any]:
+    """The block `key` of `body`, written once (or an object assigned to `key`); {} when
+    there is none or it is not one, with the problem recorded."""
+    value = body.get(key, {})
+    if isinstance(value, list) and len(value) == 1:
+        value = value[0]
+    if not isinstance(value, dict):
+        problems.append(f"{where}{key}: must be one block")
+        return {}
+    return value
 
 
 def http_addr_problem(addr: str) -> str:

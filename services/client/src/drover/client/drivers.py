@@ -89,23 +89,44 @@ class MockDriver:
 
 
 # --- raw_exec ---
-class ProcessHandle:
-    """A task process under the executor. Started here (our child) or re-attached after an
-    agent restart (not our child: watched by polling, exit code read from the exit file)."""
+def process_start_time(pid: int) -> int | None:
+    """When process `pid` started, in clock ticks since boot (/proc/<pid>/stat's 22nd field);
+    None if there is no such process. With the pid, it names one process: pids are reused (a
+    host that starts many processes wraps its pid_max within minutes)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_bytes()
+    except OSError:
+        return None
+    # The command name (2nd field) is in parentheses and may hold spaces: split after it.
+    return int(stat.rsplit(b")", 1)[1].split()[19])
 
-    def __init__(self, pid: int, exit_file: Path, proc: asyncio.subprocess.Process | None = None) -> None:
+
+class ProcessHandle:
+    """A task's executor, leading its own process group with the task in it. Started here (our
+    child) or re-attached after an agent restart (not our child: watched by polling, exit code
+    read from the exit file). It is known by its pid and start time, so a pid reused by
+    another process after the executor's end is never taken for it nor signalled."""
+
+    def __init__(
+        self,
+        pid: int,
+        exit_file: Path,
+        proc: asyncio.subprocess.Process | None = None,
+        start_time: int | None = None,
+    ) -> None:
         self.pid = pid
         self.exit_file = exit_file
         self.proc = proc
+        self.start_time = start_time if start_time is not None else process_start_time(pid)
 
     def _alive(self) -> bool:
-        try:
-            os.kill(self.pid, 0)
-        except ProcessLookupError:
-            return False
-        except PermissionError:
-            return True
-        return True
+        return self.start_time is not None and process_start_time(self.pid) == self.start_time
+
+    def signal(self, sig: int) -> None:
+        """Send `sig` to the executor's process group, if the executor still runs."""
+        if self._alive():
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(self.pid, sig)
 
     async def wait(self) -> ExitResult:
         if self.proc is not None:
@@ -120,18 +141,16 @@ class ProcessHandle:
         return ExitResult(code if code >= 0 else 128 - code, signal=-code if code < 0 else 0)
 
     async def stop(self, kill_timeout: float) -> None:
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(self.pid, signal.SIGTERM)
+        self.signal(signal.SIGTERM)
         waiter = asyncio.create_task(self.wait())
         try:
             await asyncio.wait_for(asyncio.shield(waiter), kill_timeout)
         except TimeoutError:
-            with contextlib.suppress(ProcessLookupError, PermissionError):
-                os.killpg(self.pid, signal.SIGKILL)
+            self.signal(signal.SIGKILL)
             await waiter
 
     def state(self) -> dict[str, Any]:
-        return {"pid": self.pid, "exit_file": str(self.exit_file)}
+        return {"pid": self.pid, "start_time": self.start_time, "exit_file": str(self.exit_file)}
 
 
 class RawExecDriver:
@@ -171,7 +190,10 @@ class RawExecDriver:
 
     @staticmethod
     def reattach(state: dict[str, Any]) -> ProcessHandle:
-        return ProcessHandle(int(state["pid"]), Path(state["exit_file"]))
+        # A handle saved without its start time (an older agent's) is taken for the process
+        # running under its pid now.
+        start_time = state.get("start_time")
+        return ProcessHandle(int(state["pid"]), Path(state["exit_file"]), start_time=start_time)
 
 
 def driver_for(name: str, enabled: set[str]) -> Driver | None:

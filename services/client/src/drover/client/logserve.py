@@ -1,6 +1,6 @@
 """The agent's HTTP listener: `GET /v1/client/fs/logs/:alloc_id` for the allocs on this node,
 which the API forwards to (the node's HTTPAddr), as Nomad's servers forward to their clients.
-Nomad's frames (drover.control.logs.frame), or the bytes alone with plain=true."""
+Nomad's frames (drover.control.client.logs.frame), or the bytes alone with plain=true."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ from urllib.parse import parse_qsl
 import uvicorn
 
 from drover.client.logstream import listing, stream
-from drover.control.logs import HEARTBEAT, LogsQuery, frame, parse_logs_query
+from drover.control.client.logs import HEARTBEAT, LogsQuery, frame, parse_logs_query
 
 log = logging.getLogger("drover.client")
 PREFIX = "/v1/client/fs/logs/"

@@ -1,5 +1,5 @@
 """Reading a task's rotated log files as Nomad's client streams them: from where the query
-says (drover.control.logs.find_closest), file after file, and with follow on, new bytes as
+says (drover.control.client.logs.find_closest), file after file, and with follow on, new bytes as
 they are written and new files as rotation opens them."""
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import BinaryIO
 
 from drover.client.logrotate import READ_SIZE, log_indexes
-from drover.control.logs import FILE_DELETED, LogsQuery, find_closest, start_point
+from drover.control.client.logs import FILE_DELETED, LogsQuery, find_closest, start_point
 
 POLL = 0.1  # how often a follower looks for new bytes
 HEARTBEAT_EVERY = 1.0  # Nomad's stream heartbeat rate

@@ -1,5 +1,5 @@
 """Alloc and task runners: run an alloc's tasks through their drivers, restart them locally per
-the group's restart block (drover.control.restarts), stop them when the servers say so, and
+the group's restart block (drover.control.client.restarttracker), stop them when the servers say so, and
 keep task states and the alloc's client status for the agent to report."""
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from typing import Any
 from drover.client.drivers import ExitResult, StartError, TaskHandle, driver_for
 from drover.client.health import HealthTracker
 from drover.client.statefile import write_atomically
-from drover.control.restarts import DONE, RESTART, RestartTracker
+from drover.control.client.restarttracker import DONE, RESTART, RestartTracker
 from drover.model.alloc import (
     ALLOC_CLIENT_COMPLETE,
     ALLOC_CLIENT_FAILED,
@@ -55,10 +55,10 @@ class TaskRunner:
         self.restart_pending = ""
 
     def _event(self, kind: str, message: str = "", **details: str) -> None:
-        ev = TaskEvent(
+        event = TaskEvent(
             type=kind, time=time.time_ns(), message=message, display_message=message or kind, details=details
         )
-        self.state = self.state.model_copy(update={"events": [*self.state.events, ev][-10:]})
+        self.state = self.state.model_copy(update={"events": [*self.state.events, event][-10:]})
         self.alloc.changed()
 
     def _set(self, **update: Any) -> None:

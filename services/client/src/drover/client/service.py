@@ -19,7 +19,7 @@ from drover.client.agent import Agent
 from drover.client.config import AgentConfig, http_addr_problem, load
 from drover.model.drivers import DRIVER_RAW_EXEC
 from drover.model.durations import parse_duration
-from drover.runtime.gctune import tune
+from drover.runtime.pyheap import tune
 from drover.runtime.service import run_loop
 from drover.runtime.telemetry import setup_logging
 

@@ -29,7 +29,7 @@ class SimTasks:
     run: int = 0
 
     def _event(self, task: str, kind: str, message: str, now: int, **details: str) -> None:
-        ev = {
+        event = {
             "Type": kind,
             "Time": now,
             "Message": message,
@@ -37,7 +37,7 @@ class SimTasks:
             "Details": details,
         }
         state = self.states[task]
-        state["Events"] = [*state["Events"], ev][-EVENTS_KEPT:]
+        state["Events"] = [*state["Events"], event][-EVENTS_KEPT:]
 
     def start(self, now: int, failed: bool = False) -> None:
         """Every task received and started (or, with `failed`, unable to start)."""

@@ -1,6 +1,6 @@
 """The active garbage collector's work on its replica: every gc_interval the periodic core evals
-(drover.control.gccore.due), and each pending core eval run - its passes decided by the pure
-rules (drover.control.gc), what they find appended in chunks, the eval completed last. A core
+(drover.control.leader.gccore.due), and each pending core eval run - its passes decided by the pure
+rules (drover.control.leader.gc), what they find appended in chunks, the eval completed last. A core
 eval is pending until then, so whoever leads next runs an interrupted one again. While the
 cluster has scheduling work waiting, the chunks are spaced to gc_busy_rate objects a second:
 collection yields to scheduling, and catches up at full speed once the cluster is quiet."""
@@ -14,11 +14,11 @@ import time
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from drover.control import gccore
-from drover.control.gc import Collection, Thresholds
+from drover.control.leader import gccore
+from drover.control.leader.gc import Collection, Thresholds
 from drover.model.durations import SECOND
 from drover.model.evaluation import EVAL_STATUS_PENDING, EVAL_TYPE_CORE, Evaluation
-from drover.model.events import EvalsCollected, EvalsUpserted, Event, NewEvent, evals_of
+from drover.model.events import EvalsCollected, EvalsUpserted, Event, NewEvent
 from drover.model.state import InMemoryState
 from drover.runtime.settings import Settings
 from drover.runtime.store import RecordedEvent
@@ -84,7 +84,7 @@ class Collector:
     def on_event(self, position: int, event: Event, meta: dict[str, Any]) -> None:
         """The replica applied `event`: keep the core evals as the state has them, and which
         scheduling evals wait for a worker."""
-        for e in evals_of(event):
+        for e in event.evals_made():
             if e.type != EVAL_TYPE_CORE:
                 self._track(e)
                 continue

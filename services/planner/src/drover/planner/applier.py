@@ -10,7 +10,6 @@ verified against it (`PendingPlacements`) and committed (the server decides: dro
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import threading
 import time
@@ -19,9 +18,10 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 
 from drover.model.events import EvalsUpserted, Event, PlanApplied
-from drover.runtime.figures import Figures
+from drover.runtime.leader import Leader
+from drover.runtime.metrics import Metrics
 from drover.runtime.replica import Replica
-from drover.runtime.store import EventStore, NewEvent, RecordedEvent
+from drover.runtime.store import NewEvent, RecordedEvent
 from drover.runtime.telemetry import inject
 from drover.scheduler.planapply import (
     PendingPlacements,
@@ -49,13 +49,13 @@ def _new_id() -> str:
     return str(uuid.uuid4())
 
 
-def chunk(ev: PlanApplied) -> list[PlanApplied]:
+def chunk(event: PlanApplied) -> list[PlanApplied]:
     """Split a large committed plan into several events of at most ALLOCS_PER_EVENT allocs."""
-    total = len(ev.allocs) + len(ev.stopped) + len(ev.preempted)
+    total = len(event.allocs) + len(event.stopped) + len(event.preempted)
     if total <= ALLOCS_PER_EVENT:
-        return [ev]
+        return [event]
     out: list[PlanApplied] = []
-    stopped, preempted, allocs = list(ev.stopped), list(ev.preempted), list(ev.allocs)
+    stopped, preempted, allocs = list(event.stopped), list(event.preempted), list(event.allocs)
     first = True
     while stopped or preempted or allocs:
         budget = ALLOCS_PER_EVENT
@@ -65,14 +65,14 @@ def chunk(ev: PlanApplied) -> list[PlanApplied]:
         budget -= len(part_p)
         part_a, allocs = allocs[:budget], allocs[budget:]
         out.append(
-            ev.model_copy(
+            event.model_copy(
                 update={
                     "stopped": part_s,
                     "preempted": part_p,
                     "allocs": part_a,
                     # Deployment changes go with the first chunk only.
-                    "deployment": ev.deployment if first else None,
-                    "deployment_updates": ev.deployment_updates if first else [],
+                    "deployment": event.deployment if first else None,
+                    "deployment_updates": event.deployment_updates if first else [],
                 }
             )
         )
@@ -111,17 +111,14 @@ class PlanApplier:
     them one at a time, except that a large plan that only adds may commit in the background
     while smaller plans of other jobs are verified against it and committed."""
 
-    def __init__(
-        self, store: EventStore, replica: Replica, epoch: int, figures: Figures | None = None
-    ) -> None:
-        self.store = store
+    def __init__(self, leader: Leader, replica: Replica, metrics: Metrics | None = None) -> None:
+        self.leader = leader
         self.replica = replica
-        self.epoch = epoch
-        self.figures = figures or Figures("planner")
+        self.metrics = metrics or Metrics("planner")
         # Looked up once: recorded for every plan.
-        self._queued = self.figures.timing("plan.queued")
-        self._evaluate = self.figures.timing("plan.evaluate")
-        self._apply = self.figures.timing("plan.apply")
+        self._queued = self.metrics.timing("plan.queued")
+        self._evaluate = self.metrics.timing("plan.evaluate")
+        self._apply = self.metrics.timing("plan.apply")
 
     async def verify(
         self, req: PlanRequest, pending: PendingPlacements | None = None, arrived: float = 0.0
@@ -183,22 +180,13 @@ class PlanApplier:
             out.pending = PendingPlacements(state, result)
         return out
 
-    async def commit(self, verified: Verified) -> list[RecordedEvent]:
-        """Append the plan's events in one transaction, fenced by the leader's epoch."""
+    async def commit(self, verified: Verified) -> list[RecordedEvent] | None:
+        """Append the plan's events in one transaction, fenced by the leader's epoch; None if
+        fenced (this planner steps down and the plan is not answered: its worker asks again)."""
         meta = inject()
-
-        def append() -> list[RecordedEvent]:
-            try:
-                # Owned: the events are only reduced again, into this applier's own replica.
-                return self.store.append(
-                    [NewEvent(e, metadata=meta) for e in verified.events],
-                    fence=(LEASE, self.epoch),
-                    owned=True,
-                )
-            finally:
-                verified.returned.set()
-
-        return await asyncio.to_thread(append)
+        items = [NewEvent(e, metadata=meta) for e in verified.events]
+        # Owned: the events are only reduced again, into this applier's own replica.
+        return await self.leader.append(items, owned=True, returned=verified.returned)
 
     async def finish(
         self,
@@ -215,7 +203,7 @@ class PlanApplier:
         self._evaluate.observe(verified.verified - verified.started)
         # Nomad's plan.apply: from the start of verification until the plan is in the log.
         self._apply.observe(t0 - verified.started)
-        self.figures.count("plan.placements", verified.placed)
+        self.metrics.count("plan.placements", verified.placed)
         await answer(
             PlanResponse(
                 full=not verified.rejected_nodes,

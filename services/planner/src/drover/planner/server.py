@@ -21,7 +21,7 @@ from typing import Generic, Protocol, TypeVar
 
 from drover.planner.applier import BACKGROUND_FROM, Answer, Verified, plan_size
 from drover.planner.planqueue import PlanQueue
-from drover.runtime.store import FencedError, RecordedEvent
+from drover.runtime.store import RecordedEvent
 from drover.runtime.telemetry import extract, tracer
 from drover.scheduler.planapply import PendingPlacements
 from drover.scheduler.wire import PlanRequest, PlanResponse
@@ -48,7 +48,7 @@ class Applier(Protocol):
         self, req: PlanRequest, pending: PendingPlacements | None = None, arrived: float = 0.0
     ) -> Verified: ...
 
-    async def commit(self, verified: Verified) -> list[RecordedEvent]: ...
+    async def commit(self, verified: Verified) -> list[RecordedEvent] | None: ...
 
     async def finish(
         self,
@@ -65,7 +65,7 @@ class Background(Generic[R]):
 
     verified: Verified
     reply: R
-    task: asyncio.Task[list[RecordedEvent]]
+    task: asyncio.Task[list[RecordedEvent] | None]
     settled: bool = False
     # Answers to plans that went ahead of this one and were refused nodes, held until it is in
     # the log (see `PlanServer.serve`).
@@ -88,30 +88,25 @@ class PlanServer(Generic[R]):
         self.respond = respond
 
     async def run(self, queue: PlanQueue[R], stop: asyncio.Event) -> None:
-        """Serve plans until `stop`; fenced (a newer leader exists), set `stop` and return."""
+        """Serve plans until `stop` (which the applier sets when a commit is fenced)."""
         background: Background[R] | None = None
         while not stop.is_set():
-            try:
-                if background is not None and background.settled:
-                    background = None
-                if background is not None:
-                    if background.task.done():
-                        await self.settle(background)
-                        continue
-                    # Smaller plans of other jobs go ahead; the rest wait for the commit.
-                    item = queue.take(background.may_overtake)
-                    if item is None:
-                        await queue.wait(background.task)
-                    else:
-                        await self.serve(*item, background)
+            if background is not None and background.settled:
+                background = None
+            if background is not None:
+                if background.task.done():
+                    await self.settle(background)
                     continue
-                item = await queue.get(0.5)
-                if item is not None:
-                    background = await self.serve(*item, None)
-            except FencedError:
-                log.error("fenced: a newer leader exists; stepping down")
-                stop.set()
-                break
+                # Smaller plans of other jobs go ahead; the rest wait for the commit.
+                item = queue.take(background.may_overtake)
+                if item is None:
+                    await queue.wait(background.task)
+                else:
+                    await self.serve(*item, background)
+                continue
+            item = await queue.get(0.5)
+            if item is not None:
+                background = await self.serve(*item, None)
         if background is not None:
             # Stopping: let the commit in flight end before the connections close.
             with contextlib.suppress(Exception):
@@ -150,6 +145,8 @@ class PlanServer(Generic[R]):
                     # The task inherits the span: the appended events carry the plan's trace.
                     return Background(verified, reply, asyncio.create_task(applier.commit(verified)))
                 recorded = await applier.commit(verified)
+                if recorded is None:  # fenced: this planner stops, and the worker asks again
+                    return None
 
                 async def settle_first() -> None:
                     # The background plan committed meanwhile: into the replica first, from
@@ -162,8 +159,6 @@ class PlanServer(Generic[R]):
                         await self.settle(background)
 
                 await applier.finish(verified, recorded, answer, settle_first)
-        except FencedError:
-            raise
         except Exception as e:
             log.exception("plan failed")
             if not answered:
@@ -175,11 +170,12 @@ class PlanServer(Generic[R]):
         bg.settled = True
         try:
             recorded = await bg.task
-        except FencedError:
-            raise
         except Exception as e:
             log.exception("plan failed")
             await self.respond(bg.reply, PlanResponse(full=False, error=str(e)))
+            await self.answer_deferred(bg)
+            return
+        if recorded is None:  # fenced: this planner stops, and the worker asks again
             await self.answer_deferred(bg)
             return
         with _tracer.start_as_current_span("planner.finish", context=extract(bg.reply.headers)):

@@ -16,13 +16,12 @@ from drover.planner.applier import LEASE, PlanApplier, plan_size
 from drover.planner.planqueue import PlanQueue
 from drover.planner.server import PlanServer
 from drover.runtime.bus import PLAN_SUBJECT
-from drover.runtime.figures import Figures, follow_replica, published
-from drover.runtime.leader import run_as_leader
+from drover.runtime.leader import Leader, run_as_leader
 from drover.runtime.locks import PLANNER_LOCK_KEY
+from drover.runtime.metrics import Metrics, follow_replica, published
 from drover.runtime.replica import Replica
 from drover.runtime.service import run_service
 from drover.runtime.settings import Settings
-from drover.runtime.store import EventStore
 from drover.scheduler.wire import PlanResponse, decode_request, encode_response
 
 log = logging.getLogger("drover.planner")
@@ -36,15 +35,16 @@ async def respond(msg: Msg, resp: PlanResponse) -> None:
         log.warning("could not answer a plan: %s", e)
 
 
-async def lead(store: EventStore, nc: Client, js: JetStreamContext, epoch: int, stop: asyncio.Event) -> None:
-    """Serve the plans submitted on NATS as the leader of `epoch`, until `stop`."""
-    replica = Replica(store, js)
+async def lead(leader: Leader, nc: Client, js: JetStreamContext) -> None:
+    """Serve the plans submitted on NATS as the leader of the lease, until `leader.stop` (set
+    when fenced, too)."""
+    replica = Replica(leader.store, js)
     await replica.start()
-    figures = Figures("planner")
-    follow_replica(figures, replica)
-    server: PlanServer[Msg] = PlanServer(PlanApplier(store, replica, epoch, figures), respond)
+    metrics = Metrics("planner")
+    follow_replica(metrics, replica)
+    server: PlanServer[Msg] = PlanServer(PlanApplier(leader, replica, metrics), respond)
     queue: PlanQueue[Msg] = PlanQueue()
-    figures.collectors.append(lambda f: f.gauge("plan.queue_depth", len(queue)))
+    metrics.collectors.append(lambda f: f.gauge("plan.queue_depth", len(queue)))
 
     async def on_plan(msg: Msg) -> None:
         # Decoded on arrival: this overlaps the previous plan's commit, which waits on Postgres.
@@ -61,8 +61,8 @@ async def lead(store: EventStore, nc: Client, js: JetStreamContext, epoch: int, 
 
     sub = await nc.subscribe(PLAN_SUBJECT, queue="planner", cb=on_plan)
     try:
-        async with published(figures, js, stop):
-            await server.run(queue, stop)
+        async with published(metrics, js, leader.stop):
+            await server.run(queue, leader.stop)
     finally:
         await sub.unsubscribe()
 
@@ -70,8 +70,8 @@ async def lead(store: EventStore, nc: Client, js: JetStreamContext, epoch: int, 
 async def run(settings: Settings, stop: asyncio.Event) -> None:
     """Stand by until this instance leads, then serve plans until `stop` (or until fenced)."""
 
-    async def leading(store: EventStore, nc: Client, js: JetStreamContext, epoch: int) -> None:
-        await lead(store, nc, js, epoch, stop)
+    async def leading(leader: Leader, nc: Client, js: JetStreamContext) -> None:
+        await lead(leader, nc, js)
 
     await run_as_leader(
         settings, stop, leading, role="planner", key=PLANNER_LOCK_KEY, lease=LEASE, logger=log

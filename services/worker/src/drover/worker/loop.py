@@ -1,8 +1,8 @@
 """The worker's loop: pull ready evals from the EVALS work queue and work on up to the worker's
 depth at once; ack each when its outcome is committed, nack it (with a backoff) when it failed.
 An eval that failed at its delivery limit, or is handed out past it (the workers holding it died
-or never acked it), is moved to the failed queue, where the watcher leader reaps it
-(drover.watcher.failed), as Nomad's broker moves it to its failed queue for the leader's reaper.
+or never acked it), is moved to the failed queue, where the leader reaps it
+(drover.leader.failed), as Nomad's broker moves it to its failed queue for the leader's reaper.
 
 An eval stays with the worker that took it while that worker sends in-progress beats; one
 DROVER_EVAL_ACK_WAIT (10 s) after the last beat JetStream hands it to another worker. Nomad's

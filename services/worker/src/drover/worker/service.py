@@ -16,7 +16,7 @@ import logging
 import os
 
 from drover.runtime.bus import close, connect_streams
-from drover.runtime.figures import Figures, follow_replica, published
+from drover.runtime.metrics import Metrics, follow_replica, published
 from drover.runtime.replica import Replica
 from drover.runtime.service import run_service
 from drover.runtime.settings import Settings
@@ -34,8 +34,8 @@ async def run(settings: Settings, stop: asyncio.Event) -> None:
     nc, js = await connect_streams(settings.nats_url, "worker")
     replica = Replica(store, js)
     await replica.start()
-    figures = Figures("worker")
-    follow_replica(figures, replica)
+    metrics = Metrics("worker")
+    follow_replica(metrics, replica)
     depth = settings.large_lane_depth if settings.worker_lane == LANE_LARGE else 1
     worker = Worker(nc, replica, depth, settings.plan_attempts)
     if settings.worker_lane == LANE_LARGE and settings.large_lane_nice:
@@ -44,7 +44,7 @@ async def run(settings: Settings, stop: asyncio.Event) -> None:
     log.info(
         "taking evals, lane %r first (ack wait %g s)", settings.worker_lane or "small", settings.eval_ack_wait
     )
-    async with published(figures, js, stop):
+    async with published(metrics, js, stop):
         await work(worker, own, other, settings.worker_lane, settings.eval_ack_wait, stop)
     await close(nc)
     store.close()

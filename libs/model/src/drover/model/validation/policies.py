@@ -35,7 +35,7 @@ RESTART_MODES = (RESTART_MODE_FAIL, RESTART_MODE_DELAY)
 
 
 def reschedule_problems(r: ReschedulePolicy) -> list[str]:
-    """What is wrong with a reschedule policy (structs.ReschedulePolicy.Validate, seed 000)."""
+    """What is wrong with a reschedule policy (Nomad's structs.ReschedulePolicy.Validate)."""
     if r.attempts < 0:
         return [f"reschedule attempts {r.attempts} is negative"]
     if not r.enabled():

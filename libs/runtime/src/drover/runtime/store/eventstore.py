@@ -32,7 +32,7 @@ from drover.model.events import (
 )
 from drover.model.reducer import apply
 from drover.model.state import InMemoryState
-from drover.runtime.store.prefetch import prefetch_query, wanted_by
+from drover.runtime.store.prefetch import prefetch_query, reads_of
 from drover.runtime.store.projections import PROJECTION_TABLES, SqlState, Statement
 from drover.runtime.store.statements import (
     EVENTS_LOCK,
@@ -84,11 +84,11 @@ class RecordedEvent:
 
 def _prefetch(state: SqlState, events: Sequence[Event], *, trust_new: bool = False) -> None:
     """Load what the events will read (drover.runtime.store.prefetch), in a round trip of its own."""
-    wanted = wanted_by(events, trust_new=trust_new)
-    query = prefetch_query(state, wanted)
+    reads = reads_of(events, trust_new=trust_new)
+    query = prefetch_query(state, reads)
     if query is not None:
         query.take(state.fetch(*query.statement))
-    state.assume_absent(wanted.new)
+    state.assume_absent(reads.new)
 
 
 def _project(
@@ -101,8 +101,8 @@ def _project(
     """Reduce `events` into the projections through `state` (one transaction's writer); the
     statements `then` go in the same round trip as the writes."""
     _prefetch(state, [e for _, e in events], trust_new=trust_new)
-    for position, ev in events:
-        apply(state, position, ev)
+    for position, logged in events:
+        apply(state, position, logged)
     state.flush(then)
 
 
@@ -149,8 +149,8 @@ def _project_and_commit(state: SqlState, recorded: list[RecordedEvent], trust_ne
     # The notification names what changed, for blocking queries (drover.runtime.watches).
     last: list[Statement] = []
     try:
-        for position, ev in events:
-            apply(state, position, ev)
+        for position, logged in events:
+            apply(state, position, logged)
         last = [
             ("SELECT pg_notify(%s, %s)", (NOTIFY_CHANNEL, payload))
             for payload in notify_payloads(recorded[-1].position, *state.touched())
@@ -240,8 +240,8 @@ class EventStore:
         trust_new = sum(len(e.allocs) for e in appended if isinstance(e, PlanApplied)) >= TRUST_NEW_FROM
         state = SqlState(conn, owns_events=owned)
         state.take_metrics(appended)
-        wanted = wanted_by(appended, trust_new=trust_new)
-        query = prefetch_query(state, wanted)
+        reads = reads_of(appended, trust_new=trust_new)
+        query = prefetch_query(state, reads)
         stage = (
             len(items) <= EVENTS_PER_INSERT
             and sum(len(d) + len(m or "") for d, m, _ in encoded) >= STAGE_FROM
@@ -274,7 +274,7 @@ class EventStore:
         recorded = _recorded(items, rows)
         if query is not None:
             query.take(prefetched)
-        state.assume_absent(wanted.new)
+        state.assume_absent(reads.new)
         _project_and_commit(state, recorded, trust_new)
         if self.lock_held is not None:
             self.lock_held(time.time() - min(row[2] for row in rows))

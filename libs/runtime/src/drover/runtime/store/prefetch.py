@@ -6,32 +6,12 @@ Anything not prefetched is read when asked for."""
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
 from typing import Any
 
 from pydantic import BaseModel
 
 from drover.model import Allocation, Deployment, Evaluation, Job, Node
-from drover.model.events import (
-    AllocsClientUpdated,
-    DeploymentsCollected,
-    EvalsCollected,
-    Event,
-    JobCollected,
-    JobDeregistered,
-    JobRegistered,
-    JobRestartDeleted,
-    JobRestartSignaled,
-    JobRestartUpdated,
-    JobStabilityUpdated,
-    NodeDrainUpdated,
-    NodeEligibilityUpdated,
-    NodeRegistered,
-    NodesCollected,
-    NodeStatusUpdated,
-    PlanApplied,
-    evals_of,
-)
+from drover.model.events import Event, Reads
 from drover.model.jobrestart import JobRestart
 from drover.runtime.store.collected import DELETED, refs_query
 from drover.runtime.store.projections import SqlState, Statement
@@ -39,67 +19,13 @@ from drover.runtime.store.projections import SqlState, Statement
 JobKey = tuple[str, str]
 
 
-@dataclass
-class Wanted:
-    """The rows a batch of events will read, by table."""
-
-    allocs: list[str] = field(default_factory=list)
-    evals: list[str] = field(default_factory=list)
-    deployments: list[str] = field(default_factory=list)
-    nodes: list[str] = field(default_factory=list)
-    jobs: list[JobKey] = field(default_factory=list)
-    restarts: list[str] = field(default_factory=list)
-    # Jobs whose restarts a new deployment cancels.
-    restarts_of: list[JobKey] = field(default_factory=list)
-    # Placements the scheduler just created (CreateIndex 0: a fresh ID), taken as absent.
-    new: list[str] = field(default_factory=list)
-    # Rows the garbage collector's events delete, looked up by reference (no documents).
-    refs: dict[str, list[str]] = field(default_factory=dict)
-
-
-def _plan(w: Wanted, ev: PlanApplied, trust_new: bool) -> None:
-    for a in ev.allocs:
-        (w.new if trust_new and a.create_index == 0 else w.allocs).append(a.id)
-        if a.previous_allocation:
-            w.allocs.append(a.previous_allocation)
-    for a in (*ev.stopped, *ev.preempted):
-        w.allocs.append(a.id)
-        w.nodes.append(a.node_id)
-    if ev.deployment is not None:
-        w.deployments.append(ev.deployment.id)
-        w.restarts_of.append((ev.namespace, ev.job_id))
-    w.deployments.extend(str(u.get("DeploymentID", "")) for u in ev.deployment_updates)
-
-
-def wanted_by(events: Sequence[Event], *, trust_new: bool = False) -> Wanted:
-    """What `events` will read; with `trust_new`, new placements are taken as absent."""
-    w = Wanted()
-    for ev in events:
-        w.evals.extend(e.id for e in evals_of(ev))
-        if isinstance(ev, PlanApplied):
-            _plan(w, ev, trust_new)
-        elif isinstance(ev, AllocsClientUpdated):
-            w.allocs.extend(u.id for u in ev.updates)
-        elif isinstance(ev, JobRegistered):
-            w.jobs.append((ev.job.namespace, ev.job.id))
-        elif isinstance(ev, (JobDeregistered, JobStabilityUpdated, JobCollected)):
-            w.jobs.append((ev.namespace, ev.job_id))
-        elif isinstance(ev, NodesCollected):
-            w.nodes.extend(ev.nodes)
-        elif isinstance(ev, EvalsCollected):
-            w.refs.setdefault("allocs", []).extend(ev.allocs)
-            w.refs.setdefault("evals", []).extend(ev.evals)
-        elif isinstance(ev, DeploymentsCollected):
-            w.refs.setdefault("deployments", []).extend(ev.deployments)
-        elif isinstance(ev, NodeRegistered):
-            w.nodes.append(ev.node.id)
-        elif isinstance(ev, (NodeStatusUpdated, NodeEligibilityUpdated, NodeDrainUpdated)):
-            w.nodes.append(ev.node_id)
-        elif isinstance(ev, (JobRestartSignaled, JobRestartUpdated, JobRestartDeleted)):
-            w.restarts.append(ev.restart_id)
-            if isinstance(ev, JobRestartSignaled):
-                w.allocs.extend(ev.alloc_ids())
-    return w
+def reads_of(events: Sequence[Event], *, trust_new: bool = False) -> Reads:
+    """What `events` will read (each declares its own: `Event.reads`); with `trust_new`, new
+    placements are taken as absent."""
+    r = Reads(trust_new=trust_new)
+    for event in events:
+        event.reads(r)
+    return r
 
 
 class Prefetch:
@@ -160,7 +86,7 @@ def _by_job_keys(select: str, table: str, keys: list[JobKey], id_column: str) ->
     )
 
 
-def prefetch_query(state: SqlState, w: Wanted) -> Prefetch | None:
+def prefetch_query(state: SqlState, w: Reads) -> Prefetch | None:
     """`w` as one query of every table, to send with other statements (an append sends it
     with its insert), and what takes its rows in; None if `state` knows everything already."""
     wanted: list[tuple[str, dict[Any, Any], list[Any], type[BaseModel]]] = [

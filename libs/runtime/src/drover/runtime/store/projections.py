@@ -287,9 +287,9 @@ class SqlState(CollectedRows):
         self._scaling[key] = events
         self._dirty["scaling_events"].add(key)
 
-    def upsert_eval(self, ev: Evaluation) -> None:
-        self._evals[ev.id] = ev
-        self._dirty["evals"].add(ev.id)
+    def upsert_eval(self, evaluation: Evaluation) -> None:
+        self._evals[evaluation.id] = evaluation
+        self._dirty["evals"].add(evaluation.id)
 
     def upsert_alloc(self, alloc: Allocation) -> None:
         self._allocs[alloc.id] = alloc

@@ -234,7 +234,8 @@ def _update_by_rescheduleable(
 ) -> tuple[bool, bool, int]:
     """(reschedule now, reschedule later, when) for one alloc."""
     d = deployment
-    # Not during an active deployment the alloc belongs to, unless marked for it (seed 000).
+    # Not during an active deployment the alloc belongs to, unless marked for it (Nomad's
+    # rescheduling during deployments).
     if (
         d is not None
         and a.deployment_id == d.id

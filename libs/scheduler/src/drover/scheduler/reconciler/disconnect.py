@@ -37,14 +37,14 @@ def disconnect_timeout_evals(
     by_time: dict[int, Evaluation] = {}
     for a in name_order(disconnecting):
         expiry = now + job.lost_after(a)
-        ev = by_time.get(expiry)
-        if ev is None:
-            ev = new_followup_eval(
+        evaluation = by_time.get(expiry)
+        if evaluation is None:
+            evaluation = new_followup_eval(
                 job, ctx, TRIGGER_MAX_DISCONNECT_TIMEOUT, expiry, DISCONNECT_TIMEOUT_FOLLOWUP_DESC
             )
-            by_time[expiry] = ev
-            results.followup_evals.append(ev)
-        out[a.id] = ev.id
+            by_time[expiry] = evaluation
+            results.followup_evals.append(evaluation)
+        out[a.id] = evaluation.id
         states = [
             *a.alloc_states,
             AllocState(field=ALLOC_STATE_FIELD_CLIENT_STATUS, value=ALLOC_CLIENT_UNKNOWN, time=now),
@@ -54,7 +54,7 @@ def disconnect_timeout_evals(
                 "client_status": ALLOC_CLIENT_UNKNOWN,
                 "client_description": ALLOC_UNKNOWN,
                 "alloc_states": states,
-                "followup_eval_id": ev.id,
+                "followup_eval_id": evaluation.id,
             }
         )
     return out

@@ -38,12 +38,16 @@ def reschedule_later_evals(
         return
     later = sorted(later, key=lambda x: x[1])
     batch_start = later[0][1]
-    ev = new_followup_eval(job, ctx, TRIGGER_RETRY_FAILED_ALLOC, batch_start, RESCHEDULING_FOLLOWUP_DESC)
-    results.followup_evals.append(ev)
+    evaluation = new_followup_eval(
+        job, ctx, TRIGGER_RETRY_FAILED_ALLOC, batch_start, RESCHEDULING_FOLLOWUP_DESC
+    )
+    results.followup_evals.append(evaluation)
     for alloc, when in later:
         if when - batch_start >= BATCHED_FAILED_ALLOC_WINDOW:
             batch_start = when
-            ev = new_followup_eval(job, ctx, TRIGGER_RETRY_FAILED_ALLOC, when, RESCHEDULING_FOLLOWUP_DESC)
-            results.followup_evals.append(ev)
-        updated = alloc.model_copy(update={"followup_eval_id": ev.id})
+            evaluation = new_followup_eval(
+                job, ctx, TRIGGER_RETRY_FAILED_ALLOC, when, RESCHEDULING_FOLLOWUP_DESC
+            )
+            results.followup_evals.append(evaluation)
+        updated = alloc.model_copy(update={"followup_eval_id": evaluation.id})
         results.attribute_updates[alloc.id] = updated

@@ -8,11 +8,11 @@ from typing import Any
 from fastapi import APIRouter, Request, Response
 
 from drover.api.blocking import Paged, paged
-from drover.api.bodies import AllocRestartBody
-from drover.api.body import JsonRoute
 from drover.api.deps import BlockingDep, CommandsDep
+from drover.api.jsondecode import JsonRoute
+from drover.api.requestmodels import AllocRestartBody
 from drover.api.views import alloc_stub
-from drover.control import allocs
+from drover.control.commands import allocs
 from drover.runtime.watches import alloc_key
 
 router = APIRouter(route_class=JsonRoute, tags=["allocations"])
@@ -56,6 +56,6 @@ async def restart_alloc(
     node's agent acts on it and reports a "Restart Signaled" task event."""
     body = body or AllocRestartBody()
     change, positions = await commands.run(
-        lambda reads: allocs.restart(reads, alloc_id, body.task_name, body.all_tasks, time.time_ns())
+        lambda reads: allocs.restart_alloc(reads, alloc_id, body.task_name, body.all_tasks, time.time_ns())
     )
     return {"Index": positions[-1], "RestartID": change.request_id}

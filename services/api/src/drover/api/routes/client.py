@@ -9,13 +9,18 @@ from typing import Any
 from fastapi import APIRouter, Request, Response
 
 from drover.api.blocking import parse_index
-from drover.api.bodies import AllocsStatusRequest, HeartbeatsRequest, NodeRegisterRequest, NodeStatusRequest
-from drover.api.body import JsonRoute
 from drover.api.deps import BlockingDep, CommandsDep, HeartbeatsDep
 from drover.api.errors import ApiError
 from drover.api.heartbeats import Heartbeats
+from drover.api.jsondecode import JsonRoute
+from drover.api.requestmodels import (
+    AllocsStatusRequest,
+    HeartbeatsRequest,
+    NodeRegisterRequest,
+    NodeStatusRequest,
+)
 from drover.api.views import alloc_stub
-from drover.control import allocs, nodes
+from drover.control.commands import allocs, nodes
 
 router = APIRouter(route_class=JsonRoute, tags=["client"])
 
@@ -26,7 +31,7 @@ async def node_register(
     body: NodeRegisterRequest, commands: CommandsDep, heartbeats: HeartbeatsDep
 ) -> dict[str, Any]:
     change, positions = await commands.run(lambda reads: nodes.register(reads, body.node, time.time_ns()))
-    # Registering counts as a heartbeat: the watcher starts the node's clock when it sees the
+    # Registering counts as a heartbeat: the heartbeater starts the node's clock when it sees the
     # registration in the log (with the longest TTL it could have been handed).
     ttl = await heartbeats.ttl()
     index = positions[-1]
@@ -35,7 +40,7 @@ async def node_register(
 
 async def _heartbeat(commands: CommandsDep, heartbeats: Heartbeats, node_ids: list[str]) -> dict[str, Any]:
     """Heartbeats of `node_ids`: a node that was down or disconnected comes back (its status
-    and evals, in the log); every one is passed on to the heartbeat watcher."""
+    and evals, in the log); every one is passed on to the heartbeater."""
     change, positions = await commands.run(lambda reads: nodes.heartbeat(reads, node_ids, time.time_ns()))
     ttls = [await heartbeats.ttl() for _ in node_ids]
     try:

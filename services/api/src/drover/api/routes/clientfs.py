@@ -8,11 +8,11 @@ from typing import Annotated
 from fastapi import APIRouter, Depends, Request
 from fastapi.responses import StreamingResponse
 
-from drover.api.body import JsonRoute
 from drover.api.deps import ReadsDep
 from drover.api.errors import ApiError
 from drover.api.forward import ClientForwarder
-from drover.control.logs import parse_logs_query
+from drover.api.jsondecode import JsonRoute
+from drover.control.client.logs import parse_logs_query
 
 router = APIRouter(route_class=JsonRoute, tags=["client"])
 

@@ -8,12 +8,12 @@ from typing import Any
 
 from fastapi import APIRouter, Request, Response
 
-from drover.api.bodies import DeploymentPauseRequest, DeploymentPromoteRequest
-from drover.api.body import JsonRoute
 from drover.api.deps import BlockingDep, CommandsDep
+from drover.api.jsondecode import JsonRoute
+from drover.api.requestmodels import DeploymentPauseRequest, DeploymentPromoteRequest
 from drover.api.views import alloc_stub
-from drover.control import deployments
-from drover.control.deployments import DeploymentChanged
+from drover.control.commands import deployments
+from drover.control.commands.deployments import DeploymentChanged
 from drover.runtime.watches import deployment_key
 
 router = APIRouter(route_class=JsonRoute, tags=["deployments"])

@@ -8,12 +8,12 @@ from typing import Any
 
 from fastapi import APIRouter
 
-from drover.api.bodies import JobDispatchRequest
-from drover.api.body import JsonRoute
 from drover.api.deps import CommandsDep
 from drover.api.errors import ApiError
-from drover.control import dispatch
-from drover.control.dispatch import DispatchChange, DispatchRequest
+from drover.api.jsondecode import JsonRoute
+from drover.api.requestmodels import JobDispatchRequest
+from drover.control.commands import dispatch
+from drover.control.commands.dispatch import DispatchChange, DispatchRequest
 from drover.runtime.store.queries import Reads
 
 router = APIRouter(route_class=JsonRoute, tags=["jobs"])

@@ -7,9 +7,9 @@ from typing import Any
 from fastapi import APIRouter, Request, Response
 
 from drover.api.blocking import paged
-from drover.api.body import JsonRoute
 from drover.api.deps import BlockingDep
 from drover.api.errors import ApiError
+from drover.api.jsondecode import JsonRoute
 from drover.api.views import alloc_stub
 from drover.runtime.watches import eval_key
 
@@ -46,11 +46,11 @@ async def read_eval(eval_id: str, request: Request, blocking: BlockingDep) -> Re
 @router.get("/v1/evaluation/{eval_id}/allocations")
 async def eval_allocs(eval_id: str, request: Request, blocking: BlockingDep) -> Response:
     def fn() -> Any:
-        ev = blocking.reads.eval(eval_id)
-        if ev is None:
+        eval_ = blocking.reads.eval(eval_id)
+        if eval_ is None:
             return None
         # An eval's allocs are its job's: found by the job's index, filtered by the eval.
-        allocs = blocking.reads.allocs(namespace=ev.namespace, job_id=ev.job_id, eval_id=eval_id)
+        allocs = blocking.reads.allocs(namespace=eval_.namespace, job_id=eval_.job_id, eval_id=eval_id)
         return [alloc_stub(a) for a in allocs]
 
     return await blocking.read(request, fn, [eval_key(eval_id)])

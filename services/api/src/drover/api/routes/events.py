@@ -12,9 +12,9 @@ from fastapi import APIRouter, Depends, Request
 from fastapi.responses import StreamingResponse
 
 from drover.api.blocking import parse_index
-from drover.api.body import JsonRoute
 from drover.api.errors import ApiError
 from drover.api.eventhub import CLOSED, EventHub, Frame, Subscription
+from drover.api.jsondecode import JsonRoute
 from drover.api.streamgzip import Member, accepts_gzip, piece
 from drover.model.streamevents import parse_topics
 

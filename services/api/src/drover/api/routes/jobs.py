@@ -12,13 +12,13 @@ from typing import Any
 from fastapi import APIRouter, Request, Response
 
 from drover.api.blocking import Paged, paged
-from drover.api.bodies import JobPlanRequest, JobRegisterRequest
-from drover.api.body import JsonRoute
 from drover.api.deps import BlockingDep, CommandsDep, ReadsDep
 from drover.api.errors import ApiError
+from drover.api.jsondecode import JsonRoute
+from drover.api.requestmodels import JobPlanRequest, JobRegisterRequest
 from drover.api.views import NO_DEPLOYMENT, alloc_stub, as_json, job_stub
-from drover.control import jobs
-from drover.control.jobdiff import plan_diff, version_diffs
+from drover.control.commands import jobs
+from drover.control.diff.job import plan_diff, version_diffs
 from drover.runtime.store.queries import Reads, load_snapshot
 from drover.runtime.watches import children_key, job_key
 

@@ -8,13 +8,13 @@ from typing import Any
 
 from fastapi import APIRouter
 
-from drover.api.bodies import JobRevertRequest, JobStabilityRequest
-from drover.api.body import JsonRoute
 from drover.api.deps import CommandsDep
-from drover.control import jobversions
+from drover.api.jsondecode import JsonRoute
+from drover.api.requestmodels import JobRevertRequest, JobStabilityRequest
 from drover.control.change import Change
+from drover.control.commands import jobversions
+from drover.control.commands.jobs import JobChange
 from drover.control.errors import Invalid
-from drover.control.jobs import JobChange
 from drover.runtime.store.queries import Reads
 
 router = APIRouter(route_class=JsonRoute, tags=["jobs"])

@@ -8,11 +8,11 @@ from typing import Any
 from fastapi import APIRouter, Request, Response
 
 from drover.api.blocking import Paged, paged
-from drover.api.bodies import NodeDrainRequest, NodeEligibilityRequest
-from drover.api.body import JsonRoute
 from drover.api.deps import BlockingDep, CommandsDep
+from drover.api.jsondecode import JsonRoute
+from drover.api.requestmodels import NodeDrainRequest, NodeEligibilityRequest
 from drover.api.views import node_stub
-from drover.control import nodes
+from drover.control.commands import nodes
 from drover.model.node import DrainSpec
 from drover.runtime.watches import node_key
 

@@ -8,9 +8,9 @@ from typing import Any
 from fastapi import APIRouter
 from pydantic import ValidationError
 
-from drover.api.bodies import JobsParseRequest, JobValidateRequest
-from drover.api.body import JsonRoute
 from drover.api.errors import ApiError, problems
+from drover.api.jsondecode import JsonRoute
+from drover.api.requestmodels import JobsParseRequest, JobValidateRequest
 from drover.jobspec import JobspecError, parse
 from drover.model import Job
 from drover.model.canonicalize import canonicalize

@@ -7,9 +7,9 @@ from typing import Any
 
 from fastapi import APIRouter
 
-from drover.api.body import JsonRoute
 from drover.api.deps import CommandsDep
-from drover.control import periodic
+from drover.api.jsondecode import JsonRoute
+from drover.control.commands import periodic
 
 router = APIRouter(route_class=JsonRoute, tags=["periodic"])
 

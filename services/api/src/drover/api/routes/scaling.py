@@ -8,11 +8,11 @@ from typing import Any
 
 from fastapi import APIRouter, Request, Response
 
-from drover.api.bodies import ScalingRequest
-from drover.api.body import JsonRoute
 from drover.api.deps import BlockingDep, CommandsDep
-from drover.control import scaling
-from drover.control.jobs import JobChange
+from drover.api.jsondecode import JsonRoute
+from drover.api.requestmodels import ScalingRequest
+from drover.control.commands import scaling
+from drover.control.commands.jobs import JobChange
 from drover.model.scaling import scale_status
 from drover.runtime.store.queries import Reads
 from drover.runtime.watches import job_key

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from fastapi import APIRouter
 
-from drover.api.body import JsonRoute
 from drover.api.deps import SettingsDep
+from drover.api.jsondecode import JsonRoute
 
 router = APIRouter(route_class=JsonRoute, tags=["status"])
 

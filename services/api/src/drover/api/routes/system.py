@@ -6,9 +6,9 @@ import time
 
 from fastapi import APIRouter, Response
 
-from drover.api.body import JsonRoute
 from drover.api.deps import CommandsDep
-from drover.control import gccore
+from drover.api.jsondecode import JsonRoute
+from drover.control.commands import system
 
 router = APIRouter(route_class=JsonRoute, tags=["system"])
 
@@ -18,5 +18,5 @@ router = APIRouter(route_class=JsonRoute, tags=["system"])
 async def force_gc(commands: CommandsDep) -> Response:
     """Append a force-gc core eval for the collector and answer at once, as Nomad does: 200
     with no body (the collection runs on)."""
-    await commands.run(lambda reads: gccore.force(time.time_ns()), span="system.gc")
+    await commands.run(lambda reads: system.force_gc(time.time_ns()), span="system.gc")
     return Response(status_code=200)

@@ -1,4 +1,4 @@
-"""Job restarts: a projection of each job's restarts (seed 001), written by the reducer like
+"""Job restarts: a projection of each job's restarts, written by the reducer like
 the others.
 
 Revision ID: 0006

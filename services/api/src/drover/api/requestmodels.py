@@ -1,0 +1,177 @@
+"""Request bodies as models, in Nomad's names, so /openapi.json documents each one. A model
+checks types and shapes; the commands (drover.control.commands) check the rest, and say what is wrong
+in the domain's words. Scalars are strict: `"AllTasks": "yes"` is refused, not read as true."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from pydantic import ConfigDict, Field, StrictBool, StrictInt, StrictStr, StringConstraints
+
+from drover.model import Job, Node
+from drover.model.base import NomadModel
+from drover.model.events import AllocClientUpdate
+
+
+class Body(NomadModel):
+    model_config = ConfigDict(strict=True)
+
+
+class JobRegisterRequest(Body):
+    """`PUT /v1/jobs`, `PUT /v1/job/:id`: the job to register; with EnforceIndex, only if the
+    job's JobModifyIndex is JobModifyIndex (0: only if it does not exist)."""
+
+    job: Job
+    enforce_index: StrictBool = False
+    job_modify_index: StrictInt = 0
+
+
+class JobPlanRequest(Body):
+    """`PUT /v1/job/:id/plan`: the job to plan (nothing is written); with `Diff`, the answer
+    carries its diff from the job as registered."""
+
+    job: Job
+    diff: StrictBool = False
+    policy_override: StrictBool = False
+
+
+class ScalingTarget(Body):
+    group: StrictStr = ""
+    job: StrictStr = ""
+    namespace: StrictStr = ""
+
+
+class ScalingRequest(Body):
+    """`PUT /v1/job/:id/scale`: the group's new count (or, without one, only a scaling event:
+    Message, Error, Meta); JobModifyIndex, if set, must be the job's."""
+
+    count: StrictInt | None = None
+    target: ScalingTarget = Field(default_factory=ScalingTarget)
+    message: StrictStr = ""
+    error: StrictBool = False
+    meta: dict[StrictStr, Any] | None = None
+    job_modify_index: StrictInt = 0
+    policy_override: StrictBool = False
+
+
+class JobRevertRequest(Body):
+    """`POST /v1/job/:id/revert`: register version JobVersion again as the job's next version;
+    with EnforcePriorVersion, only if the job is at that version now."""
+
+    job_id: StrictStr = ""
+    job_version: StrictInt = 0
+    enforce_prior_version: StrictInt | None = None
+
+
+class JobStabilityRequest(Body):
+    """`POST /v1/job/:id/stable`: mark version JobVersion stable, or not."""
+
+    job_id: StrictStr = ""
+    job_version: StrictInt = 0
+    stable: StrictBool = False
+
+
+class DrainSpecBody(Body):
+    # Nanoseconds; -1 forces the drain now, 0 means no deadline.
+    deadline: StrictInt = 0
+    ignore_system_jobs: StrictBool = False
+
+
+class NodeDrainRequest(Body):
+    """`PUT /v1/node/:id/drain`: start a drain (DrainSpec), or cancel it (DrainSpec null)."""
+
+    drain_spec: DrainSpecBody | None = None
+    mark_eligible: StrictBool = False
+
+
+class NodeEligibilityRequest(Body):
+    """`PUT /v1/node/:id/eligibility`."""
+
+    eligibility: Literal["eligible", "ineligible"]
+
+
+class DeploymentPromoteRequest(Body):
+    """`PUT /v1/deployment/promote/:id`: promote the canaries of every group, or of those named."""
+
+    groups: list[StrictStr] = Field(default_factory=list)
+    all: StrictBool = False
+
+
+class DeploymentPauseRequest(Body):
+    """`PUT /v1/deployment/pause/:id`: pause, or resume."""
+
+    pause: StrictBool
+
+
+class AllocRestartBody(Body):
+    """`PUT /v1/client/allocation/:id/restart`: one task by name, the running ones, or all."""
+
+    task_name: StrictStr = ""
+    all_tasks: StrictBool = False
+
+
+class NodeRegisterRequest(Body):
+    """`PUT /v1/drover/node/register`: a client registers its node."""
+
+    node: Node
+
+
+class NodeStatusRequest(Body):
+    """`PUT /v1/drover/node/:id/status`: a client reports its node's status."""
+
+    status: Literal["initializing", "ready", "down", "disconnected"]
+
+
+class HeartbeatsRequest(Body):
+    """`PUT /v1/drover/heartbeats`: heartbeats of many nodes at once (a simulator's)."""
+
+    node_ids: list[Annotated[StrictStr, StringConstraints(min_length=1)]] = Field(
+        alias="NodeIDs", min_length=1
+    )
+
+
+class AllocsStatusRequest(Body):
+    """`PUT /v1/drover/allocs/status`: a client reports its allocs' status."""
+
+    node_id: StrictStr = ""
+    updates: list[AllocClientUpdate]
+
+
+class JobRestartRequest(Body):
+    """`POST /v1/job/:id/restart`: restart the job's allocs, BatchSize (a count or "n%") at a
+    time, BatchWait (a duration or nanoseconds) between batches."""
+
+    batch_size: StrictInt | StrictStr = 1
+    batch_wait: StrictInt | StrictStr = 0
+    groups: list[StrictStr] = Field(default_factory=list)
+    tasks: list[StrictStr] = Field(default_factory=list)
+    all_tasks: StrictBool = False
+    reschedule: StrictBool = False
+    on_error: StrictStr = "pause"
+    health_check: StrictBool = False
+
+
+class JobDispatchRequest(Body):
+    """`POST /v1/job/:id/dispatch`: dispatch a parameterized job with a Payload (base64), Meta,
+    the IdPrefixTemplate put in the child's ID and a Priority (0: the job's)."""
+
+    job_id: StrictStr = ""
+    payload: StrictStr = ""
+    meta: dict[StrictStr, StrictStr] = Field(default_factory=dict)
+    id_prefix_template: StrictStr = Field(default="", alias="IdPrefixTemplate")
+    priority: StrictInt = 0
+
+
+class JobsParseRequest(Body):
+    """`POST /v1/jobs/parse`: an HCL2 jobspec, the content of a var file, and whether to
+    canonicalize the job parsed."""
+
+    job_hcl: StrictStr = Field("", alias="JobHCL")
+    variables: StrictStr = ""
+    canonicalize: StrictBool = False
+
+
+class JobValidateRequest(Body):
+    """`POST /v1/validate/job`: the job to validate (nothing is written)."""
+
+    job: Job | None = None
