@@ -18,10 +18,7 @@ whether the garbage is all gone (`garbage.left`).
     python -m bench.pipeline --out bench/out/pipeline.json [--nodes 5000 --jobs 100 --count 1000]
         [--large-evals N] [--submit-over SECONDS] [--no-probes]
         [--stages] [--log-level DEBUG --timeline probes.json] [--garbage] [--force-gc]
-        [--worker-consumer nats|faststream]
 
---worker-consumer nats builds the workers' eval consumers with nats-py rather than FastStream
-(DROVER_WORKER_CONSUMER); run it interleaved with the default to compare the two.
 bench/events.py runs this load with event stream subscribers beside it (`run` and its `Hooks`).
 """
 
@@ -161,12 +158,6 @@ def parser(out: str = "bench/out/pipeline.json") -> argparse.ArgumentParser:
         "--force-gc", action="store_true", help="PUT /v1/system/gc as the load starts and time the collection"
     )
     ap.add_argument("--gc-wait", type=float, default=600.0, help="seconds to wait after the load for it")
-    ap.add_argument(
-        "--worker-consumer",
-        choices=("nats", "faststream"),
-        default="faststream",
-        help="DROVER_WORKER_CONSUMER: the client the workers' eval consumers are built with",
-    )
     return ap
 
 
@@ -185,7 +176,6 @@ def run(args: argparse.Namespace, hooks: Hooks | None = None) -> dict[str, Any]:
         planners=1,
         env={
             "DROVER_LOG_LEVEL": "DEBUG" if args.stages else args.log_level,
-            "DROVER_WORKER_CONSUMER": args.worker_consumer,
             **({"DROVER_LARGE_EVALS": str(args.large_evals)} if args.large_evals else {}),
             # The garbage is older than every threshold: a periodic pass would collect it.
             **({"DROVER_GC_INTERVAL": "86400"} if args.garbage else {}),
@@ -202,7 +192,6 @@ def run(args: argparse.Namespace, hooks: Hooks | None = None) -> dict[str, Any]:
         "large_evals": args.large_evals,
         "host_reference_eval_ms": reference,
         "force_gc": args.force_gc,
-        "worker_consumer": args.worker_consumer,
         **({"garbage": seeded} if args.garbage else {}),
     }
     registered: list[str] = []

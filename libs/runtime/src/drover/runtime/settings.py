@@ -48,12 +48,11 @@ class Settings(BaseSettings):
     # arriving one after another keep it at one large eval per large-lane worker, so they wait
     # behind less; a load of large jobs alone gets the whole depth. 0: as soon as none is out.
     large_lane_quiet: float = Field(default=2.0, ge=0.0, le=600.0)
-    # Seconds an eval may stay unacked before it is redelivered (Nomad's nack timeout: 60 s).
-    eval_ack_wait: float = 60.0
-    # The client the workers' eval consumers are built with: FastStream (drover.worker.fastlanes),
-    # or nats-py (drover.worker.loop), the same consumers and semantics; the pipeline bench
-    # measured no difference beyond noise (docs/performance.md, 2026-11-26).
-    worker_consumer: Literal["nats", "faststream"] = "faststream"
+    # Seconds an eval stays with its worker after the worker's last in-progress beat (it beats
+    # every fifth of this while it works on it) before it is handed to another: how long the eval
+    # of a worker that died waits. Nomad's nack timeout is 60 s, but its workers die only with
+    # their server (drover.worker.loop).
+    eval_ack_wait: float = Field(default=10.0, gt=0.0)
     # An eval delivered to the limit fails, and its failed-follow-up eval waits this many seconds
     # plus a random share of the range (Nomad's EvalFailedFollowupBaselineDelay, 1 min, and
     # EvalFailedFollowupDelayRange, 5 min).

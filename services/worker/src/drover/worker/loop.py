@@ -4,6 +4,12 @@ An eval that failed at its delivery limit, or is handed out past it (the workers
 or never acked it), is moved to the failed queue, where the leader reaps it
 (drover.leader.failed), as Nomad's broker moves it to its failed queue for the leader's reaper.
 
+An eval stays with the worker that took it while that worker sends in-progress beats; one
+DROVER_EVAL_ACK_WAIT (10 s) after the last beat JetStream hands it to another worker. Nomad's
+broker gives an eval back after its nack timeout (60 s, paused while the eval's plan is being
+applied); a Drover worker is a process of its own that can die alone, and the eval it held
+should not wait that long. A redelivered eval already done is skipped (drover.worker.worker).
+
 A worker takes its own lane's evals first and the other lane's when it has none: an idle
 large-lane worker helps with a burst of small jobs, and either lane keeps going if the other
 has no worker."""
@@ -13,9 +19,8 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable
 from dataclasses import dataclass
-from typing import Protocol, TypeVar
 
 from nats.aio.msg import Msg
 from nats.errors import TimeoutError as NatsTimeout
@@ -46,75 +51,53 @@ DURABLE_LARGE = "workers-large"
 SMALL_LANE_WAIT = 1.0
 LARGE_LANE_WAIT = 0.25
 OTHER_LANE_WAIT = 0.05
-T = TypeVar("T")
+# In-progress beats a worker sends per ack wait while it works on an eval: one may come up to
+# ack_wait x (1 - 1/5) late - the event loop held by a long scheduling pass on a loaded host -
+# before the eval is handed to another worker as well.
+BEATS_PER_ACK_WAIT = 5
 
 
 @dataclass(frozen=True)
-class Delivery:
-    """One delivery of an eval message, whichever client fetched it (nats-py here, FastStream in
-    drover.worker.fastlanes): its body and headers, how many times it has been delivered, and
-    how to settle it."""
-
-    data: bytes
-    headers: Mapping[str, str]
-    deliveries: int
-    sequence: int  # in the stream
-    ack: Callable[[], Awaitable[None]]
-    nak: Callable[[float], Awaitable[None]]
-    in_progress: Callable[[], Awaitable[None]]
-
-
-class Lane(Protocol):
-    """A lane's consumer: the next eval, waiting up to `wait` seconds for it."""
-
-    async def fetch(self, wait: float) -> list[Delivery]: ...
-
-
-def delivery(msg: Msg) -> Delivery:
-    meta = msg.metadata
-    return Delivery(
-        msg.data,
-        msg.headers or {},
-        meta.num_delivered or 1,
-        meta.sequence.stream if meta.sequence else 0,
-        msg.ack,
-        lambda delay: msg.nak(delay=delay),
-        msg.in_progress,
-    )
-
-
-def consumer_config(ack_wait: float) -> ConsumerConfig:
-    """Both lanes' durable consumers: explicit acks, no limit on evals out at once (the broker
-    bounds them), redelivery after `ack_wait` without a heartbeat."""
-    return ConsumerConfig(ack_policy=AckPolicy.EXPLICIT, ack_wait=ack_wait, max_ack_pending=-1)
-
-
-def lanes_in_order(lane: str, small: T, large: T) -> tuple[T, T]:
-    """The worker's own lane's consumer first, the other lane's second."""
-    return (large, small) if lane == LANE_LARGE else (small, large)
-
-
-@dataclass(frozen=True)
-class NatsLane:
-    """A lane's pull consumer through nats-py."""
+class Lane:
+    """A lane's pull consumer: the next eval, waiting up to `wait` seconds for it."""
 
     sub: JetStreamContext.PullSubscription
 
-    async def fetch(self, wait: float) -> list[Delivery]:
+    async def fetch(self, wait: float) -> list[Msg]:
         try:
-            return [delivery(m) for m in await self.sub.fetch(1, timeout=wait)]
+            return await self.sub.fetch(1, timeout=wait)
         except NatsTimeout:
             return []
 
 
+async def bind(js: JetStreamContext, subject: str, durable: str, ack_wait: float) -> Lane:
+    """A pull subscription to the lane's durable consumer: explicit acks, no limit on evals out
+    at once (the broker bounds them), redelivery `ack_wait` after the last in-progress beat
+    (`handle`). The consumer is created, or updated to this config if it is there: a consumer
+    keeps the config it was made with, and workers restarted with another ack wait (an upgrade,
+    a changed setting) would otherwise go on with the old one."""
+    config = ConsumerConfig(
+        name=durable,
+        durable_name=durable,
+        filter_subject=subject,
+        ack_policy=AckPolicy.EXPLICIT,
+        ack_wait=ack_wait,
+        max_ack_pending=-1,
+    )
+    await js.add_consumer(EVALS_STREAM, config)
+    return Lane(await js.pull_subscribe_bind(durable, EVALS_STREAM))
+
+
 async def subscribe(js: JetStreamContext, lane: str, ack_wait: float) -> tuple[Lane, Lane]:
     """The consumers of the worker's own lane and of the other lane, in that order."""
-    config = consumer_config(ack_wait)
-    small = await js.pull_subscribe(EVALS_SUBJECT, durable=DURABLE, stream=EVALS_STREAM, config=config)
-    large = await js.pull_subscribe(
-        EVALS_LARGE_SUBJECT, durable=DURABLE_LARGE, stream=EVALS_STREAM, config=config
-    )
-    return lanes_in_order(lane, NatsLane(small), NatsLane(large))
+    small = await bind(js, EVALS_SUBJECT, DURABLE, ack_wait)
+    large = await bind(js, EVALS_LARGE_SUBJECT, DURABLE_LARGE, ack_wait)
+    return (large, small) if lane == LANE_LARGE else (small, large)
+
+
+def deliveries(msg: Msg) -> int:
+    """How many times the eval in `msg` has been handed out, this time included."""
+    return msg.metadata.num_delivered or 1
 
 
 async def _settle(op: Awaitable[None]) -> None:
@@ -125,20 +108,22 @@ async def _settle(op: Awaitable[None]) -> None:
         log.warning("could not settle an eval message: %s", e)
 
 
-async def _keep_alive(msg: Delivery, every: float) -> None:
+async def _keep_alive(msg: Msg, every: float) -> None:
+    """An in-progress beat every `every` seconds until cancelled; one lost to a NATS outage is
+    followed by the next."""
     while True:
         await asyncio.sleep(every)
         try:
             await msg.in_progress()
-        except Exception:
-            return
+        except Exception as e:
+            log.debug("in-progress beat: %s", e)
 
 
-async def to_failed_queue(worker: Worker, msg: Delivery) -> None:
+async def to_failed_queue(worker: Worker, msg: Msg) -> None:
     """Move the eval to the failed queue, then ack it here; if that publish fails it is nacked and
     comes back. A copy published twice (a worker dying between the two) is dropped by the
     stream's duplicate window, and the reaper skips an eval already terminal."""
-    original = msg.headers.get(MSG_ID_HEADER) or str(msg.sequence)
+    original = (msg.headers or {}).get(MSG_ID_HEADER) or str(msg.metadata.sequence.stream)
     try:
         await worker.nc.jetstream().publish(
             EVALS_FAILED_SUBJECT, msg.data, headers={MSG_ID_HEADER: f"failed:{original}"}
@@ -150,34 +135,33 @@ async def to_failed_queue(worker: Worker, msg: Delivery) -> None:
     await _settle(msg.ack())
 
 
-async def handle(worker: Worker, msg: Delivery, ack_wait: float) -> None:
+async def handle(worker: Worker, msg: Msg, ack_wait: float) -> None:
     """Work on the eval in `msg`, then ack it - or nack it if that failed. At the delivery limit
     it goes to the failed queue instead (`to_failed_queue`)."""
-    deliveries = msg.deliveries
-    if deliveries > DELIVERY_LIMIT:
-        log.warning(
-            "eval delivered %d times, past the limit (%d): to the failed queue", deliveries, DELIVERY_LIMIT
-        )
+    n = deliveries(msg)
+    if n > DELIVERY_LIMIT:
+        log.warning("eval delivered %d times, past the limit (%d): to the failed queue", n, DELIVERY_LIMIT)
         await to_failed_queue(worker, msg)
         return
-    # Tell JetStream we are still on it, so a long eval is not redelivered meanwhile.
-    beat = asyncio.create_task(_keep_alive(msg, ack_wait / 3))
+    # The ack wait is short, so that the eval of a worker that died goes to another within
+    # seconds; while this worker is on it, in-progress beats restart it.
+    beat = asyncio.create_task(_keep_alive(msg, ack_wait / BEATS_PER_ACK_WAIT))
     try:
         ev = Evaluation.model_validate_json(msg.data)
         with _tracer.start_as_current_span(
             "worker.schedule", context=extract(msg.headers), attributes={"eval.id": ev.id}
         ):
-            await worker.process(ev, deliveries)
+            await worker.process(ev, n)
         beat.cancel()
         await _settle(msg.ack())
     except Exception:
         beat.cancel()
-        if deliveries >= DELIVERY_LIMIT:
+        if n >= DELIVERY_LIMIT:
             log.exception("eval failed at its delivery limit (%d): to the failed queue", DELIVERY_LIMIT)
             await to_failed_queue(worker, msg)
         else:
             log.exception("eval failed; nack")
-            await _settle(msg.nak(nack_delay(deliveries)))
+            await _settle(msg.nak(nack_delay(n)))
 
 
 async def work(

@@ -7,18 +7,13 @@ A worker of the large lane (DROVER_WORKER_LANE=large, which `drover up` gives on
 large eval the broker may hand out) takes large evals first and lowers its CPU priority (nice
 DROVER_LARGE_LANE_NICE, 10), so on a busy machine scheduling 1,000 allocs gives way to what a
 small job waits for; the small lane takes small evals first. It works on
-DROVER_LARGE_LANE_DEPTH evals at once (2). Its eval consumers are built with FastStream
-(drover.worker.fastlanes); DROVER_WORKER_CONSUMER=nats builds them with nats-py instead."""
+DROVER_LARGE_LANE_DEPTH evals at once (2)."""
 
 from __future__ import annotations
 
 import asyncio
 import logging
 import os
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
-
-from nats.js import JetStreamContext
 
 from drover.runtime.bus import close, connect_streams
 from drover.runtime.metrics import Metrics, follow_replica, published
@@ -27,8 +22,7 @@ from drover.runtime.service import run_service
 from drover.runtime.settings import Settings
 from drover.runtime.store import EventStore
 from drover.scheduler.lanes import LANE_LARGE
-from drover.worker import fastlanes
-from drover.worker.loop import Lane, subscribe, work
+from drover.worker.loop import subscribe, work
 from drover.worker.worker import Worker
 
 log = logging.getLogger("drover.worker")
@@ -46,26 +40,14 @@ async def run(settings: Settings, stop: asyncio.Event) -> None:
     worker = Worker(nc, replica, depth, settings.plan_attempts)
     if settings.worker_lane == LANE_LARGE and settings.large_lane_nice:
         os.nice(settings.large_lane_nice)
-    async with lanes(settings, js) as (own, other), published(metrics, js, stop):
+    own, other = await subscribe(js, settings.worker_lane, settings.eval_ack_wait)
+    log.info(
+        "taking evals, lane %r first (ack wait %g s)", settings.worker_lane or "small", settings.eval_ack_wait
+    )
+    async with published(metrics, js, stop):
         await work(worker, own, other, settings.worker_lane, settings.eval_ack_wait, stop)
     await close(nc)
     store.close()
-
-
-@asynccontextmanager
-async def lanes(settings: Settings, js: JetStreamContext) -> AsyncIterator[tuple[Lane, Lane]]:
-    """The worker's own lane's consumer and the other lane's, with the client
-    DROVER_WORKER_CONSUMER names."""
-    log.info(
-        "eval consumers of lane %r built with %s", settings.worker_lane or "small", settings.worker_consumer
-    )
-    if settings.worker_consumer == "faststream":
-        async with fastlanes.subscribe(
-            settings.nats_url, settings.worker_lane, settings.eval_ack_wait
-        ) as pair:
-            yield pair
-    else:
-        yield await subscribe(js, settings.worker_lane, settings.eval_ack_wait)
 
 
 def main() -> None:
