@@ -4,7 +4,7 @@ subscribers costs this host with no Drover code in the path.
 A third arm (`python -m bench.events --floor`): the pipeline's load again, on fresh servers,
 beside the same subscriber processes (bench.events' Follower, unchanged), but fed by a server
 that does nothing except write bytes already built: every frame line the arm with subscribers
-was sent (built offline from its log by the API's own code, `drover.api.eventhub.describe`),
+was sent (built offline from its log by the API's own code, `drover.api.streamhub.describe`),
 each at its commit's offset from that arm's load start, scaled to the arm without subscribers'
 length (so every byte is delivered within this arm's load, even if it runs as fast as that arm).
 The frames due together go to each connection in one chunk, one write: no JSON, no matching, no

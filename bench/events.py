@@ -12,7 +12,7 @@ registered, from the log's next position, and are all connected before the load 
 
 Reported: every subscriber's events and frames received over the window (from their first
 position to the log's last once the load is placed), against the log's own: the frames and
-events a replay of the log gives (`drover.api.eventhub.describe`, the API's own), so
+events a replay of the log gives (`drover.api.streamhub.describe`, the API's own), so
 `subscribers_short` counts those missing a frame, holding one twice or out of order, or with an
 event more or less; the lag from a log position's commit (`events.recorded_at`) to its frame's
 arrival at a subscriber, p50/p99/max over every frame of every subscriber; the API's CPU per
@@ -54,7 +54,7 @@ import uvloop
 from bench import pipeline, report
 from bench.report import percentile
 from bench.servers import Servers
-from drover.api.eventhub import describe
+from drover.api.streamhub import describe
 from drover.model.events import Event, decode_event
 from drover.model.state import InMemoryState
 from drover.runtime.store import EventStore

@@ -15,7 +15,6 @@ from fastapi import FastAPI
 from drover.api import errors
 from drover.api.blocking import Blocking, IndexWatcher
 from drover.api.commands import Commands
-from drover.api.eventhub import EventHub
 from drover.api.forward import ClientForwarder
 from drover.api.guard import RequestGuard
 from drover.api.heartbeats import Heartbeats
@@ -39,6 +38,7 @@ from drover.api.routes import (
     status,
     system,
 )
+from drover.api.streamhub import StreamHub
 from drover.runtime import pyheap
 from drover.runtime.settings import Settings
 from drover.runtime.store import EventStore, libpq_url
@@ -89,7 +89,7 @@ def create_app(settings: Settings, store: EventStore | None = None, *, tune_heap
             await heap_upkeep
         await heartbeats.close()
         await metrics.close()
-        await app.state.events.close()
+        await app.state.stream.close()
         await app.state.client_forwarder.aclose()
         store.close()
 
@@ -101,7 +101,7 @@ def create_app(settings: Settings, store: EventStore | None = None, *, tune_heap
     app.state.commands = Commands(store, reads)
     app.state.heartbeats = heartbeats
     app.state.metrics = metrics
-    app.state.events = EventHub(settings, store, settings.event_feed_idle, settings.event_coalesce)
+    app.state.stream = StreamHub(settings, store, settings.event_feed_idle, settings.event_coalesce)
     app.state.client_forwarder = ClientForwarder()
     errors.install(app)
     app.add_middleware(RequestGuard, limit=settings.max_body_bytes, observe=metrics.timings.observe)

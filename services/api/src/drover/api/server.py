@@ -50,6 +50,6 @@ def main() -> None:
 
     def release() -> None:
         app.state.watcher.release()
-        app.state.events.release()
+        app.state.stream.release()
 
     Server(config, release).run()

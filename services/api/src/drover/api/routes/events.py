@@ -1,6 +1,6 @@
 """/v1/event/stream: Nomad's event stream, newline-delimited JSON frames `{"Index": N,
 "Events": [...]}` with a `{}` heartbeat at connect and every 30 s; from any `?index=` with
-nothing lost (drover.api.eventhub). Gzipped for a client that accepts it, as Nomad's agent does
+nothing lost (drover.api.streamhub). Gzipped for a client that accepts it, as Nomad's agent does
 (drover.api.streamgzip)."""
 
 from __future__ import annotations
@@ -13,9 +13,9 @@ from fastapi.responses import StreamingResponse
 
 from drover.api.blocking import parse_index
 from drover.api.errors import ApiError
-from drover.api.eventhub import CLOSED, EventHub, Frame, Subscription
 from drover.api.jsondecode import JsonRoute
 from drover.api.streamgzip import Member, accepts_gzip, piece
+from drover.api.streamhub import CLOSED, Frame, StreamHub, Subscription
 from drover.model.streamevents import parse_topics
 
 router = APIRouter(route_class=JsonRoute, tags=["events"])
@@ -27,10 +27,10 @@ OVERFLOWED_GZ = piece(OVERFLOWED)
 
 
 async def _hub(request: Request) -> Any:
-    return request.app.state.events
+    return request.app.state.stream
 
 
-EventHubDep = Annotated[EventHub, Depends(_hub)]
+StreamHubDep = Annotated[StreamHub, Depends(_hub)]
 
 
 def _params(request: Request) -> tuple[int, Subscription]:
@@ -50,7 +50,7 @@ def _params(request: Request) -> tuple[int, Subscription]:
 
 
 @router.get("/v1/event/stream")
-async def event_stream(request: Request, hub: EventHubDep) -> StreamingResponse:
+async def event_stream(request: Request, hub: StreamHubDep) -> StreamingResponse:
     index, sub = _params(request)
     try:
         await hub.start()

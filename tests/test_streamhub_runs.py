@@ -13,8 +13,8 @@ from collections.abc import AsyncGenerator, AsyncIterator
 from types import SimpleNamespace
 from typing import Any
 
-from drover.api.eventhub import RUN_BYTES, EventHub, Frame, Subscription, frame
 from drover.api.routes.events import OVERFLOWED, _gzipped, _lines
+from drover.api.streamhub import RUN_BYTES, Frame, StreamHub, Subscription, frame
 
 
 class _Feed:
@@ -24,8 +24,8 @@ class _Feed:
 FEED = _Feed()
 
 
-def _hub(coalesce: float = 0.0) -> EventHub:
-    hub = EventHub(SimpleNamespace(), None, coalesce=coalesce)  # type: ignore[arg-type]
+def _hub(coalesce: float = 0.0) -> StreamHub:
+    hub = StreamHub(SimpleNamespace(), None, coalesce=coalesce)  # type: ignore[arg-type]
     FEED.position = 0
     hub._replica = FEED  # type: ignore[assignment]
     return hub
@@ -42,7 +42,7 @@ async def _indexes(runs: AsyncGenerator[list[Frame] | None]) -> list[int]:
     return [f.index for f in run]
 
 
-def _publish(hub: EventHub, *frames: Frame) -> None:
+def _publish(hub: StreamHub, *frames: Frame) -> None:
     for f in frames:
         FEED.position = f.index
         hub.publish(f)

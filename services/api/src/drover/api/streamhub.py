@@ -128,7 +128,7 @@ class Subscription:
 class _FeedReplica(Replica):
     """The replica under the feed: each event applied is also described as stream events."""
 
-    def __init__(self, store: EventStore, js: Any, hub: EventHub) -> None:
+    def __init__(self, store: EventStore, js: Any, hub: StreamHub) -> None:
         super().__init__(store, js)
         self.hub = hub
 
@@ -140,7 +140,7 @@ class _FeedReplica(Replica):
         self.hub.publish(describe(self.state, position, event))
 
 
-class EventHub:
+class StreamHub:
     """Started by the first subscriber; one NATS connection and one replica for all, stopped
     `idle` seconds after the last stream ends."""
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import AsyncGenerator
 
-from drover.api.eventhub import EventHub, Frame, Subscription
+from drover.api.streamhub import Frame, StreamHub, Subscription
 from drover.model import Node
 from drover.model.events import NodeRegistered
 from drover.runtime.settings import Settings
@@ -34,7 +34,7 @@ async def _take(runs: AsyncGenerator[list[Frame] | None], until: int) -> list[in
 async def test_the_feed_stops_when_idle_and_a_later_subscriber_misses_nothing(
     store: EventStore, database_url: str, nats_url: str, js_fresh: object
 ) -> None:
-    hub = EventHub(Settings(database_url=database_url, nats_url=nats_url), store, idle=IDLE)
+    hub = StreamHub(Settings(database_url=database_url, nats_url=nats_url), store, idle=IDLE)
     try:
         first = _register(store, "n1")
         await hub.start()
