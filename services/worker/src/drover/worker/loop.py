@@ -147,11 +147,11 @@ async def handle(worker: Worker, msg: Msg, ack_wait: float) -> None:
     # seconds; while this worker is on it, in-progress beats restart it.
     beat = asyncio.create_task(_keep_alive(msg, ack_wait / BEATS_PER_ACK_WAIT))
     try:
-        ev = Evaluation.model_validate_json(msg.data)
+        evaluation = Evaluation.model_validate_json(msg.data)
         with _tracer.start_as_current_span(
-            "worker.schedule", context=extract(msg.headers), attributes={"eval.id": ev.id}
+            "worker.schedule", context=extract(msg.headers), attributes={"eval.id": evaluation.id}
         ):
-            await worker.process(ev, n)
+            await worker.process(evaluation, n)
         beat.cancel()
         await _settle(msg.ack())
     except Exception:

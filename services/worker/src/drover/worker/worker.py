@@ -86,23 +86,25 @@ class Worker:
                 log.warning("plan for eval %s unanswered after %ss; resubmitting", plan.eval_id, PLAN_TIMEOUT)
         raise RuntimeError("no plan applier answered")
 
-    async def process(self, ev: Evaluation, deliveries: int) -> None:
-        """Schedule `ev` (handed out for the `deliveries`th time) until its outcome is committed."""
+    async def process(self, evaluation: Evaluation, deliveries: int) -> None:
+        """Schedule `evaluation` (handed out for the `deliveries`th time) until its outcome is committed."""
         t0 = time.perf_counter()
-        await self.replica.wait_for(ev.modify_index)
+        await self.replica.wait_for(evaluation.modify_index)
         log.debug(
             "eval %s of %s: %.0f ms since it was created, %.0f ms waiting for the replica",
-            ev.id,
-            ev.job_id,
-            (time.time_ns() - ev.create_time) / 1e6 if ev.create_time else -1,
+            evaluation.id,
+            evaluation.job_id,
+            (time.time_ns() - evaluation.create_time) / 1e6 if evaluation.create_time else -1,
             (time.perf_counter() - t0) * 1000,
         )
-        current = self.replica.state.eval(ev.id)
+        current = self.replica.state.eval(evaluation.id)
         if current is None or current.terminal_status():
             return  # a redelivery of an eval already done with
         if deliveries > 1:
             # Redelivered: a worker died or nacked it, or it was not acked within the ack wait.
-            log.info("eval %s of %s delivered again (delivery %d)", ev.id, ev.job_id, deliveries)
+            log.info(
+                "eval %s of %s delivered again (delivery %d)", evaluation.id, evaluation.job_id, deliveries
+            )
         limit = self.attempts or plan_attempts(current.type)
         attempts = 0
         while True:
