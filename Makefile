@@ -30,7 +30,7 @@ up: install
 	$(RUN) drover up
 
 test: install
-	$(RUN) pytest -n 2
+	$(RUN) pytest -n 3 --dist worksteal
 
 lint: install
 	$(RUN) ruff check libs services tests bench

@@ -5,7 +5,6 @@ from __future__ import annotations
 import os
 import signal
 import subprocess
-import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -14,6 +13,8 @@ import httpx
 
 from drover.runtime.embedded import free_port, wait_for_port
 from drover.scheduler.lanes import worker_lanes
+
+from .prefork import Process, spawn
 
 SERVICES = ("relay", "broker", "planner", "worker", "leader", "gc", "api")
 
@@ -36,7 +37,7 @@ class Cluster:
         self.nats_url = nats_url
         self.log_dir = log_dir
         self.port = free_port()
-        self.procs: dict[str, list[subprocess.Popen[bytes]]] = {}
+        self.procs: dict[str, list[Process]] = {}
         self.counts = {
             "relay": 1,
             "broker": 1,
@@ -61,18 +62,15 @@ class Cluster:
             **self.extra_env,
         }
 
-    def spawn(self, service: str) -> subprocess.Popen[bytes]:
+    def spawn(self, service: str) -> Process:
         n = len(self.procs.get(service, []))
-        log = open(self.log_dir / f"{service}-{n}.log", "ab")  # noqa: SIM115 - owned by the child
         env = self.env()
         if service == "worker":
             # Lanes as `drover up` assigns them; workers spawned later go round them again.
             large = env.get("DROVER_LARGE_EVALS")
             lanes = worker_lanes(self.counts["worker"], int(large) if large else None)
             env.setdefault("DROVER_WORKER_LANE", lanes[n % len(lanes)])
-        proc = subprocess.Popen(
-            [sys.executable, "-m", f"drover.{service}"], env=env, stdout=log, stderr=subprocess.STDOUT
-        )
+        proc = spawn(f"drover.{service}", [], env, self.log_dir / f"{service}-{n}.log")
         self.procs.setdefault(service, []).append(proc)
         return proc
 

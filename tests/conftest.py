@@ -19,6 +19,16 @@ from drover.runtime.embedded import EmbeddedNats, EmbeddedPostgres
 from drover.runtime.store import EventStore, migrate
 
 
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Mark `cluster` every test whose module starts Drover's services as processes through
+    tests/cluster.py's Cluster (modules that start them otherwise mark themselves), so that
+    `pytest -m "not cluster"` is the fast inner loop."""
+    for item in items:
+        cls = getattr(getattr(item, "module", None), "Cluster", None)
+        if isinstance(cls, type) and cls.__module__.rsplit(".", 1)[-1] == "cluster":
+            item.add_marker(pytest.mark.cluster)
+
+
 @pytest.fixture(scope="session")
 def postgres(tmp_path_factory: pytest.TempPathFactory) -> Iterator[EmbeddedPostgres | str]:
     external = os.environ.get("DROVER_DATABASE_URL")

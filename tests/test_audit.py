@@ -27,6 +27,8 @@ from drover.runtime.embedded import EmbeddedNats
 from drover.runtime.relay import Relay
 from drover.runtime.store import EventStore, libpq_url
 
+pytestmark = pytest.mark.cluster  # the subscriber and a relay as processes
+
 
 def trail_rows(conninfo: str, log_id: str) -> list[tuple[int, str, object]]:
     with psycopg.connect(conninfo) as conn:

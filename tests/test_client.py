@@ -7,8 +7,6 @@ import contextlib
 import json
 import os
 import signal
-import subprocess
-import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -19,6 +17,7 @@ import pytest
 from drover.model.durations import SECOND as S
 
 from .cluster import Cluster
+from .prefork import Process, spawn
 
 # Seconds a new agent process has to register and report ready. A deadline for start-up (a
 # Python process importing the client on a machine running other tests' services), not a
@@ -32,15 +31,23 @@ class Agents:
     def __init__(self, cluster: Cluster, tmp: Path) -> None:
         self.cluster = cluster
         self.tmp = tmp
-        self.procs: dict[str, subprocess.Popen[bytes]] = {}
+        self.procs: dict[str, Process] = {}
 
     def start(self, name: str, *flags: str) -> None:
-        log = open(self.tmp / f"agent-{name}.log", "ab")  # noqa: SIM115 - owned by the child
-        self.procs[name] = subprocess.Popen(
-            [sys.executable, "-m", "drover.client", "--api", str(self.cluster.http.base_url),
-             "--data-dir", str(self.tmp / name), "--name", name, *flags],
-            stdout=log, stderr=subprocess.STDOUT, env=self.cluster.env(),
-        )  # fmt: skip
+        self.procs[name] = spawn(
+            "drover.client",
+            [
+                "--api",
+                str(self.cluster.http.base_url),
+                "--data-dir",
+                str(self.tmp / name),
+                "--name",
+                name,
+                *flags,
+            ],
+            self.cluster.env(),
+            self.tmp / f"agent-{name}.log",
+        )
 
     def node_id(self, name: str) -> str:
         path = self.tmp / name / "client" / "node-id"

@@ -1,5 +1,5 @@
 """Reschedule timelines measured from the API (Nomad's reschedule block), with real agents running mock tasks
-that fail at once: constant 5 s x 2, exponential 5 s capped at 20 s, fibonacci 5 s, attempts 0,
+that fail at once: constant 5 s x 2, exponential 5 s capped at 10 s, fibonacci 5 s, attempts 0,
 and the batch default. All five jobs run side by side in one cluster."""
 
 from __future__ import annotations
@@ -80,7 +80,7 @@ def test_reschedule_timelines(cluster: Cluster, agents: Agents) -> None:  # noqa
         ),
         "exponential": failing_job(
             "exponential",
-            reschedule={**policy, "Unlimited": True, "DelayFunction": "exponential", "MaxDelay": 20 * S},
+            reschedule={**policy, "Unlimited": True, "DelayFunction": "exponential", "MaxDelay": 10 * S},
         ),
         "fibonacci": failing_job(
             "fibonacci",
@@ -91,12 +91,12 @@ def test_reschedule_timelines(cluster: Cluster, agents: Agents) -> None:  # noqa
     }
     for body in jobs.values():
         c.put("/v1/jobs", body)
-    # fibonacci's fifth replacement comes 5 + 5 + 10 + 15 + 25 = 60 s after the first failure
-    c.wait(lambda: len(timeline(c, "fibonacci")) >= 5, timeout=100, interval=1.0)
+    # fibonacci's fourth replacement comes 5 + 5 + 10 + 15 = 35 s after the first failure
+    c.wait(lambda: len(timeline(c, "fibonacci")) >= 4, timeout=80, interval=1.0)
     want = {
         "constant": [5, 5],
-        "exponential": [5, 10, 20, 20],
-        "fibonacci": [5, 5, 10, 15, 25],
+        "exponential": [5, 10, 10],
+        "fibonacci": [5, 5, 10, 15],
         "never": [],
         "batch": [5],
     }

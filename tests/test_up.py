@@ -13,11 +13,14 @@ import time
 from pathlib import Path
 
 import httpx
+import pytest
 
 from drover.cli.up import service_plan
 from drover.runtime.embedded import free_port
 
 from .cluster import node_json
+
+pytestmark = pytest.mark.cluster
 
 
 def _up(data_dir: Path, port: int, log: Path) -> subprocess.Popen[bytes]:
