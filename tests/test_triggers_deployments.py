@@ -64,9 +64,7 @@ def test_deployment_watcher(cluster: Cluster, clients: FakeClients) -> None:
     assert all(a["DeploymentStatus"]["Healthy"] for a in c.get("/v1/job/web/allocations"))
 
 
-def test_seed_003_a_canary_update_of_max_parallel_1_takes_four_evals(
-    cluster: Cluster, clients: FakeClients
-) -> None:
+def test_a_canary_update_of_max_parallel_1_takes_four_evals(cluster: Cluster, clients: FakeClients) -> None:
     """Count 3, update { max_parallel = 1, canary = 1 }. The job is
     updated: one job-register eval places the canary; when the canary is healthy the deployment
     watcher promotes it (auto_promote: no operator step) with

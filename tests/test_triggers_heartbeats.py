@@ -50,7 +50,7 @@ def settled_all(c: Cluster, jobs: list[str]) -> dict[str, list[dict[str, Any]]]:
     return {j: settled(c, j) for j in jobs}
 
 
-def test_seed_003_a_node_running_a_system_and_two_service_jobs_misses_its_heartbeat(
+def test_a_node_running_a_system_and_two_service_jobs_misses_its_heartbeat(
     cluster: Cluster, beater: Beater
 ) -> None:
     """A node runs one system job and two service jobs and misses
@@ -58,7 +58,7 @@ def test_seed_003_a_node_running_a_system_and_two_service_jobs_misses_its_heartb
     service 1, which may run only on that node, cannot be placed and gets a blocked
     queued-allocs eval; service 2 is placed on the other node.
 
-    The seed counts six evals, two of them because service 2's plan is rejected again and
+    Counted as Nomad runs it, this case has six evals, two of them because service 2's plan is rejected again and
     again, "because the scheduler has fallen behind in raft replication": a failed eval
     (max-plan-attempts) and its failed-follow-up. Drover's workers do not fall behind that way:
     a worker schedules an eval only once its replica holds the eval's log position, and after a
@@ -103,14 +103,12 @@ def test_seed_003_a_node_running_a_system_and_two_service_jobs_misses_its_heartb
     assert [a["NodeID"] for a in c.get("/v1/job/service1/allocations")] == ["a"]
 
 
-def test_seed_003_two_nodes_running_five_system_jobs_go_down_and_come_back(
-    cluster: Cluster, beater: Beater
-) -> None:
+def test_two_nodes_running_five_system_jobs_go_down_and_come_back(cluster: Cluster, beater: Beater) -> None:
     """Two nodes, each running one alloc of each of five system jobs,
     miss their heartbeats and then heartbeat again. Each transition gives every system job a
     node-update eval for the node: 2 nodes x 5 jobs x 2 = 20 evals, and no other.
 
-    The seed calls them no-ops; what they amount to is the flapping nodes' own allocs and
+    Nomad's count calls them no-ops; what they amount to is the flapping nodes' own allocs and
     nothing else: the evals of a node going down record its allocs lost (as Nomad's system
     scheduler does), those of its return place one alloc of each job back on it; nothing is
     placed elsewhere, nothing blocks, no eval has a follow-up. Evals of one job that are
