@@ -79,8 +79,10 @@ class Log:
         return (t2 - t1) * 1e3, (t2 - t1 - encode) * 1e3, held[0] * 1e3
 
     def plan(self, job: Job) -> list[Event]:
-        ev = Evaluation(id=f"eval-{job.id}", job_id=job.id, type=job.type, triggered_by="job-register")
-        res = schedule(self.state, ev, NOW)
+        evaluation = Evaluation(
+            id=f"eval-{job.id}", job_id=job.id, type=job.type, triggered_by="job-register"
+        )
+        res = schedule(self.state, evaluation, NOW)
         placed = sum(len(v) for v in res.plan.node_allocation.values())
         assert placed == job.task_groups[0].count, placed
         # As the plan applier gets it from a worker: its metrics as JSON, never decoded.

@@ -48,17 +48,17 @@ _REQ: TypeAdapter[PlanRequest] = TypeAdapter(PlanRequest)
 def _as_list(events: list[PlanApplied]) -> list[str]:
     """The list form: every alloc whole, defaults left out."""
     return [
-        '{"Type":"PlanApplied",' + ev.model_dump_json(by_alias=True, exclude_defaults=True)[1:]
-        for ev in events
+        '{"Type":"PlanApplied",' + event.model_dump_json(by_alias=True, exclude_defaults=True)[1:]
+        for event in events
     ]
 
 
 def _encode(events: list[PlanApplied]) -> list[str]:
-    return [encode_event_json(ev) for ev in events]
+    return [encode_event_json(event) for event in events]
 
 
 def _parts(events: list[PlanApplied]) -> list[tuple[str, str | None]]:
-    return [encode_event_parts(ev) for ev in events]
+    return [encode_event_parts(event) for event in events]
 
 
 def _decode(stored: list[str], replica: bool, metrics: list[str | None] | None = None) -> list[Any]:
@@ -100,8 +100,8 @@ def main() -> None:
     state = build_cluster(5000, 25)
     job = build_job(ALLOCS, [])
     state.upsert_job(job)
-    ev = Evaluation(id="bench-eval", job_id=job.id, type=job.type, triggered_by="job-register")
-    res = schedule(state, ev, NOW)
+    evaluation = Evaluation(id="bench-eval", job_id=job.id, type=job.type, triggered_by="job-register")
+    res = schedule(state, evaluation, NOW)
     event = plan_applied_event(evaluate_plan(state, res.plan), NOW)
     assert len(event.allocs) == ALLOCS
     events = [

@@ -65,13 +65,13 @@ def _events(i: int, args: argparse.Namespace, old: int) -> list[Event]:
             id=f"a-{i:04d}-{k:02d}-{n:03d}",
             name=f"{job.id}.g[{n}]",
             job_id=job.id,
-            eval_id=ev.id,
+            eval_id=evaluation.id,
             task_group="g",
             node_id=f"n{(i + n) % args.nodes:04d}",
             client_status="complete",
             resources=Resources(cpu=10, memory_mb=10),
         )
-        for k, ev in enumerate(evals)
+        for k, evaluation in enumerate(evals)
         for n in range(args.allocs_per_eval)
     ]
     plan = PlanApplied(eval_id=evals[0].id, job_id=job.id, allocs=allocs, at=old)

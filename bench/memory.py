@@ -56,10 +56,10 @@ def build_and_load(allocs: int) -> dict[str, Any]:
     state = InMemoryState(drop_metrics=True, owns_events=True)
     pos = 0
 
-    def feed(ev: Any) -> None:
+    def feed(event: Any) -> None:
         nonlocal pos
         pos += 1
-        apply(state, pos, decode_event(encode_event_json(ev), replica=True))
+        apply(state, pos, decode_event(encode_event_json(event), replica=True))
 
     for i in range(NODES):
         feed(

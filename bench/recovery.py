@@ -104,9 +104,9 @@ def state(h: httpx.Client, jobs: set[str]) -> tuple[int, dict[str, int]]:
     allocs = h.get("/v1/allocations").raise_for_status().json()
     placed = sum(1 for a in allocs if a["JobID"] in jobs and a["DesiredStatus"] == "run")
     statuses: dict[str, int] = {}
-    for ev in h.get("/v1/evaluations").raise_for_status().json():
-        if ev["JobID"] in jobs:
-            statuses[ev["Status"]] = statuses.get(ev["Status"], 0) + 1
+    for evaluation in h.get("/v1/evaluations").raise_for_status().json():
+        if evaluation["JobID"] in jobs:
+            statuses[evaluation["Status"]] = statuses.get(evaluation["Status"], 0) + 1
     return placed, statuses
 
 

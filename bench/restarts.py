@@ -101,16 +101,16 @@ def timeline(store: EventStore, after: int, rid: str) -> dict[str, Any]:
     while rows := store.read(after, 500):
         after = rows[-1].position
         for rec in rows:
-            ev = rec.event
-            if isinstance(ev, JobRestartSignaled) and ev.restart_id == rid:
-                signals[ev.batch_number] = (ev.at, ev.alloc_ids())
-            elif isinstance(ev, JobRestartUpdated) and ev.restart_id == rid:
-                if ev.batch_done_at:
-                    done[max(signals)] = ev.batch_done_at
-                if ev.status:
-                    ended = ev.at
-            elif isinstance(ev, AllocsClientUpdated) and rec.recorded_at is not None:
-                for u in ev.updates:
+            event = rec.event
+            if isinstance(event, JobRestartSignaled) and event.restart_id == rid:
+                signals[event.batch_number] = (event.at, event.alloc_ids())
+            elif isinstance(event, JobRestartUpdated) and event.restart_id == rid:
+                if event.batch_done_at:
+                    done[max(signals)] = event.batch_done_at
+                if event.status:
+                    ended = event.at
+            elif isinstance(event, AllocsClientUpdated) and rec.recorded_at is not None:
+                for u in event.updates:
                     if u.id in running or not u.task_states:
                         continue
                     at = restarted_at(u.task_states, request_id(rid, u.id))

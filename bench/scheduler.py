@@ -109,11 +109,11 @@ def run_case(
     times: list[float] = []
     result = None
     for r in range(repeats):
-        ev = Evaluation(
+        evaluation = Evaluation(
             id=f"eval-{r}", job_id=job.id, type="service", triggered_by="job-register", priority=50
         )
         t0 = time.perf_counter()
-        result = schedule(state, ev, NOW, full_scan=full_scan)
+        result = schedule(state, evaluation, NOW, full_scan=full_scan)
         times.append(time.perf_counter() - t0)
     gc.unfreeze()
     assert result is not None

@@ -47,8 +47,8 @@ def wait_trigger(
     return found
 
 
-def links(ev: dict[str, Any]) -> dict[str, Any]:
-    return {k: ev[k] for k in NO_LINKS}
+def links(eval_: dict[str, Any]) -> dict[str, Any]:
+    return {k: eval_[k] for k in NO_LINKS}
 
 
 def settled(c: Cluster, job_id: str) -> list[dict[str, Any]]:

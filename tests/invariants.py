@@ -16,14 +16,14 @@ def check_log(store: EventStore) -> InMemoryState:
     state = InMemoryState()
     created: Counter[str] = Counter()
     for rec in store.iter_all():
-        ev = rec.event
-        if isinstance(ev, PlanApplied):
-            for a in ev.allocs:
+        event = rec.event
+        if isinstance(event, PlanApplied):
+            for a in event.allocs:
                 if state.alloc(a.id) is None:
                     created[a.id] += 1
-        apply(state, rec.position, ev)
-        if isinstance(ev, PlanApplied):
-            for node_id in {a.node_id for a in ev.allocs}:
+        apply(state, rec.position, event)
+        if isinstance(event, PlanApplied):
+            for node_id in {a.node_id for a in event.allocs}:
                 node = state.node(node_id)
                 assert node is not None, f"alloc placed on unknown node {node_id} at {rec.position}"
                 used, cap = state.node_usage(node_id), node.capacity()

@@ -215,9 +215,9 @@ def test_plan_is_a_dry_run(client: TestClient, store: EventStore) -> None:
 def _commit_plan(store: EventStore, eval_id: str) -> None:
     """Do what a worker and the plan applier would for `eval_id` (no services run here)."""
     state = store.replay()
-    ev = state.eval(eval_id)
-    assert ev is not None
-    res = schedule(state, ev, 1_700_000_000_000_000_000)
+    evaluation = state.eval(eval_id)
+    assert evaluation is not None
+    res = schedule(state, evaluation, 1_700_000_000_000_000_000)
     committed = evaluate_plan(state, res.plan)
     store.append([plan_applied_event(committed, 1_700_000_000_000_000_000), EvalsUpserted(evals=[res.eval])])
 
@@ -289,8 +289,8 @@ def test_lists_page_as_nomad_s_do(client: TestClient, store: EventStore) -> None
         client.put("/v1/drover/node/register", json={"Node": node_json(f"n{i}")})
     for name in ("a", "b", "c"):
         client.put("/v1/jobs", json=job_json(name, 2))
-    for ev in client.get("/v1/evaluations").json():
-        _commit_plan(store, ev["ID"])
+    for evaluation in client.get("/v1/evaluations").json():
+        _commit_plan(store, evaluation["ID"])
 
     def walk(path: str, per_page: int) -> list[list[str]]:
         pages, token = [], ""

@@ -29,10 +29,10 @@ async def test_an_eval_heard_during_a_publish_is_dispatched_at_once(
     svc = BrokerService(BrokerReplica(store, js_fresh), window=3)
     published: dict[str, float] = {}
 
-    async def publish(ev: Evaluation) -> None:
-        await js_fresh.publish(EVALS_SUBJECT, ev.model_dump_json(by_alias=True).encode())
-        published[ev.id] = time.monotonic()
-        if ev.id == "first":
+    async def publish(evaluation: Evaluation) -> None:
+        await js_fresh.publish(EVALS_SUBJECT, evaluation.model_dump_json(by_alias=True).encode())
+        published[evaluation.id] = time.monotonic()
+        if evaluation.id == "first":
             # The replica hears another job's eval while this publish is still being awaited.
             svc.on_event(2, EvalsUpserted(evals=[pending("second", "b", 2)]), {})
 

@@ -119,7 +119,7 @@ def test_job_run_follows_the_deployment_and_the_reads_show_it(
     job = c.get("/v1/job/web")
     deployment = c.get("/v1/job/web/deployment")
     alloc = c.get("/v1/job/web/allocations")[0]
-    (ev,) = [e for e in c.get("/v1/job/web/evaluations") if e["TriggeredBy"] == "job-register"]
+    (evaluation,) = [e for e in c.get("/v1/job/web/evaluations") if e["TriggeredBy"] == "job-register"]
 
     listing = ok(c, "job", "status")
     assert header(listing, "ID") == ["ID", "Type", "Priority", "Status", "Submit Date"]
@@ -169,9 +169,11 @@ def test_job_run_follows_the_deployment_and_the_reads_show_it(
         "Placement Failures",
     ]
     assert re.search(
-        rf"^{ev['ID'][:8]}\s+50\s+job-register\s+web\s+default\s+<none>\s+complete\s+false$", evals, re.M
+        rf"^{evaluation['ID'][:8]}\s+50\s+job-register\s+web\s+default\s+<none>\s+complete\s+false$",
+        evals,
+        re.M,
     )
-    assert re.search(r"^TriggeredBy\s+= job-register$", ok(c, "eval", "status", ev["ID"][:6]), re.M)
+    assert re.search(r"^TriggeredBy\s+= job-register$", ok(c, "eval", "status", evaluation["ID"][:6]), re.M)
     status = ok(c, "alloc", "status", alloc["ID"][:6])
     assert re.search(rf"^Name\s+= {re.escape(alloc['Name'])}$", status, re.M)
     assert re.search(r"^Deployment Health\s+= healthy$", status, re.M), status
@@ -202,8 +204,8 @@ def test_job_run_follows_the_deployment_and_the_reads_show_it(
         (["job", "inspect", "web"], lambda d: d["Job"]["ID"] == "web"),
         (["job", "history", "web"], lambda d: [v["Version"] for v in d] == [0]),
         (["alloc", "status", alloc["ID"]], lambda d: d["ID"] == alloc["ID"]),
-        (["eval", "list"], lambda d: ev["ID"] in {e["ID"] for e in d}),
-        (["eval", "status", ev["ID"]], lambda d: d["ID"] == ev["ID"]),
+        (["eval", "list"], lambda d: evaluation["ID"] in {e["ID"] for e in d}),
+        (["eval", "status", evaluation["ID"]], lambda d: d["ID"] == evaluation["ID"]),
         (["node", "status"], lambda d: sorted(n["ID"] for n in d) == sorted(NODES)),
         (["node", "status", "beta-1"], lambda d: d["ID"] == "beta-1"),
         (["deployment", "list"], lambda d: [x["ID"] for x in d] == [deployment["ID"]]),

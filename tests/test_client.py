@@ -233,10 +233,12 @@ def test_a_driver_the_nodes_do_not_enable_is_refused_with_its_reason(
     agents.start("plain")  # raw_exec disabled, as by default
     c.wait(lambda: [n for n in c.get("/v1/nodes") if n["Status"] == "ready"], timeout=AGENT_START)
     resp = c.put("/v1/jobs", raw_exec_job("needs-raw", "/bin/true"))
-    ev = c.wait(lambda: (e := c.get(f"/v1/evaluation/{resp['EvalID']}"))["Status"] == "complete" and e)
-    failed = ev["FailedTGAllocs"]["g"]
+    evaluation = c.wait(
+        lambda: (e := c.get(f"/v1/evaluation/{resp['EvalID']}"))["Status"] == "complete" and e
+    )
+    failed = evaluation["FailedTGAllocs"]["g"]
     assert failed["ConstraintFiltered"] == {"missing drivers": 1}
-    assert ev["BlockedEval"]
+    assert evaluation["BlockedEval"]
     # and a config with keys raw_exec does not have is refused at register, every key named
     bad = raw_exec_job("typo", "/bin/true")
     bad["Job"]["TaskGroups"][0]["Tasks"][0]["Config"]["argz"] = ["x"]

@@ -96,14 +96,19 @@ def test_a_dispatched_payload_reaches_the_task_and_the_parent_counts_its_childre
     (alloc,) = c.wait(lambda: [a for a in allocs(c, child) if a["ClientStatus"] == "complete"], timeout=RUN)
     assert (out / alloc["ID"]).read_bytes() == payload
     assert (tmp_path / "a1" / "allocs" / alloc["ID"] / "t" / "local" / "input.bin").read_bytes() == payload
-    ev = c.get(f"/v1/evaluation/{first['EvalID']}")
-    assert (ev["JobID"], ev["TriggeredBy"], ev["Status"], ev["Type"]) == (
+    evaluation = c.get(f"/v1/evaluation/{first['EvalID']}")
+    assert (evaluation["JobID"], evaluation["TriggeredBy"], evaluation["Status"], evaluation["Type"]) == (
         child,
         "job-register",
         "complete",
         "batch",
     )
-    assert (ev["PreviousEval"], ev["NextEval"], ev["BlockedEval"], ev["WaitUntil"]) == ("", "", "", 0)
+    assert (
+        evaluation["PreviousEval"],
+        evaluation["NextEval"],
+        evaluation["BlockedEval"],
+        evaluation["WaitUntil"],
+    ) == ("", "", "", 0)
     assert alloc["EvalID"] == first["EvalID"] and alloc["JobID"] == child
     c.wait(lambda: c.get(f"/v1/job/{child}")["Status"] == "dead", timeout=RUN)
     assert c.get("/v1/job/render")["Status"] == "running"  # the parameterized job itself runs on
@@ -114,13 +119,13 @@ def test_a_dispatched_payload_reaches_the_task_and_the_parent_counts_its_childre
     c.wait(lambda: [a for a in allocs(c, running) if a["ClientStatus"] == "running"], timeout=RUN)
     c.put(f"/v1/node/{node_id}/eligibility", {"Eligibility": "ineligible"})
     held = dispatch(c, b"later")
-    ev = c.wait(
+    evaluation = c.wait(
         lambda: (e := c.get(f"/v1/evaluation/{held['EvalID']}"))["Status"] == "complete" and e, timeout=RUN
     )
-    blocked = c.get(f"/v1/evaluation/{ev['BlockedEval']}")
+    blocked = c.get(f"/v1/evaluation/{evaluation['BlockedEval']}")
     assert (blocked["Status"], blocked["PreviousEval"], blocked["JobID"]) == (
         "blocked",
-        ev["ID"],
+        evaluation["ID"],
         held["DispatchedJobID"],
     )
     assert c.get(f"/v1/job/{held['DispatchedJobID']}")["Status"] == "pending"

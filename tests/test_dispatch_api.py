@@ -107,9 +107,17 @@ def test_dispatch_registers_a_child_and_its_eval(client: TestClient, store: Even
     assert base64.b64decode(child["Payload"]) == b'{"month": 3}'
     assert child["Meta"] == {"team": "billing", "customer": "c1"} and child["Status"] == "pending"
     assert child["ParameterizedJob"]["MetaRequired"] == ["customer"] and child["CreateIndex"] == before + 1
-    (ev,) = client.get(f"/v1/job/{child_id}/evaluations").json()
-    assert ev["ID"] == out["EvalID"] and ev["TriggeredBy"] == "job-register" and ev["JobID"] == child_id
-    assert (ev["Status"], ev["Type"], ev["CreateIndex"]) == ("pending", "batch", before + 2)
+    (evaluation,) = client.get(f"/v1/job/{child_id}/evaluations").json()
+    assert (
+        evaluation["ID"] == out["EvalID"]
+        and evaluation["TriggeredBy"] == "job-register"
+        and evaluation["JobID"] == child_id
+    )
+    assert (evaluation["Status"], evaluation["Type"], evaluation["CreateIndex"]) == (
+        "pending",
+        "batch",
+        before + 2,
+    )
     assert client.get(f"/v1/job/{child_id}/versions").json()["Versions"][0]["ID"] == child_id
     # The parent is unchanged, and counts its child.
     assert client.get("/v1/job/report").json()["ModifyIndex"] < before + 1

@@ -34,8 +34,10 @@ def test_register_scale_deregister(cluster: Cluster) -> None:
     resp = c.put("/v1/jobs", job_json("web", 10, rolling=False))
     c.wait(lambda: len(live(c, "web")) == 10, timeout=10)
     placed_after = time.monotonic() - t0
-    ev = c.wait(lambda: (e := c.get(f"/v1/evaluation/{resp['EvalID']}"))["Status"] == "complete" and e)
-    assert ev["Status"] == "complete"
+    evaluation = c.wait(
+        lambda: (e := c.get(f"/v1/evaluation/{resp['EvalID']}"))["Status"] == "complete" and e
+    )
+    assert evaluation["Status"] == "complete"
     assert placed_after < 2.0, f"10 allocs took {placed_after:.2f}s"
     names = sorted(a["Name"] for a in live(c, "web"))
     assert names == sorted(f"web.web[{i}]" for i in range(10))
@@ -66,15 +68,17 @@ def test_blocked_job_is_placed_when_a_node_joins(cluster: Cluster) -> None:
     c = cluster
     c.put("/v1/drover/node/register", {"Node": node_json("small", cpu=1000)})
     resp = c.put("/v1/jobs", job_json("big", 1, cpu=3000))
-    ev = c.wait(lambda: (e := c.get(f"/v1/evaluation/{resp['EvalID']}"))["Status"] == "complete" and e)
-    assert ev["BlockedEval"], ev
-    assert c.get(f"/v1/evaluation/{ev['BlockedEval']}")["Status"] == "blocked"
+    evaluation = c.wait(
+        lambda: (e := c.get(f"/v1/evaluation/{resp['EvalID']}"))["Status"] == "complete" and e
+    )
+    assert evaluation["BlockedEval"], evaluation
+    assert c.get(f"/v1/evaluation/{evaluation['BlockedEval']}")["Status"] == "blocked"
     assert live(c, "big") == []
     assert c.get("/v1/job/big")["Status"] == "pending"  # nothing placed, a blocked eval waits
     c.put("/v1/drover/node/register", {"Node": node_json("large", cpu=8000)})
     allocs = c.wait(lambda: live(c, "big"))
     assert allocs[0]["NodeID"] == "large"
-    c.wait(lambda: c.get(f"/v1/evaluation/{ev['BlockedEval']}")["Status"] == "complete")
+    c.wait(lambda: c.get(f"/v1/evaluation/{evaluation['BlockedEval']}")["Status"] == "complete")
 
 
 def test_a_blocked_job_is_placed_when_allocs_stop(cluster: Cluster) -> None:
@@ -89,8 +93,10 @@ def test_a_blocked_job_is_placed_when_allocs_stop(cluster: Cluster) -> None:
 
     def blocked(job_id: str) -> None:
         resp = c.put("/v1/jobs", job_json(job_id, 1, cpu=600))
-        ev = c.wait(lambda: (e := c.get(f"/v1/evaluation/{resp['EvalID']}"))["Status"] == "complete" and e)
-        assert ev["BlockedEval"] and live(c, job_id) == []
+        evaluation = c.wait(
+            lambda: (e := c.get(f"/v1/evaluation/{resp['EvalID']}"))["Status"] == "complete" and e
+        )
+        assert evaluation["BlockedEval"] and live(c, job_id) == []
 
     blocked("second")
     c.put(

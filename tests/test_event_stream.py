@@ -86,12 +86,12 @@ def test_python_nomad_sees_a_job_registered_and_placed(cluster: Cluster) -> None
     deadline = time.monotonic() + 30
     while not wanted <= seen:
         msg = events.get(timeout=max(deadline - time.monotonic(), 0.1))
-        for ev in msg["Events"]:
-            seen.add((ev["Topic"], ev["Type"]))
-            if ev["Topic"] == "Allocation" and ev["Type"] == "PlanResult":
-                assert ev["Payload"]["Allocation"]["JobID"] == "web"
-                assert ev["Key"] == ev["Payload"]["Allocation"]["ID"]
-                assert "web" in ev["FilterKeys"]
+        for event in msg["Events"]:
+            seen.add((event["Topic"], event["Type"]))
+            if event["Topic"] == "Allocation" and event["Type"] == "PlanResult":
+                assert event["Payload"]["Allocation"]["JobID"] == "web"
+                assert event["Key"] == event["Payload"]["Allocation"]["ID"]
+                assert "web" in event["FilterKeys"]
         assert time.monotonic() < deadline, seen
     stop.set()
 
@@ -148,10 +148,10 @@ def test_from_index_one_on_a_large_log(feed: Cluster, store: EventStore) -> None
     assert [f["Index"] for f in got] == list(range(1, end + 1)), "every position once, in order"
     # Each document is as it was at its position.
     for f in got[nodes:]:
-        (ev,) = f["Events"]
+        (event,) = f["Events"]
         i = f["Index"] - nodes - 1
-        assert ev["Payload"]["Node"]["SchedulingEligibility"] == ("ineligible" if i % 2 else "eligible")
-        assert ev["Payload"]["Node"]["ModifyIndex"] == f["Index"]
+        assert event["Payload"]["Node"]["SchedulingEligibility"] == ("ineligible" if i % 2 else "eligible")
+        assert event["Payload"]["Node"]["ModifyIndex"] == f["Index"]
     print(f"{end} positions from index 1 in {took:.1f}s")
 
 

@@ -111,8 +111,8 @@ def test_json_lines_show_a_job_registered_and_placed(cluster: Cluster, tails: li
     web = of_job(tail.events(), "web")
     job = next(e for e in web if e["Type"] == "JobRegistered")
     assert (job["Topic"], job["Namespace"], job["Payload"]["Job"]["ID"]) == ("Job", "default", "web")
-    ev = next(e for e in web if e["Type"] == "EvaluationUpdated")
-    assert ev["Topic"] == "Evaluation" and ev["Payload"]["Evaluation"]["JobID"] == "web"
+    event = next(e for e in web if e["Type"] == "EvaluationUpdated")
+    assert event["Topic"] == "Evaluation" and event["Payload"]["Evaluation"]["JobID"] == "web"
     allocs = [e for e in web if e["Topic"] == "Allocation"]
     assert allocs and all(e["Payload"]["Allocation"]["JobID"] == "web" for e in allocs)
     indexes = [e["Index"] for e in tail.events()]

@@ -276,8 +276,8 @@ def test_migrations_are_idempotent(database_url: str) -> None:
 def test_migration_0003_keeps_every_alloc_document(database_url: str, store: EventStore) -> None:
     store.append([NodeRegistered(node=node(i)) for i in range(2)] + [JobRegistered(job=job(count=3))])
     state = store.replay()
-    ev = Evaluation(id="e0", job_id="web", type="service", triggered_by="job-register")
-    res = schedule(state, ev, 1_700_000_000_000_000_000)
+    evaluation = Evaluation(id="e0", job_id="web", type="service", triggered_by="job-register")
+    res = schedule(state, evaluation, 1_700_000_000_000_000_000)
     store.append([plan_applied_event(evaluate_plan(state, res.plan), 1_700_000_000_000_000_000)])
     before = store.projection_dump()
     assert len(before["allocs"]) == 3
@@ -305,10 +305,10 @@ def test_rebuild_reproduces_the_live_projections(
         if version:
             store.append([JobRegistered(job=job(count=count, version=version))])
         state = store.replay()
-        ev = Evaluation(id=f"e{version}", job_id="web", type="service", triggered_by="job-register")
-        store.append([EvalsUpserted(evals=[ev])])
+        evaluation = Evaluation(id=f"e{version}", job_id="web", type="service", triggered_by="job-register")
+        store.append([EvalsUpserted(evals=[evaluation])])
         state = store.replay()
-        res = schedule(state, ev, 1_700_000_000_000_000_000)
+        res = schedule(state, evaluation, 1_700_000_000_000_000_000)
         committed = evaluate_plan(state, res.plan)
         store.append(
             [plan_applied_event(committed, 1_700_000_000_000_000_000), EvalsUpserted(evals=[res.eval])]
@@ -417,10 +417,10 @@ def _scheduled(
     core makes of it on the log replayed: (the replayed state, the eval, the result)."""
     store.append([NodeRegistered(node=node(i)) for i in range(nodes)])
     store.append([JobRegistered(job=job(count=count))])
-    ev = Evaluation(id="e0", job_id="web", type="service", triggered_by="job-register")
-    store.append([EvalsUpserted(evals=[ev])])
+    evaluation = Evaluation(id="e0", job_id="web", type="service", triggered_by="job-register")
+    store.append([EvalsUpserted(evals=[evaluation])])
     state = store.replay()
-    return state, ev, schedule(state, ev, now)
+    return state, evaluation, schedule(state, evaluation, now)
 
 
 def test_a_placement_taken_for_new_that_exists_is_looked_up_after_all(
@@ -431,7 +431,7 @@ def test_a_placement_taken_for_new_that_exists_is_looked_up_after_all(
     inserted twice - and the applier's owned events must reduce as a replay does."""
     monkeypatch.setattr(eventstore, "TRUST_NEW_FROM", 1)  # the shortcut even for a small plan
     now = 1_700_000_000_000_000_000
-    state, ev, res = _scheduled(store, nodes=2, count=2, now=now)
+    state, evaluation, res = _scheduled(store, nodes=2, count=2, now=now)
     placed = store.append([plan_applied_event(evaluate_plan(state, res.plan), now)], owned=True)
     first = store.replay().allocs[placed[0].event.allocs[0].id]  # type: ignore[attr-defined]
     store.append(
@@ -447,7 +447,7 @@ def test_a_placement_taken_for_new_that_exists_is_looked_up_after_all(
         ]
     )
     again = first.model_copy(update={"create_index": 0, "client_status": "pending", "task_states": {}})
-    res2 = schedule(store.replay(), ev.model_copy(update={"id": "e1"}), now)
+    res2 = schedule(store.replay(), evaluation.model_copy(update={"id": "e1"}), now)
     plan = evaluate_plan(store.replay(), res2.plan)
     event = plan_applied_event(plan, now).model_copy(update={"eval_id": "e1", "allocs": [again]})
     rec = store.append([event], owned=True)

@@ -62,12 +62,14 @@ def _stopped_job(store: EventStore, allocs: int) -> list[str]:
     """A stopped job, old: its eval complete and `allocs` allocs stopped."""
     old = NOW - 10 * HOUR
     store.append([JobRegistered(job=Job(id="web", stop=True, submit_time=old))])
-    ev = Evaluation(id="e1", job_id="web", status="complete", modify_time=old)
+    evaluation = Evaluation(id="e1", job_id="web", status="complete", modify_time=old)
     placed = [
         Allocation(id=f"a{i:03d}", job_id="web", eval_id="e1", node_id="n1", desired_status="stop")
         for i in range(allocs)
     ]
-    store.append([EvalsUpserted(evals=[ev]), PlanApplied(eval_id="e1", job_id="web", allocs=placed, at=old)])
+    store.append(
+        [EvalsUpserted(evals=[evaluation]), PlanApplied(eval_id="e1", job_id="web", allocs=placed, at=old)]
+    )
     return [a.id for a in placed]
 
 

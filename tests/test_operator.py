@@ -92,15 +92,26 @@ def test_alloc_stop_replaces_the_alloc(
 
     stopped = client.allocation.stop_allocation(old["ID"])
     assert set(stopped) == {"EvalID", "Index"} and _event_at(store, stopped["Index"]) == "AllocsTransitioned"
-    ev = c.wait(lambda: (e := c.get(f"/v1/evaluation/{stopped['EvalID']}"))["Status"] == "complete" and e)
-    assert (ev["TriggeredBy"], ev["JobID"], ev["Type"]) == ("alloc-stop", "web", "service")
+    evaluation = c.wait(
+        lambda: (e := c.get(f"/v1/evaluation/{stopped['EvalID']}"))["Status"] == "complete" and e
+    )
+    assert (evaluation["TriggeredBy"], evaluation["JobID"], evaluation["Type"]) == (
+        "alloc-stop",
+        "web",
+        "service",
+    )
     # Nothing left to place and nothing to wait for: no follow-up, no blocked eval.
-    assert (ev["PreviousEval"], ev["NextEval"], ev["BlockedEval"], ev["WaitUntil"]) == ("", "", "", 0)
+    assert (
+        evaluation["PreviousEval"],
+        evaluation["NextEval"],
+        evaluation["BlockedEval"],
+        evaluation["WaitUntil"],
+    ) == ("", "", "", 0)
 
     gone = c.get(f"/v1/allocation/{old['ID']}")
     assert gone["DesiredStatus"] == "stop" and gone["DesiredTransition"]["Migrate"] is True
     replacement = c.get(f"/v1/allocation/{gone['NextAllocation']}")
-    assert replacement["PreviousAllocation"] == old["ID"] and replacement["EvalID"] == ev["ID"]
+    assert replacement["PreviousAllocation"] == old["ID"] and replacement["EvalID"] == evaluation["ID"]
     assert replacement["NodeID"] in ("n1", "n2") and replacement["Name"] == old["Name"]
     c.wait(lambda: len(live := _live(c, "web")) == 2 and all(a["ClientStatus"] == "running" for a in live))
     assert old["ID"] not in {a["ID"] for a in _live(c, "web")}
@@ -135,8 +146,14 @@ def test_node_purge_deregisters_the_node_and_replaces_its_allocs(
     with pytest.raises(nomad_errors.URLNotFoundNomadException):
         client.node.get_node("n1")
     assert [n["ID"] for n in client.nodes.get_nodes()] == ["n2"]
-    ev = c.wait(lambda: (e := c.get(f"/v1/evaluation/{purged['EvalIDs'][0]}"))["Status"] == "complete" and e)
-    assert (ev["TriggeredBy"], ev["JobID"], ev["NodeID"]) == ("node-update", "web", "n1")
+    evaluation = c.wait(
+        lambda: (e := c.get(f"/v1/evaluation/{purged['EvalIDs'][0]}"))["Status"] == "complete" and e
+    )
+    assert (evaluation["TriggeredBy"], evaluation["JobID"], evaluation["NodeID"]) == (
+        "node-update",
+        "web",
+        "n1",
+    )
     # The allocs on the node that is gone are lost and replaced on the other one.
     c.wait(
         lambda: (
@@ -175,8 +192,10 @@ def test_revert_and_stable(
     job = client.job.get_job("web")
     assert (job["Version"], job["TaskGroups"][0]["Count"], job["Stable"]) == (2, 1, False)
     assert job["JobModifyIndex"] == reverted["JobModifyIndex"]
-    ev = c.wait(lambda: (e := c.get(f"/v1/evaluation/{reverted['EvalID']}"))["Status"] == "complete" and e)
-    assert ev["TriggeredBy"] == "job-register"
+    evaluation = c.wait(
+        lambda: (e := c.get(f"/v1/evaluation/{reverted['EvalID']}"))["Status"] == "complete" and e
+    )
+    assert evaluation["TriggeredBy"] == "job-register"
     c.wait(lambda: len(_live(c, "web")) == 1)
     assert [v["Version"] for v in client.job.get_versions("web")["Versions"]] == [2, 1, 0]
 

@@ -72,10 +72,19 @@ def child_eval(c: Cluster, child_id: str) -> dict[str, Any]:
 def assert_launched_once(c: Cluster, child_id: str, parent: str) -> None:
     """The child was launched with one periodic-job eval, completed with the child placed (no
     blocked, follow-up or previous eval), and carries the parent's spec without its block."""
-    ev = child_eval(c, child_id)
-    assert (ev["TriggeredBy"], ev["Status"], ev["Type"]) == ("periodic-job", "complete", "batch")
-    assert (ev["PreviousEval"], ev["NextEval"], ev["BlockedEval"], ev["WaitUntil"]) == ("", "", "", 0)
-    assert len(c.get(f"/v1/evaluation/{ev['ID']}/allocations")) == 1
+    evaluation = child_eval(c, child_id)
+    assert (evaluation["TriggeredBy"], evaluation["Status"], evaluation["Type"]) == (
+        "periodic-job",
+        "complete",
+        "batch",
+    )
+    assert (
+        evaluation["PreviousEval"],
+        evaluation["NextEval"],
+        evaluation["BlockedEval"],
+        evaluation["WaitUntil"],
+    ) == ("", "", "", 0)
+    assert len(c.get(f"/v1/evaluation/{evaluation['ID']}/allocations")) == 1
     child = c.get(f"/v1/job/{quote(child_id, safe='')}")
     assert (child["ParentID"], child["Periodic"], child["Type"]) == (parent, None, "batch")
 
@@ -114,10 +123,13 @@ def test_prohibit_overlap_passes_launches_over_while_a_child_runs(
     assert c.get("/v1/job/single")["Status"] == c.get("/v1/job/many")["Status"] == "running"
     # A force ignores ProhibitOverlap.
     forced = c.put("/v1/job/single/periodic/force", {})
-    ev = c.get(f"/v1/evaluation/{forced['EvalID']}")
-    assert (ev["TriggeredBy"], ev["CreateIndex"]) == ("periodic-job", forced["EvalCreateIndex"])
+    evaluation = c.get(f"/v1/evaluation/{forced['EvalID']}")
+    assert (evaluation["TriggeredBy"], evaluation["CreateIndex"]) == (
+        "periodic-job",
+        forced["EvalCreateIndex"],
+    )
     assert len(children(c, "single")) == 2
-    assert_launched_once(c, ev["JobID"], "single")
+    assert_launched_once(c, evaluation["JobID"], "single")
     assert sorted(job_registrations(database_url, "single/")) == children(c, "single")
 
 

@@ -68,12 +68,21 @@ def test_force_launches_a_child_with_a_periodic_job_eval(client: TestClient, sto
     assert set(out) == {"EvalID", "EvalCreateIndex", "Index"}
     # The child's registration and its eval: one append, two positions.
     assert (out["EvalCreateIndex"], out["Index"]) == (3, 3)
-    ev = client.get(f"/v1/evaluation/{out['EvalID']}").json()
-    child_id = ev["JobID"]
+    evaluation = client.get(f"/v1/evaluation/{out['EvalID']}").json()
+    child_id = evaluation["JobID"]
     assert child_id.startswith("report/periodic-") and before <= int(child_id.rsplit("-", 1)[1]) <= after
-    assert (ev["TriggeredBy"], ev["Status"], ev["Type"]) == ("periodic-job", "pending", "batch")
-    assert ev["CreateIndex"] == 3
-    assert (ev["PreviousEval"], ev["NextEval"], ev["BlockedEval"], ev["WaitUntil"]) == ("", "", "", 0)
+    assert (evaluation["TriggeredBy"], evaluation["Status"], evaluation["Type"]) == (
+        "periodic-job",
+        "pending",
+        "batch",
+    )
+    assert evaluation["CreateIndex"] == 3
+    assert (
+        evaluation["PreviousEval"],
+        evaluation["NextEval"],
+        evaluation["BlockedEval"],
+        evaluation["WaitUntil"],
+    ) == ("", "", "", 0)
     child = client.get(f"/v1/job/{quote(child_id, safe='')}").json()
     assert (child["ID"], child["Name"], child["ParentID"]) == (child_id, child_id, "report")
     assert child["Periodic"] is None

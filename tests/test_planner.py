@@ -207,9 +207,9 @@ async def test_a_worker_refused_for_a_background_plan_s_placements_retries_after
         worker, calls = await recording_worker(store, nc)
         big_answer = request(big_res)
         await asyncio.sleep(0.3)  # the large plan is verified and committing
-        ev = worker.replica.state.eval("e-small")
-        assert ev is not None
-        await worker.process(ev, 1)
+        evaluation = worker.replica.state.eval("e-small")
+        assert evaluation is not None
+        await worker.process(evaluation, 1)
         big_resp = decode_response((await big_answer).data)
 
     assert big_resp.full and big_resp.placed == 100

@@ -41,12 +41,16 @@ def test_job_register(cluster: Cluster) -> None:
     c = cluster
     node(c, "n1")
     resp = c.put("/v1/jobs", plain_job("web", 2))
-    ev = wait_eval(c, resp["EvalID"])
-    assert ev["TriggeredBy"] == "job-register" and ev["JobID"] == "web" and ev["Type"] == "service"
-    assert ev["CreateIndex"] == resp["EvalCreateIndex"]
-    assert links(ev) == NO_LINKS
-    assert ev["QueuedAllocations"] == {"web": 0} and ev["FailedTGAllocs"] == {}
-    assert sorted(a["EvalID"] for a in c.get("/v1/job/web/allocations")) == [ev["ID"]] * 2
+    evaluation = wait_eval(c, resp["EvalID"])
+    assert (
+        evaluation["TriggeredBy"] == "job-register"
+        and evaluation["JobID"] == "web"
+        and evaluation["Type"] == "service"
+    )
+    assert evaluation["CreateIndex"] == resp["EvalCreateIndex"]
+    assert links(evaluation) == NO_LINKS
+    assert evaluation["QueuedAllocations"] == {"web": 0} and evaluation["FailedTGAllocs"] == {}
+    assert sorted(a["EvalID"] for a in c.get("/v1/job/web/allocations")) == [evaluation["ID"]] * 2
 
 
 def test_job_deregister(cluster: Cluster) -> None:
@@ -55,9 +59,9 @@ def test_job_deregister(cluster: Cluster) -> None:
     wait_eval(c, c.put("/v1/jobs", plain_job("web", 2))["EvalID"])
     r = c.http.delete("/v1/job/web")
     assert r.status_code == 200
-    ev = wait_eval(c, r.json()["EvalID"])
-    assert ev["TriggeredBy"] == "job-deregister" and ev["JobID"] == "web"
-    assert links(ev) == NO_LINKS
+    evaluation = wait_eval(c, r.json()["EvalID"])
+    assert evaluation["TriggeredBy"] == "job-deregister" and evaluation["JobID"] == "web"
+    assert links(evaluation) == NO_LINKS
     allocs = c.get("/v1/job/web/allocations")
     assert len(allocs) == 2 and all(a["DesiredStatus"] == "stop" for a in allocs)
     assert [e["TriggeredBy"] for e in evals_of(c, "web")] == ["job-register", "job-deregister"]
@@ -68,32 +72,35 @@ def test_job_scaling(cluster: Cluster) -> None:
     node(c, "n1")
     wait_eval(c, c.put("/v1/jobs", plain_job("web", 1))["EvalID"])
     resp = c.put("/v1/job/web/scale", {"Count": 3, "Target": {"Group": "web"}})
-    ev = wait_eval(c, resp["EvalID"])
-    assert ev["TriggeredBy"] == "job-scaling" and ev["JobID"] == "web"
-    assert links(ev) == NO_LINKS
+    evaluation = wait_eval(c, resp["EvalID"])
+    assert evaluation["TriggeredBy"] == "job-scaling" and evaluation["JobID"] == "web"
+    assert links(evaluation) == NO_LINKS
     # Two placed, the first updated in place to the new version: all three by this eval.
     allocs = c.get("/v1/job/web/allocations")
     assert sorted(a["Name"] for a in allocs) == [f"web.web[{i}]" for i in range(3)]
-    assert {a["EvalID"] for a in allocs} == {ev["ID"]}
+    assert {a["EvalID"] for a in allocs} == {evaluation["ID"]}
 
 
 def test_queued_allocs(cluster: Cluster) -> None:
     c = cluster
     node(c, "small", cpu=1000)
     resp = c.put("/v1/jobs", plain_job("web", 2, cpu=800))
-    ev = wait_eval(c, resp["EvalID"])
-    assert ev["TriggeredBy"] == "job-register"
-    assert ev["QueuedAllocations"] == {"web": 1} and ev["FailedTGAllocs"]["web"]["NodesExhausted"] == 1
-    blocked = c.get(f"/v1/evaluation/{ev['BlockedEval']}")
+    evaluation = wait_eval(c, resp["EvalID"])
+    assert evaluation["TriggeredBy"] == "job-register"
+    assert (
+        evaluation["QueuedAllocations"] == {"web": 1}
+        and evaluation["FailedTGAllocs"]["web"]["NodesExhausted"] == 1
+    )
+    blocked = c.get(f"/v1/evaluation/{evaluation['BlockedEval']}")
     assert blocked["TriggeredBy"] == "queued-allocs"
     assert blocked["Status"] == "blocked"
     assert blocked["StatusDescription"] == "created to place remaining allocations"
-    assert links(blocked) == {**NO_LINKS, "PreviousEval": ev["ID"]}
+    assert links(blocked) == {**NO_LINKS, "PreviousEval": evaluation["ID"]}
 
     # A node joins: the blocked eval is released and places the other alloc.
     node(c, "big", cpu=1000)
     done = wait_eval(c, blocked["ID"])
-    assert links(done) == {**NO_LINKS, "PreviousEval": ev["ID"]}
+    assert links(done) == {**NO_LINKS, "PreviousEval": evaluation["ID"]}
     assert done["QueuedAllocations"] == {"web": 0}
     by_eval = {a["EvalID"]: a["NodeID"] for a in c.get("/v1/job/web/allocations")}
     assert by_eval[blocked["ID"]] == "big"
@@ -179,12 +186,12 @@ def test_rolling_update(cluster: Cluster) -> None:
         nxt = wait_eval(c, chain[-1]["NextEval"])
         chain.append(nxt)
     assert len(chain) == 3
-    for prev, ev in itertools.pairwise(chain):
-        assert ev["TriggeredBy"] == "rolling-update"
-        assert ev["PreviousEval"] == prev["ID"] and ev["BlockedEval"] == ""
-        assert ev["Wait"] == SECOND and ev["WaitUntil"] == ev["CreateTime"] + SECOND
-        assert ev["ModifyTime"] >= ev["WaitUntil"]
+    for prev, evaluation in itertools.pairwise(chain):
+        assert evaluation["TriggeredBy"] == "rolling-update"
+        assert evaluation["PreviousEval"] == prev["ID"] and evaluation["BlockedEval"] == ""
+        assert evaluation["Wait"] == SECOND and evaluation["WaitUntil"] == evaluation["CreateTime"] + SECOND
+        assert evaluation["ModifyTime"] >= evaluation["WaitUntil"]
     live = [a for a in c.get("/v1/job/sys/allocations") if a["DesiredStatus"] == "run"]
     assert sorted(a["JobVersion"] for a in live) == [1, 1, 1]
     # One destructive update per eval.
-    assert sorted(sum(1 for a in live if a["EvalID"] == ev["ID"]) for ev in chain) == [1, 1, 1]
+    assert sorted(sum(1 for a in live if a["EvalID"] == e["ID"]) for e in chain) == [1, 1, 1]

@@ -33,7 +33,7 @@ class FailingWorker(Worker):
         super().__init__(js._nc, Replica(store, js))
         self.deliveries: list[int] = []
 
-    async def process(self, ev: Evaluation, deliveries: int) -> None:
+    async def process(self, evaluation: Evaluation, deliveries: int) -> None:
         self.deliveries.append(deliveries)
         raise RuntimeError("scheduling failed")
 
@@ -45,7 +45,7 @@ class SlowWorker(Worker):
         super().__init__(js._nc, Replica(store, js))
         self.seconds = seconds
 
-    async def process(self, ev: Evaluation, deliveries: int) -> None:
+    async def process(self, evaluation: Evaluation, deliveries: int) -> None:
         await asyncio.sleep(self.seconds)
 
 
@@ -69,12 +69,12 @@ async def deliver(lane: Lane, wait: float = 5.0) -> Msg:
     return got[0]
 
 
-async def publish(js: JetStreamContext, ev: Evaluation) -> None:
+async def publish(js: JetStreamContext, evaluation: Evaluation) -> None:
     # Each test's evals have IDs of their own: the stream's duplicate window outlives a purge.
     await js.publish(
         EVALS_SUBJECT,
-        ev.model_dump_json(by_alias=True).encode(),
-        headers={MSG_ID_HEADER: f"{ev.id}:{ev.modify_index}"},
+        evaluation.model_dump_json(by_alias=True).encode(),
+        headers={MSG_ID_HEADER: f"{evaluation.id}:{evaluation.modify_index}"},
     )
 
 
@@ -86,8 +86,8 @@ async def test_an_eval_goes_to_the_failed_queue_at_its_delivery_limit(
     failed = Lane(await js.pull_subscribe(EVALS_FAILED_SUBJECT, durable="reaper", stream=EVALS_STREAM))
 
     # Scheduling fails at the third delivery: no nack, the failed queue.
-    ev = Evaluation(id=f"e1-{tag}", job_id="web", modify_index=7)
-    await publish(js, ev)
+    evaluation = Evaluation(id=f"e1-{tag}", job_id="web", modify_index=7)
+    await publish(js, evaluation)
     for _ in range(2):
         await (await deliver(own)).nak(0)  # two deliveries that failed before
     await handle(worker, await deliver(own), ack_wait=ACK_WAIT)

@@ -117,11 +117,11 @@ def _log() -> list[Event]:
 
 def test_the_broker_s_replica_agrees_with_a_full_one_after_every_event() -> None:
     full, broker = InMemoryState(drop_metrics=True, owns_events=True), BrokerState()
-    for pos, ev in enumerate(_log(), start=1):
-        stored = encode_event_json(ev)
+    for pos, event in enumerate(_log(), start=1):
+        stored = encode_event_json(event)
         apply(full, pos, decode_event(stored, replica=True))
         decoded = decode_for_broker(stored)
-        assert isinstance(decoded, PlanSummary) == isinstance(ev, PlanApplied)
+        assert isinstance(decoded, PlanSummary) == isinstance(event, PlanApplied)
         apply_for_broker(broker, pos, decoded)
         assert broker.index == full.index == pos
         assert broker.evals == full.evals and broker.jobs == full.jobs and broker.nodes == full.nodes

@@ -92,8 +92,8 @@ def test_replica_decoding_drops_metrics_only() -> None:
 
 def test_both_decodings_reduce_to_the_same_state_but_metrics() -> None:
     full_state, lean_state = InMemoryState(), InMemoryState(drop_metrics=True)
-    for pos, ev in enumerate(EVENTS, start=1):
-        stored = encode_event_json(ev)
+    for pos, event in enumerate(EVENTS, start=1):
+        stored = encode_event_json(event)
         apply(full_state, pos, decode_event(stored))
         apply(lean_state, pos, decode_event(stored, replica=True))
     assert full_state.alloc("a0") is not None and full_state.alloc("a0").metrics is not None  # type: ignore[union-attr]
@@ -158,8 +158,8 @@ def test_a_state_owning_its_events_keeps_their_allocs_and_reduces_the_same() -> 
     stop = _alloc(0).model_copy(update={"metrics": None, "desired_status": "stop"})
     later = [*EVENTS[:2], PlanApplied(eval_id="e3", stopped=[stop], at=9)]
     copying, owning = InMemoryState(drop_metrics=True), InMemoryState(drop_metrics=True, owns_events=True)
-    for pos, ev in enumerate(later, start=1):
-        stored = encode_event_json(ev)
+    for pos, event in enumerate(later, start=1):
+        stored = encode_event_json(event)
         apply(copying, pos, decode_event(stored, replica=True))
         decoded = decode_event(stored, replica=True)
         apply(owning, pos, decoded)
@@ -247,8 +247,8 @@ def test_a_replicas_fast_path_for_new_placements_reduces_the_same_state() -> Non
     """`InMemoryState.place_new` (a replica owning its events) against the general path (a
     state that copies), over new, known, deployment, replacement and terminal placements."""
     copying, owning = InMemoryState(drop_metrics=True), InMemoryState(drop_metrics=True, owns_events=True)
-    for pos, ev in enumerate(_fast_path_events(), start=1):
-        stored = encode_event_json(ev)
+    for pos, event in enumerate(_fast_path_events(), start=1):
+        stored = encode_event_json(event)
         apply(copying, pos, decode_event(stored, replica=True))
         apply(owning, pos, decode_event(stored, replica=True))
     assert len(owning.allocs) == len(copying.allocs) == 20 + 2 + 18 + 1 + 17 + 30

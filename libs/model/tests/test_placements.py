@@ -95,8 +95,8 @@ PLANS: dict[str, list[Allocation]] = {
 @pytest.mark.parametrize("allocs", PLANS.values(), ids=PLANS.keys())
 def test_columns_decode_to_the_allocs_written(allocs: list[Allocation]) -> None:
     stop = _alloc(999, desired_status="stop", metrics=None)
-    ev = PlanApplied(eval_id="e1", job_id="web", allocs=allocs, stopped=[stop], at=5)
-    stored = encode_event_json(ev)
+    event = PlanApplied(eval_id="e1", job_id="web", allocs=allocs, stopped=[stop], at=5)
+    stored = encode_event_json(event)
     doc = json.loads(stored)
     assert ("Placements" in doc) is (len(allocs) >= COLUMNS_FROM)
     assert ("Allocs" in doc) is (len(allocs) < COLUMNS_FROM)
@@ -104,7 +104,7 @@ def test_columns_decode_to_the_allocs_written(allocs: list[Allocation]) -> None:
 
     full = decode_event(stored)
     assert isinstance(full, PlanApplied) and full.placements is None
-    assert full == ev
+    assert full == event
     assert [a.model_dump() for a in full.allocs] == [a.model_dump() for a in allocs]
     assert encode_event_json(full) == stored  # a decoded event is stored as it was
 
@@ -126,27 +126,27 @@ def test_the_log_keeps_metrics_apart_and_puts_them_back(allocs: list[Allocation]
     beside it by alloc ID, from decoded metrics or from the texts a plan applier passes on,
     and a full decoding puts them back: the event is whole again, in either form."""
     stop = _alloc(999, desired_status="stop", metrics=None)
-    ev = PlanApplied(eval_id="e1", job_id="web", allocs=allocs, stopped=[stop], at=5)
+    event = PlanApplied(eval_id="e1", job_id="web", allocs=allocs, stopped=[stop], at=5)
     if as_json:
         texts = {
             a.id: a.metrics.model_dump_json(by_alias=True, exclude_defaults=True) for a in allocs if a.metrics
         }
-        ev = ev.model_copy(
+        event = event.model_copy(
             update={"allocs": [a.model_copy(update={"metrics": None}) for a in allocs], "metrics_json": texts}
         )
-    data, metrics = encode_event_parts(ev)
+    data, metrics = encode_event_parts(event)
     assert "Metrics" not in data and "NodesEvaluated" not in data
     with_metrics = {a.id for a in allocs if a.metrics is not None}
     if with_metrics:
         assert metrics is not None and set(json.loads(metrics)) == with_metrics
     else:
         assert metrics is None
-    assert len(data) + len(metrics or "") <= len(encode_event_json(ev)) + 2
+    assert len(data) + len(metrics or "") <= len(encode_event_json(event)) + 2
 
     full = decode_event(data, metrics=metrics)
     assert isinstance(full, PlanApplied)
     assert [a.model_dump() for a in full.allocs] == [a.model_dump() for a in allocs]
-    assert encode_event_json(full) == encode_event_json(ev)  # whole, as before it was split
+    assert encode_event_json(full) == encode_event_json(event)  # whole, as before it was split
     assert encode_event_parts(full) == (data, metrics)
     # Without them, the allocs decode as ever, their metrics unset.
     bare = decode_event(data)
@@ -158,14 +158,14 @@ def test_the_log_keeps_metrics_apart_and_puts_them_back(allocs: list[Allocation]
 
 def test_columns_are_smaller_and_hold_only_what_differs() -> None:
     allocs = PLANS["alike"]
-    ev = PlanApplied(eval_id="e1", job_id="web", allocs=allocs)
-    stored = json.loads(encode_event_json(ev))["Placements"]
+    event = PlanApplied(eval_id="e1", job_id="web", allocs=allocs)
+    stored = json.loads(encode_event_json(event))["Placements"]
     assert set(stored["Columns"]) == {"ID", "Name", "NodeID", "NodeName"}
     assert stored["Template"]["Resources"] == {"CPU": 250, "MemoryMB": 64, "DiskMB": 300}
     assert "DesiredStatus" not in stored["Template"]  # defaults are left out, as in the list form
     assert len(json.loads(stored["Metrics"])) == len(allocs)
-    as_list = ev.model_dump_json(by_alias=True, exclude_defaults=True)
-    assert len(encode_event_json(ev)) < len(as_list) * 0.7
+    as_list = event.model_dump_json(by_alias=True, exclude_defaults=True)
+    assert len(encode_event_json(event)) < len(as_list) * 0.7
 
 
 @pytest.mark.parametrize("plan", ["canaries and reschedules", "two groups"])
@@ -179,11 +179,12 @@ def test_columns_and_list_reduce_to_the_same_state(replica: bool, plan: str) -> 
     for columns in (True, False):
         state = InMemoryState(drop_metrics=replica)
         for pos, allocs in enumerate((placed, update), start=1):
-            ev = PlanApplied(eval_id=f"e{pos}", job_id="web", allocs=allocs, at=pos)
+            event = PlanApplied(eval_id=f"e{pos}", job_id="web", allocs=allocs, at=pos)
             stored = (
-                encode_event_json(ev)
+                encode_event_json(event)
                 if columns
-                else '{"Type":"PlanApplied",' + ev.model_dump_json(by_alias=True, exclude_defaults=True)[1:]
+                else '{"Type":"PlanApplied",'
+                + event.model_dump_json(by_alias=True, exclude_defaults=True)[1:]
             )
             assert ("Placements" in stored) is columns
             apply(state, pos, decode_event(stored, replica=replica))

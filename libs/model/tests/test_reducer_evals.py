@@ -31,9 +31,9 @@ def _registered() -> InMemoryState:
     return state
 
 
-def _eval_after(state: InMemoryState, index: int, ev: Evaluation) -> Evaluation:
-    apply(state, index, EvalsUpserted(evals=[ev]))
-    got = state.eval(ev.id)
+def _eval_after(state: InMemoryState, index: int, evaluation: Evaluation) -> Evaluation:
+    apply(state, index, EvalsUpserted(evals=[evaluation]))
+    got = state.eval(evaluation.id)
     assert got is not None
     return got
 
@@ -52,8 +52,8 @@ def _eval_after(state: InMemoryState, index: int, ev: Evaluation) -> Evaluation:
 )
 def test_a_new_evals_job_modify_index(trigger: str, given: int, want: int) -> None:
     state = _registered()
-    ev = job_eval(JOB, trigger, 0, job_modify_index=given)
-    assert _eval_after(state, 11, ev).job_modify_index == want
+    evaluation = job_eval(JOB, trigger, 0, job_modify_index=given)
+    assert _eval_after(state, 11, evaluation).job_modify_index == want
 
 
 def test_a_deregister_eval_carries_the_deregister_and_none_once_purged() -> None:
@@ -66,9 +66,10 @@ def test_a_deregister_eval_carries_the_deregister_and_none_once_purged() -> None
 
 def test_an_update_of_the_eval_keeps_its_index_after_the_job_moves_on() -> None:
     state = _registered()
-    ev = job_eval(JOB, TRIGGER_JOB_REGISTER, 0)
-    assert _eval_after(state, 11, ev).job_modify_index == 10
+    evaluation = job_eval(JOB, TRIGGER_JOB_REGISTER, 0)
+    assert _eval_after(state, 11, evaluation).job_modify_index == 10
     apply(state, 12, JobRegistered(job=JOB.model_copy(update={"version": 1})))
-    done = ev.model_copy(update={"status": "complete"})  # as a worker writes it back, without the index
+    # as a worker writes it back, without the index
+    done = evaluation.model_copy(update={"status": "complete"})
     got = _eval_after(state, 13, done)
     assert (got.job_modify_index, got.status, got.create_index, got.modify_index) == (10, "complete", 11, 13)

@@ -107,26 +107,26 @@ LOG: list[tuple[Event, list[tuple[str, str, str, str, list[str] | None]], tuple[
 
 def test_each_event_of_a_log_as_nomad_streams_it() -> None:
     state = TrackedState()
-    for position, (ev, expected, member) in enumerate(LOG, start=1):
-        out = stream_events(state, position, ev)
+    for position, (event, expected, member) in enumerate(LOG, start=1):
+        out = stream_events(state, position, event)
         assert [
             (e["Topic"], e["Type"], e["Key"], e["Namespace"], e["FilterKeys"]) for e in out
-        ] == expected, ev.type
+        ] == expected, event.type
         assert all(e["Index"] == position for e in out)
         if member is not None:
             topic, name, value = member
             docs = [e["Payload"][topic] for e in out if e["Topic"] == topic]
-            assert docs and docs[0][name] == value, (ev.type, docs)
+            assert docs and docs[0][name] == value, (event.type, docs)
         assert state.index == position
 
 
 def test_the_texts_are_the_events_as_json() -> None:
     as_dicts, as_texts = TrackedState(), TrackedState()
-    for position, (ev, _, _) in enumerate(LOG, start=1):
-        events = stream_events(as_dicts, position, ev)
-        texts = stream_event_texts(as_texts, position, ev)
+    for position, (event, _, _) in enumerate(LOG, start=1):
+        events = stream_events(as_dicts, position, event)
+        texts = stream_event_texts(as_texts, position, event)
         assert [t for _, t in texts] == [json.dumps(e, separators=(",", ":")).encode() for e in events], (
-            ev.type
+            event.type
         )
         assert [h for h, _ in texts] == [{k: v for k, v in e.items() if k != "Payload"} for e in events]
         assert as_texts.index == position
@@ -135,9 +135,9 @@ def test_the_texts_are_the_events_as_json() -> None:
 def test_payloads_carry_the_index_of_the_change() -> None:
     state = TrackedState()
     stream_events(state, 1, JobRegistered(job=Job(id="web")))
-    (ev,) = stream_events(state, 7, JobRegistered(job=Job(id="web", priority=70)))
-    assert ev["Payload"]["Job"]["ModifyIndex"] == 7
-    assert ev["Payload"]["Job"]["CreateIndex"] == 1
+    (event,) = stream_events(state, 7, JobRegistered(job=Job(id="web", priority=70)))
+    assert event["Payload"]["Job"]["ModifyIndex"] == 7
+    assert event["Payload"]["Job"]["CreateIndex"] == 1
 
 
 @pytest.mark.parametrize(

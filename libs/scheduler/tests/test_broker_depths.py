@@ -10,17 +10,17 @@ from drover.scheduler.lanes import SMALL_EVAL
 NOW = 1_000_000_000_000
 
 
-def ev(eid: str, job: str, idx: int, status: str = "pending", **kw: object) -> Evaluation:
+def evaluation(eid: str, job: str, idx: int, status: str = "pending", **kw: object) -> Evaluation:
     return Evaluation(id=eid, job_id=job, create_index=idx, modify_index=idx, status=status, **kw)  # type: ignore[arg-type]
 
 
 def test_depths_follow_evals_from_ready_to_unacked_and_blocked_and_waiting() -> None:
     b = EvalBroker(window=1)
     assert set(b.depths().values()) == {0}
-    b.upsert(ev("a1", "a", 1), NOW)
-    b.upsert(ev("b1", "b", 2), NOW, cost=SMALL_EVAL + 1)
-    b.upsert(ev("c1", "c", 3, status="blocked"), NOW)
-    b.upsert(ev("d1", "d", 4, wait_until=NOW + SECOND), NOW)
+    b.upsert(evaluation("a1", "a", 1), NOW)
+    b.upsert(evaluation("b1", "b", 2), NOW, cost=SMALL_EVAL + 1)
+    b.upsert(evaluation("c1", "c", 3, status="blocked"), NOW)
+    b.upsert(evaluation("d1", "d", 4, wait_until=NOW + SECOND), NOW)
     d = b.depths()
     assert (d[("small", "ready")], d[("large", "ready")]) == (1, 1)
     assert (d[("small", "blocked")], d[("small", "waiting")], d[("small", "unacked")]) == (1, 1, 0)
@@ -29,7 +29,7 @@ def test_depths_follow_evals_from_ready_to_unacked_and_blocked_and_waiting() -> 
     d = b.depths()
     assert (d[("small", "unacked")], d[("small", "ready")], d[("large", "ready")]) == (1, 0, 1)
     # Finished: out of the queue; the delayed eval comes due and is ready.
-    b.upsert(ev("a1", "a", 5, status="complete"), NOW)
+    b.upsert(evaluation("a1", "a", 5, status="complete"), NOW)
     b.due(NOW + 2 * SECOND)
     d = b.depths()
     assert d[("small", "waiting")] == 0

@@ -29,9 +29,9 @@ def test_plan_attempts(kind: str, n: int) -> None:
 
 
 def test_delivery_limit_fails_and_follows_up_within_1_to_6_minutes() -> None:
-    ev = Evaluation(id="e1", job_id="web", type="service", priority=70)
+    evaluation = Evaluation(id="e1", job_id="web", type="service", priority=70)
     for seed in range(50):
-        failed, follow = delivery_limit_failure(ev, NOW, random.Random(seed))
+        failed, follow = delivery_limit_failure(evaluation, NOW, random.Random(seed))
         assert (
             failed.status == "failed" and failed.status_description == "evaluation reached delivery limit (3)"
         )
@@ -49,10 +49,12 @@ def test_delivery_limit_fails_and_follows_up_within_1_to_6_minutes() -> None:
 def test_delivery_limit_follow_up_delay_is_the_baseline_plus_part_of_the_range(
     baseline: int, spread: int
 ) -> None:
-    ev = Evaluation(id="e1", job_id="web")
+    evaluation = Evaluation(id="e1", job_id="web")
     waits = set()
     for seed in range(30):
-        _, follow = delivery_limit_failure(ev, NOW, random.Random(seed), baseline=baseline, spread=spread)
+        _, follow = delivery_limit_failure(
+            evaluation, NOW, random.Random(seed), baseline=baseline, spread=spread
+        )
         assert baseline <= follow.wait < baseline + max(spread, 1)
         waits.add(follow.wait)
     assert len(waits) == (1 if spread == 0 else 30)
@@ -63,14 +65,14 @@ def test_delivery_limit_follow_up_delay_is_the_baseline_plus_part_of_the_range(
     [pytest.param("_core", True, id="core-eval"), pytest.param("service", False, id="job-gone")],
 )
 def test_delivery_limit_without_follow_up(kind: str, job_exists: bool) -> None:
-    ev = Evaluation(id="e1", job_id="web", type=kind)
-    (failed,) = delivery_limit_failure(ev, NOW, random.Random(1), job_exists=job_exists)
+    evaluation = Evaluation(id="e1", job_id="web", type=kind)
+    (failed,) = delivery_limit_failure(evaluation, NOW, random.Random(1), job_exists=job_exists)
     assert failed.status == "failed" and failed.next_eval == ""
 
 
 def test_max_attempts_fails_with_a_blocked_eval() -> None:
-    ev = Evaluation(id="e1", job_id="web", type="batch")
-    failed, blocked = max_attempts_failure(ev, 2, NOW, random.Random(1))
+    evaluation = Evaluation(id="e1", job_id="web", type="batch")
+    failed, blocked = max_attempts_failure(evaluation, 2, NOW, random.Random(1))
     assert failed.status == "failed" and failed.status_description == "maximum attempts reached (2)"
     assert blocked.status == "blocked" and blocked.triggered_by == "max-plan-attempts"
     assert blocked.status_description == "created due to placement conflicts"

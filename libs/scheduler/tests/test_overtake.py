@@ -29,8 +29,8 @@ NODES, NODE_CPU = 6, 2600  # five 500-MHz allocs a node
 
 def replayed(log: list[Event]) -> InMemoryState:
     state = InMemoryState()
-    for i, ev in enumerate(log, start=1):
-        apply(state, i, ev)
+    for i, event in enumerate(log, start=1):
+        apply(state, i, event)
     return state
 
 
@@ -56,8 +56,8 @@ def over_committed(log: list[Event]) -> list[tuple[int, str]]:
     """(index, node) wherever the log, replayed, shows a node past its capacity."""
     state = InMemoryState()
     bad = []
-    for i, ev in enumerate(log, start=1):
-        apply(state, i, ev)
+    for i, event in enumerate(log, start=1):
+        apply(state, i, event)
         for node_id, node in state.nodes.items():
             cpu, mem, disk = state.node_usage(node_id)
             cap = node.capacity()

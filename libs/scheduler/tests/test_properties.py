@@ -371,7 +371,7 @@ class World:
 
     def process(self, job: Job, trigger: str, node_id: str = "") -> SchedulerResult:
         h = self.h
-        ev = Evaluation(
+        evaluation = Evaluation(
             id=self.eval_id(),
             job_id=job.id,
             type=job.type,
@@ -381,8 +381,8 @@ class World:
             job_modify_index=job.job_modify_index,
         )
         before = state_fingerprint(h.state)
-        first = schedule(h.state, ev, h.now)
-        second = schedule(h.state, ev, h.now)
+        first = schedule(h.state, evaluation, h.now)
+        second = schedule(h.state, evaluation, h.now)
         # (d) scheduling reads, never writes; and is deterministic.
         assert state_fingerprint(h.state) == before, "the scheduler mutated the state it read"
         assert plan_signature(first.plan) == plan_signature(second.plan), "same state + eval, different plan"
@@ -390,7 +390,7 @@ class World:
         check_accounting(h.state, job, first)
 
         n_results, n_plan_results = len(h.results), len(h.plan_results)
-        res = h.process(ev)
+        res = h.process(evaluation)
         assert plan_signature(h.results[n_results].plan) == plan_signature(first.plan)
         # (a) a plan computed on the newest state must commit fully: the scheduler and the
         # applier agree on what fits.
@@ -678,13 +678,13 @@ def test_harness_retries_after_partial_commit() -> None:
         stale.upsert_node(n)
     stale.upsert_job(j2)
     stale.bump(s.index)
-    ev = Evaluation(id=w.eval_id(), job_id="b", type="service")
-    r2 = schedule(stale, ev, w.h.now)
+    evaluation = Evaluation(id=w.eval_id(), job_id="b", type="service")
+    r2 = schedule(stale, evaluation, w.h.now)
     pr2 = evaluate_plan(s, r2.plan)
     assert set(pr2.rejected_nodes) == taken & set(r2.plan.node_allocation)
     apply_plan_result(s, pr2, s.index + 1, w.h.now)
     check_capacity(s)
-    retry = schedule(s, ev, w.h.now)
+    retry = schedule(s, evaluation, w.h.now)
     pr = evaluate_plan(s, retry.plan)
     assert pr.rejected_nodes == []
     apply_plan_result(s, pr, s.index + 1, w.h.now)
@@ -784,10 +784,10 @@ def test_system_jobs_keep_the_invariants(data: st.DataObject) -> None:
         w.process(w.register(data.draw(jobs(f"svc{i}", max_count=15), label=f"svc{i}")), "job-register")
     sys_job = w.register(data.draw(system_jobs("sys"), label="system job"))
     h = w.h
-    ev = Evaluation(id=w.eval_id(), job_id="sys", type=sys_job.type, priority=sys_job.priority)
+    evaluation = Evaluation(id=w.eval_id(), job_id="sys", type=sys_job.type, priority=sys_job.priority)
     before = state_fingerprint(h.state)
-    first = schedule(h.state, ev, h.now)
-    assert plan_signature(first.plan) == plan_signature(schedule(h.state, ev, h.now).plan)
+    first = schedule(h.state, evaluation, h.now)
+    assert plan_signature(first.plan) == plan_signature(schedule(h.state, evaluation, h.now).plan)
     assert state_fingerprint(h.state) == before
     for victims in first.plan.node_preemptions.values():
         for v in victims:
@@ -808,7 +808,7 @@ def test_system_jobs_keep_the_invariants(data: st.DataObject) -> None:
 
     n_pr = len(h.plan_results)
     n_created = len(h.created_evals)
-    res = h.process(ev)
+    res = h.process(evaluation)
     for pr in h.plan_results[n_pr:]:
         assert pr.rejected_nodes == []
     check_capacity(h.state)

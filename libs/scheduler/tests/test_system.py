@@ -113,7 +113,7 @@ def register(h: Harness, job: Job, *, version: int | None = None) -> Job:
 
 
 def run(h: Harness, job: Job, trigger: str = TRIGGER_JOB_REGISTER, node_id: str = "") -> Any:
-    ev = Evaluation(
+    evaluation = Evaluation(
         id=eval_id(),
         job_id=job.id,
         type=job.type,
@@ -121,7 +121,7 @@ def run(h: Harness, job: Job, trigger: str = TRIGGER_JOB_REGISTER, node_id: str 
         triggered_by=trigger,
         node_id=node_id,
     )
-    return h.process(ev)
+    return h.process(evaluation)
 
 
 def live(h: Harness, job_id: str) -> list[Allocation]:
@@ -615,9 +615,9 @@ def test_never_preempts_its_own_job() -> None:
     assert live_nodes(h, "sys") == ["n0"]
     g2 = TaskGroup(name="b", tasks=[task(800, 800)])
     job2 = register(h, job.model_copy(update={"task_groups": [*job.task_groups, g2]}))
-    ev = Evaluation(id=eval_id(), job_id="sys", type="system", priority=80)
+    evaluation = Evaluation(id=eval_id(), job_id="sys", type="system", priority=80)
     # Every alloc looks like priority 1 to the preemptor: only the own-job rule protects them.
-    res = SystemScheduler(h.state, ev, h.now, job_priority=lambda a: 1).process()
+    res = SystemScheduler(h.state, evaluation, h.now, job_priority=lambda a: 1).process()
     assert res.plan.node_preemptions == {}
     assert "b" in res.eval.failed_tg_allocs
     # And with the default lookup too.
@@ -630,8 +630,8 @@ def test_preemption_disabled() -> None:
     h = harness(mk_node(0, cpu=1000, mem=1024))
     fill_node_with_service(h, "n0", "svc", 10, 1000, 1024)
     job = register(h, sys_job(priority=90, cpu=500, mem=512))
-    ev = Evaluation(id=eval_id(), job_id="sys", type="system", priority=90)
-    res = SystemScheduler(h.state, ev, h.now, preemption=False).process()
+    evaluation = Evaluation(id=eval_id(), job_id="sys", type="system", priority=90)
+    res = SystemScheduler(h.state, evaluation, h.now, preemption=False).process()
     assert res.plan.node_preemptions == {}
     assert res.plan.placements() == []
     assert job.priority == 90

@@ -29,8 +29,8 @@ def test_a_plan_arrives_as_it_was_sent(first: int, then: int) -> None:
     state = InMemoryState()
     log = [NodeRegistered(node=make_node(f"n{i}", cpu=8000, mem=16_384)) for i in range(9)]
     log.append(JobRegistered(job=make_job("web", count=first, cpu=100, mem=64)))
-    for i, ev in enumerate(log, start=1):
-        apply(state, i, ev)
+    for i, event in enumerate(log, start=1):
+        apply(state, i, event)
     res = schedule(state, make_eval(make_job("web", count=first)), NOW)
     apply(state, len(log) + 1, plan_applied_event(evaluate_plan(state, res.plan), NOW))
     job = make_job("web", count=then, cpu=100, mem=64).model_copy(update={"version": 1})
