@@ -12,7 +12,7 @@ task events:
   Split into `client_report_ms` (that Started to the log's record of the status report that
   carried it: the sim's report batching and the API's append) and `report_to_signal_ms` (that
   record to the next signal: the job restart watcher's part), itself split into `seen_done_ms`
-  (to the watcher's "batch done") and `done_to_signal_ms` (batch done to the next signal).
+  (to the job restart watcher's "batch done") and `done_to_signal_ms` (batch done to the next signal).
 - `signal_to_running_ms_per_batch`: a batch's signal to its last alloc running again (the
   client's side: the alloc feed, the restart delay).
 - `leader_cpu_s`: the leader process's CPU seconds during the restart (every leader loop it

@@ -4,7 +4,7 @@ replacements allowed for unhealthy allocs (progress-based groups), promotion of 
 (auto_promote), or failing the deployment (an unhealthy alloc with no progress deadline or no
 reschedule left, or the progress deadline passed).
 
-Pure: times are Unix ns handed in; the watcher service turns the result into events.
+Pure: times are Unix ns handed in; the leader service turns the result into events.
 """
 
 from __future__ import annotations

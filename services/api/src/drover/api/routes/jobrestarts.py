@@ -16,7 +16,7 @@ from drover.control.commands import jobrestarts
 from drover.control.commands.jobrestarts import JobRestartChange, JobRestartOptions
 from drover.runtime.watches import job_key, restart_key
 
-router = APIRouter(route_class=JsonRoute, tags=["restarts"])
+router = APIRouter(route_class=JsonRoute, tags=["job-restarts"])
 
 
 @router.put("/v1/job/{job_id:path}/restart")
