@@ -55,8 +55,8 @@ from bench import pipeline, report
 from bench.report import percentile
 from bench.servers import Servers
 from drover.api.streamhub import describe
+from drover.model.changes import TrackedState
 from drover.model.events import Event, decode_event
-from drover.model.state import InMemoryState
 from drover.runtime.store import EventStore
 
 # How long the subscribers may take, once the load is placed, to receive the log's last frame.
@@ -318,7 +318,7 @@ def replay(
     """The log's frames after `after` up to `last`: position -> (its events, its commit time),
     as the API describes them (a replay from the log's start; positions without events left
     out, as the API sends no frame for them); with `lines`, each frame's line put there too."""
-    state = InMemoryState(drop_metrics=True, owns_events=True)
+    state = TrackedState(drop_metrics=True, owns_events=True)
     frames: dict[int, tuple[int, float]] = {}
     while state.index < last:
         rows = store.read(state.index, 1000, replica=_decode)

@@ -1,7 +1,8 @@
 """bench/events.py's reading and judging of what its subscribers received: a frame's index and
 events read from its bytes, and a subscriber missing a frame, holding one twice or out of
-order, or with an event short is counted short of the log; bench/eventfloor.py's server and
-schedule. No NATS or PostgreSQL: the floor's server is a plain socket."""
+order, or with an event short is counted short of the log; the log's frames as the API
+describes them, replayed from a real log; bench/eventfloor.py's server and schedule (a plain
+socket)."""
 
 from __future__ import annotations
 
@@ -17,8 +18,27 @@ from typing import Any
 # repository's root, which is put on the path here as it is there.
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from bench.eventfloor import Connection, deliver, schedule
-from bench.events import Follower, Subscribers, compare
+from bench.events import Follower, Subscribers, compare, replay
 from drover.api.streamgzip import Member, piece
+
+
+def test_the_log_replayed_gives_each_position_its_stream_events(store: Any) -> None:
+    """What the subscribers are judged against: the frames the API would send, from the log."""
+    from drover.model import Job, Node
+    from drover.model.events import JobRegistered, NodeEligibilityUpdated, NodeRegistered
+
+    store.append([NodeRegistered(node=Node(id="n1")), NodeRegistered(node=Node(id="n2"))])
+    store.append([JobRegistered(job=Job(id="web"))])
+    store.append([NodeEligibilityUpdated(node_id="n2", eligibility="ineligible")])
+    last = store.last_position()
+    frames = replay(store, 1, last, lines := {})
+    # Every position after `after` has stream events; each one's count is what its line holds.
+    assert sorted(frames) == list(range(2, last + 1)), frames
+    for position, (count, _) in frames.items():
+        assert count >= 1
+        assert json.loads(lines[position])["Index"] == position
+        assert len(json.loads(lines[position])["Events"]) == count
+
 
 # The log's frames after position 10 up to 14: position -> (its events, its commit time).
 LOG = {11: (1, 100.0), 12: (3, 100.5), 14: (2, 101.0)}
