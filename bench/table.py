@@ -261,6 +261,15 @@ FIGURES: dict[str, list[Figure]] = {
         Figure("appends", ("appends",), "appends"),
         Figure("host speed: 5,000-node, 1,000-alloc eval", ("host_reference_eval_ms",), "ms"),
     ],
+    "recovery": [
+        Figure(
+            "{jobs} jobs of count {count} on {nodes} nodes, 8 services killed -9 as they are placed: "
+            "first kill to every alloc placed, no eval pending",
+            ("converged_after_first_kill_s",),
+            "s",
+        ),
+        Figure("allocs placed", ("allocs_placed",), "allocs"),
+    ],
 }
 
 HEADER = ("benchmark", "figure", "measured", "target", "met", "date")
