@@ -16,6 +16,7 @@ import pytest
 from drover.model.durations import SECOND as S
 
 from .cluster import Cluster
+from .evals import NO_LINKS, links
 from .test_client import AGENT_START, ENV, Agents, agents, allocs  # noqa: F401 - the agents fixture
 
 # Seconds a child has to be placed and run (or finish) on a loaded host.
@@ -103,12 +104,7 @@ def test_a_dispatched_payload_reaches_the_task_and_the_parent_counts_its_childre
         "complete",
         "batch",
     )
-    assert (
-        evaluation["PreviousEval"],
-        evaluation["NextEval"],
-        evaluation["BlockedEval"],
-        evaluation["WaitUntil"],
-    ) == ("", "", "", 0)
+    assert links(evaluation) == NO_LINKS
     assert alloc["EvalID"] == first["EvalID"] and alloc["JobID"] == child
     c.wait(lambda: c.get(f"/v1/job/{child}")["Status"] == "dead", timeout=RUN)
     assert c.get("/v1/job/render")["Status"] == "running"  # the parameterized job itself runs on

@@ -17,6 +17,7 @@ from nomad.api import exceptions as nomad_errors  # type: ignore[import-untyped]
 from drover.runtime.store import EventStore
 
 from .cluster import Cluster, job_json, node_json
+from .evals import NO_LINKS, links
 from .test_drain import FakeClients
 
 
@@ -101,12 +102,7 @@ def test_alloc_stop_replaces_the_alloc(
         "service",
     )
     # Nothing left to place and nothing to wait for: no follow-up, no blocked eval.
-    assert (
-        evaluation["PreviousEval"],
-        evaluation["NextEval"],
-        evaluation["BlockedEval"],
-        evaluation["WaitUntil"],
-    ) == ("", "", "", 0)
+    assert links(evaluation) == NO_LINKS
 
     gone = c.get(f"/v1/allocation/{old['ID']}")
     assert gone["DesiredStatus"] == "stop" and gone["DesiredTransition"]["Migrate"] is True

@@ -17,6 +17,7 @@ from drover.model.events import JobRegistered
 from drover.runtime.store import EventStore
 
 from .cluster import Cluster, job_json, node_json
+from .evals import NO_LINKS, links
 
 # A node registered by hand keeps no heartbeat: its TTL must outlast the test.
 ENV = {"DROVER_HEARTBEAT_MIN_TTL": "900", "DROVER_FAILOVER_HEARTBEAT_TTL": "900"}
@@ -78,12 +79,7 @@ def assert_launched_once(c: Cluster, child_id: str, parent: str) -> None:
         "complete",
         "batch",
     )
-    assert (
-        evaluation["PreviousEval"],
-        evaluation["NextEval"],
-        evaluation["BlockedEval"],
-        evaluation["WaitUntil"],
-    ) == ("", "", "", 0)
+    assert links(evaluation) == NO_LINKS
     assert len(c.get(f"/v1/evaluation/{evaluation['ID']}/allocations")) == 1
     child = c.get(f"/v1/job/{quote(child_id, safe='')}")
     assert (child["ParentID"], child["Periodic"], child["Type"]) == (parent, None, "batch")

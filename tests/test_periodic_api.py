@@ -17,6 +17,7 @@ from drover.runtime.settings import Settings
 from drover.runtime.store import EventStore
 
 from .cluster import job_json
+from .evals import NO_LINKS, links
 
 
 def periodic_job(job_id: str = "report", job_type: str = "batch", **periodic: Any) -> dict[str, Any]:
@@ -77,12 +78,7 @@ def test_force_launches_a_child_with_a_periodic_job_eval(client: TestClient, sto
         "batch",
     )
     assert evaluation["CreateIndex"] == 3
-    assert (
-        evaluation["PreviousEval"],
-        evaluation["NextEval"],
-        evaluation["BlockedEval"],
-        evaluation["WaitUntil"],
-    ) == ("", "", "", 0)
+    assert links(evaluation) == NO_LINKS
     child = client.get(f"/v1/job/{quote(child_id, safe='')}").json()
     assert (child["ID"], child["Name"], child["ParentID"]) == (child_id, child_id, "report")
     assert child["Periodic"] is None
