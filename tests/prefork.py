@@ -48,7 +48,10 @@ class Forked:
         self.args = args
         self.returncode: int | None = None
         self._status = status
-        self._fd: int | None = os.pidfd_open(pid)
+        self._fd: int | None = None
+        # Gone already (it ended at once and was reaped): its status file says how.
+        with contextlib.suppress(ProcessLookupError):
+            self._fd = os.pidfd_open(pid)
 
     def poll(self) -> int | None:
         if self.returncode is None:
