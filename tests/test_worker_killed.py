@@ -35,16 +35,24 @@ async def test_the_eval_of_a_killed_worker_is_scheduled_by_another_within_second
     try:
         for i in range(5):
             c.put("/v1/drover/node/register", {"Node": node_json(f"node-{i}")})
-        c.put("/v1/jobs", job_json("warmup", 1))
-        c.wait(lambda: len(live(c, "warmup")) == 1, timeout=30)
-
-        # No plan applier: the worker that takes the eval holds it, its plan unanswered.
-        c.kill("planner")
-        c.put("/v1/jobs", job_json("web", 3))
 
         async def held() -> int:
             return int((await js_fresh.consumer_info(EVALS_STREAM, "workers")).num_ack_pending)
 
+        async def none_held() -> int:
+            """Wait until every eval taken is acked (a moment after its allocs are written)."""
+            deadline = time.monotonic() + 10
+            while (pending := await held()) != 0 and time.monotonic() < deadline:
+                await asyncio.sleep(0.1)
+            return pending
+
+        c.put("/v1/jobs", job_json("warmup", 1))
+        c.wait(lambda: len(live(c, "warmup")) == 1, timeout=30)
+        assert await none_held() == 0  # the eval held next is web's
+
+        # No plan applier: the worker that takes the eval holds it, its plan unanswered.
+        c.kill("planner")
+        c.put("/v1/jobs", job_json("web", 3))
         deadline = time.monotonic() + 30
         while await held() < 1:
             assert time.monotonic() < deadline, "the worker never took the eval"
@@ -60,10 +68,6 @@ async def test_the_eval_of_a_killed_worker_is_scheduled_by_another_within_second
         took = time.monotonic() - killed
         assert took < BOUND, f"placed {took:.1f} s after its worker was killed"
         assert "of web delivered again (delivery 2)" in second.read_text()
-        # Acked once its outcome is written, a moment after its allocs are: none left held.
-        deadline = time.monotonic() + 10
-        while (pending := await held()) != 0 and time.monotonic() < deadline:
-            await asyncio.sleep(0.1)
-        assert pending == 0
+        assert await none_held() == 0
     finally:
         c.stop()
