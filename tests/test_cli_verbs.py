@@ -435,3 +435,56 @@ def test_an_hcl_jobspec_runs_with_its_variables_and_plan_shows_the_diff(
     p = drover(c, "job", "run", str(spec))
     line = HCL_JOB.splitlines().index("    count = var.count") + 1
     assert p.returncode == 1 and f"{spec}:{line}:" in p.stderr and "nope" in p.stderr, p.stderr
+
+
+UNKEPT_JOB = """
+job "unkept" {
+  datacenters = ["dc1"]
+  group "web" {
+    count = 1
+    network {
+      port "http" {}
+      port "admin" { static = 9900 }
+    }
+    service {
+      name     = "web"
+      port     = "http"
+      provider = "nomad"
+    }
+    scaling {
+      min = 1
+      max = 5
+    }
+    task "web" {
+      driver = "mock"
+      config { run_for = "1h" }
+      template {
+        data        = "hello"
+        destination = "local/hello.txt"
+      }
+    }
+  }
+}
+"""
+
+UNKEPT = ("Networks", "Services", "Scaling", "Templates")
+
+
+def test_blocks_drover_does_not_keep_are_named_in_warnings_never_dropped_in_silence(
+    cluster: Cluster, clients: StandInClients, tmp_path: Path
+) -> None:
+    c = cluster
+    spec = tmp_path / "unkept.nomad.hcl"
+    spec.write_text(UNKEPT_JOB)
+    job = c.http.post("/v1/jobs/parse", json={"JobHCL": UNKEPT_JOB}).json()
+    for path in ("/v1/validate/job", "/v1/job/unkept/plan", "/v1/jobs"):
+        warnings = c.put(path, {"Job": job})["Warnings"]
+        assert warnings.startswith("4 warnings:\n\n* "), (path, warnings)
+        for block in ("Networks", "Services", "Scaling"):
+            assert f'* group "web": {block} is not supported by Drover and was dropped' in warnings, warnings
+        assert '* group "web": task "web": Templates is not supported by Drover and was dropped' in warnings
+    for verb, code in (("validate", 0), ("plan", 0), ("run", 0)):
+        out = ok(c, "job", verb, *(["-detach"] if verb == "run" else []), str(spec), code=code)
+        assert "Job Warnings:\n4 warnings:" in out and all(b in out for b in UNKEPT), (verb, out)
+    # A job with nothing unkept has no warnings.
+    assert c.put("/v1/validate/job", {"Job": c.get("/v1/job/unkept")})["Warnings"] == ""

@@ -167,7 +167,7 @@ def plan_changes(plan: dict[str, Any]) -> bool:
 
 def plan_text(plan: dict[str, Any], job_id: str, path: str, verbose: bool = False) -> str:
     """The plan as Nomad prints it: the diff (or each group's updates), the dry-run's placements,
-    and the `job run -check-index` hint."""
+    the job's warnings, and the `job run -check-index` hint."""
     parts = [_diff_or_updates(plan, job_id, verbose), "Scheduler dry-run:"]
     failed = plan.get("FailedTGAllocs") or {}
     if failed:
@@ -176,6 +176,8 @@ def plan_text(plan: dict[str, Any], job_id: str, path: str, verbose: bool = Fals
         )
     else:
         parts[-1] += "\n- All tasks successfully allocated."
+    if plan.get("Warnings"):
+        parts.append(f"Job Warnings:\n{plan['Warnings']}")
     index = plan.get("JobModifyIndex", 0)
     parts.append(
         f"Job Modify Index: {index}\nTo submit the job with version verification run:\n\n"

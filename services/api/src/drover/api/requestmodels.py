@@ -6,18 +6,48 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import ConfigDict, Field, StrictBool, StrictInt, StrictStr, StringConstraints
+from pydantic import (
+    ConfigDict,
+    Field,
+    ModelWrapValidatorHandler,
+    PrivateAttr,
+    StrictBool,
+    StrictInt,
+    StrictStr,
+    StringConstraints,
+    model_validator,
+)
 
 from drover.model import Job, Node
 from drover.model.base import NomadModel
 from drover.model.events import AllocClientUpdate
+from drover.model.unkept import unkept_in_job
 
 
 class Body(NomadModel):
     model_config = ConfigDict(strict=True)
 
 
-class JobRegisterRequest(Body):
+class JobBody(Body):
+    """A body carrying a `Job`: `unkept` names what in its JSON the model does not keep, for the
+    answer's Warnings."""
+
+    _unkept: list[str] = PrivateAttr(default_factory=list)
+
+    @model_validator(mode="wrap")
+    @classmethod
+    def _find_unkept(cls, data: Any, handler: ModelWrapValidatorHandler[Any]) -> Any:
+        body = handler(data)
+        if isinstance(data, dict):
+            body._unkept = unkept_in_job(data.get("Job", data.get("job")))
+        return body
+
+    @property
+    def unkept(self) -> list[str]:
+        return self._unkept
+
+
+class JobRegisterRequest(JobBody):
     """`PUT /v1/jobs`, `PUT /v1/job/:id`: the job to register; with EnforceIndex, only if the
     job's JobModifyIndex is JobModifyIndex (0: only if it does not exist)."""
 
@@ -26,7 +56,7 @@ class JobRegisterRequest(Body):
     job_modify_index: StrictInt = 0
 
 
-class JobPlanRequest(Body):
+class JobPlanRequest(JobBody):
     """`PUT /v1/job/:id/plan`: the job to plan (nothing is written); with `Diff`, the answer
     carries its diff from the job as registered."""
 
@@ -171,7 +201,7 @@ class JobsParseRequest(Body):
     canonicalize: StrictBool = False
 
 
-class JobValidateRequest(Body):
+class JobValidateRequest(JobBody):
     """`POST /v1/validate/job`: the job to validate (nothing is written)."""
 
     job: Job | None = None
