@@ -718,3 +718,55 @@ def test_rich_job_canonical_values() -> None:
     assert api.affinities[0].weight == -30
     assert job.spreads[0].weight == 80
     assert validate_job(job) == []
+
+
+@pytest.mark.parametrize(
+    ("group_policy", "task_policy", "expected"),
+    [
+        # No restart block anywhere: the task takes the group's, Nomad's default for the type.
+        (None, None, {"Attempts": 2, "Interval": 30 * MINUTE, "Delay": 15 * SECOND, "Mode": "fail"}),
+        # The group's block, and a task without one: the group's.
+        (
+            {"Attempts": 7},
+            None,
+            {"Attempts": 7, "Interval": 30 * MINUTE, "Delay": 15 * SECOND, "Mode": "fail"},
+        ),
+        # The task's block is laid over the group's, member by member (api RestartPolicy.Merge).
+        (
+            {"Attempts": 7, "Mode": "delay"},
+            {"Attempts": 1, "Delay": 5 * SECOND},
+            {"Attempts": 1, "Interval": 30 * MINUTE, "Delay": 5 * SECOND, "Mode": "delay"},
+        ),
+        (
+            None,
+            {"Mode": "delay"},
+            {"Attempts": 2, "Interval": 30 * MINUTE, "Delay": 15 * SECOND, "Mode": "delay"},
+        ),
+    ],
+)
+def test_task_restart_policy_from_its_group(
+    group_policy: dict[str, Any] | None, task_policy: dict[str, Any] | None, expected: dict[str, Any]
+) -> None:
+    doc = job_doc("service", **({"RestartPolicy": group_policy} if group_policy else {}))
+    if task_policy is not None:
+        doc["TaskGroups"][0]["Tasks"][0]["RestartPolicy"] = task_policy
+    job = canon(doc)
+    task = job.task_groups[0].tasks[0]
+    assert task.restart_policy is not None
+    got = task.restart_policy.to_api()
+    assert {k: got[k] for k in expected} == expected
+    assert canonicalize(job) == job  # idempotent
+    # The group's own policy is untouched by its task's.
+    assert (
+        job.task_groups[0].restart_policy
+        == canon(job_doc("service", **({"RestartPolicy": group_policy} if group_policy else {})))
+        .task_groups[0]
+        .restart_policy
+    )
+
+
+def test_a_tasks_bad_restart_block_is_refused_naming_the_task() -> None:
+    doc = job_doc("service")
+    doc["TaskGroups"][0]["Tasks"][0]["RestartPolicy"] = {"Mode": "sometimes"}
+    problems = validate_job(canon(doc))
+    assert any("server" in p and "sometimes" in p for p in problems), problems

@@ -29,6 +29,7 @@ def _task(**extra: Any) -> dict[str, Any]:
         # Everything kept: nothing to say.
         (_job(), []),
         (_job(Type="batch", Meta={"a": "b"}, Update={"MaxParallel": 1}), []),
+        (_task(RestartPolicy={"Attempts": 1, "Mode": "delay"}, KillTimeout=5), []),
         # The group: its network, service and scaling blocks, its task's template.
         (
             _group(

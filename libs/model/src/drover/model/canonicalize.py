@@ -150,12 +150,15 @@ def _canonicalize_group(tg: TaskGroup, job: Job) -> TaskGroup:
         out.disconnect = overlay(default_disconnect(), tg.disconnect)
         # structs DisconnectStrategy.Canonicalize: an empty reconcile option means best_score.
         out.disconnect.reconcile = out.disconnect.reconcile or RECONCILE_BEST_SCORE
-    out.tasks = [_canonicalize_task(t) for t in tg.tasks]
+    out.tasks = [_canonicalize_task(t, out) for t in tg.tasks]
     return out
 
 
-def _canonicalize_task(task: Task) -> Task:
+def _canonicalize_task(task: Task, tg: TaskGroup) -> Task:
+    """api Task.Canonicalize; `tg` already canonical."""
     out = task.model_copy(deep=True)
+    # A task's restart block is laid over its group's; without one it takes the group's.
+    out.restart_policy = overlay(tg.restart_policy, task.restart_policy) if tg.restart_policy else None
     if out.kill_timeout == 0:
         out.kill_timeout = DEFAULT_KILL_TIMEOUT
     # api LogConfig.Canonicalize: a missing block, or a missing member, takes the default.

@@ -207,6 +207,8 @@ class Task(NomadModel):
     meta: dict[str, str] = Field(default_factory=dict)
     kill_timeout: int = 0
     leader: bool = False
+    # The task's own `restart` block; canonicalized, its group's policy with it laid over.
+    restart_policy: RestartPolicy | None = None
     dispatch_payload: DispatchPayloadConfig | None = None
     log_config: LogConfig | None = None
 

@@ -71,7 +71,8 @@ class TaskRunner:
 
     async def run(self) -> None:
         job, tg = self.alloc.job, self.alloc.tg
-        tracker = RestartTracker(tg.restart_policy or default_restart_policy(job.type), job.type)
+        policy = self.task.restart_policy or tg.restart_policy or default_restart_policy(job.type)
+        tracker = RestartTracker(policy, job.type)
         driver = driver_for(self.task.driver, self.alloc.drivers)
         if driver is None:
             self._fail("Driver Failure", f'driver "{self.task.driver}" is not enabled on this client')

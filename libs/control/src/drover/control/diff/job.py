@@ -49,7 +49,7 @@ TASK_IGNORED = frozenset({"Name", "Config"})
 # model member not listed here are diffed generically under their JSON key.
 _SETS = (("Constraints", "Constraint"), ("Affinities", "Affinity"))
 _GROUP_BLOCKS = ("RestartPolicy", "Migrate", "ReschedulePolicy", "EphemeralDisk", "Update")
-_TASK_BLOCKS = ("LogConfig", "DispatchPayload")
+_TASK_BLOCKS = ("RestartPolicy", "LogConfig", "DispatchPayload")
 
 UPDATE_TYPES = (
     ("ignore", "ignore"), ("place", "create"), ("migrate", "migrate"), ("stop", "destroy"),

@@ -164,6 +164,8 @@ def _task_problems(task: Task, tg: TaskGroup, job_type: str) -> list[str]:
             f"deadline {format_duration(tg.update.progress_deadline)}"
         )
     out.extend(resources_problems(task.resources))
+    if task.restart_policy is not None:
+        out.extend(restart_problems(task.restart_policy))
     if task.dispatch_payload is not None:
         out.extend(dispatch_payload_problems(task.dispatch_payload, task.name))
     out.extend(_log_config_problems(task, tg))
