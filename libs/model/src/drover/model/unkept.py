@@ -6,6 +6,7 @@ job run -output` writes every unset block and field that way."""
 
 from __future__ import annotations
 
+import functools
 import types
 from collections.abc import Iterator
 from typing import Any, Union, get_args, get_origin
@@ -63,6 +64,7 @@ def _element(key: str, item: Any, index: int) -> str:
     return f"{key}[{index}]."
 
 
+@functools.cache
 def _fields(model: type[BaseModel]) -> dict[str, Any]:
     """Every key the model reads a field from (its alias, name and alias choices) -> the type."""
     out: dict[str, Any] = {}
