@@ -16,7 +16,7 @@ from drover.model.events import (
     NodeRegistered,
     NodeStatusUpdated,
 )
-from drover.model.node import DrainSpec, NodeResources
+from drover.model.node import DrainSpec, NodeReservedResources
 
 from .conftest import NOW, Cluster, alloc, job, node
 
@@ -28,7 +28,7 @@ from .conftest import NOW, Cluster, alloc, job, node
         (Node(id="n1", datacenter=""), ["Node.Datacenter is required"]),
         (Node(datacenter=""), ["Node.ID is required", "Node.Datacenter is required"]),
         (
-            node("n1", reserved_resources=NodeResources.model_validate({"Cpu": {"CpuShares": 5000}})),
+            node("n1", reserved_resources=NodeReservedResources.model_validate({"Cpu": {"CpuShares": 5000}})),
             ["Node reserves more resources than it has"],
         ),
     ],

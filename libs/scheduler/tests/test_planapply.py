@@ -39,6 +39,7 @@ from drover.model.node import (
     NODE_STATUS_DISCONNECTED,
     NODE_STATUS_DOWN,
     NODE_STATUS_INIT,
+    NodeReservedResources,
 )
 from drover.scheduler.plan import Plan, PlanResult
 from drover.scheduler.planapply import apply_plan_result, evaluate_plan, preemption_evals
@@ -244,7 +245,7 @@ def test_reserved_resources_count_against_capacity() -> None:
     n = mk_node("n1", cpu=1000, mem=1000)
     n = n.model_copy(
         update={
-            "reserved_resources": NodeResources(
+            "reserved_resources": NodeReservedResources(
                 cpu=NodeCpuResources(cpu_shares=200), memory=NodeMemoryResources(memory_mb=0)
             )
         }

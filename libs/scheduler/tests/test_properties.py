@@ -58,6 +58,7 @@ from drover.model.node import (
     NODE_STATUS_DOWN,
     NODE_STATUS_INIT,
     NODE_STATUS_READY,
+    NodeReservedResources,
 )
 from drover.scheduler.harness import Harness
 from drover.scheduler.plan import Plan, SchedulerResult
@@ -133,7 +134,7 @@ def mk_node(i: int, draw: Any, ndc: int) -> Node:
             memory=NodeMemoryResources(memory_mb=draw(st.sampled_from([512, 1024, 2048, 4096, 8192]))),
             disk=NodeDiskResources(disk_mb=draw(st.sampled_from([1000, 5000, 20_000, 100_000]))),
         ),
-        reserved_resources=NodeResources(
+        reserved_resources=NodeReservedResources(
             cpu=NodeCpuResources(cpu_shares=reserved), memory=NodeMemoryResources(memory_mb=reserved)
         ),
         status=status,

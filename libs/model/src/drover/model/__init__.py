@@ -40,6 +40,7 @@ from drover.model.node import (
     NodeCpuResources,
     NodeDiskResources,
     NodeMemoryResources,
+    NodeReservedResources,
     NodeResources,
     compute_class,
 )
@@ -66,6 +67,7 @@ __all__ = [
     "NodeCpuResources",
     "NodeDiskResources",
     "NodeMemoryResources",
+    "NodeReservedResources",
     "NodeResources",
     "NodeScoreMeta",
     "NomadModel",

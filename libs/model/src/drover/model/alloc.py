@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pydantic import Field
 
+from drover.model.allocated import AllocatedResources
 from drover.model.base import NomadModel
 from drover.model.job import Resources
 from drover.model.timefmt import RFC3339Ns
@@ -146,6 +147,7 @@ class Allocation(NomadModel):
     job_version: int = 0
     task_group: str = ""
     resources: Resources = Field(default_factory=Resources)
+    allocated_resources: AllocatedResources | None = None
     desired_status: str = ALLOC_DESIRED_RUN
     desired_description: str = ""
     desired_transition: DesiredTransition = Field(default_factory=DesiredTransition)

@@ -8,9 +8,14 @@ from typing import Any, Self, TypeVar
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 M = TypeVar("M", bound=BaseModel)
+N = TypeVar("N", bound="NomadModel")
 
 # Words Nomad spells in capitals inside its PascalCase field names.
-_UPPER_WORDS = {"id": "ID", "cpu": "CPU", "mb": "MB", "tg": "TG", "ttl": "TTL", "http": "HTTP", "ip": "IP"}
+_UPPER_WORDS = {
+    "id": "ID", "cpu": "CPU", "mb": "MB", "tg": "TG", "ttl": "TTL", "http": "HTTP", "ip": "IP",
+    "cidr": "CIDR", "dns": "DNS", "cni": "CNI", "csi": "CSI", "tls": "TLS", "grpc": "GRPC",
+    "iops": "IOPS", "numa": "NUMA", "ui": "UI", "url": "URL",
+}  # fmt: skip
 _SPECIAL = {"ltarget": "LTarget", "rtarget": "RTarget", "mbits": "MBits"}
 
 
@@ -79,3 +84,16 @@ def unvalidated(cls: type[M], members: dict[str, Any], fields_set: set[str]) -> 
     object.__setattr__(out, "__pydantic_extra__", None)
     object.__setattr__(out, "__pydantic_private__", None)
     return out
+
+
+def overlay(base: N, *layers: N | None) -> N:
+    """A copy of ``base`` with each layer's explicitly set fields on top (later layers win).
+
+    Only ``model_fields_set`` counts, so a field the user left out or sent as null never
+    overrides the layer below it.
+    """
+    update: dict[str, Any] = {}
+    for layer in layers:
+        if layer is not None:
+            update.update({name: getattr(layer, name) for name in layer.model_fields_set})
+    return base.model_copy(update=update, deep=True)

@@ -14,9 +14,8 @@ Rules (Nomad's api Job/TaskGroup/Task Canonicalize):
 
 from __future__ import annotations
 
-from typing import Any, TypeVar
-
-from drover.model.base import NomadModel
+from drover.model import canonical_blocks as blocks
+from drover.model.base import overlay
 from drover.model.defaults import (
     DEFAULT_DATACENTERS,
     DEFAULT_KILL_TIMEOUT,
@@ -44,21 +43,6 @@ from drover.model.job import (
     TaskGroup,
     UpdateStrategy,
 )
-
-M = TypeVar("M", bound=NomadModel)
-
-
-def overlay(base: M, *layers: M | None) -> M:
-    """A copy of ``base`` with each layer's explicitly set fields on top (later layers win).
-
-    Only ``model_fields_set`` counts, so a field the user left out or sent as null never
-    overrides the layer below it.
-    """
-    update: dict[str, Any] = {}
-    for layer in layers:
-        if layer is not None:
-            update.update({name: getattr(layer, name) for name in layer.model_fields_set})
-    return base.model_copy(update=update, deep=True)
 
 
 def canonicalize(job: Job) -> Job:
@@ -141,22 +125,42 @@ def _group_migrate(tg: TaskGroup, job: Job) -> MigrateStrategy | None:
 
 def _canonicalize_group(tg: TaskGroup, job: Job) -> TaskGroup:
     out = tg.model_copy(deep=True)
+    if "count" not in tg.model_fields_set and tg.scaling is not None and tg.scaling.min is not None:
+        # api TaskGroup.Canonicalize: a group without a count starts at its scaling minimum.
+        out.count = tg.scaling.min
+    if tg.scaling is not None:
+        out.scaling = blocks.scaling(tg.scaling, out.count)
+    out.networks = [blocks.network(n) for n in tg.networks]
+    out.services = [blocks.service(s, job.name, tg.name, None) for s in tg.services]
+    if tg.disconnect is None:
+        out.disconnect = blocks.folded_disconnect(
+            tg.max_client_disconnect, tg.stop_after_client_disconnect, tg.prevent_reschedule_on_lost
+        )
     out.ephemeral_disk = overlay(default_ephemeral_disk(), tg.ephemeral_disk)
     out.restart_policy = overlay(default_restart_policy(job.type), tg.restart_policy)
     out.reschedule_policy = _group_reschedule(tg, job)
     out.update = _group_update(tg, job)
     out.migrate = _group_migrate(tg, job)
-    if tg.disconnect is not None:
-        out.disconnect = overlay(default_disconnect(), tg.disconnect)
+    if out.disconnect is not None:
+        out.disconnect = overlay(default_disconnect(), out.disconnect)
         # structs DisconnectStrategy.Canonicalize: an empty reconcile option means best_score.
         out.disconnect.reconcile = out.disconnect.reconcile or RECONCILE_BEST_SCORE
-    out.tasks = [_canonicalize_task(t, out) for t in tg.tasks]
+    out.tasks = [_canonicalize_task(t, out, job) for t in tg.tasks]
     return out
 
 
-def _canonicalize_task(task: Task, tg: TaskGroup) -> Task:
+def _canonicalize_task(task: Task, tg: TaskGroup, job: Job) -> Task:
     """api Task.Canonicalize; `tg` already canonical."""
     out = task.model_copy(deep=True)
+    out.services = [blocks.service(s, job.name, tg.name, task.name) for s in task.services]
+    out.templates = [blocks.template(t) for t in task.templates]
+    out.artifacts = [blocks.artifact(a) for a in task.artifacts]
+    out.volume_mounts = [blocks.volume_mount(v) for v in task.volume_mounts]
+    if task.vault is not None:
+        out.vault = blocks.vault(task.vault)
+    if task.csi_plugin_config is not None:
+        out.csi_plugin_config = blocks.csi_plugin(task.csi_plugin_config)
+    out.resources.networks = [blocks.network(n) for n in task.resources.networks]
     # A task's restart block is laid over its group's; without one it takes the group's.
     out.restart_policy = overlay(tg.restart_policy, task.restart_policy) if tg.restart_policy else None
     if out.kill_timeout == 0:

@@ -7,6 +7,18 @@ from typing import Any
 from pydantic import AliasChoices, Field
 
 from drover.model.base import NomadModel
+from drover.model.integrations import (
+    Consul,
+    Multiregion,
+    Secret,
+    TaskCSIPluginConfig,
+    Vault,
+    WorkloadIdentity,
+)
+from drover.model.network import NetworkResource
+from drover.model.services import Service
+from drover.model.taskfiles import TaskArtifact, Template
+from drover.model.volumes import VolumeMount, VolumeRequest
 
 JOB_TYPE_SERVICE = "service"
 JOB_TYPE_BATCH = "batch"
@@ -43,23 +55,10 @@ AFFINITY_OPERANDS = tuple(
 )
 
 
-class Resources(NomadModel):
-    """What a task asks for: CPU in MHz, memory and disk in MB."""
-
-    cpu: int = 100
-    cores: int = 0
-    memory_mb: int = 300
-    memory_max_mb: int = 0
-    disk_mb: int = 0
-
-    def add(self, other: Resources) -> Resources:
-        return Resources(
-            cpu=self.cpu + other.cpu,
-            cores=self.cores + other.cores,
-            memory_mb=self.memory_mb + other.memory_mb,
-            memory_max_mb=self.memory_max_mb + other.memory_max_mb,
-            disk_mb=self.disk_mb + other.disk_mb,
-        )
+TASK_HOOK_PRESTART = "prestart"
+TASK_HOOK_POSTSTART = "poststart"
+TASK_HOOK_POSTSTOP = "poststop"
+TASK_HOOKS = (TASK_HOOK_PRESTART, TASK_HOOK_POSTSTART, TASK_HOOK_POSTSTOP)
 
 
 class Constraint(NomadModel):
@@ -79,6 +78,43 @@ class Affinity(NomadModel):
 
     def __str__(self) -> str:
         return f"{self.ltarget} {self.operand} {self.rtarget} ({self.weight})"
+
+
+class RequestedDevice(NomadModel):
+    name: str = ""
+    count: int = 0
+    constraints: list[Constraint] = Field(default_factory=list)
+    affinities: list[Affinity] = Field(default_factory=list)
+
+
+class NUMAResource(NomadModel):
+    affinity: str = ""
+    devices: list[str] = Field(default_factory=list)
+
+
+class Resources(NomadModel):
+    """What a task asks for: CPU in MHz, memory and disk in MB (and, kept as Nomad keeps them,
+    task-level networks, devices, NUMA, secrets and IOPS)."""
+
+    cpu: int = 100
+    cores: int = 0
+    memory_mb: int = 300
+    memory_max_mb: int = 0
+    disk_mb: int = 0
+    networks: list[NetworkResource] = Field(default_factory=list)
+    devices: list[RequestedDevice] = Field(default_factory=list)
+    numa: NUMAResource | None = None
+    secrets_mb: int = 0
+    iops: int = 0
+
+    def add(self, other: Resources) -> Resources:
+        return Resources(
+            cpu=self.cpu + other.cpu,
+            cores=self.cores + other.cores,
+            memory_mb=self.memory_mb + other.memory_mb,
+            memory_max_mb=self.memory_max_mb + other.memory_max_mb,
+            disk_mb=self.disk_mb + other.disk_mb,
+        )
 
 
 class SpreadTarget(NomadModel):
@@ -195,10 +231,61 @@ class LogConfig(NomadModel):
     disabled: bool = False
 
 
+class TaskLifecycle(NomadModel):
+    """A task's `lifecycle`: run before (prestart), beside (poststart) or after (poststop)
+    the main tasks; a sidecar keeps running with them."""
+
+    hook: str = ""
+    sidecar: bool = False
+
+
+class Action(NomadModel):
+    name: str = ""
+    command: str = ""
+    args: list[str] = Field(default_factory=list)
+
+
+class TaskScheduleCron(NomadModel):
+    start: str = ""
+    end: str = ""
+    timezone: str = ""
+
+
+class TaskSchedule(NomadModel):
+    cron: TaskScheduleCron | None = None
+
+
+class ScalingPolicy(NomadModel):
+    """A `scaling` block: a group's count bounds and an autoscaler's policy (Type horizontal),
+    or a task's vertical policy; ID, Namespace and Target are the server's."""
+
+    id: str = ""
+    namespace: str = ""
+    type: str = ""
+    min: int | None = None
+    max: int | None = None
+    enabled: bool = True
+    policy: dict[str, Any] = Field(default_factory=dict)
+    target: dict[str, str] = Field(default_factory=dict)
+    create_index: int = 0
+    modify_index: int = 0
+
+
+class JobUILink(NomadModel):
+    label: str = ""
+    url: str = Field("", alias="URL")
+
+
+class JobUIConfig(NomadModel):
+    description: str = ""
+    links: list[JobUILink] = Field(default_factory=list)
+
+
 class Task(NomadModel):
     name: str = ""
     driver: str = ""
     user: str = ""
+    lifecycle: TaskLifecycle | None = None
     config: dict[str, Any] = Field(default_factory=dict)
     env: dict[str, str] = Field(default_factory=dict)
     resources: Resources = Field(default_factory=Resources)
@@ -211,6 +298,22 @@ class Task(NomadModel):
     restart_policy: RestartPolicy | None = None
     dispatch_payload: DispatchPayloadConfig | None = None
     log_config: LogConfig | None = None
+    services: list[Service] = Field(default_factory=list)
+    artifacts: list[TaskArtifact] = Field(default_factory=list)
+    templates: list[Template] = Field(default_factory=list)
+    vault: Vault | None = None
+    consul: Consul | None = None
+    volume_mounts: list[VolumeMount] = Field(default_factory=list)
+    csi_plugin_config: TaskCSIPluginConfig | None = Field(None, alias="CSIPluginConfig")
+    shutdown_delay: int = 0
+    kill_signal: str = ""
+    kind: str = ""
+    scaling_policies: list[ScalingPolicy] = Field(default_factory=list)
+    secrets: list[Secret] = Field(default_factory=list)
+    identity: WorkloadIdentity | None = None
+    identities: list[WorkloadIdentity] = Field(default_factory=list)
+    actions: list[Action] = Field(default_factory=list)
+    schedule: TaskSchedule | None = None
 
 
 class TaskGroup(NomadModel):
@@ -227,6 +330,17 @@ class TaskGroup(NomadModel):
     ephemeral_disk: EphemeralDisk | None = None
     disconnect: Disconnect | None = None
     meta: dict[str, str] = Field(default_factory=dict)
+    networks: list[NetworkResource] = Field(default_factory=list)
+    services: list[Service] = Field(default_factory=list)
+    volumes: dict[str, VolumeRequest] = Field(default_factory=dict)
+    scaling: ScalingPolicy | None = None
+    shutdown_delay: int | None = None
+    max_run_duration: int | None = None
+    # Deprecated since Nomad 1.8 for the `disconnect` block; canonicalize folds them into it.
+    stop_after_client_disconnect: int | None = None
+    max_client_disconnect: int | None = None
+    prevent_reschedule_on_lost: bool | None = None
+    consul: Consul | None = None
 
     def combined_resources(self) -> Resources:
         """The group's total ask: every task's resources plus the ephemeral disk."""
@@ -262,6 +376,11 @@ class Job(NomadModel):
     migrate: MigrateStrategy | None = None
     periodic: PeriodicConfig | None = None
     meta: dict[str, str] = Field(default_factory=dict)
+    multiregion: Multiregion | None = None
+    ui: JobUIConfig | None = None
+    consul_namespace: str = ""
+    vault_namespace: str = ""
+    nomad_token_id: str = ""
     stop: bool = False
     status: str = ""
     status_description: str = ""

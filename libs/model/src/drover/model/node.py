@@ -7,6 +7,14 @@ import hashlib
 from pydantic import Field
 
 from drover.model.base import NomadModel
+from drover.model.network import (
+    DEFAULT_MAX_DYNAMIC_PORT,
+    DEFAULT_MIN_DYNAMIC_PORT,
+    ClientHostNetworkConfig,
+    NetworkResource,
+    NodeNetworkResource,
+)
+from drover.model.volumes import ClientHostVolumeConfig
 
 NODE_STATUS_INIT = "initializing"
 NODE_STATUS_READY = "ready"
@@ -38,9 +46,31 @@ class NodeDiskResources(NomadModel):
 
 
 class NodeResources(NomadModel):
+    """What a node has: CPU, memory, disk, and its networks with the dynamic port range."""
+
     cpu: NodeCpuResources = Field(default_factory=NodeCpuResources, alias="Cpu")
     memory: NodeMemoryResources = Field(default_factory=NodeMemoryResources)
     disk: NodeDiskResources = Field(default_factory=NodeDiskResources)
+    networks: list[NetworkResource] = Field(default_factory=list)
+    node_networks: list[NodeNetworkResource] = Field(default_factory=list)
+    min_dynamic_port: int = DEFAULT_MIN_DYNAMIC_PORT
+    max_dynamic_port: int = DEFAULT_MAX_DYNAMIC_PORT
+
+
+class NodeReservedNetworkResources(NomadModel):
+    """Host ports no alloc may be given, as the client's `reserved { reserved_ports }` writes
+    them ("22,80,8000-8010")."""
+
+    reserved_host_ports: str = ""
+
+
+class NodeReservedResources(NomadModel):
+    """What the operator held back from the scheduler on a node."""
+
+    cpu: NodeCpuResources = Field(default_factory=NodeCpuResources, alias="Cpu")
+    memory: NodeMemoryResources = Field(default_factory=NodeMemoryResources)
+    disk: NodeDiskResources = Field(default_factory=NodeDiskResources)
+    networks: NodeReservedNetworkResources = Field(default_factory=NodeReservedNetworkResources)
 
 
 class DrainSpec(NomadModel):
@@ -65,7 +95,9 @@ class Node(NomadModel):
     meta: dict[str, str] = Field(default_factory=dict)
     drivers: dict[str, DriverInfo] = Field(default_factory=dict)
     node_resources: NodeResources = Field(default_factory=NodeResources)
-    reserved_resources: NodeResources = Field(default_factory=NodeResources)
+    reserved_resources: NodeReservedResources = Field(default_factory=NodeReservedResources)
+    host_volumes: dict[str, ClientHostVolumeConfig] = Field(default_factory=dict)
+    host_networks: dict[str, ClientHostNetworkConfig] = Field(default_factory=dict)
     status: str = NODE_STATUS_READY
     status_description: str = ""
     status_updated_at: int = 0

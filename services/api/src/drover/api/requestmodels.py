@@ -21,7 +21,8 @@ from pydantic import (
 from drover.model import Job, Node
 from drover.model.base import NomadModel
 from drover.model.events import AllocClientUpdate
-from drover.model.unkept import unkept_in_job
+from drover.model.jobwarnings import job_warnings
+from drover.model.unkept import format_warnings, unkept_in_job
 
 
 class Body(NomadModel):
@@ -29,8 +30,9 @@ class Body(NomadModel):
 
 
 class JobBody(Body):
-    """A body carrying a `Job`: `unkept` names what in its JSON the model does not keep, for the
-    answer's Warnings."""
+    """A body carrying a `Job`: `warnings` names what in its JSON the model does not keep
+    (drover.model.unkept) and what it keeps but Drover does not carry out
+    (drover.model.jobwarnings, with Nomad's own deprecation warnings), in Nomad's form, for the answer's Warnings."""
 
     _unkept: list[str] = PrivateAttr(default_factory=list)
 
@@ -43,8 +45,9 @@ class JobBody(Body):
         return body
 
     @property
-    def unkept(self) -> list[str]:
-        return self._unkept
+    def warnings(self) -> str:
+        job = getattr(self, "job", None)
+        return format_warnings(self._unkept + (job_warnings(job) if job is not None else []))
 
 
 class JobRegisterRequest(JobBody):

@@ -16,6 +16,7 @@ from drover.model.node import (
     NodeCpuResources,
     NodeDiskResources,
     NodeMemoryResources,
+    NodeReservedResources,
     NodeResources,
 )
 
@@ -93,7 +94,7 @@ def fingerprint(node_id: str, cfg: AgentConfig) -> Node:
             memory=NodeMemoryResources(memory_mb=memory),
             disk=NodeDiskResources(disk_mb=disk),
         ),
-        reserved_resources=NodeResources(
+        reserved_resources=NodeReservedResources(
             cpu=NodeCpuResources(cpu_shares=cfg.reserved_cpu),
             memory=NodeMemoryResources(memory_mb=cfg.reserved_memory),
             disk=NodeDiskResources(disk_mb=cfg.reserved_disk),

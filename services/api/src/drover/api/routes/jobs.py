@@ -19,7 +19,6 @@ from drover.api.requestmodels import JobPlanRequest, JobRegisterRequest
 from drover.api.views import NO_DEPLOYMENT, alloc_stub, as_json, job_stub
 from drover.control.commands import jobs
 from drover.control.diff.job import plan_diff, version_diffs
-from drover.model.unkept import format_warnings
 from drover.runtime.store.queries import Reads, load_snapshot
 from drover.runtime.watches import children_key, job_key
 
@@ -57,7 +56,7 @@ async def _register(commands: CommandsDep, body: JobRegisterRequest) -> dict[str
         "EvalID": change.eval_ids[0] if change.evals else "",
         "EvalCreateIndex": positions[1] if change.evals else 0,
         "JobModifyIndex": positions[0],
-        "Warnings": format_warnings(body.unkept),
+        "Warnings": body.warnings,
         "Index": positions[-1],
         "LastContact": 0,
         "KnownLeader": True,
@@ -215,7 +214,7 @@ async def plan(job_id: str, body: JobPlanRequest, reads: ReadsDep) -> dict[str, 
             "JobModifyIndex": existing.job_modify_index if existing else 0,
             "CreatedEvals": as_json(res.create_evals),
             "Diff": plan_diff(existing, job, res.plan.annotations) if body.diff else None,
-            "Warnings": format_warnings(body.unkept),
+            "Warnings": body.warnings,
             "Index": state.index,
         }
 

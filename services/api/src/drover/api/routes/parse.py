@@ -14,7 +14,6 @@ from drover.api.requestmodels import JobsParseRequest, JobValidateRequest
 from drover.jobspec import JobspecError, parse
 from drover.model import Job
 from drover.model.canonicalize import canonicalize
-from drover.model.unkept import format_warnings
 from drover.model.validation import validate_job
 
 router = APIRouter(route_class=JsonRoute, tags=["jobs"])
@@ -54,7 +53,7 @@ def validate(body: JobValidateRequest) -> dict[str, Any]:
         "DriverConfigValidated": True,
         "ValidationErrors": found or None,
         "Error": _multierror(found),
-        "Warnings": format_warnings(body.unkept),
+        "Warnings": body.warnings,
     }
 
 
