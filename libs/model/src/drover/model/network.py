@@ -100,6 +100,7 @@ class AllocatedPortMapping(NomadModel):
     value: int = 0
     to: int = 0
     host_ip: str = Field("", alias="HostIP")
+    ignore_collision: bool = False
 
 
 def parse_port_ranges(spec: str) -> list[int]:

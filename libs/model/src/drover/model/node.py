@@ -153,6 +153,14 @@ def compute_class(node: Node) -> str:
     for k in sorted(node.drivers):
         d = node.drivers[k]
         put("d", k, str(d.detected), str(d.healthy))
+    # What network and host volume feasibility look at: network modes, host network names,
+    # host volumes (not addresses or ports, which differ on every node).
+    for mode in sorted({n.mode for n in node.node_resources.networks}):
+        put("nm", mode)
+    for alias in sorted({a.alias for n in node.node_resources.node_networks for a in n.addresses}):
+        put("hn", alias)
+    for name in sorted(node.host_volumes):
+        put("hv", name, str(node.host_volumes[name].read_only))
     return "v1:" + h.hexdigest()
 
 

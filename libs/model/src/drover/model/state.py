@@ -27,6 +27,7 @@ _SHARED_EMPTY: dict[str, object] = {"task_states": {}, "preempted_allocations": 
 # usage it counts, the job it indexes under): in a column, they differ from alloc to alloc.
 _PER_GROUP = {
     "resources",
+    "allocated_resources",
     "desired_transition",
     "desired_status",
     "client_status",
@@ -63,6 +64,12 @@ class StateSnapshot(Protocol):
     def deployment(self, deployment_id: str) -> Deployment | None: ...
 
 
+def holds_ports(a: Allocation) -> bool:
+    """Whether the alloc was given host ports (its AllocatedResources name any)."""
+    ar = a.allocated_resources
+    return ar is not None and bool(ar.shared.ports)
+
+
 def _usage(a: Allocation) -> tuple[int, int, int]:
     r = a.resources
     return r.cpu, r.memory_mb, r.disk_mb
@@ -87,6 +94,7 @@ class InMemoryState:
         self.jobs: dict[JobKey, Job] = {}
         self.job_versions: dict[JobKey, dict[int, Job]] = {}
         self.allocs: dict[str, Allocation] = {}
+        self._port_nodes: dict[str, int] = {}
         self.evals: dict[str, Evaluation] = {}
         self.deployments: dict[str, Deployment] = {}
         self.job_restarts: dict[str, JobRestart] = {}
@@ -248,6 +256,7 @@ class InMemoryState:
                 continue
             if not a.terminal_status():
                 self._add_usage(a.node_id, _usage(a), -1)
+                self._count_ports(a, -1)
             _forget(self._by_job, (a.namespace, a.job_id), alloc_id)
             _forget(self._by_node, a.node_id, alloc_id)
 
@@ -280,6 +289,7 @@ class InMemoryState:
         if old is not None:
             if not old.terminal_status():
                 self._add_usage(old.node_id, _usage(old), -1)
+                self._count_ports(old, -1)
             if old.node_id != alloc.node_id:
                 self._by_node.get(old.node_id, {}).pop(old.id, None)
         self.allocs[alloc.id] = alloc
@@ -287,6 +297,7 @@ class InMemoryState:
         self._by_node.setdefault(alloc.node_id, {})[alloc.id] = alloc
         if not alloc.terminal_status():
             self._add_usage(alloc.node_id, _usage(alloc), 1)
+            self._count_ports(alloc, 1)
 
     def _compact(self, alloc: Allocation) -> None:
         """Share what most allocs hold equal copies of: the resources of a task group, the
@@ -368,6 +379,7 @@ class InMemoryState:
                 used[i] += r.cpu
                 used[i + 1] += r.memory_mb
                 used[i + 2] += r.disk_mb
+                self._count_ports(a, 1)
         return known
 
     def place_columns(
@@ -431,6 +443,19 @@ class InMemoryState:
                 used[i + 1] += memory
                 used[i + 2] += disk
         return built, known
+
+    def port_nodes(self) -> dict[str, int]:
+        """Nodes holding live allocs that were given host ports, with how many: the only nodes
+        where a port may be taken (drover.scheduler.netindex)."""
+        return self._port_nodes
+
+    def _count_ports(self, a: Allocation, sign: int) -> None:
+        if holds_ports(a):
+            n = self._port_nodes.get(a.node_id, 0) + sign
+            if n > 0:
+                self._port_nodes[a.node_id] = n
+            else:
+                self._port_nodes.pop(a.node_id, None)
 
     def _add_usage(self, node_id: str, u: tuple[int, int, int], sign: int) -> None:
         slot = self._slot.get(node_id)

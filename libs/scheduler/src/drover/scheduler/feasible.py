@@ -19,9 +19,12 @@ import numpy as np
 
 from drover.model.alloc import AllocMetric
 from drover.model.job import Constraint, Job, TaskGroup
+from drover.model.network import NetworkResource
 from drover.model.node import NODE_ELIGIBLE, NODE_STATUS_READY, Node, compute_class
 from drover.model.state import InMemoryState, StateSnapshot, has_flat_usage
+from drover.model.volumes import VOLUME_TYPE_HOST
 from drover.scheduler.constraints import DISTINCT_OPERANDS, is_escaped, matches
+from drover.scheduler.netindex import group_network, network_feasibility
 from drover.scheduler.rank import BoolArray, FloatArray, IntArray
 
 __all__ = [
@@ -40,6 +43,7 @@ __all__ = [
 
 NODE_POOL_ALL = "all"  # Nomad's built-in pool that spans every pool
 FILTER_MISSING_DRIVERS = "missing drivers"  # Nomad's FilterConstraintDrivers
+FILTER_HOST_VOLUMES = "missing compatible host volumes"  # Nomad's FilterConstraintHostVolumes
 
 # --------------------------------------------------------------------------------------------
 # Candidate nodes
@@ -189,6 +193,16 @@ def _has_drivers(node: Node, drivers: Sequence[str]) -> bool:
     return True
 
 
+def _has_host_volumes(node: Node, wanted: tuple[tuple[str, bool], ...]) -> bool:
+    """Nomad's HostVolumeChecker: each host volume exists on the node, and one the group
+    mounts writable is not read-only there."""
+    for source, read_only in wanted:
+        have = node.host_volumes.get(source)
+        if have is None or (have.read_only and not read_only):
+            return False
+    return True
+
+
 # --------------------------------------------------------------------------------------------
 # The checker
 # --------------------------------------------------------------------------------------------
@@ -235,6 +249,8 @@ class _GroupPlan:
     drivers: tuple[str, ...]
     constraints: list[tuple[Constraint, str]]
     escaped: bool
+    network: NetworkResource | None = None
+    host_volumes: tuple[tuple[str, bool], ...] = ()  # (source, read only) of each host volume
     verdicts: dict[str, _Verdict] = field(default_factory=dict)  # computed class -> verdict
 
 
@@ -365,6 +381,10 @@ class FeasibilityChecker:
                 drivers=tuple(sorted(task_group_drivers(tg))),
                 constraints=[(c, str(c)) for c in constraints],
                 escaped=is_escaped(constraints),
+                network=group_network(tg.networks),
+                host_volumes=tuple(
+                    (v.source, v.read_only) for v in tg.volumes.values() if v.type == VOLUME_TYPE_HOST
+                ),
             )
             self._groups[tg.name] = plan
         return plan
@@ -408,6 +428,12 @@ class FeasibilityChecker:
         for c, key in plan.constraints:
             if not matches(c, node):
                 return key
+        if plan.network is not None:
+            reason = network_feasibility(plan.network, node)
+            if reason is not None:
+                return reason
+        if not _has_host_volumes(node, plan.host_volumes):
+            return FILTER_HOST_VOLUMES
         return None
 
     def _eligibility(self, groups: set[str], classes: set[str] | None) -> dict[str, bool]:

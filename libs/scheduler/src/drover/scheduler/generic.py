@@ -31,6 +31,7 @@ from drover.model.evaluation import (
     TRIGGER_QUEUED_ALLOCS,
 )
 from drover.model.node import NODE_STATUS_DISCONNECTED, NODE_STATUS_DOWN
+from drover.scheduler.allocated import group_allocation, updated_in_place, with_ports
 from drover.scheduler.feasible import FeasibilityChecker, node_in_job_pool, ready_nodes_table
 from drover.scheduler.nodetable import NodeTable
 from drover.scheduler.plan import Plan, SchedulerResult
@@ -252,6 +253,7 @@ class GenericScheduler:
                 "eval_id": self.eval.id,
                 "job_version": job.version,
                 "resources": new_res,
+                "allocated_resources": updated_in_place(tg, existing.allocated_resources),
                 "desired_description": ALLOC_IN_PLACE,
             }
         )
@@ -331,6 +333,14 @@ class GenericScheduler:
             if prev.reschedule_tracker is not None:
                 options.penalty_nodes |= {e.prev_node_id for e in prev.reschedule_tracker.events}
         sel = stack.select(options)
+        ports = None
+        while sel is not None and stack.has_ports:
+            # The stack only offers nodes where the ports fit; should the draw fail anyway,
+            # the node is blocked and the next one tried.
+            ports = stack.assign_ports(sel.row)
+            if ports is not None:
+                break
+            sel = stack.select(options)
         if sel is None:
             if stop_prev is not None:
                 self._pop_stop(stop_prev)
@@ -338,6 +348,12 @@ class GenericScheduler:
             self.queued[tg.name] = self.queued.get(tg.name, 0) + 1
             return
         alloc = self._new_alloc(req, sel)
+        if ports is not None and stack.net_ask is not None:
+            offer, ip = ports
+            given = with_ports(
+                self._alloc_template(tg).allocated_resources or group_allocation(tg), stack.net_ask, offer, ip
+            )
+            alloc = copy_with(alloc, {"allocated_resources": given})
         self.plan.append_alloc(alloc)
         self._ensure_table().add_usage(alloc.node_id, alloc, 1)
         for st in self._stacks.values():
@@ -364,6 +380,7 @@ class GenericScheduler:
                 job_version=self.job.version,
                 task_group=tg.name,
                 resources=self._resources(tg),
+                allocated_resources=group_allocation(tg),
                 desired_status=ALLOC_DESIRED_RUN,
                 client_status=ALLOC_CLIENT_PENDING,
                 create_time=self.now,

@@ -10,9 +10,10 @@ from typing import cast
 import numpy as np
 
 from drover.model import Allocation, Node
-from drover.model.state import has_flat_usage
+from drover.model.state import has_flat_usage, holds_ports
 from drover.scheduler.constraints import resolve_target
 from drover.scheduler.feasible import ReadyNodes
+from drover.scheduler.netindex import NetworkIndex
 from drover.scheduler.rank import FloatArray, IntArray
 from drover.scheduler.state import InMemoryState, StateSnapshot
 
@@ -53,6 +54,12 @@ class NodeTable:
         # cached fit masks row by row instead of recomputing them for every placement.
         self.changes: list[int] = []
         self._attr_cache: dict[str, list[str | None]] = {}
+        self._state = state
+        # Ports: a NetworkIndex per row, built on first need from the state's live allocs on
+        # the node and the plan's placements and stops there so far (kept in `_plan_ports`).
+        self._net: dict[int, NetworkIndex] = {}
+        self._plan_ports: dict[int, list[tuple[Allocation, int]]] = {}
+        self._port_rows: IntArray | None = None
 
     def __len__(self) -> int:
         return len(self.nodes)
@@ -66,6 +73,43 @@ class NodeTable:
         self.used_mem[i] += sign * r.memory_mb
         self.used_disk[i] += sign * r.disk_mb
         self.changes.append(i)
+        if holds_ports(alloc):
+            self._plan_ports.setdefault(i, []).append((alloc, sign))
+            idx = self._net.get(i)
+            if idx is not None:
+                idx.add(alloc, sign)
+
+    def network_index(self, row: int) -> NetworkIndex:
+        """The ports taken on the row's node, with the plan's changes so far."""
+        idx = self._net.get(row)
+        if idx is None:
+            node = self.nodes[row]
+            idx = NetworkIndex(node)
+            if node.id in _port_nodes(self._state, self.nodes):
+                idx.add_allocs(a for a in self._state.allocs_by_node(node.id) if not a.terminal_status())
+            for alloc, sign in self._plan_ports.get(row, ()):
+                idx.add(alloc, sign)
+            self._net[row] = idx
+        return idx
+
+    def port_rows(self) -> IntArray:
+        """The rows where a port may be taken: nodes with live allocs holding ports, with
+        reserved ports, or given ports by this plan. Everywhere else every port is free."""
+        if self._port_rows is None:
+            holders = _port_nodes(self._state, self.nodes)
+            rows = {self.row[n] for n in holders if n in self.row}
+            for i, n in enumerate(self.nodes):
+                if n.reserved_resources.networks.reserved_host_ports or any(
+                    a.reserved_ports for nn in n.node_resources.node_networks for a in nn.addresses
+                ):
+                    rows.add(i)
+            self._port_rows = np.fromiter(sorted(rows), dtype=np.int64)
+        if self._plan_ports:
+            known = set(self._port_rows.tolist())
+            extra = [r for r in self._plan_ports if r not in known]
+            if extra:
+                return np.concatenate([self._port_rows, np.array(extra, dtype=np.int64)])
+        return self._port_rows
 
     def values(self, attribute: str) -> list[str | None]:
         """Each node's resolved value of `attribute` (None when missing), cached per eval."""
@@ -77,3 +121,16 @@ class NodeTable:
                 vals.append(v if ok else None)
             self._attr_cache[attribute] = vals
         return vals
+
+
+def _port_nodes(state: StateSnapshot, nodes: Sequence[Node]) -> dict[str, int] | set[str]:
+    """The nodes where live allocs hold ports: kept by an InMemoryState, else found by scan."""
+    kept = getattr(state, "port_nodes", None)
+    if kept is not None:
+        found: dict[str, int] = kept()
+        return found
+    return {
+        n.id
+        for n in nodes
+        if any(holds_ports(a) and not a.terminal_status() for a in state.allocs_by_node(n.id))
+    }

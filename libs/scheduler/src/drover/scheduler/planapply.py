@@ -21,7 +21,8 @@ from drover.model.events import PlanApplied
 from drover.model.job import Job
 from drover.model.node import NODE_ELIGIBLE, Node
 from drover.model.reducer import apply
-from drover.model.state import has_flat_usage
+from drover.model.state import has_flat_usage, holds_ports
+from drover.scheduler.netindex import NetworkIndex
 from drover.scheduler.plan import Plan, PlanResult
 from drover.scheduler.state import InMemoryState, StateSnapshot
 
@@ -72,7 +73,30 @@ def node_fits(state: StateSnapshot, node_id: str, plan: Plan) -> tuple[bool, str
         return False, "memory"
     if disk > cap_disk:
         return False, "disk"
+    collision = port_collision(state, node, removed, placing)
+    if collision:
+        return False, collision
     return True, ""
+
+
+def port_collision(state: StateSnapshot, node: Node, removed: set[str], placing: Iterable[Allocation]) -> str:
+    """A host port the plan gives that another live alloc on the node holds, or that the node
+    reserves, or that the plan gives twice: what two workers racing would otherwise commit.
+    "" when there is none (or the plan gives no ports here)."""
+    given = [a for a in placing if holds_ports(a) and not a.terminal_status()]
+    if not given:
+        return ""
+    index = NetworkIndex(node)
+    index.add_allocs(
+        a for a in state.allocs_by_node(node.id) if a.id not in removed and not a.terminal_status()
+    )
+    for a in given:
+        assert a.allocated_resources is not None
+        for p in a.allocated_resources.shared.ports:
+            if not p.ignore_collision and index.taken(p.host_ip, p.value):
+                return f"network: port collision {p.label}={p.value}"
+            index.offer([p])
+    return ""
 
 
 def plan_is_stale(state: StateSnapshot, plan: Plan) -> bool:
@@ -287,6 +311,16 @@ class PendingPlacements:
     def alloc(self, alloc_id: str) -> Allocation | None:
         found = self.base.alloc(alloc_id)
         return found if found is not None else self._allocs.get(alloc_id)
+
+    def port_nodes(self) -> dict[str, int] | set[str]:
+        """The base's nodes where live allocs hold ports, and those the pending placements
+        give ports on."""
+        base = getattr(self.base, "port_nodes", None)
+        found: set[str] = set(base()) if base is not None else set()
+        for node_id, allocs in self._by_node.items():
+            if any(holds_ports(a) for a in self._pending(allocs)):
+                found.add(node_id)
+        return found
 
     def node_usage(self, node_id: str) -> tuple[int, int, int]:
         cpu, mem, disk = self.base.node_usage(node_id)

@@ -9,6 +9,7 @@ NextEval). A node that is feasible but full may preempt allocs of jobs at least 
 
 from __future__ import annotations
 
+import random
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -21,9 +22,11 @@ from drover.model.alloc import (
     ALLOC_DESIRED_STOP,
 )
 from drover.model.evaluation import EVAL_STATUS_PENDING, TRIGGER_ROLLING_UPDATE
+from drover.scheduler.allocated import group_allocation, updated_in_place, with_ports
 from drover.scheduler.feasible import FeasibilityChecker, ready_nodes_table
 from drover.scheduler.generic import eval_seed, finish_failed
 from drover.scheduler.names import alloc_name
+from drover.scheduler.netindex import group_network
 from drover.scheduler.nodetable import NodeTable
 from drover.scheduler.plan import DesiredUpdates, Plan, SchedulerResult
 from drover.scheduler.reconciler import ALLOC_LOST, ALLOC_NOT_NEEDED, ALLOC_UPDATING, new_uuid_fn
@@ -72,6 +75,7 @@ class SystemScheduler:
         self.preemption = preemption
         seed = eval_seed(evaluation, state.index)
         self.new_id = new_uuid_fn(seed)
+        self._port_rng = random.Random(seed)
         self.job: Job | None = state.job(evaluation.namespace, evaluation.job_id)
         self.sysbatch = (self.job.type if self.job else evaluation.type) == "sysbatch"
         self.plan = Plan(
@@ -185,7 +189,13 @@ class SystemScheduler:
             old_job = self.state.job_version(job.namespace, job.id, existing.job_version)
             if old_job is not None and not tasks_updated(job, old_job, tg.name):
                 self.plan.append_alloc(
-                    existing.model_copy(update={"job_version": job.version, "eval_id": self.eval.id})
+                    existing.model_copy(
+                        update={
+                            "job_version": job.version,
+                            "eval_id": self.eval.id,
+                            "allocated_resources": updated_in_place(tg, existing.allocated_resources),
+                        }
+                    )
                 )
                 desired.in_place_update += 1
                 continue
@@ -242,6 +252,16 @@ class SystemScheduler:
                 return
             for v in victims:
                 table.add_usage(v.node_id, v, -1)
+        given = group_allocation(tg)
+        net = group_network(tg.networks)
+        if net is not None and net.ports():
+            got = table.network_index(row).assign(net, self._port_rng)
+            if isinstance(got, str):
+                self._record_failure(table, tg, row, 0, 0, 0, p.by_dc, p.in_pool, dim=f"network: {got}")
+                if counted:
+                    self._desired(tg.name).place += 1
+                return
+            given = with_ports(given, net, *got)
         alloc = Allocation(
             id=self.new_id(),
             namespace=job.namespace,
@@ -253,6 +273,7 @@ class SystemScheduler:
             job_version=job.version,
             task_group=tg.name,
             resources=ask,
+            allocated_resources=given,
             desired_status=ALLOC_DESIRED_RUN,
             client_status=ALLOC_CLIENT_PENDING,
             create_time=self.now,
@@ -315,6 +336,7 @@ class SystemScheduler:
         disk: int,
         by_dc: dict[str, int],
         in_pool: int,
+        dim: str | None = None,
     ) -> None:
         self.queued[tg.name] = self.queued.get(tg.name, 0) + 1
         m = self.failed.get(tg.name)
@@ -324,7 +346,7 @@ class SystemScheduler:
             m.coalesced_failures += 1
         m.nodes_evaluated += 1
         m.nodes_exhausted += 1
-        dim = (
+        dim = dim or (
             "cpu"
             if table.used_cpu[row] + cpu > table.cap_cpu[row]
             else "memory"

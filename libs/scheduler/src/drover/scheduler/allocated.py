@@ -1,0 +1,68 @@
+"""What a placement gives its alloc (Nomad's AllocatedResources): each task's CPU and memory,
+its lifecycle, the group's disk, and the network with the ports assigned on the node."""
+
+from __future__ import annotations
+
+from drover.model.allocated import (
+    AllocatedCpuResources,
+    AllocatedMemoryResources,
+    AllocatedResources,
+    AllocatedSharedResources,
+    AllocatedTaskResources,
+)
+from drover.model.job import TaskGroup
+from drover.model.network import NETWORK_MODE_HOST, AllocatedPortMapping, NetworkResource, Port
+
+
+def group_allocation(tg: TaskGroup) -> AllocatedResources:
+    """The part every alloc of the group shares: tasks, lifecycles and disk, no ports."""
+    disk = tg.ephemeral_disk.size_mb if tg.ephemeral_disk is not None else 0
+    return AllocatedResources(
+        tasks={
+            t.name: AllocatedTaskResources(
+                cpu=AllocatedCpuResources(cpu_shares=t.resources.cpu),
+                memory=AllocatedMemoryResources(
+                    memory_mb=t.resources.memory_mb, memory_max_mb=t.resources.memory_max_mb
+                ),
+            )
+            for t in tg.tasks
+        },
+        task_lifecycles={t.name: t.lifecycle for t in tg.tasks},
+        shared=AllocatedSharedResources(disk_mb=disk),
+    )
+
+
+def with_ports(
+    base: AllocatedResources, ask: NetworkResource, offer: list[AllocatedPortMapping], ip: str
+) -> AllocatedResources:
+    """`base` with the group's network as given on the node: its address, its static ports
+    and its dynamic ports with the values assigned (Nomad's AllocatedSharedResources)."""
+    value = {p.label: p for p in offer}
+
+    def given(ports: list[Port]) -> list[Port]:
+        out = []
+        for p in ports:
+            got = value.get(p.label)
+            out.append(p.model_copy(update={"value": got.value, "to": got.to}) if got is not None else p)
+        return out
+
+    network = ask.model_copy(
+        update={
+            "mode": ask.mode or NETWORK_MODE_HOST,
+            "ip": ip,
+            "reserved_ports": given(ask.reserved_ports),
+            "dynamic_ports": given(ask.dynamic_ports),
+        }
+    )
+    shared = base.shared.model_copy(update={"networks": [network], "ports": offer})
+    return base.model_copy(update={"shared": shared})
+
+
+def updated_in_place(tg: TaskGroup, old: AllocatedResources | None) -> AllocatedResources:
+    """An alloc updated in place: the group's new task resources, its network and ports as
+    they were given (a change of ports is a destructive update, never an in-place one)."""
+    base = group_allocation(tg)
+    if old is None or not (old.shared.networks or old.shared.ports):
+        return base
+    shared = base.shared.model_copy(update={"networks": old.shared.networks, "ports": old.shared.ports})
+    return base.model_copy(update={"shared": shared})
