@@ -36,15 +36,18 @@ from drover.model import (
     TaskGroup,
 )
 from drover.model.canonicalize import canonicalize
+from drover.model.network import NetworkResource, NodeNetworkAddress, NodeNetworkResource, Port
 from drover.scheduler import InMemoryState, schedule
 
 NOW = 1_700_000_000_000_000_000
 
 
 def build_cluster(nodes: int, racks: int) -> InMemoryState:
-    """Nomad's benchmark cluster: two datacenters, `racks` racks in meta, 32 GB nodes."""
+    """Nomad's benchmark cluster: two datacenters, `racks` racks in meta, 32 GB nodes, each with
+    a host network on one address (as an agent fingerprints it; the default port range)."""
     state = InMemoryState()
     for i in range(nodes):
+        ip = f"10.{i // 65536}.{i // 256 % 256}.{i % 256}"
         state.upsert_node(
             Node(
                 id=f"node-{i:05d}",
@@ -57,6 +60,12 @@ def build_cluster(nodes: int, racks: int) -> InMemoryState:
                     cpu=NodeCpuResources(cpu_shares=14_000, total_cpu_cores=4),
                     memory=NodeMemoryResources(memory_mb=32_000),
                     disk=NodeDiskResources(disk_mb=100 * 1024),
+                    networks=[NetworkResource(mode="host", device="eth0", ip=ip)],
+                    node_networks=[
+                        NodeNetworkResource(
+                            device="eth0", addresses=[NodeNetworkAddress(alias="default", address=ip)]
+                        )
+                    ],
                 ),
             )
         )
@@ -64,7 +73,8 @@ def build_cluster(nodes: int, racks: int) -> InMemoryState:
     return state
 
 
-def build_job(count: int, spreads: list[str]) -> Job:
+def build_job(count: int, spreads: list[str], ports: int = 0) -> Job:
+    networks = [NetworkResource(dynamic_ports=[Port(label=f"p{i}") for i in range(ports)])] if ports else []
     return canonicalize(
         Job(
             id="bench",
@@ -75,6 +85,7 @@ def build_job(count: int, spreads: list[str]) -> Job:
                 TaskGroup(
                     name="web",
                     count=count,
+                    networks=networks,
                     tasks=[Task(name="web", driver="docker", resources=Resources(cpu=6000, memory_mb=6000))],
                 )
             ],
@@ -96,10 +107,16 @@ def spread_error(state: InMemoryState, placed: list[Any], attribute: str, racks:
 
 
 def run_case(
-    nodes: int, racks: int, count: int, spreads: list[str], repeats: int, full_scan: bool = False
+    nodes: int,
+    racks: int,
+    count: int,
+    spreads: list[str],
+    repeats: int,
+    full_scan: bool = False,
+    ports: int = 0,
 ) -> dict[str, Any]:
     state = build_cluster(nodes, racks)
-    job = build_job(count, spreads)
+    job = build_job(count, spreads, ports)
     state.upsert_job(job)
     # The state is kept out of the cyclic collector, as the services' tuned collector keeps
     # their replica (drover.runtime.pyheap): a full collection over it (~80 ms with 10,000
@@ -125,6 +142,7 @@ def run_case(
         "allocs": count,
         "spread": spreads,
         "full_scan": full_scan,
+        "dynamic_ports": ports,
         "placed": len(placed),
         "ms_per_eval": round(ms, 2),
         "us_per_placement": round(ms * 1000 / max(len(placed), 1), 1),
@@ -133,6 +151,28 @@ def run_case(
     if spreads:
         out["spread_error"] = {a: spread_error(state, placed, a, racks) for a in spreads}
     return out
+
+
+def ports_pair(rounds: int = 5) -> dict[str, Any]:
+    """The 5,000-node, 1,000-alloc case with one dynamic port per alloc beside the same case
+    without ports, in interleaved rounds (this machine's speed drifts): medians of each."""
+    without: list[float] = []
+    with_ports: list[float] = []
+    last: dict[str, Any] = {}
+    for _ in range(rounds):
+        without.append(run_case(5000, 50, 1000, [], repeats=1)["ms_per_eval"])
+        last = run_case(5000, 50, 1000, [], repeats=1, ports=1)
+        with_ports.append(last["ms_per_eval"])
+    a, b = statistics.median(without), statistics.median(with_ports)
+    return {
+        "ports_5000_nodes_1000_allocs": {
+            "rounds": rounds,
+            "placed": last["placed"],
+            "ms_per_eval_no_ports": round(a, 2),
+            "ms_per_eval_one_dynamic_port": round(b, 2),
+            "ratio": round(b / a, 2),
+        }
+    }
 
 
 def main() -> None:
@@ -167,6 +207,7 @@ def main() -> None:
         # eval after the first, which finds the ready nodes cached as a worker's replica does.
         "no_spread_5000_nodes_10_allocs": run_case(5000, 50, 10, [], repeats=21),
     }
+    headline.update(ports_pair())
     for k, v in headline.items():
         print(k, json.dumps(v), flush=True)
     report = {
@@ -179,6 +220,7 @@ def main() -> None:
         "targets": {
             "spread_10000_nodes_1200_allocs_dc_and_rack": "ms_per_eval < 1000 and spread_error <= 1",
             "no_spread_5000_nodes_1000_allocs": "ms_per_eval < 300",
+            "ports_5000_nodes_1000_allocs": "ratio (one dynamic port / none) <= 1.5",
         },
         "headline": headline,
         "matrix": cases,

@@ -24,7 +24,7 @@ from drover.model.network import (
 from drover.model.node import NodeReservedNetworkResources, NodeReservedResources
 from drover.model.volumes import ClientHostVolumeConfig, VolumeRequest
 from drover.scheduler.harness import Harness
-from drover.scheduler.netindex import NetworkIndex, network_feasibility
+from drover.scheduler.netindex import NetworkIndex, PortAsk, network_feasibility
 from drover.scheduler.planapply import evaluate_plan
 from drover.scheduler.schedule import schedule
 
@@ -304,9 +304,9 @@ def test_network_index_collisions_table() -> None:
         (NetworkResource(dynamic_ports=[Port(label="d")]), None),
     ]
     for ask, want in cases:
-        assert idx.collision(ask) == want, ask
+        assert idx.collision(PortAsk.of(ask)) == want, ask
     idx.add(_holding(("10.0.0.1", 8080)), -1)
-    assert idx.collision(cases[0][0]) is None
+    assert idx.collision(PortAsk.of(cases[0][0])) is None
 
 
 def test_network_index_assigns_to_and_the_same_draw_for_the_same_seed() -> None:
@@ -314,8 +314,8 @@ def test_network_index_assigns_to_and_the_same_draw_for_the_same_seed() -> None:
     ask = NetworkResource(
         reserved_ports=[Port(label="s", value=80, to=8080)], dynamic_ports=[Port(label="d", to=-1)]
     )
-    got = NetworkIndex(node).assign(ask, random.Random(7))
-    again = NetworkIndex(node).assign(ask, random.Random(7))
+    got = NetworkIndex(node).assign(PortAsk.of(ask), random.Random(7))
+    again = NetworkIndex(node).assign(PortAsk.of(ask), random.Random(7))
     assert got == again and not isinstance(got, str)
     offer, ip = got
     assert ip == "10.0.0.1"

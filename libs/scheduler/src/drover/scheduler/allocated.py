@@ -10,6 +10,7 @@ from drover.model.allocated import (
     AllocatedSharedResources,
     AllocatedTaskResources,
 )
+from drover.model.base import copy_with
 from drover.model.job import TaskGroup
 from drover.model.network import NETWORK_MODE_HOST, AllocatedPortMapping, NetworkResource, Port
 
@@ -37,25 +38,20 @@ def with_ports(
 ) -> AllocatedResources:
     """`base` with the group's network as given on the node: its address, its static ports
     and its dynamic ports with the values assigned (Nomad's AllocatedSharedResources)."""
+    # Built unvalidated (copy_with): every member is already of its type, and this runs once
+    # per placement.
     value = {p.label: p for p in offer}
-
-    def given(ports: list[Port]) -> list[Port]:
-        out = []
-        for p in ports:
-            got = value.get(p.label)
-            out.append(p.model_copy(update={"value": got.value, "to": got.to}) if got is not None else p)
-        return out
-
-    network = ask.model_copy(
-        update={
+    network = copy_with(
+        ask,
+        {
             "mode": ask.mode or NETWORK_MODE_HOST,
             "ip": ip,
-            "reserved_ports": given(ask.reserved_ports),
-            "dynamic_ports": given(ask.dynamic_ports),
-        }
+            "reserved_ports": _given(ask.reserved_ports, value),
+            "dynamic_ports": _given(ask.dynamic_ports, value),
+        },
     )
-    shared = base.shared.model_copy(update={"networks": [network], "ports": offer})
-    return base.model_copy(update={"shared": shared})
+    shared = copy_with(base.shared, {"networks": [network], "ports": offer})
+    return copy_with(base, {"shared": shared})
 
 
 def updated_in_place(tg: TaskGroup, old: AllocatedResources | None) -> AllocatedResources:
@@ -66,3 +62,12 @@ def updated_in_place(tg: TaskGroup, old: AllocatedResources | None) -> Allocated
         return base
     shared = base.shared.model_copy(update={"networks": old.shared.networks, "ports": old.shared.ports})
     return base.model_copy(update={"shared": shared})
+
+
+def _given(ports: list[Port], value: dict[str, AllocatedPortMapping]) -> list[Port]:
+    """The asked ports with the values and mappings given."""
+    out = []
+    for p in ports:
+        got = value.get(p.label)
+        out.append(copy_with(p, {"value": got.value, "to": got.to}) if got is not None else p)
+    return out

@@ -91,6 +91,8 @@ class ReadyNodes:
     row: dict[str, int]
     usage_slots: IntArray | None
     class_rows: dict[str, IntArray]  # computed class -> rows of its nodes
+    # What evals work out once per node set and keep (e.g. the rows with reserved ports).
+    memo: dict[str, object] = field(default_factory=dict, compare=False)
 
 
 def ready_nodes_table(state: StateSnapshot, job: Job) -> ReadyNodes:

@@ -23,6 +23,7 @@ from drover.model import (
     TaskGroup,
 )
 from drover.model.alloc import ALLOC_CLIENT_PENDING, ALLOC_DESIRED_RUN, ALLOC_DESIRED_STOP
+from drover.model.allocated import AllocatedResources
 from drover.model.base import copy_with
 from drover.model.defaults import default_reschedule_policy
 from drover.model.evaluation import (
@@ -347,13 +348,11 @@ class GenericScheduler:
             self.failed[tg.name] = stack.failure_metric(self.nodes_available, self.nodes_in_pool)
             self.queued[tg.name] = self.queued.get(tg.name, 0) + 1
             return
-        alloc = self._new_alloc(req, sel)
+        given = None
         if ports is not None and stack.net_ask is not None:
-            offer, ip = ports
-            given = with_ports(
-                self._alloc_template(tg).allocated_resources or group_allocation(tg), stack.net_ask, offer, ip
-            )
-            alloc = copy_with(alloc, {"allocated_resources": given})
+            base = self._alloc_template(tg).allocated_resources or group_allocation(tg)
+            given = with_ports(base, stack.net_ask, *ports)
+        alloc = self._new_alloc(req, sel, given)
         self.plan.append_alloc(alloc)
         self._ensure_table().add_usage(alloc.node_id, alloc, 1)
         for st in self._stacks.values():
@@ -399,7 +398,9 @@ class GenericScheduler:
             {"nodes_evaluated": sel.nodes_evaluated, "score_meta_data": [score_meta(sel)]},
         )
 
-    def _new_alloc(self, req: PlaceRequest, sel: Selection) -> Allocation:
+    def _new_alloc(
+        self, req: PlaceRequest, sel: Selection, given: AllocatedResources | None = None
+    ) -> Allocation:
         assert self.job is not None
         tg = req.task_group
         # A copy of the group's template with the placement's own members: building each
@@ -411,6 +412,8 @@ class GenericScheduler:
             "node_name": sel.node.name,
             "metrics": self._metric(sel),
         }
+        if given is not None:
+            fields["allocated_resources"] = given
         dep = self.deployment
         if (
             dep is not None

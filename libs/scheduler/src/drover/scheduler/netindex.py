@@ -11,8 +11,10 @@ from __future__ import annotations
 import random
 from collections import Counter
 from collections.abc import Iterable
+from dataclasses import dataclass
 
 from drover.model.alloc import Allocation
+from drover.model.base import unvalidated
 from drover.model.network import (
     DEFAULT_HOST_NETWORK,
     MAX_VALID_PORT,
@@ -24,6 +26,8 @@ from drover.model.network import (
 )
 from drover.model.node import Node
 
+_MAPPING_SET = set(AllocatedPortMapping.model_fields)
+_NONE: frozenset[int] = frozenset()
 # Random draws for one dynamic port before the range is scanned (Nomad's maxRandPortAttempts).
 _RANDOM_ATTEMPTS = 20
 
@@ -91,17 +95,61 @@ def _address_reserved(node: Node) -> dict[str, frozenset[int]]:
     return out
 
 
+@dataclass(frozen=True)
+class NodePorts:
+    """What a node offers for ports, as it registered it: its host networks' addresses, the
+    dynamic range and its reserved ports. The same for every eval until the node changes."""
+
+    addresses: dict[str, list[str]]
+    min_port: int
+    max_port: int
+    reserved: frozenset[int]
+    address_reserved: dict[str, frozenset[int]]
+
+    @classmethod
+    def of(cls, node: Node) -> NodePorts:
+        r = node.node_resources
+        return cls(
+            node_addresses(node),
+            r.min_dynamic_port,
+            r.max_dynamic_port,
+            reserved_ports(node),
+            _address_reserved(node),
+        )
+
+
+@dataclass(frozen=True)
+class PortAsk:
+    """A group's network ask as the index reads it: static ports with their host network,
+    and how many dynamic ports each host network must give."""
+
+    network: NetworkResource
+    static: tuple[tuple[Port, str], ...]
+    dynamic: dict[str, int]
+    static_values: dict[str, frozenset[int]]  # host network -> its static ports
+
+    @classmethod
+    def of(cls, network: NetworkResource) -> PortAsk:
+        dynamic: Counter[str] = Counter(p.host_network or DEFAULT_HOST_NETWORK for p in network.dynamic_ports)
+        static = tuple((p, p.host_network or DEFAULT_HOST_NETWORK) for p in network.reserved_ports)
+        values: dict[str, set[int]] = {}
+        for p, n in static:
+            values.setdefault(n, set()).add(p.value)
+        return cls(network, static, dict(dynamic), {n: frozenset(v) for n, v in values.items()})
+
+
 class NetworkIndex:
     """The ports of one node: what is taken on each address, and what a group may be given."""
 
-    def __init__(self, node: Node) -> None:
+    def __init__(self, node: Node, ports: NodePorts | None = None) -> None:
+        ports = ports or NodePorts.of(node)
         self.node = node
-        self.addresses = node_addresses(node)
-        self.min_port = node.node_resources.min_dynamic_port
-        self.max_port = node.node_resources.max_dynamic_port
-        self.reserved = reserved_ports(node)
-        self.address_reserved = _address_reserved(node)
-        self.used: dict[str, Counter[int]] = {}
+        self.addresses = ports.addresses
+        self.min_port, self.max_port = ports.min_port, ports.max_port
+        self.reserved = ports.reserved
+        self.address_reserved = ports.address_reserved
+        # Address -> port -> how many allocs (of the state and the plan) hold it.
+        self.used: dict[str, dict[int, int]] = {}
 
     def add_allocs(self, allocs: Iterable[Allocation], sign: int = 1) -> None:
         for a in allocs:
@@ -118,51 +166,54 @@ class NetworkIndex:
         return (
             port in self.reserved
             or port in self.address_reserved.get(address, ())
-            or (used is not None and used[port] > 0)
+            or (used is not None and port in used)
         )
 
-    def collision(self, ask: NetworkResource) -> str | None:
+    def collision(self, ask: PortAsk) -> str | None:
         """Why the group's ports do not fit here (Nomad's words), None if they do. Cheaper
         than `assign`: static ports are looked up, dynamic ones only counted."""
-        dynamic_wanted: Counter[str] = Counter()
-        for port in ask.reserved_ports:
-            addrs = self.addresses.get(port.host_network or DEFAULT_HOST_NETWORK, [])
-            if not addrs:
-                return f"no addresses available for {port.host_network} network"
-            if not port.ignore_collision and all(self.taken(a, port.value) for a in addrs):
-                return f"reserved port collision {port.label}={port.value}"
-        for port in ask.dynamic_ports:
-            dynamic_wanted[port.host_network or DEFAULT_HOST_NETWORK] += 1
-        for network, wanted in dynamic_wanted.items():
-            addrs = self.addresses.get(network, [])
+        for port, network in ask.static:
+            addrs = self.addresses.get(network)
             if not addrs:
                 return f"no addresses available for {network} network"
-            statics = {
-                p.value for p in ask.reserved_ports if (p.host_network or DEFAULT_HOST_NETWORK) == network
-            }
-            if not any(self._free_count(a, statics) >= wanted for a in addrs):
+            if not port.ignore_collision and all(self.taken(a, port.value) for a in addrs):
+                return f"reserved port collision {port.label}={port.value}"
+        for network, wanted in ask.dynamic.items():
+            addrs = self.addresses.get(network)
+            if not addrs:
+                return f"no addresses available for {network} network"
+            statics = ask.static_values.get(network, _NONE)
+            for a in addrs:
+                if self._free_count(a, statics) >= wanted:
+                    break
+            else:
                 return "dynamic port selection failed"
         return None
 
-    def _free_count(self, address: str, also_taken: set[int]) -> int:
+    def _free_count(self, address: str, also_taken: frozenset[int]) -> int:
         lo, hi = self.min_port, self.max_port
-        taken = set(self.reserved) | set(self.address_reserved.get(address, ())) | also_taken
-        taken.update(p for p, n in self.used.get(address, {}).items() if n > 0)
-        return (hi - lo + 1) - sum(1 for p in taken if lo <= p <= hi)
+        size = hi - lo + 1
+        used = self.used.get(address) or {}
+        reserved = self.address_reserved.get(address, frozenset())
+        # Nearly always the range is far from full: an upper bound on what is taken settles it.
+        bound = len(used) + len(self.reserved) + len(reserved) + len(also_taken)
+        if bound < size // 2:
+            return size - bound
+        taken = set(self.reserved) | set(reserved) | also_taken
+        taken.update(used)
+        return size - sum(1 for p in taken if lo <= p <= hi)
 
-    def assign(
-        self, ask: NetworkResource, rng: random.Random
-    ) -> tuple[list[AllocatedPortMapping], str] | str:
+    def assign(self, ask: PortAsk, rng: random.Random) -> tuple[list[AllocatedPortMapping], str] | str:
         """The ports the group is given here (static as asked, dynamic drawn from the range)
         and the address of its first host network; or why it cannot be (Nomad's words)."""
         offer: list[AllocatedPortMapping] = []
         in_offer: dict[str, set[int]] = {}
-        for port in ask.reserved_ports:
+        for port, _ in ask.static:
             got = self._assign_static(port, in_offer)
             if isinstance(got, str):
                 return got
             offer.append(got)
-        for port in ask.dynamic_ports:
+        for port in ask.network.dynamic_ports:
             got = self._assign_dynamic(port, in_offer, rng)
             if isinstance(got, str):
                 return got
@@ -204,7 +255,17 @@ class NetworkIndex:
             if value:
                 mine.add(value)
                 to = value if port.to == -1 else port.to
-                return AllocatedPortMapping(label=port.label, value=value, to=to, host_ip=addr)
+                return unvalidated(
+                    AllocatedPortMapping,
+                    {
+                        "label": port.label,
+                        "value": value,
+                        "to": to,
+                        "host_ip": addr,
+                        "ignore_collision": False,
+                    },
+                    _MAPPING_SET,
+                )
         return "dynamic port selection failed"
 
     def _pick(self, addr: str, mine: set[int], rng: random.Random) -> int:
@@ -213,8 +274,9 @@ class NetworkIndex:
         lo, hi = self.min_port, self.max_port
         if hi < lo:
             return 0
+        size, draw = hi - lo + 1, rng.random
         for _ in range(_RANDOM_ATTEMPTS):
-            p = rng.randint(lo, hi)
+            p = lo + int(draw() * size)
             if p not in mine and not self.taken(addr, p):
                 return p
         start = rng.randint(lo, hi)
@@ -230,7 +292,11 @@ class NetworkIndex:
         for p in alloc_ports:
             if p.ignore_collision:
                 continue
-            used = self.used.setdefault(p.host_ip, Counter())
-            used[p.value] += sign
-            if used[p.value] <= 0:
-                del used[p.value]
+            used = self.used.get(p.host_ip)
+            if used is None:
+                used = self.used[p.host_ip] = {}
+            n = used.get(p.value, 0) + sign
+            if n > 0:
+                used[p.value] = n
+            else:
+                used.pop(p.value, None)

@@ -13,7 +13,7 @@ from drover.model import Allocation, Node
 from drover.model.state import has_flat_usage, holds_ports
 from drover.scheduler.constraints import resolve_target
 from drover.scheduler.feasible import ReadyNodes
-from drover.scheduler.netindex import NetworkIndex
+from drover.scheduler.netindex import NetworkIndex, NodePorts
 from drover.scheduler.rank import FloatArray, IntArray
 from drover.scheduler.state import InMemoryState, StateSnapshot
 
@@ -27,6 +27,7 @@ class NodeTable:
         slots = None
         # Rows of each computed class, when known: feasibility is then decided class by class.
         self.class_rows: dict[str, IntArray] | None = None
+        self._ready = nodes if isinstance(nodes, ReadyNodes) else None
         if isinstance(nodes, ReadyNodes):
             # Rows, capacities and classes are the cached ones (read only); usage is gathered
             # from the state's flat array in one step instead of node by node.
@@ -60,6 +61,9 @@ class NodeTable:
         self._net: dict[int, NetworkIndex] = {}
         self._plan_ports: dict[int, list[tuple[Allocation, int]]] = {}
         self._port_rows: IntArray | None = None
+        self._holders: dict[str, int] | set[str] | None = None
+        memo: dict[str, object] = self._ready.memo if self._ready is not None else {}
+        self._ports_memo = cast(dict[int, NodePorts], memo.setdefault("node_ports", {}))
 
     def __len__(self) -> int:
         return len(self.nodes)
@@ -84,8 +88,10 @@ class NodeTable:
         idx = self._net.get(row)
         if idx is None:
             node = self.nodes[row]
-            idx = NetworkIndex(node)
-            if node.id in _port_nodes(self._state, self.nodes):
+            idx = NetworkIndex(node, self._node_ports(row))
+            if self._holders is None:
+                self._holders = _port_nodes(self._state, self.nodes)
+            if node.id in self._holders:
                 idx.add_allocs(a for a in self._state.allocs_by_node(node.id) if not a.terminal_status())
             for alloc, sign in self._plan_ports.get(row, ()):
                 idx.add(alloc, sign)
@@ -96,13 +102,10 @@ class NodeTable:
         """The rows where a port may be taken: nodes with live allocs holding ports, with
         reserved ports, or given ports by this plan. Everywhere else every port is free."""
         if self._port_rows is None:
-            holders = _port_nodes(self._state, self.nodes)
-            rows = {self.row[n] for n in holders if n in self.row}
-            for i, n in enumerate(self.nodes):
-                if n.reserved_resources.networks.reserved_host_ports or any(
-                    a.reserved_ports for nn in n.node_resources.node_networks for a in nn.addresses
-                ):
-                    rows.add(i)
+            if self._holders is None:
+                self._holders = _port_nodes(self._state, self.nodes)
+            rows = {self.row[n] for n in self._holders if n in self.row}
+            rows.update(self._reserving_rows())
             self._port_rows = np.fromiter(sorted(rows), dtype=np.int64)
         if self._plan_ports:
             known = set(self._port_rows.tolist())
@@ -110,6 +113,23 @@ class NodeTable:
             if extra:
                 return np.concatenate([self._port_rows, np.array(extra, dtype=np.int64)])
         return self._port_rows
+
+    def _node_ports(self, row: int) -> NodePorts:
+        """The row's node's port offer, kept with the ready nodes across evals."""
+        ports = self._ports_memo.get(row)
+        if ports is None:
+            ports = self._ports_memo[row] = NodePorts.of(self.nodes[row])
+        return ports
+
+    def _reserving_rows(self) -> list[int]:
+        """Rows whose nodes reserve ports, kept with the ready nodes (they change only with
+        the nodes)."""
+        memo = self._ready.memo if self._ready is not None else {}
+        rows = memo.get("reserving_rows")
+        if not isinstance(rows, list):
+            rows = [i for i, n in enumerate(self.nodes) if _reserves_ports(n)]
+            memo["reserving_rows"] = rows
+        return rows
 
     def values(self, attribute: str) -> list[str | None]:
         """Each node's resolved value of `attribute` (None when missing), cached per eval."""
@@ -134,3 +154,9 @@ def _port_nodes(state: StateSnapshot, nodes: Sequence[Node]) -> dict[str, int] |
         for n in nodes
         if any(holds_ports(a) and not a.terminal_status() for a in state.allocs_by_node(n.id))
     }
+
+
+def _reserves_ports(node: Node) -> bool:
+    if node.reserved_resources.networks.reserved_host_ports:
+        return True
+    return any(a.reserved_ports for n in node.node_resources.node_networks for a in n.addresses)

@@ -24,7 +24,7 @@ from drover.model.job import CONSTRAINT_DISTINCT_HOSTS
 from drover.model.network import AllocatedPortMapping
 from drover.scheduler.constraints import is_escaped, matches, resolve_target
 from drover.scheduler.feasible import FeasibilityChecker, distinct_constraints
-from drover.scheduler.netindex import group_network
+from drover.scheduler.netindex import PortAsk, group_network
 from drover.scheduler.nodetable import NodeTable
 from drover.scheduler.rank import (
     MAX_SKIP,
@@ -208,6 +208,7 @@ class GroupStack:
         be taken are looked at), kept current from the table's change log."""
         self.net_ask = group_network(self.tg.networks)
         self.has_ports = self.net_ask is not None and bool(self.net_ask.ports())
+        self.port_ask = PortAsk.of(self.net_ask) if self.net_ask is not None else None
         self.port_blocked: BoolArray = np.zeros(len(self.table), dtype=bool)
         self._port_seen = len(self.table.changes)
         if self.has_ports:
@@ -217,8 +218,8 @@ class GroupStack:
                 self._port_check(row)
 
     def _port_check(self, row: int) -> str | None:
-        assert self.net_ask is not None
-        reason = self.table.network_index(row).collision(self.net_ask)
+        assert self.port_ask is not None
+        reason = self.table.network_index(row).collision(self.port_ask)
         self.port_blocked[row] = reason is not None
         return reason
 
@@ -232,8 +233,8 @@ class GroupStack:
     def assign_ports(self, row: int) -> tuple[list[AllocatedPortMapping], str] | None:
         """The ports the group is given on the row's node and their address; None (and the row
         blocked) if they cannot be."""
-        assert self.net_ask is not None
-        got = self.table.network_index(row).assign(self.net_ask, self._port_rng)
+        assert self.port_ask is not None
+        got = self.table.network_index(row).assign(self.port_ask, self._port_rng)
         if isinstance(got, str):
             self.port_blocked[row] = True
             self._fits[row] = False

@@ -26,7 +26,7 @@ from drover.scheduler.allocated import group_allocation, updated_in_place, with_
 from drover.scheduler.feasible import FeasibilityChecker, ready_nodes_table
 from drover.scheduler.generic import eval_seed, finish_failed
 from drover.scheduler.names import alloc_name
-from drover.scheduler.netindex import group_network
+from drover.scheduler.netindex import PortAsk, group_network
 from drover.scheduler.nodetable import NodeTable
 from drover.scheduler.plan import DesiredUpdates, Plan, SchedulerResult
 from drover.scheduler.reconciler import ALLOC_LOST, ALLOC_NOT_NEEDED, ALLOC_UPDATING, new_uuid_fn
@@ -255,7 +255,7 @@ class SystemScheduler:
         given = group_allocation(tg)
         net = group_network(tg.networks)
         if net is not None and net.ports():
-            got = table.network_index(row).assign(net, self._port_rng)
+            got = table.network_index(row).assign(PortAsk.of(net), self._port_rng)
             if isinstance(got, str):
                 self._record_failure(table, tg, row, 0, 0, 0, p.by_dc, p.in_pool, dim=f"network: {got}")
                 if counted:
