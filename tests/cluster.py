@@ -137,6 +137,10 @@ class Cluster:
 
 
 def node_json(node_id: str, *, cpu: int = 4000, mem: int = 8192, dc: str = "dc1") -> dict[str, Any]:
+    """A node as an agent registers it, with a host network on loopback (the default dynamic
+    port range)."""
+    network = {"Mode": "host", "Device": "lo", "IP": "127.0.0.1", "CIDR": "127.0.0.1/32"}
+    address = {"Family": "ipv4", "Alias": "default", "Address": "127.0.0.1"}
     return {
         "ID": node_id,
         "Name": node_id,
@@ -144,7 +148,13 @@ def node_json(node_id: str, *, cpu: int = 4000, mem: int = 8192, dc: str = "dc1"
         "Status": "ready",
         "Attributes": {"kernel.name": "linux", "unique.hostname": node_id},
         "Drivers": {"mock": {"Detected": True, "Healthy": True}},
-        "NodeResources": {"Cpu": {"CpuShares": cpu}, "Memory": {"MemoryMB": mem}, "Disk": {"DiskMB": 100000}},
+        "NodeResources": {
+            "Cpu": {"CpuShares": cpu},
+            "Memory": {"MemoryMB": mem},
+            "Disk": {"DiskMB": 100000},
+            "Networks": [network],
+            "NodeNetworks": [{"Mode": "host", "Device": "lo", "Addresses": [address]}],
+        },
     }
 
 
