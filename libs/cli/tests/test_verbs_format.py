@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from drover.cli.allocs import task_time
+from drover.cli.allocs import alloc_addresses, task_time
 from drover.cli.common import Problem
 from drover.cli.jobrun import group_updates, load_job, plan_changes, plan_text
 from drover.cli.jobs import allocs_table, job_list_table, summary_table
@@ -277,3 +277,20 @@ def test_hcl_jobspecs_are_parsed_with_the_variables_var_files_and_environment(
         load_job(str(spec))
     with pytest.raises(Problem, match="-var takes key=value"):
         load_job(str(spec), ["novalue"])
+
+
+def test_alloc_addresses_as_nomad_lists_them() -> None:
+    shared = {
+        "Networks": [{"DynamicPorts": [{"Label": "http"}], "ReservedPorts": [{"Label": "admin", "Value": 9900}]}],
+        "Ports": [
+            {"Label": "admin", "Value": 9900, "To": 0, "HostIP": "10.0.0.1"},
+            {"Label": "http", "Value": 23456, "To": 8080, "HostIP": "10.0.0.1"},
+        ],
+    }
+    assert alloc_addresses({"AllocatedResources": {"Shared": shared}}).splitlines() == [
+        "Allocation Addresses:",
+        "Label  Dynamic  Address",
+        "admin  no       10.0.0.1:9900",
+        "http   yes      10.0.0.1:23456 -> 8080",
+    ]
+    assert alloc_addresses({"AllocatedResources": None}) == ""

@@ -120,9 +120,27 @@ def status(
                 ],
             )
         )
+    addresses = alloc_addresses(a)
+    if addresses:
+        parts.append(addresses)
     states = a.get("TaskStates") or {}
     parts += [task_block(name, states[name]) for name in sorted(states)]
     echo("\n\n".join(parts))
+
+
+def alloc_addresses(a: dict[str, Any]) -> str:
+    """The alloc's ports as `nomad alloc status` lists them: label, whether dynamic, and the
+    host address (with the port it maps to inside the task); "" without ports."""
+    shared = (a.get("AllocatedResources") or {}).get("Shared") or {}
+    networks = shared.get("Networks") or []
+    dynamic = {p.get("Label") for n in networks for p in n.get("DynamicPorts") or []}
+    rows = []
+    for p in shared.get("Ports") or []:
+        address = f"{p.get('HostIP', '')}:{p.get('Value', 0)}"
+        if p.get("To", 0) > 0:
+            address += f" -> {p['To']}"
+        rows.append([p.get("Label", ""), "yes" if p.get("Label") in dynamic else "no", address])
+    return "Allocation Addresses:\n" + table(["Label", "Dynamic", "Address"], rows) if rows else ""
 
 
 @verb()
