@@ -81,6 +81,17 @@ FIGURES: dict[str, list[Figure]] = {
             ("headline", "no_spread_5000_nodes_10_allocs", "ms_per_eval"),
             "ms per eval",
         ),
+        Figure(
+            "5,000 nodes, 1,000 allocs, one dynamic port each",
+            ("headline", "ports_5000_nodes_1000_allocs", "ms_per_eval_one_dynamic_port"),
+            "ms per eval",
+        ),
+        Figure(
+            "the same against no ports, interleaved",
+            ("headline", "ports_5000_nodes_1000_allocs", "ratio"),
+            "x",
+            ("<=", 1.5),
+        ),
     ],
     "codec": [
         Figure("1,000-alloc plan: relayed", (*CODEC, "relayed_bytes_per_alloc"), "bytes per alloc"),
