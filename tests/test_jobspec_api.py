@@ -71,14 +71,19 @@ def test_parse_and_validate(cluster: Cluster, store: EventStore) -> None:
     assert r.status_code == 200, r.text
     assert r.json()["TaskGroups"][0]["Count"] == 3
     assert r.json()["TaskGroups"][0]["Tasks"][0]["Config"] == {"run_for": "30s"}
+    # uuidv4() and bcrypt() take the server's randomness, as Nomad's do.
+    random = SPEC.replace('datacenters = ["dc1"]', 'datacenters = ["dc1"]\n  meta { id = uuidv4() }')
+    r = http.post("/v1/jobs/parse", json={"JobHCL": random})
+    assert r.status_code == 200 and len(r.json()["Meta"]["id"]) == 36, r.text
 
-    # A bad jobspec or var file: 400 with every problem, by line; file() is refused.
+    # A bad jobspec or var file: 400 with every problem, by line; file() is refused, as Nomad's
+    # API refuses the filesystem functions.
     bad = SPEC.replace("count = var.count", 'count = "many"').replace('driver = "mock"', 'driver = file("x")')
     r = http.post("/v1/jobs/parse", json={"JobHCL": bad})
     assert r.status_code == 400
     assert "input.hcl:10: job[hello].group[g].count: a number is required, not the string 'many'" in r.text
     assert (
-        "input.hcl:12: job[hello].group[g].task[t].driver: file(): reading files is not allowed here"
+        "input.hcl:12: job[hello].group[g].task[t].driver: file(): filesystem functions are disabled here"
         in r.text
     )
     r = http.post("/v1/jobs/parse", json={"JobHCL": SPEC, "Variables": "count = \n"})

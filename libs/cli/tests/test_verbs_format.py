@@ -281,7 +281,9 @@ def test_hcl_jobspecs_are_parsed_with_the_variables_var_files_and_environment(
 
 def test_alloc_addresses_as_nomad_lists_them() -> None:
     shared = {
-        "Networks": [{"DynamicPorts": [{"Label": "http"}], "ReservedPorts": [{"Label": "admin", "Value": 9900}]}],
+        "Networks": [
+            {"DynamicPorts": [{"Label": "http"}], "ReservedPorts": [{"Label": "admin", "Value": 9900}]}
+        ],
         "Ports": [
             {"Label": "admin", "Value": 9900, "To": 0, "HostIP": "10.0.0.1"},
             {"Label": "http", "Value": 23456, "To": 8080, "HostIP": "10.0.0.1"},
@@ -294,3 +296,31 @@ def test_alloc_addresses_as_nomad_lists_them() -> None:
         "http   yes      10.0.0.1:23456 -> 8080",
     ]
     assert alloc_addresses({"AllocatedResources": None}) == ""
+
+
+def test_hcl_jobspecs_see_this_machines_files_and_randomness(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # As Nomad's CLI: the filesystem functions read the machine's files, a relative path from
+    # the jobspec's directory; bcrypt and uuidv4 take the machine's randomness.
+    (tmp_path / "jobs" / "conf").mkdir(parents=True)
+    (tmp_path / "jobs" / "conf" / "app.conf").write_text("port = 80\n")
+    (tmp_path / "jobs" / "conf" / "b.conf").write_bytes(b"\xff")
+    spec = tmp_path / "jobs" / "web.nomad.hcl"
+    spec.write_text(
+        'job "web" {\n  meta {\n    conf = file("conf/app.conf")\n    b = filebase64("conf/b.conf")\n'
+        '    there = fileexists("conf/app.conf")\n    all = join(",", fileset("conf", "*.conf"))\n'
+        '    here = abspath("x")\n    home = pathexpand("~/y")\n    id = uuidv4()\n  }\n'
+        '  group "g" {\n    task "t" {\n      driver = "mock"\n    }\n  }\n}\n'
+    )
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("HOME", "/home/ops")
+    meta = load_job(str(spec))["Meta"]
+    assert {k: meta[k] for k in ("conf", "b", "there", "all")} == {
+        "conf": "port = 80\n",
+        "b": "/w==",
+        "there": "true",
+        "all": "app.conf,b.conf",
+    }
+    assert meta["here"] == str(tmp_path / "x") and meta["home"] == "/home/ops/y"
+    assert len(meta["id"]) == 36 and meta["id"] != load_job(str(spec))["Meta"]["id"]

@@ -12,7 +12,8 @@ PIECES = [
     'job "j" {', "}", "{", 'group "g" {', 'task "t" {', 'driver = "mock"', "count = ", "\n", " ", "var.x",
     "local.y", 'locals { y = ', 'variable "x" { default = ', "1", "1.5e3", '"s"', '"${', "%{ if true }",
     "%{ endif }", "[", "]", "(", ")", ",", "for v in [1] : v", "=>", "...", "?", ":", "+", "/", "0",
-    "upper(", "format(", '"%d"', "sort([1, \"a\"])", 'regex("(", "x")', "<<EOT\n", "EOT\n", "<<-X\n",
+    "upper(", "format(", '"%d"', "sort([1, \"a\"])", 'regex_replace("x", "(", "")', 'yamldecode("',
+    'cidrsubnets("10.0.0.0/8", ', 'formatdate("', "convert(", "list(string)", "<<EOT\n", "EOT\n", "<<-X\n",
     "dynamic \"port\" {", "for_each = ", "content {", "null", "true", "node.class", "${", "~}", "\\",
     "99999999999999999999999999999999", "-", "!", "&&", "||", "==", "$${", "#", "//", "/*", "*/",
 ]  # fmt: skip

@@ -5,8 +5,9 @@ from __future__ import annotations
 
 import json
 import os
+import stat
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
@@ -31,6 +32,9 @@ from drover.cli.common import (
 )
 from drover.cli.output import as_json as to_json
 from drover.cli.output import failed_placements
+
+if TYPE_CHECKING:
+    from drover import jobspec
 
 Var = Annotated[
     list[str] | None, opt("var", "A variable of the jobspec, key=value (repeat it).", metavar="k=v")
@@ -81,18 +85,41 @@ def load_job(
 def _parse_hcl(path: str, src: str, variables: dict[str, str], var_files: list[str]) -> dict[str, Any]:
     from drover import jobspec
 
-    files = [(f, _read_var_file(f)) for f in var_files]
+    var_texts = [(f, _read_var_file(f)) for f in var_files]
     try:
         return jobspec.parse(
             src,
             filename=path,
             variables=variables,
-            var_files=files,
+            var_files=var_texts,
             env=dict(os.environ),
-            read_file=lambda p: Path(p).read_text(),
+            files=_local_files(),
+            random=os.urandom,
         )
     except jobspec.JobspecError as e:
         raise Problem("\n".join(["the jobspec is invalid:", *e.problems])) from None
+
+
+def _local_files() -> jobspec.Files:
+    """This machine's files as the jobspec's filesystem functions see them, as Nomad's CLI
+    lets them see (its API does not)."""
+    from drover import jobspec
+
+    def kind(path: str) -> str | None:
+        try:
+            mode = os.stat(path).st_mode
+        except FileNotFoundError:
+            return None
+        return "file" if stat.S_ISREG(mode) else "dir" if stat.S_ISDIR(mode) else "other"
+
+    home = os.path.expanduser("~")  # "~" itself when there is none
+    return jobspec.Files(
+        read=lambda p: Path(p).read_bytes(),
+        kind=kind,
+        listdir=os.listdir,
+        cwd=os.getcwd(),
+        home="" if home == "~" else home,
+    )
 
 
 def _read_var_file(path: str) -> str:

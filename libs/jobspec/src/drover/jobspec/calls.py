@@ -1,5 +1,6 @@
-"""Function calls: arguments evaluated (``...`` expands a list), `try` and `can` catching their
-arguments' errors, the rest from the context's function table."""
+"""Function calls: arguments evaluated (``...`` expands a list), then the context's function
+table called. Three of Nomad's functions take expressions rather than values, and are
+evaluated here: `try` and `can` catch their arguments' errors, `convert` reads a type."""
 
 from __future__ import annotations
 
@@ -12,7 +13,11 @@ from drover.jobspec.context import Evaluator
 from drover.jobspec.errors import EvalError, FunctionError
 from drover.jobspec.interpolation import known
 from drover.jobspec.syntax import Node, name_of, parts
-from drover.jobspec.values import ConversionError
+from drover.jobspec.typeexpr import type_of
+from drover.jobspec.values import ConversionError, convert
+
+# The functions of Nomad's map that are evaluated here rather than from the function table.
+FORMS = ("try", "can", "convert")
 
 
 def call(evaluator: Evaluator, node: Node) -> Any:
@@ -25,6 +30,8 @@ def call(evaluator: Evaluator, node: Node) -> Any:
     )
     if name in ("try", "can"):
         return _try(evaluator, name, arg_nodes, node.meta.line)
+    if name == "convert":
+        return _convert(evaluator, arg_nodes, node.meta.line)
     fn = evaluator.ctx.functions.get(name)
     if fn is None:
         raise EvalError(f'there is no function named "{name}"', node.meta.line)
@@ -68,3 +75,15 @@ def _try(evaluator: Evaluator, name: str, arg_nodes: list[Node], line: int) -> A
             last = e
     assert last is not None
     raise EvalError(f"try(): no argument could be evaluated; the last: {last.message}", line)
+
+
+def _convert(evaluator: Evaluator, arg_nodes: list[Node], line: int) -> Any:
+    if len(arg_nodes) != 2:
+        raise EvalError("convert() takes a value and a type", line)
+    value = known(evaluator.eval(arg_nodes[0]))
+    try:
+        return convert(value, type_of(arg_nodes[1], None))
+    except ConversionError as e:
+        raise EvalError(f"convert(): {e}", line) from None
+    except EvalError as e:
+        raise EvalError(f"convert(): {e.message}", line) from None

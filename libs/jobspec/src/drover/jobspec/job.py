@@ -4,14 +4,14 @@ normalized as Nomad's jobspec2 normalizes it."""
 from __future__ import annotations
 
 import posixpath
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from drover.jobspec import variables as variables_
 from drover.jobspec.context import Context
 from drover.jobspec.decode import Decoder
 from drover.jobspec.errors import JobspecError, Problems
-from drover.jobspec.functions import functions
+from drover.jobspec.functions import Files, Random, functions
 from drover.jobspec.schema import JOB
 from drover.jobspec.syntax import Body, parse_body
 
@@ -25,16 +25,18 @@ def parse(
     variables: Mapping[str, str] = {},
     var_files: Sequence[tuple[str, str]] = (),
     env: Mapping[str, str] = {},
-    read_file: Callable[[str], str] | None = None,
+    files: Files | None = None,
+    random: Random | None = None,
 ) -> dict[str, Any]:
     """The job `src` describes, as Nomad's API JSON (not wrapped in {"Job": ...}).
 
     `variables` are -var values, `var_files` the (filename, content) of each -var-file in
-    order, `env` the environment (its NOMAD_VAR_* entries), `read_file` what file() reads
-    with, given the path joined to the directory of `filename` (None refuses file()).
-    Raises JobspecError listing every problem found."""
+    order, `env` the environment (its NOMAD_VAR_* entries), `files` what the filesystem
+    functions see, a relative path taken from the directory of `filename` (None refuses
+    them, as Nomad's API does), `random` the randomness bcrypt() and uuidv4() take (None
+    refuses them). Raises JobspecError listing every problem found."""
     try:
-        return _parse(src, filename, variables, var_files, env, read_file)
+        return _parse(src, filename, variables, var_files, env, files, random)
     except RecursionError:
         raise JobspecError([f"{filename}:1: job: expressions or blocks nested too deep"]) from None
 
@@ -45,11 +47,12 @@ def _parse(
     variables: Mapping[str, str],
     var_files: Sequence[tuple[str, str]],
     env: Mapping[str, str],
-    read_file: Callable[[str], str] | None,
+    files: Files | None,
+    random: Random | None,
 ) -> dict[str, Any]:
     body = parse_body(src, filename)
     problems = Problems()
-    ctx = Context(filename, functions=functions(read_file, posixpath.dirname(filename)))
+    ctx = Context(filename, functions=functions(files, posixpath.dirname(filename), random))
     _check_top_level(body, filename, problems)
     declared = variables_.declare(
         [b for b in body.blocks if b.type in ("variable", "variables")], ctx, problems

@@ -12,17 +12,15 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from lark import Tree
-
 from drover.jobspec.context import Context
 from drover.jobspec.errors import EvalError, JobspecError, Problems
 from drover.jobspec.evaluate import evaluate
 from drover.jobspec.interpolation import known
-from drover.jobspec.syntax import Attribute, Block, Body, name_of, parse_body, parse_tree, parts
+from drover.jobspec.syntax import Attribute, Block, Body, parse_body, parse_tree, parts
+from drover.jobspec.typeexpr import type_of
 from drover.jobspec.values import ANY, ConversionError, Type, convert, describe, infer
 
 ENV_PREFIX = "NOMAD_VAR_"
-_PRIMITIVES = {"string", "number", "bool", "any"}
 
 
 @dataclass
@@ -33,42 +31,6 @@ class Variable:
     value: Any = None
     source: str = ""  # where the value came from; "" while there is none
     validations: list[Block] = field(default_factory=list)
-
-
-def type_of(node: Any, filename: str) -> Type:
-    """A type constraint expression (``list(string)``, ``object({a = number})``...)."""
-    term = next(c for c in parts(node) if isinstance(c, Tree)) if node.data == "expr_term" else node
-    if term.data == "identifier" and name_of(term) in _PRIMITIVES:
-        return (name_of(term),)
-    if term.data == "function_call":
-        kind = name_of(term.children[0])
-        args_node = next((c for c in term.children if isinstance(c, Tree) and c.data == "arguments"), None)
-        args = [c for c in parts(args_node) if isinstance(c, Tree)] if args_node is not None else []
-        if kind in ("list", "set", "map") and len(args) == 1:
-            return (kind, type_of(args[0], filename))
-        if kind == "tuple" and len(args) == 1:
-            tup = next(c for c in parts(args[0]) if isinstance(c, Tree))
-            return ("tuple", [type_of(e, filename) for e in parts(tup) if isinstance(e, Tree)])
-        if kind == "object" and len(args) == 1:
-            return _object_type(args[0], filename)
-    raise EvalError("not a type (use string, number, bool, any, list(...), map(...), object({...})...)")
-
-
-def _object_type(node: Any, filename: str) -> Type:
-    obj = next(c for c in parts(node) if isinstance(c, Tree))
-    attrs: dict[str, Type] = {}
-    defaults: dict[str, Any] = {}
-    for elem in (c for c in parts(obj) if isinstance(c, Tree)):
-        key, _, value = parts(elem)
-        name = name_of(next(c for c in parts(parts(key)[0]) if isinstance(c, Tree)))
-        term = next(c for c in parts(value) if isinstance(c, Tree))
-        if term.data == "function_call" and name_of(term.children[0]) == "optional":
-            args = [c for c in parts(term.children[-2]) if isinstance(c, Tree)]
-            attrs[name] = type_of(args[0], filename)
-            defaults[name] = evaluate(args[1], Context(filename)) if len(args) > 1 else None
-        else:
-            attrs[name] = type_of(value, filename)
-    return ("object", attrs, defaults)
 
 
 def declare(blocks: list[Block], ctx: Context, problems: Problems) -> dict[str, Variable]:
@@ -93,7 +55,7 @@ def declare(blocks: list[Block], ctx: Context, problems: Problems) -> dict[str, 
                 problems.add(ctx.filename, a.line, f"{where}.{a.name}", "unsupported argument")
         try:
             if "type" in attrs:
-                var.type = type_of(attrs["type"].expr, ctx.filename)
+                var.type = type_of(attrs["type"].expr, lambda n: evaluate(n, Context(ctx.filename)))
             if "default" in attrs:
                 default = known(
                     evaluate(attrs["default"].expr, Context(ctx.filename, functions=ctx.functions))

@@ -3,6 +3,7 @@ as a register would check it; neither writes anything."""
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
 from fastapi import APIRouter
@@ -23,12 +24,13 @@ router = APIRouter(route_class=JsonRoute, tags=["jobs"])
 @router.post("/v1/jobs/parse")
 def parse_job(body: JobsParseRequest) -> dict[str, Any]:
     """The job the HCL describes, as Nomad's API JSON; with Canonicalize, defaults filled in.
-    file() is refused, as Nomad's server refuses it; Variables is read as a var file."""
+    The filesystem functions are refused, as Nomad's server refuses them; bcrypt() and
+    uuidv4() take the machine's randomness; Variables is read as a var file."""
     if not body.job_hcl:
         raise ApiError(400, "Job spec is empty")
     var_files = [("variables.hcl", body.variables)] if body.variables else []
     try:
-        job = parse(body.job_hcl, filename="input.hcl", var_files=var_files)
+        job = parse(body.job_hcl, filename="input.hcl", var_files=var_files, random=os.urandom)
     except JobspecError as e:
         raise ApiError(400, "Failed to parse job:\n" + "\n".join(e.problems)) from None
     if not body.canonicalize:
