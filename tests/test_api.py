@@ -162,6 +162,57 @@ def test_invalid_job_lists_every_problem(client: TestClient, store: EventStore) 
     assert store.last_position() == 0
 
 
+def test_invalid_blocks_are_each_named_and_nothing_is_written(client: TestClient, store: EventStore) -> None:
+    """A register whose networks, services, volumes, lifecycle, templates and scaling break
+    Nomad's rules: one 400 naming each problem at its place, no event, no job."""
+    job = job_json("blocks", 2)
+    group = job["Job"]["TaskGroups"][0]
+    group["Networks"] = [
+        {
+            "DynamicPorts": [{"Label": "http", "To": -2}, {"Label": "http"}],
+            "ReservedPorts": [{"Label": "x", "Value": 70000}],
+        },
+        {"Mode": "overlay"},
+    ]
+    group["Services"] = [{"Name": "web", "PortLabel": "nope", "Provider": "nomad",
+                          "Checks": [{"Type": "script", "Command": "/bin/true"}]}]  # fmt: skip
+    group["Volumes"] = {"data": {"Type": "nfs", "Source": "data"}}
+    group["Scaling"] = {"Min": 3, "Max": 1}
+    task = group["Tasks"][0]
+    task["VolumeMounts"] = [{"Volume": "logs", "Destination": "/logs"}]
+    task["Templates"] = [{"DestPath": "local/a", "ChangeMode": "reload"}]
+    task["Artifacts"] = [{"RelativeDest": "../../etc"}]
+    group["Tasks"].append({"Name": "init", "Driver": "mock", "Lifecycle": {"Hook": "prestop"}})
+    r = client.put("/v1/jobs", json=job)
+    assert r.status_code == 400, r.text
+    g, t = "Task group 'web'", "Task group 'web', task 'web'"
+    for needle in (
+        f"{g}: only one network block is allowed per group, not 2",
+        f"{g}: port label 'http' already in use by the group network",
+        f"{g}: port 'http' cannot be mapped to negative value -2",
+        f"{g}: static port 'x' (70000) is outside 1..65535",
+        f"{g}: network mode 'overlay' is unknown",
+        f"{g}, service 'web': port label 'nope' does not exist",
+        f"{g}, service 'web', check 1: invalid check type 'script', must be one of tcp, http",
+        f"{g}, service 'web', check 1: missing required value interval",
+        f"{g}, volume 'data': volume has unrecognized type 'nfs'",
+        f"{g}: scaling: maximum count 1 must not be less than minimum count 3",
+        f"{t}, volume_mount 1: volume mount references undefined volume 'logs'",
+        f"{t}, template 1: must specify a source path or have an embedded template",
+        f"{t}, template 1: invalid change mode 'reload'",
+        f"{t}, artifact 1: source must be specified",
+        f"{t}, artifact 1: destination '../../etc' escapes the allocation directory",
+        "Task group 'web', task 'init': lifecycle: invalid hook 'prestop'",
+    ):
+        assert needle in r.text, (needle, r.text)
+    assert store.last_position() == 0
+    assert client.get("/v1/job/blocks").status_code == 404
+    # /v1/validate/job lists the same problems, as Nomad's ValidationErrors.
+    errors = client.put("/v1/validate/job", json=job).json()["ValidationErrors"]
+    assert f"{g}: scaling: maximum count 1 must not be less than minimum count 3" in errors
+    assert store.last_position() == 0
+
+
 def test_oversized_body_is_413(client: TestClient, store: EventStore) -> None:
     r = client.put("/v1/jobs", content=b"x" * (65 * 1024))
     assert r.status_code == 413

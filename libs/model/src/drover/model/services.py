@@ -12,9 +12,25 @@ SERVICE_PROVIDER_NOMAD = "nomad"
 SERVICE_PROVIDER_CONSUL = "consul"
 SERVICE_PROVIDERS = (SERVICE_PROVIDER_NOMAD, SERVICE_PROVIDER_CONSUL)
 ON_UPDATE_REQUIRE_HEALTHY = "require_healthy"
-ON_UPDATE_MODES = (ON_UPDATE_REQUIRE_HEALTHY, "ignore_warnings", "ignore")
-ADDRESS_MODES = ("auto", "host", "driver", "alloc")
-CHECK_TYPES = ("http", "tcp", "script", "grpc")
+ON_UPDATE_IGNORE_WARNINGS = "ignore_warnings"
+ON_UPDATE_IGNORE = "ignore"
+ON_UPDATE_MODES = (ON_UPDATE_REQUIRE_HEALTHY, ON_UPDATE_IGNORE_WARNINGS, ON_UPDATE_IGNORE)
+ADDRESS_MODE_AUTO = "auto"
+ADDRESS_MODE_DRIVER = "driver"
+ADDRESS_MODE_ALLOC = "alloc"
+ADDRESS_MODE_ALLOC_IPV6 = "alloc_ipv6"
+ADDRESS_MODES = (ADDRESS_MODE_AUTO, "host", ADDRESS_MODE_DRIVER, ADDRESS_MODE_ALLOC, ADDRESS_MODE_ALLOC_IPV6)
+CHECK_HTTP = "http"
+CHECK_TCP = "tcp"
+CHECK_SCRIPT = "script"
+CHECK_GRPC = "grpc"
+CHECK_TYPES = (CHECK_HTTP, CHECK_TCP, CHECK_SCRIPT, CHECK_GRPC)
+# The check types each provider runs: Nomad's own checks are http and tcp only.
+NOMAD_CHECK_TYPES = (CHECK_TCP, CHECK_HTTP)
+CONSUL_CHECK_TYPES = (CHECK_GRPC, CHECK_TCP, CHECK_HTTP, CHECK_SCRIPT)
+CHECK_INITIAL_STATUSES = ("passing", "warning", "critical")
+# A Consul service's kind: a typical service ("") or a gateway.
+CONSUL_SERVICE_KINDS = ("", "api-gateway", "ingress-gateway", "mesh-gateway", "terminating-gateway")
 # api CheckRestart.Canonicalize: a check_restart block without grace waits 1 s.
 DEFAULT_CHECK_RESTART_GRACE = 1_000_000_000
 

@@ -8,7 +8,13 @@ from pydantic import Field
 from drover.model.base import NomadModel
 
 ARTIFACT_MODES = ("any", "file", "dir")
-TEMPLATE_CHANGE_MODES = ("noop", "restart", "signal", "script")
+CHANGE_MODE_NOOP = "noop"
+CHANGE_MODE_RESTART = "restart"
+CHANGE_MODE_SIGNAL = "signal"
+CHANGE_MODE_SCRIPT = "script"
+TEMPLATE_CHANGE_MODES = (CHANGE_MODE_NOOP, CHANGE_MODE_RESTART, CHANGE_MODE_SIGNAL, CHANGE_MODE_SCRIPT)
+# What a vault token's or a workload identity's renewal does to the task.
+VAULT_CHANGE_MODES = (CHANGE_MODE_NOOP, CHANGE_MODE_RESTART, CHANGE_MODE_SIGNAL)
 
 
 class TaskArtifact(NomadModel):

@@ -12,6 +12,20 @@ VOLUME_TYPE_CSI = "csi"
 VOLUME_TYPES = (VOLUME_TYPE_HOST, VOLUME_TYPE_CSI)
 PROPAGATION_PRIVATE = "private"
 PROPAGATION_MODES = (PROPAGATION_PRIVATE, "host-to-task", "bidirectional")
+# SELinux relabelling of a mount: shared ("z") or private ("Z") to the task.
+SELINUX_LABELS = ("z", "Z")
+ACCESS_MODE_SINGLE_NODE_READER = "single-node-reader-only"
+ACCESS_MODE_SINGLE_NODE_WRITER = "single-node-writer"
+ACCESS_MODE_MULTI_NODE_READER = "multi-node-reader-only"
+ACCESS_MODE_MULTI_NODE_SINGLE_WRITER = "multi-node-single-writer"
+ACCESS_MODE_MULTI_NODE_MULTI_WRITER = "multi-node-multi-writer"
+# A host volume's access modes ("" is any); a CSI volume's access and attachment modes.
+HOST_ACCESS_MODES = ("", ACCESS_MODE_SINGLE_NODE_READER, ACCESS_MODE_SINGLE_NODE_WRITER,
+                     "single-node-single-writer", "single-node-multi-writer")  # fmt: skip
+CSI_ACCESS_MODES = (ACCESS_MODE_SINGLE_NODE_READER, ACCESS_MODE_SINGLE_NODE_WRITER, ACCESS_MODE_MULTI_NODE_READER,
+                    ACCESS_MODE_MULTI_NODE_SINGLE_WRITER, ACCESS_MODE_MULTI_NODE_MULTI_WRITER)  # fmt: skip
+ATTACHMENT_MODE_BLOCK_DEVICE = "block-device"
+CSI_ATTACHMENT_MODES = (ATTACHMENT_MODE_BLOCK_DEVICE, "file-system")
 
 
 class CSIMountOptions(NomadModel):

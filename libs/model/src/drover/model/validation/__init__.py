@@ -2,12 +2,16 @@
 
 The rules follow Nomad's ``Validate`` methods in nomad/structs (Job, TaskGroup, Task, Resources,
 Constraint, Affinity, Spread, ReschedulePolicy, RestartPolicy, UpdateStrategy, MigrateStrategy,
-DisconnectStrategy, PeriodicConfig); the messages are Drover's own. Each message starts with the
-place it is about, e.g. ``Task group 'web': reschedule delay 1s is below the minimum of 5s``.
-The checks live in ``job`` (the job and its periodic block), ``dispatch`` (the parameterized
-block, a payload, the tasks' dispatch_payload), ``groups`` (task groups and tasks),
-``placement`` (resources, constraints, affinities, spreads) and ``policies`` (reschedule, restart,
-update, migrate, disconnect).
+DisconnectStrategy, PeriodicConfig, NetworkResource, Service, ServiceCheck, VolumeRequest,
+VolumeMount, TaskLifecycle, TaskArtifact, Template, ScalingPolicy, Vault, WorkloadIdentity,
+Secret), in Nomad's words where it has them. Each message starts with the place it is about,
+e.g. ``Task group 'web': reschedule delay 1s is below the minimum of 5s``. The checks live in
+``job`` (the job and its periodic block), ``dispatch`` (the parameterized block, a payload, the
+tasks' dispatch_payload), ``groups`` (task groups and tasks, lifecycle, scaling), ``placement``
+(resources, constraints, affinities, spreads), ``policies`` (reschedule, restart, update,
+migrate, disconnect), ``network`` (networks and ports), ``services`` and ``checks``,
+``volumes`` (volumes and mounts), ``taskfiles`` (artifacts, templates) and ``integrations``
+(vault, identities, secrets).
 """
 
 from __future__ import annotations

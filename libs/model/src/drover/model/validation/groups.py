@@ -1,7 +1,9 @@
-"""Task groups and their tasks (structs.TaskGroup.Validate, structs.Task.Validate)."""
+"""Task groups and their tasks (structs.TaskGroup.Validate, structs.Task.Validate): their own
+fields, lifecycle and scaling here; their blocks by the modules named for them."""
 
 from __future__ import annotations
 
+from drover.model.canonical_blocks import SCALING_HORIZONTAL
 from drover.model.drivers import config_problems
 from drover.model.durations import format_duration
 from drover.model.job import (
@@ -9,11 +11,14 @@ from drover.model.job import (
     JOB_TYPE_SERVICE,
     JOB_TYPE_SYSBATCH,
     JOB_TYPE_SYSTEM,
+    TASK_HOOKS,
     Job,
     Task,
     TaskGroup,
 )
 from drover.model.validation.dispatch import dispatch_payload_problems
+from drover.model.validation.integrations import integrations_at
+from drover.model.validation.network import networks_problems
 from drover.model.validation.placement import (
     affinities_at,
     constraints_at,
@@ -28,6 +33,9 @@ from drover.model.validation.policies import (
     restart_problems,
     update_problems,
 )
+from drover.model.validation.services import group_services_at, task_services_at
+from drover.model.validation.taskfiles import task_files_at
+from drover.model.validation.volumes import volume_mounts_at, volumes_at
 
 # structs.EphemeralDisk.Validate.
 MIN_EPHEMERAL_DISK_MB = 10
@@ -56,11 +64,19 @@ def _group_problems(tg: TaskGroup, job_type: str, where: str) -> list[str]:
     out += at(where, _ephemeral_disk_problems(tg))
     out += at(where, _update_migrate_disconnect_problems(tg, job_type))
     out += at(where, _task_name_problems(tg))
+    out += volumes_at(where, tg, job_type)
+    out += at(where, networks_problems(tg))
+    out += group_services_at(where, tg)
+    out += at(where, _scaling_problems(tg))
     for idx, task in enumerate(tg.tasks, 1):
         task_where = f"{where}, task '{task.name}'" if task.name else f"{where}, task {idx}"
         out += at(task_where, _task_problems(task, tg, job_type))
         out += constraints_at(task_where, task.constraints, task_level=True)
         out += affinities_at(task_where, task.affinities, job_type)
+        out += task_services_at(task_where, task, tg)
+        out += task_files_at(task_where, task)
+        out += volume_mounts_at(task_where, task, tg)
+        out += integrations_at(task_where, task)
     return out
 
 
@@ -77,6 +93,13 @@ def _group_field_problems(tg: TaskGroup, job_type: str) -> list[str]:
         out.append(f"count {tg.count} is above 1, which system jobs do not allow")
     if not tg.tasks:
         out.append("has no tasks")
+    if tg.shutdown_delay is not None and tg.shutdown_delay < 0:
+        out.append(f"shutdown_delay {format_duration(tg.shutdown_delay)} is negative")
+    if tg.max_run_duration is not None:
+        if tg.max_run_duration <= 0:
+            out.append(f"max_run_duration {format_duration(tg.max_run_duration)} must be greater than zero")
+        if job_type not in (JOB_TYPE_BATCH, JOB_TYPE_SYSBATCH):
+            out.append(f"{job_type} jobs do not allow max_run_duration")
     return out
 
 
@@ -137,6 +160,33 @@ def _task_name_problems(tg: TaskGroup) -> list[str]:
             seen[task.name] = idx
     if sum(1 for t in tg.tasks if t.leader) > 1:
         out.append("more than one task is marked as leader")
+    # A group of lifecycle tasks alone has nothing for them to run around.
+    if tg.tasks and all(t.lifecycle is not None and t.lifecycle.hook for t in tg.tasks):
+        out.append("must have at least one main task (a task without a lifecycle hook)")
+    return out
+
+
+def _scaling_problems(tg: TaskGroup) -> list[str]:
+    """The group's `scaling` block (structs ScalingPolicy.Validate, validateScalingPolicy): its
+    bounds, and the group's count within them. Canonical, min defaults to the count."""
+    s = tg.scaling
+    if s is None:
+        return []
+    out: list[str] = []
+    if s.type != SCALING_HORIZONTAL:
+        out.append(f"scaling policy type {s.type!r} is not valid (expected {SCALING_HORIZONTAL})")
+    high = -1 if s.max is None else s.max
+    low = tg.count if s.min is None else s.min
+    if high < 0:
+        out.append("scaling: maximum count must be specified and non-negative")
+    elif high < low:
+        out.append(f"scaling: maximum count {high} must not be less than minimum count {low}")
+    if low < 0:
+        out.append(f"scaling: minimum count {low} must be non-negative")
+    if tg.count > high >= 0:
+        out.append(f"scaling: group count {tg.count} must not be greater than the maximum count {high}")
+    if tg.count < low:
+        out.append(f"scaling: group count {tg.count} must not be less than the minimum count {low}")
     return out
 
 
@@ -151,6 +201,14 @@ def _task_problems(task: Task, tg: TaskGroup, job_type: str) -> list[str]:
     if not task.driver:
         out.append("no driver given")
     out.extend(config_problems(task.driver, task.config))
+    if task.lifecycle is not None:
+        hook = task.lifecycle.hook
+        if not hook:
+            out.append("lifecycle: no lifecycle hook provided")
+        elif hook not in TASK_HOOKS:
+            out.append(f"lifecycle: invalid hook {hook!r} (expected one of {', '.join(TASK_HOOKS)})")
+    if task.shutdown_delay < 0:
+        out.append(f"shutdown_delay {format_duration(task.shutdown_delay)} is negative")
     if task.kill_timeout < 0:
         out.append(f"kill timeout {format_duration(task.kill_timeout)} is negative")
     elif (
