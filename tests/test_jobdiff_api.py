@@ -167,3 +167,49 @@ def test_versions_with_diffs_diff_each_version_from_the_one_before(cluster: Clus
     for bad in ({"diffs": "maybe"}, {"diffs": "true", "diff_version": "x"}):
         assert cluster.http.get("/v1/job/hist/versions", params=bad).status_code == 400, bad
     assert cluster.http.put("/v1/job/web/plan", json={**web(), "Diff": "yes"}).status_code == 400
+
+
+def ports(static: int) -> dict[str, Any]:
+    """Job `ports`: one group with a dynamic and a static port."""
+    return {"Job": {"ID": "ports", "Datacenters": ["dc1"], "TaskGroups": [{
+        "Name": "api", "Count": 1,
+        "Networks": [{"DynamicPorts": [{"Label": "http", "To": 8080}], "ReservedPorts": [{"Label": "admin", "Value": static}]}],
+        "Tasks": [{"Name": "api", "Driver": "docker", "Config": {"image": "api:1"}, "Resources": {"CPU": 100, "MemoryMB": 64}}],
+    }]}}  # fmt: skip
+
+
+def test_a_plan_changing_a_static_port_shows_the_network_as_nomad_does(cluster: Cluster) -> None:
+    node = node_json("n2")
+    node["Drivers"]["docker"] = {"Detected": True, "Healthy": True}
+    node["NodeResources"]["Networks"] = [
+        {"Mode": "host", "Device": "eth0", "IP": "10.0.0.2", "CIDR": "10.0.0.2/32"}
+    ]
+    node["NodeResources"]["NodeNetworks"] = [
+        {
+            "Mode": "host",
+            "Device": "eth0",
+            "Addresses": [{"Family": "ipv4", "Alias": "default", "Address": "10.0.0.2"}],
+        }
+    ]
+    cluster.put("/v1/drover/node/register", {"Node": node})
+    cluster.put("/v1/jobs", ports(9090))
+    cluster.wait(lambda: len(cluster.get("/v1/job/ports/allocations")) == 1, timeout=30)
+
+    answer = cluster.put("/v1/job/ports/plan", {**ports(9091), "Diff": True})
+    group = _one(answer["Diff"]["TaskGroups"], "api")
+    # A changed network is a new one and the old one gone, each with its ports as objects.
+    added, deleted = (n for n in group["Objects"] if n["Name"] == "Network")
+    assert (added["Type"], deleted["Type"]) == ("Added", "Deleted")
+    assert ("Added", "Value", "", "9091") in _changes(_one(added["Objects"], "Static Port"))
+    assert ("Deleted", "Value", "9090", "") in _changes(_one(deleted["Objects"], "Static Port"))
+    assert "Value" not in {f["Name"] for f in _one(added["Objects"], "Dynamic Port")["Fields"]}
+    # Ports are set up before the task starts: the alloc is replaced, not updated in place.
+    assert group["Updates"] == {"create/destroy update": 1}
+    printed = format_diff(answer["Diff"])
+    assert "+ Static Port {" in printed and '+ Value:           "9091"' in printed, printed
+    assert '- Value:           "9090"' in printed, printed
+
+    cluster.put("/v1/jobs", ports(9091))
+    newest = cluster.get("/v1/job/ports/versions", diffs="true")["Diffs"][0]
+    networks = _one(newest["TaskGroups"], "api")["Objects"]
+    assert [(n["Name"], n["Type"]) for n in networks] == [("Network", "Added"), ("Network", "Deleted")]

@@ -178,28 +178,59 @@ def type_by_fields(fields: Sequence[FieldDiff]) -> str | None:
 
 def primitive_object_diff(
     old: Mapping[str, Any] | None, new: Mapping[str, Any] | None, name: str, contextual: bool,
-    skip: Iterable[str] = (),
+    skip: Iterable[str] = (), maps: Iterable[str] = (),
 ) -> ObjectDiff | None:  # fmt: skip
     """A block's scalar members, typed by its fields' changes; None when none changed."""
-    skip = tuple(skip)
-    fields = field_diffs(flatten_primitive(old, skip=skip), flatten_primitive(new, skip=skip), contextual)
+    skip, maps = tuple(skip), tuple(maps)
+    fields = field_diffs(flatten_primitive(old, maps, skip), flatten_primitive(new, maps, skip), contextual)
     kind = type_by_fields(fields)
     return None if kind is None else ObjectDiff(kind, name, fields)
 
 
 def block_diff(
     old: Mapping[str, Any] | None, new: Mapping[str, Any] | None, name: str, contextual: bool,
-    maps: Iterable[str] = (),
+    maps: Iterable[str] = (), skip: Iterable[str] = (),
 ) -> ObjectDiff | None:  # fmt: skip
     """A block's scalar members, typed by its presence (Nomad's diffs of Resources, Periodic,
-    ParameterizedJob, Disconnect); None when equal."""
+    ParameterizedJob, Disconnect, Service, Template, Vault...); None when equal."""
     kind = type_by_presence(old, new)
     if kind is None:
         return None
-    maps = tuple(maps)
+    maps, skip = tuple(maps), tuple(skip)
     return ObjectDiff(
-        kind, name, field_diffs(flatten_primitive(old, maps), flatten_primitive(new, maps), contextual)
+        kind,
+        name,
+        field_diffs(flatten_primitive(old, maps, skip), flatten_primitive(new, maps, skip), contextual),
     )
+
+
+def all_fields_diff(
+    old: Mapping[str, Any] | None, new: Mapping[str, Any] | None, name: str, contextual: bool
+) -> ObjectDiff | None:
+    """A block flattened whole (`a[b]`, `a[0]`), typed by its presence (Nomad's diffs of a
+    scaling Policy, a check's Header, a Secret, a WaitConfig); None when equal."""
+    kind = type_by_presence(old or {}, new or {})
+    if kind is None:
+        return None
+    return ObjectDiff(kind, name, field_diffs(flatten_all(old or {}), flatten_all(new or {}), contextual))
+
+
+def pair_by(
+    old: Sequence[Mapping[str, Any]] | None, new: Sequence[Mapping[str, Any]] | None, key: str
+) -> list[tuple[Mapping[str, Any] | None, Mapping[str, Any] | None]]:
+    """Blocks matched by a member (a port's Label, a check's Name), in its order; of blocks
+    sharing a value the last is taken, as Nomad's maps keep it."""
+    olds = {o.get(key, ""): o for o in old or ()}
+    news = {n.get(key, ""): n for n in new or ()}
+    return [(olds.get(k), news.get(k)) for k in sorted(olds.keys() | news.keys())]
+
+
+def pair_by_index(
+    old: Sequence[Mapping[str, Any]] | None, new: Sequence[Mapping[str, Any]] | None
+) -> list[tuple[Mapping[str, Any] | None, Mapping[str, Any] | None]]:
+    """Blocks matched by position (volume mounts, actions): the extra ones added or deleted."""
+    o, n = list(old or ()), list(new or ())
+    return [(o[i] if i < len(o) else None, n[i] if i < len(n) else None) for i in range(max(len(o), len(n)))]
 
 
 def config_diff(

@@ -2,7 +2,9 @@
 `/v1/job/:id/versions?diffs=true`): the job's, its groups' and its tasks' field and object
 changes, each Added, Deleted, Edited or None, and the plan's annotations on them (Nomad's
 structs.Job.Diff and scheduler.Annotate). Fields are flattened by Nomad's naming (`Count`,
-`Meta[key]`); nested blocks are objects (`Constraint`, `Update`, `Resources`, `Config`...)."""
+`Meta[key]`); nested blocks are objects (`Constraint`, `Update`, `Resources`, `Config`...):
+networks and resources in `diff.network`, services and checks in `diff.services`, the other
+blocks in `diff.blocks`."""
 
 from __future__ import annotations
 
@@ -11,6 +13,13 @@ from dataclasses import dataclass, field
 from itertools import pairwise
 from typing import Any
 
+from drover.control.diff.blocks import (
+    artifacts_diff,
+    job_blocks_diff,
+    scaling_diff,
+    task_blocks_diff,
+    volumes_diff,
+)
 from drover.control.diff.core import (
     ADDED,
     DELETED,
@@ -31,6 +40,8 @@ from drover.control.diff.core import (
     sort_objects,
     string_set_diff,
 )
+from drover.control.diff.network import networks_diff, resources_diff
+from drover.control.diff.services import services_diff
 from drover.model import Job
 from drover.scheduler.plan import DesiredUpdates
 
@@ -129,6 +140,7 @@ def job_diff(old: Job | None, new: Job | None, contextual: bool = True) -> JobDi
     ]
     diff.objects += _present([_periodic_diff(oj.get("Periodic"), nj.get("Periodic"), contextual),
                               _parameterized_diff(oj.get("ParameterizedJob"), nj.get("ParameterizedJob"), contextual)])  # fmt: skip
+    diff.objects += job_blocks_diff(oj, nj, contextual)
     diff.objects += _other_blocks(oj, nj, JOB_IGNORED | _HANDLED_JOB, contextual)
     if kind == NONE and (changed(diff.fields) or changed(diff.objects) or changed(diff.task_groups)):
         diff.type = EDITED
@@ -136,10 +148,14 @@ def job_diff(old: Job | None, new: Job | None, contextual: bool = True) -> JobDi
 
 
 _HANDLED_JOB = frozenset(
-    {"Datacenters", "Constraints", "Affinities", "Spreads", "Periodic", "ParameterizedJob", "Meta"}
-)
-_HANDLED_GROUP = frozenset({"Constraints", "Affinities", "Spreads", "Disconnect", "Meta", *_GROUP_BLOCKS})
-_HANDLED_TASK = frozenset({"Constraints", "Affinities", "Resources", "Env", "Meta", *_TASK_BLOCKS})
+    {"Datacenters", "Constraints", "Affinities", "Spreads", "Periodic", "ParameterizedJob", "Meta",
+     "Multiregion", "UI"}
+)  # fmt: skip
+_HANDLED_GROUP = frozenset({"Constraints", "Affinities", "Spreads", "Disconnect", "Meta", "Consul", "Networks",
+                            "Scaling", "Services", "Volumes", *_GROUP_BLOCKS})  # fmt: skip
+_HANDLED_TASK = frozenset({"Constraints", "Affinities", "Resources", "Env", "Meta", "Artifacts", "Services",
+                           "Vault", "Secrets", "Consul", "Templates", "Identity", "Identities", "Actions",
+                           "VolumeMounts", "Schedule", "Lifecycle", *_TASK_BLOCKS})  # fmt: skip
 
 
 def _flat(doc: Doc | None, ignored: frozenset[str]) -> dict[str, str]:
@@ -244,8 +260,13 @@ def _group_diff(old: Doc | None, new: Doc | None, contextual: bool) -> TaskGroup
         skip = ("Stagger",) if key == "Update" else ()
         diff.objects += _present([primitive_object_diff(og.get(key), ng.get(key), key, contextual, skip)])
     diff.objects += _present(
-        [block_diff(og.get("Disconnect"), ng.get("Disconnect"), "Disconnect", contextual)]
-    )
+        [block_diff(og.get("Disconnect"), ng.get("Disconnect"), "Disconnect", contextual),
+         primitive_object_diff(og.get("Consul"), ng.get("Consul"), "Consul", contextual)]
+    )  # fmt: skip
+    diff.objects += networks_diff(og.get("Networks"), ng.get("Networks"), contextual)
+    diff.objects += _present([scaling_diff(og.get("Scaling"), ng.get("Scaling"), contextual)])
+    diff.objects += services_diff(og.get("Services"), ng.get("Services"), contextual)
+    diff.objects += volumes_diff(og.get("Volumes"), ng.get("Volumes"), contextual)
     diff.objects += _other_blocks(og, ng, GROUP_IGNORED | _HANDLED_GROUP, contextual)
     diff.tasks = [_task_diff(ot, nt, contextual) for ot, nt in _pair(og.get("Tasks"), ng.get("Tasks"))]
     return diff
@@ -259,9 +280,12 @@ def _task_diff(old: Doc | None, new: Doc | None, contextual: bool) -> TaskDiff:
     ot, nt = old or {}, new or {}
     diff.objects = _set_objects(ot, nt, contextual)
     diff.objects += _present([config_diff(ot.get("Config"), nt.get("Config"), contextual)])
-    diff.objects += _present([block_diff(ot.get("Resources"), nt.get("Resources"), "Resources", contextual)])
+    diff.objects += _present([resources_diff(ot.get("Resources"), nt.get("Resources"), contextual)])
     for key in _TASK_BLOCKS:
         diff.objects += _present([primitive_object_diff(ot.get(key), nt.get(key), key, contextual)])
+    diff.objects += artifacts_diff(ot.get("Artifacts"), nt.get("Artifacts"), contextual)
+    diff.objects += services_diff(ot.get("Services"), nt.get("Services"), contextual)
+    diff.objects += task_blocks_diff(ot, nt, contextual)
     diff.objects += _other_blocks(ot, nt, TASK_IGNORED | _HANDLED_TASK, contextual)
     return diff
 
