@@ -2,7 +2,7 @@
 and python-nomad (`jobs.parse`, `validate.validate_job`): a jobspec comes back as the Job's
 JSON (canonicalized when asked), a bad one as a 400 naming the file's line, a job is validated
 in Nomad's JobValidateResponse form; neither writes to the log. The parsed job registers and
-its allocs are placed."""
+its allocs are placed; a job with networks reads back with them through python-nomad."""
 
 from __future__ import annotations
 
@@ -110,3 +110,13 @@ def test_parse_and_validate(cluster: Cluster, store: EventStore) -> None:
     cluster.put("/v1/drover/node/register", {"Node": node_json("n1")})
     cluster.put("/v1/jobs", {"Job": client.jobs.parse(SPEC.replace("default = 1", "default = 2"))})
     cluster.wait(lambda: len(cluster.get("/v1/job/hello/allocations")) == 2, timeout=30)
+
+    # A job with networks registers through python-nomad and reads back with them.
+    shop = client.jobs.parse((CORPUS / "shop.nomad.hcl").read_text())
+    client.job.register_job("shop", {"Job": shop})
+    (network,) = client.job.get_job("shop")["TaskGroups"][0]["Networks"]
+    assert network["Mode"] == "host"
+    assert [(p["Label"], p["To"]) for p in network["DynamicPorts"]] == [("http", 8080), ("metrics", 0)]
+    assert [(p["Label"], p["Value"], p["HostNetwork"]) for p in network["ReservedPorts"]] == [
+        ("admin", 9091, "default")
+    ]
