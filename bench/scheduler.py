@@ -155,13 +155,15 @@ def run_case(
 
 def ports_pair(rounds: int = 5) -> dict[str, Any]:
     """The 5,000-node, 1,000-alloc case with one dynamic port per alloc beside the same case
-    without ports, in interleaved rounds (this machine's speed drifts): medians of each."""
+    without ports, in interleaved rounds (this machine's speed drifts): medians of each, each
+    round's figure the median of three evals (a worker's replica keeps what the first works
+    out about the nodes)."""
     without: list[float] = []
     with_ports: list[float] = []
     last: dict[str, Any] = {}
     for _ in range(rounds):
-        without.append(run_case(5000, 50, 1000, [], repeats=1)["ms_per_eval"])
-        last = run_case(5000, 50, 1000, [], repeats=1, ports=1)
+        without.append(run_case(5000, 50, 1000, [], repeats=3)["ms_per_eval"])
+        last = run_case(5000, 50, 1000, [], repeats=3, ports=1)
         with_ports.append(last["ms_per_eval"])
     a, b = statistics.median(without), statistics.median(with_ports)
     return {
