@@ -8,7 +8,7 @@ import pytest
 
 from drover.control.client.restarttracker import DONE, FAIL, RESTART, RestartTracker
 from drover.model.durations import SECOND as S
-from drover.model.job import RestartPolicy
+from drover.model.job import RestartPolicy, TaskLifecycle
 
 
 def tracker(
@@ -63,3 +63,29 @@ def test_zero_attempts_fails_at_the_first_exit_and_unrecoverable_start_errors_fa
     assert tracker(0, 60 * S, S).on_exit(S, 1, rng).action == FAIL
     assert tracker(5, 60 * S, S).on_start_error(False, S, rng).action == FAIL
     assert tracker(5, 60 * S, S).on_start_error(True, S, rng).action == RESTART
+
+
+@pytest.mark.parametrize(
+    ("job_type", "hook", "sidecar", "restarted"),
+    [
+        ("service", "", False, True),  # a main service task runs until stopped
+        ("batch", "", False, False),
+        ("sysbatch", "", False, False),
+        ("service", "prestart", False, False),  # an ephemeral prestart task is done
+        ("service", "prestart", True, True),  # a sidecar runs beside the main tasks
+        ("batch", "prestart", True, True),
+        ("service", "poststart", False, False),
+        ("batch", "poststart", True, True),
+        ("service", "poststop", False, False),
+        ("service", "poststop", True, False),  # poststop never restarts on success
+    ],
+)
+def test_a_successful_exit_restarts_the_task_as_its_lifecycle_says(
+    job_type: str, hook: str, sidecar: bool, restarted: bool
+) -> None:
+    lifecycle = TaskLifecycle(hook=hook, sidecar=sidecar) if hook else None
+    t = RestartTracker(RestartPolicy(attempts=3, interval=60 * S, delay=S, mode="fail"), job_type, lifecycle)
+    decision = t.on_exit(S, 0, random.Random(1))
+    assert decision.action == (RESTART if restarted else DONE)
+    # a failure is restarted whatever the lifecycle (within the policy)
+    assert t.on_exit(2 * S, 1, random.Random(1)).action == RESTART

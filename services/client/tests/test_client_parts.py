@@ -94,17 +94,61 @@ async def test_raw_exec_runs_a_real_process_with_env_and_logs(tmp_path: Path) ->
     assert (tmp_path / "t" / "exit-code").read_text() == "4"
 
 
-async def test_raw_exec_stop_sends_term_then_kill_after_the_timeout(tmp_path: Path) -> None:
+async def test_raw_exec_stop_sends_the_kill_signal_then_kill_after_the_timeout(tmp_path: Path) -> None:
     stubborn = Task(
-        name="t", driver="raw_exec", config={"command": "/bin/sh", "args": ["-c", "trap '' TERM; sleep 30"]}
+        name="t",
+        driver="raw_exec",
+        config={"command": "/bin/sh", "args": ["-c", "trap '' TERM; echo ready; sleep 30"]},
+        kill_signal="SIGTERM",
+        kill_timeout=S // 2,
     )
     h = await RawExecDriver().start(stubborn, tmp_path / "t", tmp_path / "logs", {})
-    await asyncio.sleep(0.3)
+    await _until_ready(tmp_path / "logs" / "t.stdout.0")
     t0 = time.monotonic()
     await h.stop(0.5)
     took = time.monotonic() - t0
     assert 0.4 < took < 5, took
     assert (await h.wait()).exit_code != 0
+
+
+async def _until_ready(stdout: Path) -> None:
+    """Until the task has set its traps (its executor, a Python process, takes a while to start
+    on a busy machine) and said so."""
+    for _ in range(200):
+        if stdout.exists() and stdout.read_text().startswith("ready"):
+            return
+        await asyncio.sleep(0.05)
+    raise AssertionError("the task did not start")
+
+
+@pytest.mark.parametrize(
+    ("kill_signal", "trapped"), [("", "INT"), ("SIGTERM", "TERM"), ("hup", "HUP"), ("SIGUSR1", "USR1")]
+)
+async def test_raw_exec_stops_a_task_with_its_kill_signal_sigint_by_default(
+    tmp_path: Path, kill_signal: str, trapped: str
+) -> None:
+    """The kill signal reaches the task's process alone; what it left running in its group
+    is killed once it exits."""
+    script = f"trap 'echo got {trapped}; exit 0' {trapped}; echo ready; sleep 30 & wait"
+    task = Task(
+        name="t",
+        driver="raw_exec",
+        config={"command": "/bin/sh", "args": ["-c", script]},
+        kill_signal=kill_signal,
+    )
+    h = await RawExecDriver().start(task, tmp_path / "t", tmp_path / "logs", {})
+    await _until_ready(tmp_path / "logs" / "t.stdout.0")
+    t0 = time.monotonic()
+    await h.stop(5)
+    assert time.monotonic() - t0 < 3
+    assert (await h.wait()).exit_code == 0
+    assert (tmp_path / "logs" / "t.stdout.0").read_text() == f"ready\ngot {trapped}\n"
+
+
+async def test_an_unknown_kill_signal_is_refused_at_start(tmp_path: Path) -> None:
+    task = Task(name="t", driver="raw_exec", config={"command": "/bin/true"}, kill_signal="SIGNOPE")
+    with pytest.raises(StartError, match="unknown kill_signal"):
+        await RawExecDriver().start(task, tmp_path / "t", tmp_path / "logs", {})
 
 
 async def test_a_task_is_reattached_after_an_agent_restart_and_its_exit_code_read(tmp_path: Path) -> None:

@@ -25,11 +25,12 @@ from drover.client.config import AgentConfig
 from drover.client.drivers import RawExecDriver, TaskHandle
 from drover.client.fingerprint import fingerprint
 from drover.client.logserve import LogsApp, bind, serve
-from drover.client.runner import AllocRunner
+from drover.client.runner import AllocRunner, ClientContext
 from drover.client.statefile import write_atomically
 from drover.model.alloc import Allocation
 from drover.model.durations import SECOND
 from drover.model.job import Job
+from drover.model.node import Node
 
 log = logging.getLogger("drover.client")
 REPORT_EVERY = 0.2
@@ -56,6 +57,8 @@ class Agent:
         self._collecting = asyncio.Lock()
         # Where the API reaches this agent for logs (registered as the node's HTTPAddr).
         self.http_addr = ""
+        # The node as last fingerprinted: its attributes, networks and host volumes reach tasks.
+        self.node = Node(id=self.node_id)
 
     # --- identity and local state ---
     def _node_id(self) -> str:
@@ -96,6 +99,7 @@ class Agent:
     # --- talking to the servers ---
     async def register(self, stop: asyncio.Event) -> None:
         node = fingerprint(self.node_id, self.cfg).model_copy(update={"http_addr": self.http_addr})
+        self.node = node
         body = {"Node": node.to_api()}
         while not stop.is_set():
             try:
@@ -171,7 +175,9 @@ class Agent:
         if alloc.server_terminal():
             if runner is not None and not runner.stopped:
                 log.info("stopping alloc %s (%s)", alloc.id, alloc.desired_description)
-                task = asyncio.create_task(self._stop(runner))
+                task = asyncio.create_task(
+                    self._stop(runner, bool(alloc.desired_transition.no_shutdown_delay))
+                )
                 self._stopping.add(task)
                 task.add_done_callback(self._stopping.discard)
             return
@@ -189,7 +195,7 @@ class Agent:
             task: RawExecDriver.reattach(h) for task, h in saved.get("Tasks", {}).items() if "pid" in h
         }
         runner = AllocRunner(
-            alloc, job, self.data_dir, self.cfg.drivers, self.changed, self.persist, reattach
+            alloc, job, self.client_context(), self.changed, self.persist, reattach, restore=bool(saved)
         )
         # A request made before this agent ran the alloc is not for it (the servers refuse
         # restarts of tasks not running); after our own restart, what we saved says.
@@ -212,8 +218,17 @@ class Agent:
         self._stopping.add(task)
         task.add_done_callback(self._stopping.discard)
 
-    async def _stop(self, runner: AllocRunner) -> None:
-        await runner.stop()
+    def client_context(self) -> ClientContext:
+        return ClientContext(
+            data_dir=self.data_dir,
+            drivers=self.cfg.drivers,
+            node=self.node,
+            region=self.cfg.region,
+            max_kill_timeout=self.cfg.max_kill_timeout,
+        )
+
+    async def _stop(self, runner: AllocRunner, no_shutdown_delay: bool = False) -> None:
+        await runner.stop(no_shutdown_delay=no_shutdown_delay)
         self.dirty.add(runner.alloc.id)
         self.persist()
 
@@ -252,8 +267,8 @@ class Agent:
 
     async def _destroy(self, alloc_id: str, forgotten: bool) -> None:
         runner = self.runners.pop(alloc_id, None)
-        if runner is not None and not runner.stopped:
-            await runner.stop()
+        if runner is not None and not runner.finished():
+            await runner.stop(destroy=True)
         self.terminal_since.pop(alloc_id, None)
         self.dirty.discard(alloc_id)
         self._saved.pop(alloc_id, None)
@@ -309,7 +324,7 @@ class Agent:
                             gone = self.runners.pop(aid, None)
                             if gone is not None and not gone.stopped:
                                 log.info("alloc %s is unknown to the servers: stopping it", aid)
-                                task = asyncio.create_task(gone.stop())
+                                task = asyncio.create_task(gone.stop(destroy=True))
                                 self._stopping.add(task)
                                 task.add_done_callback(self._stopping.discard)
                     self.dirty |= {a for a in ids if a in self.runners}

@@ -1,6 +1,7 @@
 """The agent's configuration: an HCL file in Nomad's client layout (read as drover.jobspec
 reads plain HCL documents), overridden by flags.
 
+region     = "global"
 datacenter = "dc1"
 name       = "node-1"
 data_dir   = "/var/lib/drover"
@@ -9,22 +10,40 @@ client {
   node_class = "batch"
   node_pool  = "default"
   meta { rack = "r1" }
-  reserved { cpu = 500  memory = 512  disk = 1024 }
+  reserved { cpu = 500  memory = 512  disk = 1024  reserved_ports = "22,80" }
   gc_interval   = "1m"
   gc_max_allocs = 50
+  network_interface = "eth0"   # default: the default route's interface (loopback without one)
+  min_dynamic_port  = 20000
+  max_dynamic_port  = 32000
+  max_kill_timeout  = "30s"
+  host_network "public" { interface = "eth1"  reserved_ports = "22" }   # or cidr = "10.0.0.0/8"
+  host_volume "data" { path = "/srv/data"  read_only = false }
 }
 plugin "raw_exec" { config { enabled = true } }
+
+Every problem of a file is listed at once.
 """
 
 from __future__ import annotations
 
+import ipaddress
+import socket
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from drover.jobspec import parse_document
 from drover.model.drivers import DRIVER_MOCK, DRIVER_RAW_EXEC
-from drover.model.durations import MINUTE, parse_duration
+from drover.model.durations import MINUTE, SECOND, parse_duration
+from drover.model.network import (
+    DEFAULT_MAX_DYNAMIC_PORT,
+    DEFAULT_MIN_DYNAMIC_PORT,
+    MAX_VALID_PORT,
+    ClientHostNetworkConfig,
+    parse_port_ranges,
+)
+from drover.model.volumes import ClientHostVolumeConfig
 
 
 @dataclass
@@ -47,6 +66,18 @@ class AgentConfig:
     gc_max_allocs: int = 50
     # The listener serving alloc logs to the API (HOST:PORT; port 0 picks a free one).
     http_addr: str = "127.0.0.1:0"
+    # The region tasks are told they run in (NOMAD_REGION).
+    region: str = "global"
+    # Networks: the interface whose addresses ports are given on ("": the default route's),
+    # the dynamic port range, the host ports no alloc may have, and named host networks.
+    network_interface: str = ""
+    min_dynamic_port: int = DEFAULT_MIN_DYNAMIC_PORT
+    max_dynamic_port: int = DEFAULT_MAX_DYNAMIC_PORT
+    reserved_ports: str = ""
+    host_networks: dict[str, ClientHostNetworkConfig] = field(default_factory=dict)
+    host_volumes: dict[str, ClientHostVolumeConfig] = field(default_factory=dict)
+    # A task's kill_timeout is capped at this (ns), as Nomad's client caps it (30s).
+    max_kill_timeout: int = 30 * SECOND
 
 
 def load(path: Path, config: AgentConfig | None = None) -> AgentConfig:
@@ -54,7 +85,7 @@ def load(path: Path, config: AgentConfig | None = None) -> AgentConfig:
     cfg = config or AgentConfig()
     doc = parse_document(path.read_text(), filename=str(path))
     problems: list[str] = []
-    for key in ("datacenter", "name", "data_dir", "http_addr"):
+    for key in ("region", "datacenter", "name", "data_dir", "http_addr"):
         if key in doc:
             setattr(cfg, key, str(doc[key]))
     if "http_addr" in doc and (problem := http_addr_problem(cfg.http_addr)):
@@ -71,27 +102,14 @@ def load(path: Path, config: AgentConfig | None = None) -> AgentConfig:
                 problems.append(f"client.reserved.{key}: must be a non-negative integer")
             else:
                 setattr(cfg, attr, reserved[key])
+    if "reserved_ports" in reserved:
+        cfg.reserved_ports = _port_ranges(
+            reserved["reserved_ports"], "client.reserved.reserved_ports", problems
+        )
     _gc(client, cfg, problems)
-    plugins = doc.get("plugin", [])
-    if not isinstance(plugins, list) or not all(isinstance(block, dict) for block in plugins):
-        problems.append('plugin: must be blocks, plugin "<driver>" { ... }')
-        plugins = []
-    for block in plugins:
-        for name, body in block.items():
-            if not isinstance(body, dict):
-                problems.append(
-                    'plugin: a plugin block is labelled with its driver, plugin "<driver>" { ... }'
-                )
-                continue
-            enabled = _block(body, "config", problems, f'plugin "{name}".').get("enabled", True)
-            if name not in (DRIVER_MOCK, DRIVER_RAW_EXEC):
-                problems.append(f'plugin "{name}": unknown driver (this agent has mock and raw_exec)')
-            elif enabled is True:
-                cfg.drivers.add(name)
-            elif enabled is False:
-                cfg.drivers.discard(name)
-            else:
-                problems.append(f'plugin "{name}": config.enabled must be true or false')
+    _network(client, cfg, problems)
+    _host_volumes(client, cfg, problems)
+    _plugins(doc, cfg, problems)
     if problems:
         raise ValueError(f"{path}: " + "; ".join(problems))
     return cfg
@@ -135,3 +153,124 @@ def _gc(client: dict[str, Any], cfg: AgentConfig, problems: list[str]) -> None:
             problems.append("client.gc_max_allocs: must be a positive integer")
         else:
             cfg.gc_max_allocs = n
+
+
+def _plugins(doc: dict[str, Any], cfg: AgentConfig, problems: list[str]) -> None:
+    """plugin "<driver>" { config { enabled = true|false } }."""
+    for name, body in _labelled(doc, "plugin", problems, "driver"):
+        enabled = _block(body, "config", problems, f'plugin "{name}".').get("enabled", True)
+        if name not in (DRIVER_MOCK, DRIVER_RAW_EXEC):
+            problems.append(f'plugin "{name}": unknown driver (this agent has mock and raw_exec)')
+        elif enabled is True:
+            cfg.drivers.add(name)
+        elif enabled is False:
+            cfg.drivers.discard(name)
+        else:
+            problems.append(f'plugin "{name}": config.enabled must be true or false')
+
+
+def _labelled(
+    body: dict[str, Any], key: str, problems: list[str], label: str, where: str = ""
+) -> list[tuple[str, dict[str, Any]]]:
+    """The blocks `key "<label>" { ... }` of `body`, each once."""
+    blocks = body.get(key, [])
+    usage = f'{where}{key}: a {key} block is labelled with its {label}, {key} "<{label}>" {{ ... }}'
+    if not isinstance(blocks, list) or not all(isinstance(b, dict) for b in blocks):
+        problems.append(usage)
+        return []
+    out: list[tuple[str, dict[str, Any]]] = []
+    for block in blocks:
+        for name, inner in block.items():
+            if not isinstance(inner, dict):
+                problems.append(usage)
+            elif any(seen == name for seen, _ in out):
+                problems.append(f'{where}{key} "{name}": defined more than once')
+            else:
+                out.append((str(name), inner))
+    return out
+
+
+def _unknown_keys(body: dict[str, Any], known: tuple[str, ...], where: str, problems: list[str]) -> None:
+    problems.extend(f"{where}: unknown key {k!r}" for k in body if k not in known)
+
+
+def _port_ranges(value: Any, where: str, problems: list[str]) -> str:
+    """A port list ("22,80,8000-8010") as written, or "" with the problem recorded."""
+    if not isinstance(value, str):
+        problems.append(f'{where}: must be a string of ports and ranges, "22,80,8000-8010"')
+        return ""
+    try:
+        parse_port_ranges(value)
+    except ValueError as e:
+        problems.append(f"{where}: {e}")
+        return ""
+    return value
+
+
+def _port(client: dict[str, Any], key: str, problems: list[str]) -> int | None:
+    value = client[key]
+    if not isinstance(value, int) or isinstance(value, bool) or not 0 < value <= MAX_VALID_PORT:
+        problems.append(f"client.{key}: must be a port, 1 to {MAX_VALID_PORT}")
+        return None
+    return value
+
+
+def _network(client: dict[str, Any], cfg: AgentConfig, problems: list[str]) -> None:
+    """client.network_interface, the dynamic port range and the host_network blocks."""
+    interfaces = {name for _, name in socket.if_nameindex()}
+    if "network_interface" in client:
+        name = client["network_interface"]
+        if not isinstance(name, str) or name not in interfaces:
+            problems.append(
+                f"client.network_interface: no interface {name!r} here (there are {', '.join(sorted(interfaces))})"
+            )
+        else:
+            cfg.network_interface = name
+    for key in ("min_dynamic_port", "max_dynamic_port"):
+        if key in client and (port := _port(client, key, problems)) is not None:
+            setattr(cfg, key, port)
+    if cfg.min_dynamic_port > cfg.max_dynamic_port:
+        problems.append(
+            f"client.min_dynamic_port ({cfg.min_dynamic_port}) is above "
+            f"client.max_dynamic_port ({cfg.max_dynamic_port})"
+        )
+    if "max_kill_timeout" in client:
+        try:
+            cfg.max_kill_timeout = parse_duration(client["max_kill_timeout"])
+        except ValueError as e:
+            problems.append(f"client.max_kill_timeout: {e}")
+    for name, body in _labelled(client, "host_network", problems, "name", "client."):
+        where = f'client.host_network "{name}"'
+        _unknown_keys(body, ("interface", "cidr", "reserved_ports"), where, problems)
+        interface, cidr = body.get("interface", ""), body.get("cidr", "")
+        if not isinstance(interface, str) or (interface and interface not in interfaces):
+            problems.append(f"{where}: interface: no interface {interface!r} here")
+        if not isinstance(cidr, str):
+            problems.append(f"{where}: cidr: must be a string")
+        else:
+            for block in (c.strip() for c in cidr.split(",") if c.strip()):
+                try:
+                    ipaddress.ip_network(block, strict=False)
+                except ValueError:
+                    problems.append(f"{where}: cidr: {block!r} is not a CIDR block")
+        ports = _port_ranges(body.get("reserved_ports", ""), f"{where}: reserved_ports", problems)
+        cfg.host_networks[name] = ClientHostNetworkConfig(
+            name=name, interface=str(interface), cidr=str(cidr), reserved_ports=ports
+        )
+
+
+def _host_volumes(client: dict[str, Any], cfg: AgentConfig, problems: list[str]) -> None:
+    """host_volume "<name>" { path = "/abs/dir"  read_only = false }: the path must exist."""
+    for name, body in _labelled(client, "host_volume", problems, "name", "client."):
+        where = f'client.host_volume "{name}"'
+        _unknown_keys(body, ("path", "read_only"), where, problems)
+        path, read_only = body.get("path"), body.get("read_only", False)
+        if not isinstance(path, str) or not path.startswith("/"):
+            problems.append(f"{where}: path must be an absolute path")
+        elif not Path(path).is_dir():
+            problems.append(f"{where}: path {path!r} is not a directory on this host")
+        if not isinstance(read_only, bool):
+            problems.append(f"{where}: read_only must be true or false")
+        cfg.host_volumes[name] = ClientHostVolumeConfig(
+            name=name, path=str(path), read_only=read_only is True
+        )

@@ -1,6 +1,8 @@
 """Task drivers on the client: `mock` (in-process, Nomad's mock driver config) and `raw_exec`
 (a real process under the executor, its output in rotated log files). A driver starts a task and hands back
-a handle to wait on and to stop (the kill signal, then SIGKILL after kill_timeout)."""
+a handle to wait on and to stop (the task's kill_signal, SIGINT by default as Nomad's executor
+sends, then SIGKILL after its kill_timeout). Neither mounts volumes: the runner hands host
+volume paths to the task in its environment."""
 
 from __future__ import annotations
 
@@ -89,6 +91,20 @@ class MockDriver:
 
 
 # --- raw_exec ---
+# How long past the kill timeout the agent waits for the executor before killing it too.
+EXECUTOR_GRACE = 5.0
+
+
+def kill_signal(name: str) -> str:
+    """The signal a task's `kill_signal` names ("SIGTERM", "term"...; "" for SIGINT), by its
+    name; raises StartError when there is no such signal."""
+    sig = name.strip().upper() or "SIGINT"
+    sig = sig if sig.startswith("SIG") else f"SIG{sig}"
+    if sig not in signal.Signals.__members__:
+        raise StartError(f"unknown kill_signal {name!r}")
+    return sig
+
+
 def process_start_time(pid: int) -> int | None:
     """When process `pid` started, in clock ticks since boot (/proc/<pid>/stat's 22nd field);
     None if there is no such process. With the pid, it names one process: pids are reused (a
@@ -141,10 +157,14 @@ class ProcessHandle:
         return ExitResult(code if code >= 0 else 128 - code, signal=-code if code < 0 else 0)
 
     async def stop(self, kill_timeout: float) -> None:
-        self.signal(signal.SIGTERM)
+        """Tell the executor to stop the task (it sends the kill signal, then SIGKILL after the
+        kill timeout); an executor that outlives that by EXECUTOR_GRACE is killed with its group."""
+        if self._alive():
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.kill(self.pid, signal.SIGTERM)
         waiter = asyncio.create_task(self.wait())
         try:
-            await asyncio.wait_for(asyncio.shield(waiter), kill_timeout)
+            await asyncio.wait_for(asyncio.shield(waiter), kill_timeout + EXECUTOR_GRACE)
         except TimeoutError:
             self.signal(signal.SIGKILL)
             await waiter
@@ -158,6 +178,8 @@ class RawExecDriver:
 
     async def start(self, task: Task, task_dir: Path, log_dir: Path, env: dict[str, str]) -> TaskHandle:
         cfg = task.config
+        sig = kill_signal(task.kill_signal)
+        kill_timeout = task.kill_timeout / SECOND if task.kill_timeout > 0 else 5.0
         command = str(cfg["command"])
         args = [str(a) for a in cfg.get("args", [])]
         work_dir = Path(cfg["work_dir"]) if cfg.get("work_dir") else task_dir
@@ -178,7 +200,7 @@ class RawExecDriver:
                 sys.executable, "-m", "drover.client.executor", "--exit-file", str(exit_file),
                 "--log-dir", str(log_dir), "--task", task.name, "--max-files", str(logs.max_files),
                 "--max-file-size-mb", str(logs.max_file_size_mb), *(["--no-logs"] if logs.disabled else []),
-                "--", command, *args,
+                "--kill-signal", sig, "--kill-timeout", str(kill_timeout), "--", command, *args,
                 cwd=work_dir, env={**os.environ, **env}, stdin=asyncio.subprocess.DEVNULL,
                 stdout=own, stderr=own, start_new_session=True,
             )  # fmt: skip

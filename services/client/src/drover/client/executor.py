@@ -1,10 +1,14 @@
 """The raw_exec executor: `python -m drover.client.executor --exit-file F --log-dir D --task T
-[--max-files N] [--max-file-size-mb M] [--no-logs] -- command args...`.
+[--max-files N] [--max-file-size-mb M] [--no-logs] [--kill-signal SIGINT] [--kill-timeout S]
+-- command args...`.
 
-It runs the task's command as its child in its own session, passes SIGTERM/SIGINT on, copies
-the command's stdout and stderr from pipes into rotated log files (drover.client.logrotate, as
+It runs the task's command as its child, in a process group of the command's own, copies the
+command's stdout and stderr from pipes into rotated log files (drover.client.logrotate, as
 Nomad's logmon), and writes the command's exit code to the exit file once the output is all
-written (negative: killed by that signal). Because the executor, not the agent, is the
+written (negative: killed by that signal). Told to stop (SIGTERM or SIGINT from the agent), it
+sends the task's kill signal to the command alone, and SIGKILL to the command's whole process
+group once the kill timeout has passed, as Nomad's executor shuts a task down; whatever the
+command leaves running in its group when it exits is killed too. Because the executor, not the agent, is the
 command's parent and the logs' writer, an agent that restarts finds its tasks still running,
 their output still going to the files, and learns their exit codes from the file (Nomad's
 executor and logmon, in small).
@@ -13,6 +17,7 @@ executor and logmon, in small).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import signal
 import subprocess
@@ -35,18 +40,20 @@ def _stream(log_dir: Path, task: str, log_type: str, args: argparse.Namespace) -
 def _start(
     command: list[str], args: argparse.Namespace
 ) -> tuple[subprocess.Popen[bytes], list[threading.Thread]]:
-    """The command started, its output piped into the rotated files by a thread a stream (none
-    when logs are disabled: the output is dropped). A command that cannot start says why in
-    its stderr log."""
+    """The command started, leading its own process group, its output piped into the rotated
+    files by a thread a stream (none when logs are disabled: the output is dropped). A command
+    that cannot start says why in its stderr log."""
     if args.no_logs:
         devnull = subprocess.DEVNULL
-        return subprocess.Popen(command, stdout=devnull, stderr=devnull, stdin=devnull), []
+        return subprocess.Popen(command, stdout=devnull, stderr=devnull, stdin=devnull, process_group=0), []
     log_dir = Path(args.log_dir)
     stdout, stderr = _stream(log_dir, args.task, "stdout", args), _stream(log_dir, args.task, "stderr", args)
     out_r, out_w = os.pipe()
     err_r, err_w = os.pipe()
     try:
-        child = subprocess.Popen(command, stdout=out_w, stderr=err_w, stdin=subprocess.DEVNULL)
+        child = subprocess.Popen(
+            command, stdout=out_w, stderr=err_w, stdin=subprocess.DEVNULL, process_group=0
+        )
     except OSError as e:
         stderr.write(f"failed to start {command[0]!r}: {e}\n".encode())
         raise
@@ -62,6 +69,11 @@ def _start(
     return child, pumps
 
 
+def _kill_group(pgid: int) -> None:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(pgid, signal.SIGKILL)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--exit-file", required=True)
@@ -70,23 +82,43 @@ def main() -> None:
     ap.add_argument("--max-files", type=int, default=10)
     ap.add_argument("--max-file-size-mb", type=int, default=10)
     ap.add_argument("--no-logs", action="store_true", help="the task's logs block disables them")
+    ap.add_argument("--kill-signal", default="SIGINT", help="sent to the command to stop it")
+    ap.add_argument("--kill-timeout", type=float, default=5.0, help="seconds before SIGKILL")
     ap.add_argument("command", nargs=argparse.REMAINDER)
     args = ap.parse_args()
     command = args.command[1:] if args.command[:1] == ["--"] else args.command
     exit_file = Path(args.exit_file)
+    kill_signal = signal.Signals[args.kill_signal]
+    stopping = threading.Event()
+    started: list[subprocess.Popen[bytes]] = []
+
+    def stop(_signum: int, _frame: object) -> None:
+        """Told to stop: the kill signal now, SIGKILL to the group after the kill timeout (a
+        stop that comes before the command is started is carried out once it is)."""
+        if stopping.is_set() or not started:
+            stopping.set()
+            return
+        stopping.set()
+        started[0].send_signal(kill_signal)
+        timer = threading.Timer(args.kill_timeout, _kill_group, (started[0].pid,))
+        timer.daemon = True
+        timer.start()
+
+    signal.signal(signal.SIGTERM, stop)
+    signal.signal(signal.SIGINT, stop)
     try:
         child, pumps = _start(command, args)
     except OSError as e:
         print(f"failed to start {command[0]!r}: {e}", file=sys.stderr)
         write_atomically(exit_file, "127")
         sys.exit(127)
-
-    def forward(signum: int, _frame: object) -> None:
-        child.send_signal(signum)
-
-    signal.signal(signal.SIGTERM, forward)
-    signal.signal(signal.SIGINT, forward)
+    started.append(child)
+    if stopping.is_set():
+        stopping.clear()
+        stop(signal.SIGTERM, None)
     code = child.wait()
+    # What the command left behind in its group (holding the output pipes open, say) goes too.
+    _kill_group(child.pid)
     for t in pumps:
         t.join(DRAIN_TIMEOUT)
     write_atomically(exit_file, str(code))

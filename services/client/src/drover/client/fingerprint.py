@@ -1,5 +1,7 @@
 """What the agent tells the servers about its machine (Nomad's fingerprinters, the ones that
-matter for placement): CPU, memory, disk, OS and kernel, architecture, hostname, drivers."""
+matter for placement): CPU, memory, disk, OS and kernel, architecture, hostname, drivers,
+networks (drover.client.network) with the dynamic port range and reserved ports, host
+volumes and host networks."""
 
 from __future__ import annotations
 
@@ -10,12 +12,14 @@ import socket
 from pathlib import Path
 
 from drover.client.config import AgentConfig
+from drover.client.network import chosen_interface, default_route_interface, node_networks, read_interfaces
 from drover.model.node import (
     DriverInfo,
     Node,
     NodeCpuResources,
     NodeDiskResources,
     NodeMemoryResources,
+    NodeReservedNetworkResources,
     NodeReservedResources,
     NodeResources,
 )
@@ -80,6 +84,10 @@ def fingerprint(node_id: str, cfg: AgentConfig) -> Node:
     }
     for driver in sorted(cfg.drivers):
         attributes[f"driver.{driver}"] = "1"
+    interface = chosen_interface(cfg.network_interface, default_route_interface())
+    networks, node_nets = node_networks(read_interfaces(), interface, cfg.host_networks)
+    if networks:
+        attributes["unique.network.ip-address"] = networks[0].ip
     return Node(
         id=node_id,
         name=cfg.name or hostname,
@@ -93,11 +101,18 @@ def fingerprint(node_id: str, cfg: AgentConfig) -> Node:
             cpu=NodeCpuResources(cpu_shares=total_mhz, total_cpu_cores=cores),
             memory=NodeMemoryResources(memory_mb=memory),
             disk=NodeDiskResources(disk_mb=disk),
+            networks=networks,
+            node_networks=node_nets,
+            min_dynamic_port=cfg.min_dynamic_port,
+            max_dynamic_port=cfg.max_dynamic_port,
         ),
         reserved_resources=NodeReservedResources(
             cpu=NodeCpuResources(cpu_shares=cfg.reserved_cpu),
             memory=NodeMemoryResources(memory_mb=cfg.reserved_memory),
             disk=NodeDiskResources(disk_mb=cfg.reserved_disk),
+            networks=NodeReservedNetworkResources(reserved_host_ports=cfg.reserved_ports),
         ),
+        host_volumes={name: v.model_copy() for name, v in cfg.host_volumes.items()},
+        host_networks={name: n.model_copy() for name, n in cfg.host_networks.items()},
         status="ready",
     )

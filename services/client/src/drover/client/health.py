@@ -1,15 +1,19 @@
 """Alloc health for deployments, judged on the client from task states (Nomad's allochealth
 with health_check "task_states"; "checks" is judged the same, as Drover runs no service checks):
 healthy once every task has run without a break for min_healthy_time; unhealthy as soon as a task
-fails, or when healthy_deadline passes first. Pure: the runner hands in the states and the time.
+fails or a task that should run ends, or when healthy_deadline passes first. Tasks of a lifecycle
+hook are judged as Nomad does: a poststop task is not looked at (it waits for the others), an
+ephemeral prestart task may have completed, and a poststart one that completed is left out.
+Pure: the runner hands in the states and the time.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
-from drover.model.alloc import TASK_STATE_DEAD, TASK_STATE_RUNNING, TaskState
+from drover.model.alloc import TASK_STATE_DEAD, TASK_STATE_PENDING, TaskState
 from drover.model.durations import SECOND
+from drover.model.job import TASK_HOOK_POSTSTART, TASK_HOOK_POSTSTOP, TASK_HOOK_PRESTART
 
 FAILED_TASK = "Unhealthy because of failed task"
 
@@ -30,12 +34,27 @@ class HealthTracker:
     min_healthy_time: int
     deadline: int  # absolute, Unix ns
     healthy_deadline: int = 0  # the configured span, for the message
+    # The hook of each task that is not a sidecar (drover.control.client.lifecycle.ephemeral_hooks).
+    lifecycles: dict[str, str] = field(default_factory=dict)
     running_since: int | None = None
 
+    def _judged(self, states: dict[str, TaskState]) -> dict[str, TaskState]:
+        hooks = self.lifecycles
+        return {
+            name: s
+            for name, s in states.items()
+            if hooks.get(name) != TASK_HOOK_POSTSTOP
+            and not (hooks.get(name) == TASK_HOOK_POSTSTART and s.state == TASK_STATE_DEAD and not s.failed)
+        }
+
     def update(self, states: dict[str, TaskState], now: int) -> Verdict:
-        if any(s.state == TASK_STATE_DEAD and s.failed for s in states.values()):
+        judged = self._judged(states)
+        if any(
+            s.state == TASK_STATE_DEAD and (s.failed or self.lifecycles.get(name) != TASK_HOOK_PRESTART)
+            for name, s in judged.items()
+        ):
             return Verdict(False, FAILED_TASK)
-        if states and all(s.state == TASK_STATE_RUNNING for s in states.values()):
+        if judged and all(s.state != TASK_STATE_PENDING for s in judged.values()):
             if self.running_since is None:
                 self.running_since = now
             healthy_at = self.running_since + self.min_healthy_time

@@ -1,22 +1,33 @@
-"""Alloc and task runners: run an alloc's tasks through their drivers, restart them locally per
-the group's restart block (drover.control.client.restarttracker), stop them when the servers say so, and
-keep task states and the alloc's client status for the agent to report."""
+"""The alloc runner: run an alloc's tasks (drover.client.taskrunner) in their lifecycle order
+(drover.control.client.lifecycle: prestart, main, poststart, poststop), kill the live ones when
+a task fails for good, the leader ends or only sidecars are left (leader first, sidecars last,
+after the group's shutdown_delay), stop them when the servers say so, judge deployment health,
+and keep the alloc's client status for the agent to report."""
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
-import random
 import time
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from drover.client.drivers import ExitResult, StartError, TaskHandle, driver_for
+from drover.client.drivers import TaskHandle
 from drover.client.health import HealthTracker
 from drover.client.statefile import write_atomically
-from drover.control.client.restarttracker import DONE, RESTART, RestartTracker
+from drover.client.taskrunner import TaskRunner
+from drover.control.client.lifecycle import (
+    OPEN,
+    POSTSTOP,
+    Coordinator,
+    Kill,
+    ephemeral_hooks,
+    kill_decision,
+    kill_waves,
+)
+from drover.control.client.taskenv import TaskDirs
 from drover.model.alloc import (
     ALLOC_CLIENT_COMPLETE,
     ALLOC_CLIENT_FAILED,
@@ -27,165 +38,28 @@ from drover.model.alloc import (
     TASK_STATE_RUNNING,
     Allocation,
     AllocDeploymentStatus,
-    TaskEvent,
-    TaskState,
 )
-from drover.model.defaults import HEALTH_CHECK_MANUAL, default_restart_policy
-from drover.model.drivers import config_problems
+from drover.model.defaults import HEALTH_CHECK_MANUAL
 from drover.model.durations import SECOND
 from drover.model.job import Job, Task, TaskGroup
+from drover.model.node import Node
 from drover.model.validation.dispatch import decode_payload, dispatch_payload_path
 
 log = logging.getLogger("drover.client")
-DEFAULT_KILL_TIMEOUT = 5.0
+# Every lifecycle stage, each with the gate its waiting tasks start through.
+STAGES = sorted({stage for stages in OPEN.values() for stage in stages})
 
 
-class TaskRunner:
-    def __init__(self, alloc: AllocRunner, task: Task, reattach: TaskHandle | None = None) -> None:
-        self.alloc = alloc
-        self.task = task
-        self.state = TaskState(state=TASK_STATE_PENDING)
-        self.handle: TaskHandle | None = reattach
-        self.stopping = asyncio.Event()
-        self.rng = random.Random()
-        self.restart_now = asyncio.Event()
-        # An operator restart accepted and not yet carried out: saved with the agent's state and
-        # cleared in the same write as the new process's handle, so an agent killed in between
-        # carries it out when it is back, and one killed after it does not do it again.
-        self.restart_pending = ""
+@dataclass
+class ClientContext:
+    """What an alloc runner knows of its agent: where allocs live, the drivers enabled, the
+    node as fingerprinted (attributes, host volumes), the region and the kill timeout cap."""
 
-    def _event(self, kind: str, message: str = "", **details: str) -> None:
-        event = TaskEvent(
-            type=kind, time=time.time_ns(), message=message, display_message=message or kind, details=details
-        )
-        self.state = self.state.model_copy(update={"events": [*self.state.events, event][-10:]})
-        self.alloc.changed()
-
-    def _set(self, **update: Any) -> None:
-        self.state = self.state.model_copy(update=update)
-        self.alloc.changed()
-
-    def _fail(self, kind: str, message: str) -> None:
-        self._event(kind, message)
-        self._set(state=TASK_STATE_DEAD, failed=True, finished_at=time.time_ns())
-
-    async def run(self) -> None:
-        job, tg = self.alloc.job, self.alloc.tg
-        policy = self.task.restart_policy or tg.restart_policy or default_restart_policy(job.type)
-        tracker = RestartTracker(policy, job.type)
-        driver = driver_for(self.task.driver, self.alloc.drivers)
-        if driver is None:
-            self._fail("Driver Failure", f'driver "{self.task.driver}" is not enabled on this client')
-            return
-        problems = config_problems(self.task.driver, self.task.config)
-        if problems:
-            self._fail("Failed Validation", "; ".join(problems))
-            return
-        if self.handle is None:
-            self._event("Received", "Task received by client")
-            if self.restart_pending:
-                # Accepted before the agent stopped and not carried out: this start is the restart.
-                self._event("Restart Signaled", "User requested restart", restart_id=self.restart_pending)
-            try:
-                self.alloc.write_payload(self.task)
-            except OSError as e:
-                self._fail("Setup Failure", f"failed to write the dispatch payload: {e}")
-                return
-        while not self.stopping.is_set():
-            if self.handle is None:
-                try:
-                    self.handle = await driver.start(
-                        self.task,
-                        self.alloc.task_dir(self.task),
-                        self.alloc.log_dir,
-                        self.alloc.env(self.task),
-                    )
-                except StartError as e:
-                    self._event("Driver Failure", str(e))
-                    decision = tracker.on_start_error(e.recoverable, time.time_ns(), self.rng)
-                    if decision.action != RESTART:
-                        self._fail("Not Restarting", decision.reason)
-                        return
-                    if not await self._pause(decision.delay):
-                        return
-                    continue
-                self._event("Started", "Task started by client")
-                self._set(state=TASK_STATE_RUNNING, started_at=self.state.started_at or time.time_ns())
-                self.restart_pending = ""
-            self.alloc.persist()
-            result = await self._wait_or_stop(self.handle)
-            self.handle = None
-            if result is None:  # stopped by the agent
-                self._event("Killed", "Task successfully killed")
-                self._set(state=TASK_STATE_DEAD, finished_at=time.time_ns())
-                return
-            self._event("Terminated", f"Exit Code: {result.exit_code}", exit_code=str(result.exit_code))
-            if self.restart_now.is_set():
-                # Asked for: again at once, not counted against the restart block.
-                self.restart_now.clear()
-                self._event("Restarting", "Task restarting in 0s")
-                self._set(
-                    state=TASK_STATE_PENDING, restarts=self.state.restarts + 1, last_restart=time.time_ns()
-                )
-                continue
-            decision = tracker.on_exit(time.time_ns(), result.exit_code, self.rng)
-            if decision.action == DONE:
-                self._set(state=TASK_STATE_DEAD, failed=False, finished_at=time.time_ns())
-                return
-            if decision.action != RESTART:
-                self._fail("Not Restarting", decision.reason)
-                return
-            self._event("Restarting", f"{decision.reason}; restarting in {decision.delay / SECOND:.3g}s")
-            self._set(state=TASK_STATE_PENDING, restarts=self.state.restarts + 1, last_restart=time.time_ns())
-            if not await self._pause(decision.delay):
-                return
-
-    async def _pause(self, delay_ns: int) -> bool:
-        """Wait out a restart delay; False when stopped meanwhile."""
-        with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(self.stopping.wait(), delay_ns / SECOND)
-        if self.stopping.is_set():
-            self._event("Killed", "Task successfully killed")
-            self._set(state=TASK_STATE_DEAD, finished_at=time.time_ns())
-            return False
-        return True
-
-    async def _wait_or_stop(self, handle: TaskHandle) -> ExitResult | None:
-        waiter = asyncio.ensure_future(handle.wait())
-        stopper = asyncio.ensure_future(self.stopping.wait())
-        done, _ = await asyncio.wait({waiter, stopper}, return_when=asyncio.FIRST_COMPLETED)
-        if waiter in done:
-            stopper.cancel()
-            return waiter.result()
-        kill_timeout = self.task.kill_timeout / SECOND if self.task.kill_timeout > 0 else DEFAULT_KILL_TIMEOUT
-        self._event("Killing", f"Sent interrupt. Waiting {kill_timeout:g}s before force killing")
-        await handle.stop(kill_timeout)
-        with contextlib.suppress(Exception):
-            await waiter
-        return None
-
-    def running(self) -> bool:
-        return self.handle is not None and self.state.state == TASK_STATE_RUNNING
-
-    async def restart(self, request_id: str = "") -> None:
-        """Run the task again now (an operator asked), without counting against the restart
-        block: stop it as for a kill, then start it again."""
-        if self.handle is None:
-            self.restart_pending = ""
-            return
-        self.signal_restart(request_id)
-        await self.kill_for_restart()
-
-    def signal_restart(self, request_id: str) -> None:
-        self.restart_pending = request_id
-        self._event("Restart Signaled", "User requested restart", restart_id=request_id)
-        self.restart_now.set()
-
-    async def kill_for_restart(self) -> None:
-        if self.handle is None:
-            return
-        kill_timeout = self.task.kill_timeout / SECOND if self.task.kill_timeout > 0 else DEFAULT_KILL_TIMEOUT
-        await self.handle.stop(kill_timeout)
+    data_dir: Path
+    drivers: set[str]
+    node: Node = field(default_factory=Node)
+    region: str = "global"
+    max_kill_timeout: int = 30 * SECOND
 
 
 class AllocRunner:
@@ -193,30 +67,41 @@ class AllocRunner:
         self,
         alloc: Allocation,
         job: Job,
-        data_dir: Path,
-        drivers: set[str],
+        client: ClientContext,
         on_change: Callable[[AllocRunner], None],
         persist: Callable[[], None],
         reattach: dict[str, TaskHandle] | None = None,
+        restore: bool = False,
     ) -> None:
+        """`reattach`: handles of tasks still running from before the agent's restart;
+        `restore`: the alloc ran here before that restart (its tasks that ended stay ended)."""
         self.alloc = alloc
         self.job = job
         tg = job.lookup_task_group(alloc.task_group)
         self.tg: TaskGroup = tg if tg is not None else TaskGroup(name=alloc.task_group)
-        self.dir = data_dir / "allocs" / alloc.id
+        self.client = client
+        self.dir = client.data_dir / "allocs" / alloc.id
         self.log_dir = self.dir / "alloc" / "logs"
-        self.drivers = drivers
         self._on_change = on_change
         self._persist = persist
+        self.gates = {stage: asyncio.Event() for stage in STAGES}
+        self.coordinator = Coordinator.of(self.tg.tasks)
         self.tasks = {t.name: TaskRunner(self, t, (reattach or {}).get(t.name)) for t in self.tg.tasks}
         for name, tr in self.tasks.items():
+            known = alloc.task_states.get(name)
             # Re-attached: the task goes on where the servers last heard of it (restarts, events).
-            if tr.handle is not None and name in alloc.task_states:
-                tr.state = alloc.task_states[name]
+            if known is not None and (tr.handle is not None or (restore and known.state == TASK_STATE_DEAD)):
+                tr.state = known
+                tr.ended_before = tr.handle is None
+        if restore:
+            self.coordinator.restore(self._states())
         self.main: asyncio.Task[None] | None = None
         self._runs: set[asyncio.Task[None]] = set()
         self._restarts: set[asyncio.Task[None]] = set()
         self.stopped = False
+        # The servers asked the alloc to stop without its shutdown delays (alloc stop -no-shutdown-delay).
+        self.no_shutdown_delay = False
+        self._killing: asyncio.Task[None] | None = None
         # The last operator restart request acted on (each is acted on once, across agent restarts).
         self.restart_handled = ""
         # Deployment health, judged here and reported with the alloc's status.
@@ -224,8 +109,23 @@ class AllocRunner:
         self._health = self._health_tracker()
         self._health_timer: asyncio.TimerHandle | None = None
 
+    # --- the alloc directory (Nomad's layout) ---
     def task_dir(self, task: Task) -> Path:
+        """The task's working directory (raw_exec runs there): <alloc>/<task>."""
         return self.dir / task.name
+
+    def dirs(self, task: Task) -> TaskDirs:
+        root = self.task_dir(task)
+        return TaskDirs(str(self.dir / "alloc"), str(root / "local"), str(root / "secrets"))
+
+    def build_dirs(self, task: Task) -> None:
+        """alloc/{data,logs,tmp} shared by the tasks, <task>/{local,secrets,tmp} each's own."""
+        for sub in ("data", "logs", "tmp"):
+            (self.dir / "alloc" / sub).mkdir(parents=True, exist_ok=True)
+        root = self.task_dir(task)
+        for sub in ("local", "tmp"):
+            (root / sub).mkdir(parents=True, exist_ok=True)
+        (root / "secrets").mkdir(mode=0o700, parents=True, exist_ok=True)
 
     def write_payload(self, task: Task) -> None:
         """A dispatched job's payload, written whole into the file its task's dispatch_payload
@@ -241,20 +141,6 @@ class AllocRunner:
         path.parent.mkdir(parents=True, exist_ok=True)
         write_atomically(path, payload)
 
-    def env(self, task: Task) -> dict[str, str]:
-        a = self.alloc
-        return {
-            **task.env,
-            "NOMAD_ALLOC_ID": a.id,
-            "NOMAD_ALLOC_NAME": a.name,
-            "NOMAD_ALLOC_INDEX": str(a.index()),
-            "NOMAD_JOB_NAME": a.job_id,
-            "NOMAD_GROUP_NAME": a.task_group,
-            "NOMAD_TASK_NAME": task.name,
-            "NOMAD_ALLOC_DIR": str(self.dir / "alloc"),
-            "NOMAD_TASK_DIR": str(self.task_dir(task)),
-        }
-
     def _health_tracker(self) -> HealthTracker | None:
         """A tracker when the alloc belongs to a deployment whose health is not yet known."""
         upd, a = self.tg.update, self.alloc
@@ -263,7 +149,10 @@ class AllocRunner:
         if a.deployment_status is not None and a.deployment_status.healthy is not None:
             return None
         return HealthTracker(
-            upd.min_healthy_time, time.time_ns() + upd.healthy_deadline, upd.healthy_deadline
+            upd.min_healthy_time,
+            time.time_ns() + upd.healthy_deadline,
+            upd.healthy_deadline,
+            lifecycles=ephemeral_hooks(self.tg.tasks),
         )
 
     def _judge_health(self) -> None:
@@ -272,7 +161,7 @@ class AllocRunner:
             self._health_timer.cancel()
             self._health_timer = None
         now = time.time_ns()
-        verdict = self._health.update({n: tr.state for n, tr in self.tasks.items()}, now)
+        verdict = self._health.update(self._states(), now)
         if verdict.healthy is not None:
             self.health = AllocDeploymentStatus(healthy=verdict.healthy, timestamp=now)
             log.info("alloc %s is %s", self.alloc.id, "healthy" if verdict.healthy else "unhealthy")
@@ -284,10 +173,47 @@ class AllocRunner:
                 max(0.0, (verdict.wake_at - now) / SECOND), self.changed
             )
 
+    def _states(self) -> dict[str, Any]:
+        return {n: tr.state for n, tr in self.tasks.items()}
+
     def changed(self) -> None:
+        if self.main is not None:
+            self._coordinate()
         if self._health is not None and self.health is None and not self.stopped:
             self._judge_health()
         self._on_change(self)
+
+    def _coordinate(self) -> None:
+        """Open the gates of the lifecycle stages that may start now, and kill the live tasks
+        when a task's end says so."""
+        states = self._states()
+        opened = self.coordinator.update(states)
+        for stage, gate in self.gates.items():
+            if stage in opened:
+                gate.set()
+            else:
+                gate.clear()
+        if self._killing is None and not self.stopped and (kill := kill_decision(self.tg.tasks, states)):
+            log.info("alloc %s: %s; killing its live tasks", self.alloc.id, kill.message())
+            self._killing = asyncio.create_task(self._kill_tasks(kill))
+
+    async def _kill_tasks(self, kill: Kill | None) -> None:
+        """Kill every task but the poststop ones: each live one told why (`kill`), after the
+        group's shutdown_delay; the leader first, then the others, then the sidecars."""
+        if kill is not None:
+            details = {"failed_sibling": kill.failed_sibling} if kill.failed_sibling else {}
+            for tr in self.tasks.values():
+                if tr.stage != POSTSTOP and tr.state.state != TASK_STATE_DEAD:
+                    tr.emit(kill.event, kill.message(), **details)
+        delay = self.tg.shutdown_delay or 0
+        if (
+            delay > 0
+            and not self.no_shutdown_delay
+            and any(tr.handle is not None for tr in self.tasks.values())
+        ):
+            await asyncio.sleep(delay / SECOND)
+        for wave in kill_waves(self.tg.tasks):
+            await asyncio.gather(*(self.tasks[name].kill() for name in wave))
 
     def persist(self) -> None:
         self._persist()
@@ -297,17 +223,20 @@ class AllocRunner:
         self.changed()
 
     async def _run(self) -> None:
-        self._runs |= {asyncio.create_task(tr.run()) for tr in self.tasks.values()}
+        for tr in self.tasks.values():
+            self._spawn(tr)
         await self._wait_runs()
+
+    def _spawn(self, tr: TaskRunner) -> None:
+        tr.run_task = asyncio.create_task(tr.run())
+        self._runs.add(tr.run_task)
 
     async def _wait_runs(self) -> None:
         while self._runs:
             done, _ = await asyncio.wait(self._runs, return_when=asyncio.FIRST_COMPLETED)
             self._runs -= done
-            # One task failed for good: the alloc has failed; the others are stopped.
-            if any(tr.state.failed for tr in self.tasks.values()) and not self.stopped:
-                for tr in self.tasks.values():
-                    tr.stopping.set()
+        if self._killing is not None:
+            await self._killing
         self.changed()
 
     def _chosen(
@@ -346,11 +275,20 @@ class AllocRunner:
             self.alloc.id,
             ", ".join(tr.task.name for tr in running + again) or "nothing",
         )
+        if all_tasks and not tasks and not task:
+            # Every task runs again: in lifecycle order, and a kill already done is forgotten.
+            self.coordinator.restart()
+            if self._killing is not None and self._killing.done():
+                self._killing = None
         for tr in again:
             tr.restart_pending = request_id  # run() signals it: this start is the restart
-            self._runs.add(asyncio.create_task(tr.run()))
+            tr.ended_before = False
+            tr.stopping.clear()
+            tr.state = tr.state.model_copy(update={"state": TASK_STATE_PENDING})
+            self._spawn(tr)
         if again and self.main is not None and self.main.done():
             self.main = asyncio.create_task(self._wait_runs())
+        self.changed()
         await asyncio.gather(*(tr.restart(request_id) for tr in running))
 
     def pending_restarts(self) -> dict[str, str]:
@@ -370,12 +308,18 @@ class AllocRunner:
                 self._restarts.add(task := asyncio.create_task(tr.kill_for_restart()))
                 task.add_done_callback(self._restarts.discard)
 
-    async def stop(self) -> None:
+    async def stop(self, no_shutdown_delay: bool = False, destroy: bool = False) -> None:
+        """Stop the alloc: kill its tasks in order, then let its poststop tasks run (`destroy`:
+        kill those too, without delays, as for an alloc collected)."""
         self.stopped = True
+        self.no_shutdown_delay = self.no_shutdown_delay or no_shutdown_delay or destroy
         if self._health_timer is not None:
             self._health_timer.cancel()
-        for tr in self.tasks.values():
-            tr.stopping.set()
+        if destroy:
+            for tr in self.tasks.values():
+                tr.stopping.set()
+        elif self.main is not None and not self.main.done():
+            await self._kill_tasks(None)
         if self.main is not None:
             await self.main
 
@@ -384,13 +328,15 @@ class AllocRunner:
         return self.main is not None and self.main.done()
 
     def client_status(self) -> str:
+        """Nomad's: failed if a task failed, else running if one runs, else pending if one is
+        yet to run (a poststop task waits for the others), else complete."""
         states = [tr.state for tr in self.tasks.values()]
         if any(s.state == TASK_STATE_DEAD and s.failed for s in states):
             return ALLOC_CLIENT_FAILED
-        if not states or any(s.state == TASK_STATE_PENDING for s in states):
-            return ALLOC_CLIENT_PENDING
         if any(s.state == TASK_STATE_RUNNING for s in states):
             return ALLOC_CLIENT_RUNNING
+        if not states or any(s.state == TASK_STATE_PENDING for s in states):
+            return ALLOC_CLIENT_PENDING
         return ALLOC_CLIENT_COMPLETE
 
     def handles(self) -> dict[str, dict[str, Any]]:

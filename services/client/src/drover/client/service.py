@@ -3,7 +3,7 @@
 drover agent [--config agent.hcl] [--api URL] [--data-dir DIR] [--name NAME]
              [--datacenter DC] [--node-class C] [--node-pool P] [--meta k=v ...]
              [--enable-raw-exec] [--gc-interval 1m] [--gc-max-allocs 50]
-             [--http-addr 127.0.0.1:0]
+             [--http-addr 127.0.0.1:0] [--region R] [--network-interface IF]
 """
 
 from __future__ import annotations
@@ -12,6 +12,7 @@ import argparse
 import asyncio
 import logging
 import signal
+import socket
 import sys
 from pathlib import Path
 
@@ -41,6 +42,11 @@ def parse(argv: list[str]) -> AgentConfig:
     ap.add_argument(
         "--http-addr", help="HOST:PORT serving alloc logs to the API (default 127.0.0.1:0, a free port)"
     )
+    ap.add_argument("--region", help="the region tasks are told they run in (default global)")
+    ap.add_argument(
+        "--network-interface",
+        help="the interface whose address ports are given on (default: the default route's)",
+    )
     ap.add_argument("--gc-interval", help="how often terminal alloc directories are collected (default 1m)")
     ap.add_argument(
         "--gc-max-allocs", type=int, help="allocs kept before terminal ones are collected (default 50)"
@@ -52,7 +58,7 @@ def parse(argv: list[str]) -> AgentConfig:
             cfg = load(args.config, cfg)
         except (OSError, ValueError) as e:
             ap.error(str(e))
-    for key in ("api", "data_dir", "name", "datacenter", "node_class", "node_pool", "http_addr"):
+    for key in ("api", "data_dir", "name", "datacenter", "node_class", "node_pool", "http_addr", "region"):
         value = getattr(args, key)
         if value is not None:
             setattr(cfg, key, value)
@@ -63,6 +69,10 @@ def parse(argv: list[str]) -> AgentConfig:
         cfg.meta[key] = value
     if args.http_addr is not None and (problem := http_addr_problem(args.http_addr)):
         ap.error(f"--http-addr: {problem}")
+    if args.network_interface is not None:
+        if args.network_interface not in {name for _, name in socket.if_nameindex()}:
+            ap.error(f"--network-interface: no interface {args.network_interface!r} here")
+        cfg.network_interface = args.network_interface
     if args.enable_raw_exec:
         cfg.drivers.add(DRIVER_RAW_EXEC)
     if args.gc_interval is not None:

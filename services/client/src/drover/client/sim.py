@@ -1,7 +1,9 @@
 """`drover sim`: one process hosting thousands of simulated nodes.
 
 Nodes are spread over datacenters and racks (meta.rack) as asked and advertise whatever
-drivers they are told (docker included); they register, heartbeat in batches at the TTLs the
+drivers they are told (docker included), each with a host network of its own address
+(10.0.0.0/8, aliased "default") and the default dynamic port range, so port placement runs as
+on real nodes; they register, heartbeat in batches at the TTLs the
 servers hand out, and run their allocs as the mock driver would (run_for, exit_code,
 start_error; anything else runs until stopped), following every node's allocs with one
 blocking query. An operator's restart request on a running alloc is acted on once, as the
@@ -16,6 +18,7 @@ import argparse
 import asyncio
 import contextlib
 import heapq
+import ipaddress
 import json
 import logging
 import random
@@ -32,6 +35,7 @@ import httpx
 
 from drover.client.simtasks import SimTasks
 from drover.model.durations import SECOND, parse_duration
+from drover.model.network import DEFAULT_MAX_DYNAMIC_PORT, DEFAULT_MIN_DYNAMIC_PORT
 from drover.runtime.service import run_loop
 from drover.runtime.telemetry import setup_logging
 
@@ -43,10 +47,16 @@ BATCH = 1000
 REPORT_EVENTS = 2000
 
 
+def sim_address(i: int) -> str:
+    """Node `i`'s address: unique for the first 16 million nodes (10.0.0.1 up)."""
+    return str(ipaddress.IPv4Address(0x0A000000 + i % 0xFFFFFE + 1))
+
+
 def sim_node(
     i: int, prefix: str, dcs: int, racks: int, drivers: list[str], cpu: int, mem: int
 ) -> dict[str, Any]:
     node_id = f"{prefix}{i:05d}"
+    ip = sim_address(i)
     return {
         "ID": node_id,
         "Name": node_id,
@@ -58,6 +68,7 @@ def sim_node(
             "os.name": "sim",
             "cpu.arch": "amd64",
             "unique.hostname": node_id,
+            "unique.network.ip-address": ip,
             **{f"driver.{d}": "1" for d in drivers},
         },
         "Drivers": {d: {"Detected": True, "Healthy": True} for d in drivers},
@@ -65,6 +76,17 @@ def sim_node(
             "Cpu": {"CpuShares": cpu},
             "Memory": {"MemoryMB": mem},
             "Disk": {"DiskMB": 100_000},
+            "Networks": [{"Mode": "host", "Device": "eth0", "IP": ip, "CIDR": f"{ip}/32", "MBits": 1000}],
+            "NodeNetworks": [
+                {
+                    "Mode": "host",
+                    "Device": "eth0",
+                    "Speed": 1000,
+                    "Addresses": [{"Family": "ipv4", "Alias": "default", "Address": ip}],
+                }
+            ],
+            "MinDynamicPort": DEFAULT_MIN_DYNAMIC_PORT,
+            "MaxDynamicPort": DEFAULT_MAX_DYNAMIC_PORT,
         },
     }
 

@@ -2,7 +2,9 @@
 machine: after each exit, restart after a delay, or give up.
 
 - A batch task that exits 0 is done; a service or system task that exits is restarted (they
-  are meant to run until stopped), counted like a failure.
+  are meant to run until stopped), counted like a failure. A task of a lifecycle hook that
+  exits 0 is done, whatever its job, unless it is a sidecar (meant to run beside the main
+  tasks); a poststop task is never restarted after exiting 0.
 - Restarts are counted within `interval`; once `attempts` are used: mode "fail" fails the task
   ("Exceeded allowed attempts"), mode "delay" waits until the interval is over, then starts a
   fresh count.
@@ -16,7 +18,13 @@ import random
 from dataclasses import dataclass
 
 from drover.model.defaults import RESTART_MODE_DELAY
-from drover.model.job import JOB_TYPE_BATCH, JOB_TYPE_SYSBATCH, RestartPolicy
+from drover.model.job import (
+    JOB_TYPE_BATCH,
+    JOB_TYPE_SYSBATCH,
+    TASK_HOOK_POSTSTOP,
+    RestartPolicy,
+    TaskLifecycle,
+)
 
 RESTART = "restart"
 FAIL = "fail"
@@ -41,12 +49,19 @@ class Decision:
 class RestartTracker:
     policy: RestartPolicy
     job_type: str
+    lifecycle: TaskLifecycle | None = None
     count: int = 0
     interval_start: int = 0
 
+    def restarts_on_success(self) -> bool:
+        lc = self.lifecycle
+        if lc is not None and lc.hook:
+            return lc.sidecar and lc.hook != TASK_HOOK_POSTSTOP
+        return self.job_type not in (JOB_TYPE_BATCH, JOB_TYPE_SYSBATCH)
+
     def on_exit(self, now: int, exit_code: int, rng: random.Random) -> Decision:
         """The task exited with `exit_code` at `now`."""
-        if exit_code == 0 and self.job_type in (JOB_TYPE_BATCH, JOB_TYPE_SYSBATCH):
+        if exit_code == 0 and not self.restarts_on_success():
             return Decision(DONE, reason=REASON_COMPLETED)
         return self._restart_or_not(now, rng)
 

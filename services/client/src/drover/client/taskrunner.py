@@ -1,0 +1,316 @@
+"""A task runner: one task of an alloc, as Nomad's task runner runs it - wait until its
+lifecycle stage may start, run its prestart hooks (task directories, dispatch payload, host
+volumes, environment, artifacts), start it through its driver, and restart it locally per its
+restart block (drover.control.client.restarttracker) until it is done, failed or killed; a
+kill waits its shutdown_delay, then sends its kill signal and SIGKILL after its kill_timeout."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import random
+import time
+from typing import TYPE_CHECKING, Any
+
+import httpx
+
+from drover.client import artifacts
+from drover.client.drivers import Driver, ExitResult, StartError, TaskHandle, driver_for
+from drover.control.client.lifecycle import task_stage
+from drover.control.client.restarttracker import DONE, RESTART, RestartTracker
+from drover.control.client.taskenv import interpolate, interpolation_maps, task_env
+from drover.control.client.volumes import VolumeError, host_volume_mounts, volume_env
+from drover.model.alloc import TASK_STATE_DEAD, TASK_STATE_PENDING, TASK_STATE_RUNNING, TaskEvent, TaskState
+from drover.model.defaults import DEFAULT_KILL_TIMEOUT, default_restart_policy
+from drover.model.drivers import config_problems
+from drover.model.durations import SECOND, format_duration
+from drover.model.job import Task
+
+if TYPE_CHECKING:
+    from drover.client.runner import AllocRunner
+
+log = logging.getLogger("drover.client")
+EVENTS_KEPT = 10
+
+
+class PrestartError(Exception):
+    """A prestart hook failed: its task event type, the message, and whether the restart
+    policy applies (else the task fails at once)."""
+
+    def __init__(self, kind: str, message: str, recoverable: bool) -> None:
+        super().__init__(message)
+        self.kind = kind
+        self.recoverable = recoverable
+
+
+class TaskRunner:
+    def __init__(self, alloc: AllocRunner, task: Task, reattach: TaskHandle | None = None) -> None:
+        self.alloc = alloc
+        self.task = task
+        self.stage = task_stage(task)
+        self.state = TaskState(state=TASK_STATE_PENDING)
+        self.handle: TaskHandle | None = reattach
+        self.stopping = asyncio.Event()
+        self.rng = random.Random()
+        self.restart_now = asyncio.Event()
+        # An operator restart accepted and not yet carried out: saved with the agent's state and
+        # cleared in the same write as the new process's handle, so an agent killed in between
+        # carries it out when it is back, and one killed after it does not do it again.
+        self.restart_pending = ""
+        # Ended before the agent's restart (its state restored from the servers): not run again.
+        self.ended_before = False
+        self.run_task: asyncio.Task[None] | None = None
+        self._set_up = False
+        self._fetched: set[int] = set()  # artifacts already fetched (by index), as Nomad's hook keeps
+
+    # --- state and events ---
+    def _event(self, kind: str, message: str = "", **details: str) -> None:
+        event = TaskEvent(
+            type=kind, time=time.time_ns(), message=message, display_message=message or kind, details=details
+        )
+        self.state = self.state.model_copy(update={"events": [*self.state.events, event][-EVENTS_KEPT:]})
+        self.alloc.changed()
+
+    def _set(self, **update: Any) -> None:
+        self.state = self.state.model_copy(update=update)
+        self.alloc.changed()
+
+    def _fail(self, kind: str, message: str) -> None:
+        self._event(kind, message)
+        self._set(state=TASK_STATE_DEAD, failed=True, finished_at=time.time_ns())
+
+    def _killed(self) -> None:
+        if self.state.state != TASK_STATE_DEAD:
+            self._event("Killed", "Task successfully killed")
+            self._set(state=TASK_STATE_DEAD, finished_at=time.time_ns())
+
+    def emit(self, kind: str, message: str, **details: str) -> None:
+        """An event the alloc runner tells this task of (why it is killed)."""
+        self._event(kind, message, **details)
+
+    def kill_timeout(self) -> float:
+        """The task's kill_timeout (s), capped at the client's max_kill_timeout."""
+        own = self.task.kill_timeout / SECOND if self.task.kill_timeout > 0 else DEFAULT_KILL_TIMEOUT / SECOND
+        return min(own, self.alloc.client.max_kill_timeout / SECOND)
+
+    # --- the run loop ---
+    def _driver(self) -> Driver | None:
+        driver = driver_for(self.task.driver, self.alloc.client.drivers)
+        if driver is None:
+            self._fail("Driver Failure", f'driver "{self.task.driver}" is not enabled on this client')
+            return None
+        problems = config_problems(self.task.driver, self.task.config)
+        if problems:
+            self._fail("Failed Validation", "; ".join(problems))
+            return None
+        return driver
+
+    async def run(self) -> None:
+        job, tg = self.alloc.job, self.alloc.tg
+        policy = self.task.restart_policy or tg.restart_policy or default_restart_policy(job.type)
+        tracker = RestartTracker(policy, job.type, self.task.lifecycle)
+        if self.ended_before:
+            return
+        driver = self._driver()
+        if driver is None:
+            return
+        if self.handle is None:
+            self._event("Received", "Task received by client")
+            if self.restart_pending:
+                # Accepted before the agent stopped and not carried out: this start is the restart.
+                self._event("Restart Signaled", "User requested restart", restart_id=self.restart_pending)
+        while not self.stopping.is_set():
+            if self.handle is None:
+                started = await self._start(driver, tracker)
+                if started is None:
+                    return
+                if not started:
+                    continue
+            assert self.handle is not None
+            self.alloc.persist()
+            result = await self._wait_or_stop(self.handle)
+            self.handle = None
+            if result is None:  # stopped by the agent
+                self._killed()
+                return
+            if not await self._after_exit(result, tracker):
+                return
+        self._killed()
+
+    async def _start(self, driver: Driver, tracker: RestartTracker) -> bool | None:
+        """Start the task once its stage may: True when started, False to try again (after the
+        restart delay), None when done (failed, or killed before it could start)."""
+        if not await self._wait_gate():
+            self._killed()
+            return None
+        try:
+            task, env = await self._prestart()
+            self.handle = await driver.start(task, self.alloc.task_dir(self.task), self.alloc.log_dir, env)
+        except PrestartError as e:
+            self._event(e.kind, str(e))
+            recoverable = e.recoverable
+        except StartError as e:
+            self._event("Driver Failure", str(e))
+            recoverable = e.recoverable
+        else:
+            self._event("Started", "Task started by client")
+            self._set(state=TASK_STATE_RUNNING, started_at=self.state.started_at or time.time_ns())
+            self.restart_pending = ""
+            return True
+        decision = tracker.on_start_error(recoverable, time.time_ns(), self.rng)
+        if decision.action != RESTART:
+            self._fail("Not Restarting", decision.reason)
+            return None
+        return False if await self._restart_after(decision.reason, decision.delay) else None
+
+    async def _after_exit(self, result: ExitResult, tracker: RestartTracker) -> bool:
+        """The task exited by itself: whether it runs again (after its restart delay)."""
+        self._event("Terminated", f"Exit Code: {result.exit_code}", exit_code=str(result.exit_code))
+        if self.restart_now.is_set():
+            # Asked for: again at once, not counted against the restart block.
+            self.restart_now.clear()
+            self._event("Restarting", "Task restarting in 0s")
+            self._set(state=TASK_STATE_PENDING, restarts=self.state.restarts + 1, last_restart=time.time_ns())
+            return True
+        decision = tracker.on_exit(time.time_ns(), result.exit_code, self.rng)
+        if decision.action == DONE:
+            self._set(state=TASK_STATE_DEAD, failed=False, finished_at=time.time_ns())
+            return False
+        if decision.action != RESTART:
+            self._fail("Not Restarting", decision.reason)
+            return False
+        return await self._restart_after(decision.reason, decision.delay)
+
+    async def _restart_after(self, reason: str, delay: int) -> bool:
+        """Count a restart and wait out its delay; False when killed meanwhile."""
+        self._event("Restarting", f"{reason}; restarting in {delay / SECOND:.3g}s")
+        self._set(state=TASK_STATE_PENDING, restarts=self.state.restarts + 1, last_restart=time.time_ns())
+        return await self._pause(delay)
+
+    async def _wait_gate(self) -> bool:
+        """Wait until the task's lifecycle stage may start; False when killed first."""
+        gate = self.alloc.gates[self.stage]
+        while not gate.is_set() and not self.stopping.is_set():
+            opened = asyncio.ensure_future(gate.wait())
+            stopped = asyncio.ensure_future(self.stopping.wait())
+            await asyncio.wait({opened, stopped}, return_when=asyncio.FIRST_COMPLETED)
+            opened.cancel()
+            stopped.cancel()
+        return not self.stopping.is_set()
+
+    async def _pause(self, delay_ns: int) -> bool:
+        """Wait out a restart delay; False when stopped meanwhile."""
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(self.stopping.wait(), delay_ns / SECOND)
+        if self.stopping.is_set():
+            self._killed()
+            return False
+        return True
+
+    # --- prestart hooks ---
+    async def _prestart(self) -> tuple[Task, dict[str, str]]:
+        """The task as its driver gets it (config interpolated, kill_timeout capped) and its
+        environment, once its directories, payload, volumes and artifacts are in place."""
+        ar, task = self.alloc, self.task
+        if not self._set_up:
+            self._event("Task Setup", "Building Task Directory")
+            try:
+                ar.build_dirs(task)
+                ar.write_payload(task)
+            except OSError as e:
+                raise PrestartError("Setup Failure", f"failed to build the task directory: {e}", False) from e
+            self._set_up = True
+        try:
+            mounts = host_volume_mounts(task, ar.tg, ar.client.node.host_volumes, ar.alloc.name)
+        except VolumeError as e:
+            raise PrestartError("Setup Failure", str(e), False) from e
+        env = task_env(
+            ar.alloc, ar.job, task, ar.client.node, ar.dirs(task), ar.client.region, volume_env(mounts)
+        )
+        maps = interpolation_maps(env, ar.client.node, ar.client.region)
+        await self._fetch_artifacts(maps)
+        driven = task.model_copy(
+            update={
+                "config": interpolate(task.config, *maps),
+                "kill_timeout": int(self.kill_timeout() * SECOND),
+            }
+        )
+        return driven, env
+
+    async def _fetch_artifacts(self, maps: tuple[Any, ...]) -> None:
+        todo = [(i, a) for i, a in enumerate(self.task.artifacts) if i not in self._fetched]
+        if not todo:
+            return
+        self._event("Downloading Artifacts", "Client is downloading artifacts")
+        ar = self.alloc
+        for i, art in todo:
+            try:
+                fetch = artifacts.resolve(art, maps, ar.task_dir(self.task), ar.dir / "alloc")
+                await artifacts.fetch(fetch, ar.dir)
+            except (artifacts.ArtifactError, httpx.HTTPError, OSError) as e:
+                message = f'failed to download artifact "{art.getter_source}": {e}'
+                raise PrestartError("Failed Artifact Download", message, True) from e
+            self._fetched.add(i)
+
+    # --- stopping ---
+    async def _wait_or_stop(self, handle: TaskHandle) -> ExitResult | None:
+        waiter = asyncio.ensure_future(handle.wait())
+        stopper = asyncio.ensure_future(self.stopping.wait())
+        done, _ = await asyncio.wait({waiter, stopper}, return_when=asyncio.FIRST_COMPLETED)
+        if waiter in done:
+            stopper.cancel()
+            return waiter.result()
+        if not await self._shutdown_delay(waiter):
+            kill_timeout = self.kill_timeout()
+            self._event("Killing", f"Sent interrupt. Waiting {kill_timeout:g}s before force killing")
+            await handle.stop(kill_timeout)
+        with contextlib.suppress(Exception):
+            await waiter
+        return None
+
+    async def _shutdown_delay(self, waiter: asyncio.Future[ExitResult]) -> bool:
+        """The task's shutdown_delay before it is killed (skipped when the alloc's stop said
+        so); True when the task exited meanwhile."""
+        delay = self.task.shutdown_delay
+        if not delay:
+            return False
+        if self.alloc.no_shutdown_delay:
+            message = f"Skipping shutdown_delay of {format_duration(delay)} before killing the task."
+            self._event("Skipping shutdown delay", message)
+            return False
+        message = f"Waiting for shutdown_delay of {format_duration(delay)} before killing the task."
+        self._event("Waiting for shutdown delay", message)
+        self._set(state=TASK_STATE_PENDING)
+        done, _ = await asyncio.wait({waiter}, timeout=delay / SECOND)
+        return bool(done)
+
+    async def kill(self) -> None:
+        """Stop the task and wait until it has ended."""
+        self.stopping.set()
+        if self.run_task is not None and not self.run_task.done():
+            with contextlib.suppress(asyncio.CancelledError):
+                await asyncio.shield(self.run_task)
+
+    # --- operator restarts ---
+    def running(self) -> bool:
+        return self.handle is not None and self.state.state == TASK_STATE_RUNNING
+
+    async def restart(self, request_id: str = "") -> None:
+        """Run the task again now (an operator asked), without counting against the restart
+        block: stop it as for a kill, then start it again."""
+        if self.handle is None:
+            self.restart_pending = ""
+            return
+        self.signal_restart(request_id)
+        await self.kill_for_restart()
+
+    def signal_restart(self, request_id: str) -> None:
+        self.restart_pending = request_id
+        self._event("Restart Signaled", "User requested restart", restart_id=request_id)
+        self.restart_now.set()
+
+    async def kill_for_restart(self) -> None:
+        if self.handle is None:
+            return
+        await self.handle.stop(self.kill_timeout())
