@@ -2,13 +2,14 @@
 [--max-files N] [--max-file-size-mb M] [--no-logs] [--kill-signal SIGINT] [--kill-timeout S]
 -- command args...`.
 
-It runs the task's command as its child, in a process group of the command's own, copies the
-command's stdout and stderr from pipes into rotated log files (drover.client.logrotate, as
+It leads a process group of its own and runs the task's command in it as its child, copies
+the command's stdout and stderr from pipes into rotated log files (drover.client.logrotate, as
 Nomad's logmon), and writes the command's exit code to the exit file once the output is all
 written (negative: killed by that signal). Told to stop (SIGTERM or SIGINT from the agent), it
-sends the task's kill signal to the command alone, and SIGKILL to the command's whole process
+sends the task's kill signal to the command alone, and SIGKILL to every other process of its
 group once the kill timeout has passed, as Nomad's executor shuts a task down; whatever the
-command leaves running in its group when it exits is killed too. Because the executor, not the agent, is the
+command leaves running in the group when it exits is killed too. Killing the group kills the
+executor with its task. Because the executor, not the agent, is the
 command's parent and the logs' writer, an agent that restarts finds its tasks still running,
 their output still going to the files, and learns their exit codes from the file (Nomad's
 executor and logmon, in small).
@@ -51,9 +52,7 @@ def _start(
     out_r, out_w = os.pipe()
     err_r, err_w = os.pipe()
     try:
-        child = subprocess.Popen(
-            command, stdout=out_w, stderr=err_w, stdin=subprocess.DEVNULL, process_group=0
-        )
+        child = subprocess.Popen(command, stdout=out_w, stderr=err_w, stdin=subprocess.DEVNULL)
     except OSError as e:
         stderr.write(f"failed to start {command[0]!r}: {e}\n".encode())
         raise
@@ -69,9 +68,33 @@ def _start(
     return child, pumps
 
 
-def _kill_group(pgid: int) -> None:
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(pgid, signal.SIGKILL)
+def _group_members() -> list[int]:
+    """The other processes of the executor's process group (from /proc)."""
+    me, group = os.getpid(), os.getpgid(0)
+    out = []
+    for entry in os.scandir("/proc"):
+        if not entry.name.isdigit() or int(entry.name) == me:
+            continue
+        try:
+            stat = Path(entry.path, "stat").read_bytes()
+        except OSError:
+            continue
+        # After the command name in parentheses: state, ppid, pgrp. A zombie is dead already.
+        state, _, pgrp = stat.rsplit(b")", 1)[1].split()[:3]
+        if int(pgrp) == group and state != b"Z":
+            out.append(int(entry.name))
+    return out
+
+
+def _kill_group() -> None:
+    """SIGKILL every other process of the group, until none is left (one may fork meanwhile)."""
+    for _ in range(10):
+        members = _group_members()
+        if not members:
+            return
+        for pid in members:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.kill(pid, signal.SIGKILL)
 
 
 def main() -> None:
@@ -100,7 +123,7 @@ def main() -> None:
             return
         stopping.set()
         started[0].send_signal(kill_signal)
-        timer = threading.Timer(args.kill_timeout, _kill_group, (started[0].pid,))
+        timer = threading.Timer(args.kill_timeout, _kill_group)
         timer.daemon = True
         timer.start()
 
@@ -118,7 +141,7 @@ def main() -> None:
         stop(signal.SIGTERM, None)
     code = child.wait()
     # What the command left behind in its group (holding the output pipes open, say) goes too.
-    _kill_group(child.pid)
+    _kill_group()
     for t in pumps:
         t.join(DRAIN_TIMEOUT)
     write_atomically(exit_file, str(code))

@@ -1,0 +1,289 @@
+"""Jobs as real jobspecs write them, end to end: every service as its own process and one real
+agent (raw_exec enabled, network_interface "lo", a host volume) running real commands - tasks in
+Nomad's lifecycle order, artifacts from an HTTP server, the NOMAD_* environment, a task's own
+restart block, and a task serving HTTP on the port the scheduler gave it. One cluster and one
+agent for the module."""
+
+from __future__ import annotations
+
+import hashlib
+import http.server
+import io
+import tarfile
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from drover.model.durations import SECOND as S
+
+from .cluster import Cluster
+from .test_client import AGENT_START, ENV, Agents, allocs
+
+# Seconds an alloc has to be placed and run to its end on a loaded host.
+RUN = 60
+
+
+@pytest.fixture(scope="module")
+def setup(
+    module_database_url: str,
+    nats_url: str,
+    module_streams_fresh: None,
+    tmp_path_factory: pytest.TempPathFactory,
+) -> Iterator[tuple[Cluster, Path]]:
+    """Every service, and one agent whose config names the network interface and a host volume."""
+    tmp = tmp_path_factory.mktemp("jobspecs")
+    (tmp / "volume").mkdir()
+    (config := tmp / "agent.hcl").write_text(
+        f"""
+        client {{
+          network_interface = "lo"
+          host_volume "data" {{ path = "{tmp / "volume"}" }}
+        }}
+        plugin "raw_exec" {{ config {{ enabled = true }} }}
+        """
+    )
+    # TTLs of 10-20 s: a busy host must not miss the agent's node mid-test (its allocs lost).
+    c = Cluster(module_database_url, nats_url, tmp, env={**ENV, "DROVER_HEARTBEAT_MIN_TTL": "10"}).start()
+    agents = Agents(c, tmp)
+    try:
+        agents.start("a1", "--config", str(config))
+        node_id = agents.node_id("a1")
+        c.wait(
+            lambda: [n for n in c.get("/v1/nodes") if n["ID"] == node_id and n["Status"] == "ready"],
+            AGENT_START,
+        )
+        yield c, tmp
+    finally:
+        agents.close()
+        c.stop()
+
+
+def sh(script: str, **task: Any) -> dict[str, Any]:
+    return {
+        "Driver": "raw_exec",
+        "Config": {"command": "/bin/sh", "args": ["-c", script]},
+        "Resources": {"CPU": 100, "MemoryMB": 32},
+        "KillTimeout": 2 * S,
+        **task,
+    }
+
+
+def job(
+    job_id: str, tasks: dict[str, dict[str, Any]], job_type: str = "batch", **group: Any
+) -> dict[str, Any]:
+    return {
+        "Job": {
+            "ID": job_id,
+            "Type": job_type,
+            "Datacenters": ["dc1"],
+            "TaskGroups": [
+                {
+                    "Name": "g",
+                    "Tasks": [{"Name": name, **t} for name, t in tasks.items()],
+                    "RestartPolicy": {"Attempts": 0, "Mode": "fail"},
+                    "ReschedulePolicy": {"Attempts": 0, "Unlimited": False},
+                    **group,
+                }
+            ],
+        }
+    }
+
+
+def ended(c: Cluster, job_id: str) -> dict[str, Any]:
+    """The job's one alloc once its client status is terminal."""
+    return c.wait(
+        lambda: next((a for a in allocs(c, job_id) if a["ClientStatus"] in ("complete", "failed")), None),
+        RUN,
+        describe=lambda: allocs(c, job_id),
+    )
+
+
+def stamp(out: Path, name: str, what: str) -> str:
+    return f"date +%s%N > {out}/{name}.{what}"
+
+
+def test_tasks_run_in_nomads_lifecycle_order(setup: tuple[Cluster, Path]) -> None:
+    c, tmp = setup
+    out = tmp / "order"
+    out.mkdir()
+
+    def timed(name: str, body: str) -> str:
+        return f"{stamp(out, name, 'start')}; {body}; {stamp(out, name, 'end')}"
+
+    sidecar = f"{stamp(out, 'proxy', 'start')}; trap '{stamp(out, 'proxy', 'end')}; exit 0' INT; while :; do sleep 0.1; done"
+    c.put(
+        "/v1/jobs",
+        job(
+            "lifecycle",
+            {
+                "clean": sh(timed("clean", "true"), Lifecycle={"Hook": "poststop"}),
+                "warm": sh(timed("warm", "sleep 0.3"), Lifecycle={"Hook": "poststart"}),
+                "main": sh(timed("main", "sleep 2")),
+                "proxy": sh(sidecar, Lifecycle={"Hook": "prestart", "Sidecar": True}),
+                "init": sh(timed("init", "sleep 1"), Lifecycle={"Hook": "prestart"}),
+            },
+        ),
+    )
+    alloc = ended(c, "lifecycle")
+    assert alloc["ClientStatus"] == "complete", alloc["TaskStates"]
+
+    def t(name: str, what: str) -> int:
+        return int((out / f"{name}.{what}").read_text())
+
+    assert t("init", "end") <= t("main", "start")  # main waits for the prestart task to succeed
+    assert t("proxy", "start") < t("main", "start")  # the prestart sidecar starts before main...
+    assert t("main", "end") <= t("proxy", "end")  # ...and runs until main is done
+    assert t("main", "start") <= t("warm", "start")  # poststart once main runs
+    assert max(t(n, "end") for n in ("init", "proxy", "main", "warm")) <= t("clean", "start")  # poststop last
+    proxy = [e["Type"] for e in alloc["TaskStates"]["proxy"]["Events"]]
+    assert "Main Tasks Dead" in proxy and proxy[-1] == "Killed"
+    assert all(not s["Failed"] for s in alloc["TaskStates"].values())
+
+
+@pytest.fixture(scope="module")
+def web(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Path]]:
+    """An HTTP server on a free port of 127.0.0.1, serving a directory."""
+    root = tmp_path_factory.mktemp("www")
+
+    class Handler(http.server.SimpleHTTPRequestHandler):
+        def __init__(self, *a: Any, **kw: Any) -> None:
+            super().__init__(*a, directory=str(root), **kw)
+
+        def log_message(self, *_: Any) -> None:
+            pass
+
+    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=httpd.serve_forever, daemon=True).start()
+    yield f"http://127.0.0.1:{httpd.server_address[1]}", root
+    httpd.shutdown()
+    httpd.server_close()
+
+
+def test_artifacts_are_fetched_unpacked_and_checked(
+    setup: tuple[Cluster, Path], web: tuple[str, Path]
+) -> None:
+    c, tmp = setup
+    base, root = web
+    (root / "hello.txt").write_bytes(b"hello")
+    with tarfile.open(root / "bundle.tar.gz", "w:gz") as tf:
+        info = tarfile.TarInfo("conf/app.conf")
+        info.size = 6
+        tf.addfile(info, io.BytesIO(b"port=1"))
+    out = tmp / "artifacts.out"
+    good = hashlib.sha256(b"hello").hexdigest()
+    task = sh(
+        f"cat local/hello.txt local/conf/app.conf > {out}",
+        Artifacts=[
+            {"GetterSource": f"{base}/hello.txt", "GetterOptions": {"checksum": f"sha256:{good}"}},
+            {"GetterSource": f"{base}/bundle.tar.gz"},
+        ],
+    )
+    c.put("/v1/jobs", job("fetcher", {"t": task}))
+    alloc = ended(c, "fetcher")
+    assert alloc["ClientStatus"] == "complete", alloc["TaskStates"]
+    assert out.read_text() == "helloport=1"  # the file in local/, the archive unpacked there
+    events = [e["Type"] for e in alloc["TaskStates"]["t"]["Events"]]
+    assert events.index("Downloading Artifacts") < events.index("Started")
+
+    bad = sh(
+        "true",
+        Artifacts=[
+            {"GetterSource": f"{base}/hello.txt", "GetterOptions": {"checksum": "sha256:" + "0" * 64}}
+        ],
+    )
+    c.put("/v1/jobs", job("bad-fetch", {"t": bad}))
+    alloc = ended(c, "bad-fetch")
+    state = alloc["TaskStates"]["t"]
+    assert alloc["ClientStatus"] == "failed" and state["Failed"]
+    failure = next(e for e in state["Events"] if e["Type"] == "Failed Artifact Download")
+    assert failure["DisplayMessage"].startswith(
+        f'failed to download artifact "{base}/hello.txt": checksums did not match'
+    )
+    assert [e["Type"] for e in state["Events"]][
+        -1
+    ] == "Not Restarting"  # the restart policy applied (0 attempts)
+    assert "Started" not in [e["Type"] for e in state["Events"]]
+
+
+def test_nomad_variables_and_host_volumes_reach_a_raw_exec_task(setup: tuple[Cluster, Path]) -> None:
+    c, tmp = setup
+    out = tmp / "env.out"
+    task = sh(
+        f"env > {out}",
+        Env={"WHO": "${node.unique.name}/${NOMAD_GROUP_NAME}", "RACKLESS": "${meta.rack}"},
+        Meta={"owner": "team-a"},
+        VolumeMounts=[{"Volume": "data", "Destination": "/data", "ReadOnly": True}],
+    )
+    c.put(
+        "/v1/jobs",
+        job("envy", {"t": task}, Meta={"tier": "web"}, Volumes={"data": {"Type": "host", "Source": "data"}}),
+    )
+    alloc = ended(c, "envy")
+    assert alloc["ClientStatus"] == "complete", alloc["TaskStates"]
+    env = dict(line.split("=", 1) for line in out.read_text().splitlines() if "=" in line)
+    alloc_dir = tmp / "a1" / "allocs" / alloc["ID"]
+    assert {k: env.get(k) for k in (
+        "NOMAD_ALLOC_ID", "NOMAD_SHORT_ALLOC_ID", "NOMAD_ALLOC_NAME", "NOMAD_ALLOC_INDEX", "NOMAD_GROUP_NAME",
+        "NOMAD_JOB_ID", "NOMAD_JOB_NAME", "NOMAD_TASK_NAME", "NOMAD_NAMESPACE", "NOMAD_REGION", "NOMAD_DC",
+        "NOMAD_CPU_LIMIT", "NOMAD_MEMORY_LIMIT", "NOMAD_ALLOC_DIR", "NOMAD_TASK_DIR", "NOMAD_SECRETS_DIR",
+        "NOMAD_META_owner", "NOMAD_META_OWNER", "NOMAD_META_tier", "WHO", "RACKLESS", "DROVER_VOLUME_data",
+    )} == {
+        "NOMAD_ALLOC_ID": alloc["ID"], "NOMAD_SHORT_ALLOC_ID": alloc["ID"][:8], "NOMAD_ALLOC_NAME": "envy.g[0]",
+        "NOMAD_ALLOC_INDEX": "0", "NOMAD_GROUP_NAME": "g", "NOMAD_JOB_ID": "envy", "NOMAD_JOB_NAME": "envy",
+        "NOMAD_TASK_NAME": "t", "NOMAD_NAMESPACE": "default", "NOMAD_REGION": "global", "NOMAD_DC": "dc1",
+        "NOMAD_CPU_LIMIT": "100", "NOMAD_MEMORY_LIMIT": "32", "NOMAD_ALLOC_DIR": str(alloc_dir / "alloc"),
+        "NOMAD_TASK_DIR": str(alloc_dir / "t" / "local"), "NOMAD_SECRETS_DIR": str(alloc_dir / "t" / "secrets"),
+        "NOMAD_META_owner": "team-a", "NOMAD_META_OWNER": "team-a", "NOMAD_META_tier": "web",
+        "WHO": "a1/g", "RACKLESS": "${meta.rack}", "DROVER_VOLUME_data": str(tmp / "volume"),
+    }  # fmt: skip
+
+
+def test_a_tasks_restart_block_overrides_its_groups(setup: tuple[Cluster, Path]) -> None:
+    c, _ = setup
+    # The group allows no restarts (job()); the task's own block allows two.
+    task = sh("exit 1", RestartPolicy={"Attempts": 2, "Interval": 600 * S, "Delay": S // 5, "Mode": "fail"})
+    c.put("/v1/jobs", job("stubborn", {"t": task}))
+    alloc = ended(c, "stubborn")
+    state = alloc["TaskStates"]["t"]
+    assert alloc["ClientStatus"] == "failed" and state["Restarts"] == 2
+    kinds = [e["Type"] for e in state["Events"]]
+    assert kinds.count("Restarting") == 2 and kinds[-1] == "Not Restarting"
+
+
+@pytest.mark.skip(reason="needs the scheduler's port assignment")
+def test_a_task_serves_http_on_the_port_it_was_given(setup: tuple[Cluster, Path]) -> None:
+    c, tmp = setup
+    out = tmp / "ports.env"
+    task = sh(
+        f'env > {out}; exec python3 -m http.server "$NOMAD_PORT_http" --bind "$NOMAD_IP_http" --directory local'
+    )
+    c.put(
+        "/v1/jobs",
+        job(
+            "web",
+            {"t": task},
+            job_type="service",
+            Networks=[{"DynamicPorts": [{"Label": "http"}]}],
+            Update={"MaxParallel": 0},
+        ),
+    )
+    alloc = c.wait(lambda: next((a for a in allocs(c, "web") if a["ClientStatus"] == "running"), None), RUN)
+    (port,) = alloc["AllocatedResources"]["Shared"]["Ports"]
+    assert port["Label"] == "http" and port["HostIP"] == "127.0.0.1" and 20000 <= port["Value"] <= 32000
+    c.wait(out.exists, RUN)
+    env = dict(line.split("=", 1) for line in out.read_text().splitlines() if "=" in line)
+    assert env["NOMAD_PORT_http"] == env["NOMAD_HOST_PORT_http"] == str(port["Value"])
+    assert env["NOMAD_ADDR_http"] == f"127.0.0.1:{port['Value']}" == env["NOMAD_HOST_ADDR_http"]
+
+    def answers() -> bool:
+        try:
+            return httpx.get(f"http://{env['NOMAD_ADDR_http']}/", timeout=2).status_code == 200
+        except httpx.HTTPError:
+            return False
+
+    c.wait(answers, RUN)
+    c.http.delete("/v1/job/web")
