@@ -254,7 +254,6 @@ def test_a_tasks_restart_block_overrides_its_groups(setup: tuple[Cluster, Path])
     assert kinds.count("Restarting") == 2 and kinds[-1] == "Not Restarting"
 
 
-@pytest.mark.skip(reason="needs the scheduler's port assignment")
 def test_a_task_serves_http_on_the_port_it_was_given(setup: tuple[Cluster, Path]) -> None:
     c, tmp = setup
     out = tmp / "ports.env"
