@@ -148,16 +148,26 @@ def test_a_real_command_runs_and_its_node_is_fingerprinted(
         "kernel.name",
         "os.name",
         "unique.hostname",
+        "unique.network.ip-address",
         "driver.raw_exec",
     ):
         assert node["Attributes"].get(attr), attr
     assert node["NodeResources"]["Cpu"]["CpuShares"] > 0 and node["NodeResources"]["Memory"]["MemoryMB"] > 0
+    # its networks: the default route's interface (or loopback), each address aliased "default"
+    networks = node["NodeResources"]["Networks"]
+    assert networks and networks[0]["IP"] == node["Attributes"]["unique.network.ip-address"]
+    aliases = {a["Alias"] for n in node["NodeResources"]["NodeNetworks"] for a in n["Addresses"]}
+    assert "default" in aliases
+    assert (node["NodeResources"]["MinDynamicPort"], node["NodeResources"]["MaxDynamicPort"]) == (
+        20000,
+        32000,
+    )
 
     c.put("/v1/jobs", raw_exec_job("sleeper", "/bin/sh", "-c", "echo hello from $NOMAD_TASK_NAME; sleep 60"))
     (alloc,) = c.wait(lambda: [a for a in allocs(c, "sleeper") if a["ClientStatus"] == "running"], timeout=15)
     assert alloc["NodeID"] == node_id
     events = [e["Type"] for e in alloc["TaskStates"]["t"]["Events"]]
-    assert events[:2] == ["Received", "Started"]
+    assert events[:3] == ["Received", "Task Setup", "Started"]
     log = tmp_path / "a1" / "allocs" / alloc["ID"] / "alloc" / "logs" / "t.stdout.0"
     c.wait(lambda: log.exists() and "hello from t" in log.read_text())
 
