@@ -10,7 +10,7 @@ from drover.model.allocated import (
     AllocatedSharedResources,
     AllocatedTaskResources,
 )
-from drover.model.base import copy_with
+from drover.model.base import copy_with, unvalidated
 from drover.model.job import TaskGroup
 from drover.model.network import NETWORK_MODE_HOST, AllocatedPortMapping, NetworkResource, Port
 
@@ -38,8 +38,7 @@ def with_ports(
 ) -> AllocatedResources:
     """`base` with the group's network as given on the node: its address, its static ports
     and its dynamic ports with the values assigned (Nomad's AllocatedSharedResources)."""
-    # Built unvalidated (copy_with): every member is already of its type, and this runs once
-    # per placement.
+    # Built unvalidated: every member is already of its type, and this runs once per placement.
     value = {p.label: p for p in offer}
     network = copy_with(
         ask,
@@ -50,8 +49,16 @@ def with_ports(
             "dynamic_ports": _given(ask.dynamic_ports, value),
         },
     )
-    shared = copy_with(base.shared, {"networks": [network], "ports": offer})
-    return copy_with(base, {"shared": shared})
+    shared = unvalidated(
+        AllocatedSharedResources,
+        {"networks": [network], "disk_mb": base.shared.disk_mb, "ports": offer},
+        _SHARED_SET,
+    )
+    return unvalidated(
+        AllocatedResources,
+        {"tasks": base.tasks, "task_lifecycles": base.task_lifecycles, "shared": shared},
+        _RESOURCES_SET,
+    )
 
 
 def updated_in_place(tg: TaskGroup, old: AllocatedResources | None) -> AllocatedResources:
@@ -69,5 +76,12 @@ def _given(ports: list[Port], value: dict[str, AllocatedPortMapping]) -> list[Po
     out = []
     for p in ports:
         got = value.get(p.label)
-        out.append(copy_with(p, {"value": got.value, "to": got.to}) if got is not None else p)
+        if got is not None:
+            p = unvalidated(Port, {**p.__dict__, "value": got.value, "to": got.to}, _PORT_SET)
+        out.append(p)
     return out
+
+
+_SHARED_SET = set(AllocatedSharedResources.model_fields)
+_RESOURCES_SET = set(AllocatedResources.model_fields)
+_PORT_SET = set(Port.model_fields)
