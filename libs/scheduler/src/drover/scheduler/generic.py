@@ -7,7 +7,7 @@ plan and, on a partial commit, runs it again on a newer snapshot.
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 
 import numpy as np
 
@@ -122,12 +122,19 @@ class GenericScheduler:
     """Nomad's generic scheduler for `service` and `batch` jobs."""
 
     def __init__(
-        self, state: StateSnapshot, evaluation: Evaluation, now: int, *, full_scan: bool = False
+        self,
+        state: StateSnapshot,
+        evaluation: Evaluation,
+        now: int,
+        *,
+        full_scan: bool = False,
+        placement_scores: Mapping[str, float] | None = None,
     ) -> None:
         self.state = state
         self.eval = evaluation
         self.now = now
         self.full_scan = full_scan
+        self.placement_scores = placement_scores or {}
         seed = eval_seed(evaluation, state.index)
         self.new_id = new_uuid_fn(seed)
         self.rng = np.random.default_rng(seed)
@@ -277,7 +284,11 @@ class GenericScheduler:
                 deployment=deployment,
                 job_lookup=self._job_lookup,
             ),
-            ClusterState(allocs=allocs, tainted_nodes=tainted_nodes(self.state, allocs)),
+            ClusterState(
+                allocs=allocs,
+                tainted_nodes=tainted_nodes(self.state, allocs),
+                placement_scores=self.placement_scores,
+            ),
             EvalContext(
                 eval_id=evaluation.id, eval_priority=evaluation.priority, now=self.now, new_id=self.new_id
             ),

@@ -40,6 +40,10 @@ def write_alloc(state: StateWriter, index: int, a: Allocation, at: int, old: All
         # Plans carry existing allocs without their placement metrics; keep the recorded ones.
         if a.metrics is None and old.metrics is not None:
             update["metrics"] = old.metrics
+        # A plan's copy predates a replacement the same plan placed (Nomad's state store
+        # carries NextAllocation over too).
+        if old.next_allocation and not a.next_allocation:
+            update["next_allocation"] = old.next_allocation
         if keeps_client_status(state, old.node_id, a.client_status):
             update["client_status"] = old.client_status
             update["client_description"] = old.client_description

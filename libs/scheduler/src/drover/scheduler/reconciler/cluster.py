@@ -24,8 +24,12 @@ from drover.scheduler.reconciler.allocs import (
     union,
 )
 from drover.scheduler.reconciler.deployments import Deployments
-from drover.scheduler.reconciler.disconnect import disconnect_timeout_evals, reconcile_reconnecting
-from drover.scheduler.reconciler.followups import reschedule_later_evals
+from drover.scheduler.reconciler.disconnect import (
+    delay_by_stop_after,
+    disconnect_timeout_evals,
+    reconcile_reconnecting,
+)
+from drover.scheduler.reconciler.followups import lost_later_evals, reschedule_later_evals
 from drover.scheduler.reconciler.inputs import ClusterState, EvalContext, JobState, UpdateFn
 from drover.scheduler.reconciler.results import (
     ALLOC_LOST,
@@ -57,8 +61,12 @@ class _Group:
     lost: AllocSet
     reschedule_now: AllocSet
     reschedule_later: list[tuple[Allocation, int]]
-    # Follow-up eval of each alloc marked unknown by this reconciliation.
-    timeout_evals: dict[str, str] = field(default_factory=dict)
+    # Follow-up eval of each alloc marked unknown, or lost while its client is still to stop
+    # it (`stop_on_client_after`), by this reconciliation.
+    followups: dict[str, str] = field(default_factory=dict)
+    # Lost allocs whose client is still to stop them, with when it will have: until then the
+    # group places nothing.
+    lost_later: list[tuple[Allocation, int]] = field(default_factory=list)
 
     def canarying(self) -> bool:
         return self.dstate.desired_canaries != 0 and not self.dstate.promoted
@@ -125,7 +133,9 @@ class Reconciler:
         is_canarying = g.canarying()
         deployments = self.deployments
         under = deployments.under_provisioned_by(tg, g.untainted, destructive, g.migrate, is_canarying)
-        place = self._cap_at_count(g, self._compute_placements(g, name_index, is_canarying))
+        place: list[PlaceRequest] = []
+        if not g.lost_later:
+            place = self._cap_at_count(g, self._compute_placements(g, name_index, is_canarying))
         place_ready = not deployments.paused and not deployments.failed and not is_canarying
         under = self._compute_replacements(g, place, place_ready, under)
         self._compute_destructive(g, destructive, place_ready, under)
@@ -186,13 +196,14 @@ class Reconciler:
             reschedule_later=resched.later,
         )
         if split.reconnecting:
-            keep, stopped = reconcile_reconnecting(split.reconnecting, allocs, job, ctx.now, self.results)
-            g.untainted = diff(union(g.untainted, keep), stopped)
-            g.reschedule_now = diff(g.reschedule_now, stopped)
-        if split.disconnecting:
-            self._disconnect(g, split.disconnecting)
+            self._reconnect(g, split.reconnecting, split.disconnecting)
         if split.expiring:
             g.lost = union(g.lost, split.expiring)
+        if split.disconnecting:
+            self._disconnect(g, split.disconnecting)
+        if g.lost:
+            g.lost_later = delay_by_stop_after(g.lost, job, ctx.now)
+            g.followups.update(lost_later_evals(g.lost_later, job, ctx, self.results))
         reschedule_later_evals(g.reschedule_later, job, ctx, self.results)
         desired.reschedule_later += len(g.reschedule_later)
         return g
@@ -218,6 +229,22 @@ class Reconciler:
             allocs = diff(allocs, split.migrate, split.lost)
         return canaries, allocs
 
+    def _reconnect(self, g: _Group, reconnecting: AllocSet, disconnecting: AllocSet) -> None:
+        """Keep or stop the reconnecting allocs and their replacements; the kept ones are
+        untainted again, the stopped ones leave every bucket."""
+        before = len(self.results.reconnect_updates)
+        keep, stopped = reconcile_reconnecting(
+            reconnecting, g.allocs, self.job, self.cluster, self.ctx.now, self.results
+        )
+        g.desired.reconnect += len(self.results.reconnect_updates) - before
+        g.desired.stop += len(stopped)
+        g.untainted = diff(union(g.untainted, keep), stopped)
+        g.reschedule_now = diff(g.reschedule_now, stopped)
+        g.migrate = diff(g.migrate, stopped)
+        g.lost = diff(g.lost, stopped)
+        for k in stopped:
+            disconnecting.pop(k, None)
+
     def _disconnect(self, g: _Group, disconnecting: AllocSet) -> None:
         """Mark the allocs of a node that just disconnected unknown; replace them now or later
         as their group's `disconnect` block says."""
@@ -233,7 +260,7 @@ class Reconciler:
             g.reschedule_now = union(g.reschedule_now, resched.now)
             g.untainted = union(g.untainted, resched.untainted)
             g.reschedule_later.extend(resched.later)
-        g.timeout_evals = disconnect_timeout_evals(disconnecting, self.job, self.ctx, self.results)
+        g.followups.update(disconnect_timeout_evals(disconnecting, self.job, self.ctx, self.results))
         g.desired.disconnect += len(disconnecting)
 
     def _compute_stop(self, g: _Group, name_index: AllocNameIndex) -> AllocSet:
@@ -245,7 +272,7 @@ class Reconciler:
                     alloc=a,
                     description=ALLOC_LOST,
                     client_status=ALLOC_CLIENT_LOST,
-                    followup_eval_id=g.timeout_evals.get(a.id, ""),
+                    followup_eval_id=g.followups.get(a.id, ""),
                 )
             )
         is_canarying = g.canarying()

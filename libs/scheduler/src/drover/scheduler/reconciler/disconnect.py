@@ -1,23 +1,35 @@
-"""Allocs on disconnected clients: marking them unknown when their node disconnects, and
-choosing between an alloc and its replacement when the node comes back (`disconnect.reconcile`)."""
+"""Allocs on clients that lost touch with the servers (the group's `disconnect` block):
+
+- disconnecting: marked unknown when their node disconnects, with a follow-up eval
+  (max-disconnect-timeout) for when `lost_after` runs out;
+- reconnecting: back in time, each is kept or stopped against its replacements, as
+  `disconnect.reconcile` says (drover.scheduler.reconciler.reconnecting); one that failed
+  meanwhile, is no longer wanted or is of an older job version is stopped;
+- lost with `stop_on_client_after`: their client stops them itself once it has been cut off
+  that long, so their replacements wait until then (and the task's kill timeout) has passed.
+"""
 
 from __future__ import annotations
 
 from drover.model import Allocation, AllocState, Evaluation
 from drover.model.alloc import (
     ALLOC_CLIENT_FAILED,
+    ALLOC_CLIENT_LOST,
     ALLOC_CLIENT_RUNNING,
     ALLOC_CLIENT_UNKNOWN,
     ALLOC_DESIRED_RUN,
     ALLOC_STATE_FIELD_CLIENT_STATUS,
 )
+from drover.model.defaults import DEFAULT_KILL_TIMEOUT, RECONCILE_BEST_SCORE
 from drover.model.evaluation import TRIGGER_MAX_DISCONNECT_TIMEOUT
 from drover.scheduler.reconciler.allocs import AllocSet, name_order
 from drover.scheduler.reconciler.followups import new_followup_eval
-from drover.scheduler.reconciler.inputs import EvalContext, JobState
+from drover.scheduler.reconciler.inputs import ClusterState, EvalContext, JobState
+from drover.scheduler.reconciler.reconnecting import pick_reconnecting, placement_score, replacement_chain
 from drover.scheduler.reconciler.results import (
     ALLOC_NOT_NEEDED,
     ALLOC_RECONNECTED,
+    ALLOC_RESCHEDULED,
     ALLOC_UNKNOWN,
     DISCONNECT_TIMEOUT_FOLLOWUP_DESC,
     ReconcileResults,
@@ -45,15 +57,11 @@ def disconnect_timeout_evals(
             by_time[expiry] = evaluation
             results.followup_evals.append(evaluation)
         out[a.id] = evaluation.id
-        states = [
-            *a.alloc_states,
-            AllocState(field=ALLOC_STATE_FIELD_CLIENT_STATUS, value=ALLOC_CLIENT_UNKNOWN, time=now),
-        ]
         results.disconnect_updates[a.id] = a.model_copy(
             update={
                 "client_status": ALLOC_CLIENT_UNKNOWN,
                 "client_description": ALLOC_UNKNOWN,
-                "alloc_states": states,
+                "alloc_states": _with_state(a, ALLOC_CLIENT_UNKNOWN, now),
                 "followup_eval_id": evaluation.id,
             }
         )
@@ -61,56 +69,97 @@ def disconnect_timeout_evals(
 
 
 def reconcile_reconnecting(
-    reconnecting: AllocSet, group: AllocSet, job: JobState, now: int, results: ReconcileResults
+    reconnecting: AllocSet,
+    group: AllocSet,
+    job: JobState,
+    cluster: ClusterState,
+    now: int,
+    results: ReconcileResults,
 ) -> tuple[AllocSet, AllocSet]:
-    """For each reconnecting alloc keep it or its replacement, as `disconnect.reconcile` says.
-    Returns (reconnected originals to keep, replacements or originals stopped)."""
-    keep: AllocSet = {}
-    stopped: AllocSet = {}
-    replacements: dict[str, Allocation] = {}
-    for a in group.values():
-        if a.previous_allocation and not a.terminal_status():
-            replacements[a.previous_allocation] = a
+    """Keep or stop each reconnecting alloc and its replacements (from `group`, the task
+    group's allocs). Returns (the reconnected allocs, every alloc stopped here); each
+    reconnecting alloc is in exactly one of them."""
+    stop: AllocSet = {}
+
+    def stopping(a: Allocation, description: str, client_status: str = "") -> None:
+        if a.id not in stop:
+            stop[a.id] = a
+            results.stop.append(StopRequest(alloc=a, description=description, client_status=client_status))
+
+    def score(a: Allocation) -> float | None:
+        return placement_score(a, cluster.placement_scores)
+
     for orig in name_order(reconnecting):
-        repl = replacements.get(orig.id)
-        desired = results.desired(orig.task_group)
-        if _keep_original(orig, repl, job):
-            keep[orig.id] = orig
-            states = [
-                *orig.alloc_states,
-                AllocState(field=ALLOC_STATE_FIELD_CLIENT_STATUS, value=ALLOC_CLIENT_RUNNING, time=now),
-            ]
-            results.reconnect_updates[orig.id] = orig.model_copy(update={"alloc_states": states})
-            desired.reconnect += 1
-            if repl is not None:
-                results.stop.append(StopRequest(alloc=repl, description=ALLOC_RECONNECTED))
-                desired.stop += 1
-                stopped[repl.id] = repl
-        else:
-            if not orig.server_terminal():
-                results.stop.append(StopRequest(alloc=orig, description=ALLOC_NOT_NEEDED))
-                desired.stop += 1
-            stopped[orig.id] = orig
-    return keep, stopped
+        if not orig.server_terminal() and orig.client_status == ALLOC_CLIENT_FAILED:
+            # It failed while cut off: stopped as failed; its replacement (or a new alloc) runs.
+            stopping(orig, ALLOC_RESCHEDULED, ALLOC_CLIENT_FAILED)
+            continue
+        if _unwanted(orig, job):
+            stopping(orig, ALLOC_NOT_NEEDED)
+            continue
+        tg = job.group_of(orig)
+        reconcile = tg.disconnect.reconcile if tg is not None and tg.disconnect is not None else ""
+        for repl in replacement_chain(orig, group):
+            if repl.server_terminal():
+                continue
+            if pick_reconnecting(reconcile or RECONCILE_BEST_SCORE, orig, repl, tg, score) is repl:
+                stopping(orig, ALLOC_NOT_NEEDED)
+            else:
+                stopping(repl, ALLOC_RECONNECTED)
+    reconnect = {k: a for k, a in reconnecting.items() if k not in stop}
+    for a in name_order(reconnect):
+        # Recorded once its client says it runs, so that later evals know it reconnected; until
+        # then it stays to reconnect (its replacements are already stopped).
+        if a.client_status == ALLOC_CLIENT_RUNNING:
+            results.reconnect_updates[a.id] = a.model_copy(
+                update={"alloc_states": _with_state(a, ALLOC_CLIENT_RUNNING, now)}
+            )
+    return reconnect, stop
 
 
-def _keep_original(orig: Allocation, repl: Allocation | None, job: JobState) -> bool:
-    """Whether a reconnecting alloc wins over its replacement (`repl`, if any)."""
-    if orig.client_status == ALLOC_CLIENT_FAILED or orig.desired_status != ALLOC_DESIRED_RUN:
-        return False
-    if repl is None:
-        return True
-    tg = job.group_of(orig)
-    mode = tg.disconnect.reconcile if tg is not None and tg.disconnect is not None else "best_score"
-    if mode == "keep_replacement":
-        return False
-    if mode == "longest_running":
-        return _started(orig) <= _started(repl) or _started(repl) == 0
-    # best_score and keep_original: the original was placed by the scheduler's own choice and
-    # is still running, so it wins; the replacement goes.
-    return True
+def _unwanted(a: Allocation, job: JobState) -> bool:
+    """Whether a reconnecting alloc is to stop whatever its replacements: the servers no longer
+    want it running, want it moved, or the job changed while it was cut off."""
+    t = a.desired_transition
+    current = job.job.version if job.job is not None else a.job_version
+    return (
+        a.desired_status != ALLOC_DESIRED_RUN
+        or t.should_migrate()
+        or t.should_reschedule()
+        or t.should_force_reschedule()
+        or a.job_version < current
+    )
 
 
-def _started(a: Allocation) -> int:
-    starts = [ts.started_at for ts in a.task_states.values() if ts.started_at]
-    return min(starts) if starts else 0
+def client_stop_time(a: Allocation, job: JobState, now: int) -> int:
+    """When the client of lost alloc `a` has surely stopped it by itself: `stop_on_client_after`
+    and the longest kill timeout of its tasks after it was lost (now, when it is being marked
+    lost); 0 when its group does not set stop_on_client_after (Nomad's WaitClientStop)."""
+    tg = job.group_of(a)
+    if tg is None or tg.disconnect is None or tg.disconnect.stop_on_client_after <= 0:
+        return 0
+    lost_at = next(
+        (
+            s.time
+            for s in a.alloc_states
+            if s.field == ALLOC_STATE_FIELD_CLIENT_STATUS and s.value == ALLOC_CLIENT_LOST
+        ),
+        now,
+    )
+    kill = max([DEFAULT_KILL_TIMEOUT, *(t.kill_timeout for t in tg.tasks)])
+    return lost_at + tg.disconnect.stop_on_client_after + kill
+
+
+def delay_by_stop_after(lost: AllocSet, job: JobState, now: int) -> list[tuple[Allocation, int]]:
+    """The lost allocs whose client is still to stop them itself, each with when it will
+    have: their group places nothing until then (Nomad's delayByStopAfter)."""
+    out = []
+    for a in name_order(lost):
+        when = client_stop_time(a, job, now)
+        if when > now:
+            out.append((a, when))
+    return out
+
+
+def _with_state(a: Allocation, client_status: str, now: int) -> list[AllocState]:
+    return [*a.alloc_states, AllocState(field=ALLOC_STATE_FIELD_CLIENT_STATUS, value=client_status, time=now)]

@@ -1,5 +1,6 @@
 """Follow-up evals: the evals the reconciler creates for work that is due later (a failed
-alloc's delayed replacement, a disconnected alloc's expiry)."""
+alloc's delayed replacement, a lost alloc's replacement once its client has stopped it, a
+disconnected alloc's expiry)."""
 
 from __future__ import annotations
 
@@ -32,10 +33,27 @@ def new_followup_eval(
 def reschedule_later_evals(
     later: list[tuple[Allocation, int]], job: JobState, ctx: EvalContext, results: ReconcileResults
 ) -> None:
-    """Follow-up evals for the allocs to reschedule later, each alloc pointing at its eval.
-    Failures due within a short window of the first of a batch share one eval."""
+    """Follow-up evals for the allocs to reschedule later, each alloc pointing at its eval."""
+    for alloc, eval_id in _batched(later, job, ctx, results):
+        results.attribute_updates[alloc.id] = alloc.model_copy(update={"followup_eval_id": eval_id})
+
+
+def lost_later_evals(
+    later: list[tuple[Allocation, int]], job: JobState, ctx: EvalContext, results: ReconcileResults
+) -> dict[str, str]:
+    """Follow-up evals for when the clients of lost allocs have stopped them themselves
+    (`stop_on_client_after`); returns each alloc's eval ID, recorded as it is stopped."""
+    return {alloc.id: eval_id for alloc, eval_id in _batched(later, job, ctx, results)}
+
+
+def _batched(
+    later: list[tuple[Allocation, int]], job: JobState, ctx: EvalContext, results: ReconcileResults
+) -> list[tuple[Allocation, str]]:
+    """One alloc-failure eval per batch of allocs due within a short window of the batch's
+    first (Nomad's createLaterEvals); each alloc with its eval's ID."""
+    out: list[tuple[Allocation, str]] = []
     if not later:
-        return
+        return out
     later = sorted(later, key=lambda x: x[1])
     batch_start = later[0][1]
     evaluation = new_followup_eval(
@@ -49,5 +67,5 @@ def reschedule_later_evals(
                 job, ctx, TRIGGER_RETRY_FAILED_ALLOC, when, RESCHEDULING_FOLLOWUP_DESC
             )
             results.followup_evals.append(evaluation)
-        updated = alloc.model_copy(update={"followup_eval_id": evaluation.id})
-        results.attribute_updates[alloc.id] = updated
+        out.append((alloc, evaluation.id))
+    return out

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import random
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from drover.model import Allocation, Deployment, Job, Node, ReschedulePolicy, TaskGroup
 from drover.model.defaults import default_reschedule_policy
@@ -61,6 +61,9 @@ class ClusterState:
     # Nodes of the job's allocs that are down, disconnected, draining or gone (None).
     tainted_nodes: Mapping[str, Node | None]
     supports_disconnected_clients: bool = True
+    # Placement scores by alloc ID, for allocs whose metrics the state does not hold (a
+    # best_score reconnect compares them; drover.scheduler.reconciler.reconnecting).
+    placement_scores: Mapping[str, float] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, slots=True)
