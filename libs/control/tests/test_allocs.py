@@ -29,6 +29,10 @@ def _update(alloc_id: str, status: str) -> AllocClientUpdate:
         ({"client_status": "failed"}, "failed", None),  # failed already: counted once
         ({"client_status": "running", "desired_status": "stop"}, "failed", None),  # the servers stopped it
         ({"client_status": "unknown"}, "running", "reconnect"),
+        # Whatever an unknown alloc reports, it is back: the reconnect eval decides (Nomad's).
+        ({"client_status": "unknown"}, "failed", "reconnect"),
+        ({"client_status": "unknown"}, "complete", "reconnect"),
+        ({"client_status": "unknown", "desired_status": "stop"}, "complete", "reconnect"),
         ({"client_status": "pending"}, "running", None),
         ({"client_status": "running"}, "complete", None),
     ],

@@ -18,7 +18,7 @@ from drover.control.leader.heartbeat import (
     missed_status,
     node_update_evals,
 )
-from drover.model import Allocation, Job, Node, TaskGroup
+from drover.model import Allocation, AllocState, Job, Node, TaskGroup
 from drover.model.durations import SECOND as S
 from drover.model.events import EvalsUpserted, NodeStatusUpdated
 from drover.model.job import Disconnect, ParameterizedJobConfig
@@ -74,6 +74,16 @@ def _alloc(job_id: str, **kw: object) -> Allocation:
     return Allocation(id=f"{job_id}-a", job_id=job_id, task_group="g", node_id="n1", **kw)  # type: ignore[arg-type]
 
 
+NOW = 1_000 * S
+
+
+def _unknown_since(t: int) -> dict[str, object]:
+    return {
+        "client_status": "unknown",
+        "alloc_states": [AllocState(field="ClientStatus", value="unknown", time=t)],
+    }
+
+
 @pytest.mark.parametrize(
     ("allocs", "want"),
     [
@@ -83,11 +93,15 @@ def _alloc(job_id: str, **kw: object) -> Allocation:
         ([_alloc("tolerant", desired_status="stop")], "down"),  # only live allocs count
         ([_alloc("tolerant", client_status="complete")], "down"),
         ([_alloc("unknown-job")], "down"),
+        # Unknown for less than lost_after (60 s): it may still reconnect.
+        ([_alloc("tolerant", **_unknown_since(NOW - 59 * S))], "disconnected"),
+        # Past it: nothing left to reconnect, the node goes down.
+        ([_alloc("tolerant", **_unknown_since(NOW - 60 * S))], "down"),
     ],
 )
 def test_missed_node_goes_down_or_disconnected(allocs: list[Allocation], want: str) -> None:
     jobs = {("default", "plain"): _job("plain"), ("default", "tolerant"): _job("tolerant", lost_after=60 * S)}
-    assert missed_status(allocs, jobs) == want
+    assert missed_status(allocs, jobs, NOW) == want
 
 
 def test_node_update_evals_one_per_job_and_matching_system_job() -> None:
@@ -168,3 +182,19 @@ def test_missed_heartbeats_write_each_status_then_the_node_update_evals(
     assert len(events) == len(updates) + (1 if evals else 0)
     assert {(e.job_id, e.node_id) for e in written} == evals
     assert {(e.triggered_by, e.create_time) for e in written} <= {("node-update", 7)}
+
+
+@pytest.mark.parametrize(("unknown_for", "status"), [(30 * S, None), (61 * S, "down")])
+def test_a_disconnected_node_goes_down_once_none_of_its_allocs_can_reconnect(
+    unknown_for: int, status: str | None
+) -> None:
+    st = _cluster()
+    st.upsert_node(Node(id="n2", status="disconnected"))
+    a2 = st.allocs["a2"]
+    st.upsert_alloc(a2.model_copy(update=_unknown_since(NOW - unknown_for)))
+    events = missed_heartbeats(st, ["n2"], now=NOW)
+    updates = [(e.node_id, e.status) for e in events if isinstance(e, NodeStatusUpdated)]
+    assert updates == ([("n2", status)] if status else [])
+    # Going down from disconnected evaluates its jobs again (Nomad: disconnected to other).
+    written = {e.job_id for event in events if isinstance(event, EvalsUpserted) for e in event.evals}
+    assert written == ({"tolerant", "agent"} if status else set())

@@ -1,6 +1,7 @@
 """The heartbeater (Nomad's nodeHeartbeater): hears client heartbeats on core NATS, keeps every
 node's deadline (drover.control.leader.heartbeat) and, when a node misses its TTL and grace,
 writes it down - or disconnected, when it runs allocs that tolerate it - with node-update evals.
+A disconnected node's deadline is set again each time it passes, until the node goes down.
 Heartbeats are never written to the log; status changes are."""
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ import logging
 import time
 from typing import Any
 
-from drover.control.leader.heartbeat import ALIVE, HeartbeatTracker, missed_heartbeats
+from drover.control.leader.heartbeat import ALIVE, WATCHED, HeartbeatTracker, missed_heartbeats
 from drover.model.durations import SECOND
 from drover.model.events import Event, NodeDeregistered, NodeRegistered, NodeStatusUpdated
 from drover.runtime.leader import Leader
@@ -40,20 +41,20 @@ class Heartbeater:
         return 2 * max(self.min_ttl, int(len(self.replica.state.nodes) / self.per_second * SECOND))
 
     def start(self, now: int) -> None:
-        """Just became the leader: every live node gets the failover TTL."""
-        alive = [n.id for n in self.replica.state.all_nodes() if n.status in ALIVE]
+        """Just became the leader: every live (or disconnected) node gets the failover TTL."""
+        alive = [n.id for n in self.replica.state.all_nodes() if n.status in WATCHED]
         self.tracker.failover(alive, now, self.failover_ttl)
         log.info("watching %d nodes (failover TTL %.0f s)", len(alive), self.failover_ttl / SECOND)
 
     def on_event(self, position: int, event: Event, meta: dict[str, Any]) -> None:
-        """Registration, or a node coming back, starts the node's clock; a node that left or
-        went down has none."""
+        """Registration, or a node coming back, starts the node's clock; so does a disconnect
+        (to see when it goes down); a node that left or went down has none."""
         now = time.time_ns()
         if isinstance(event, NodeRegistered):
             if event.node.status in ALIVE:
                 self.tracker.beat(event.node.id, now, self.longest_ttl(), self.grace)
         elif isinstance(event, NodeStatusUpdated):
-            if event.status in ALIVE:
+            if event.status in WATCHED:
                 if event.node_id not in self.tracker.deadline:
                     self.tracker.beat(event.node_id, now, self.longest_ttl(), self.grace)
             else:
@@ -71,11 +72,18 @@ class Heartbeater:
         self.wake.set()
 
     def missed(self, node_ids: list[str], now: int) -> list[Event]:
-        """The events for nodes that missed their heartbeat: status and node-update evals."""
+        """The events for nodes that missed their heartbeat: status and node-update evals. A
+        disconnected node that stays so is watched for another TTL."""
         events = missed_heartbeats(self.replica.state, node_ids, now)
+        changed = set()
         for e in events:
             if isinstance(e, NodeStatusUpdated):
+                changed.add(e.node_id)
                 log.info("node %s missed its heartbeat: %s", e.node_id, e.status)
+        for node_id in node_ids:
+            node = self.replica.state.node(node_id)
+            if node_id not in changed and node is not None and node.status in WATCHED:
+                self.tracker.beat(node_id, now, self.longest_ttl(), self.grace)
         return events
 
 

@@ -20,6 +20,7 @@ from nats.errors import TimeoutError as NatsTimeout
 from drover.model.evaluation import EVAL_STATUS_BLOCKED, Evaluation
 from drover.runtime.bus import PLAN_SUBJECT
 from drover.runtime.replica import Replica
+from drover.runtime.store.queries import Reads
 from drover.runtime.telemetry import inject
 from drover.scheduler import schedule
 from drover.scheduler.evalflow import max_attempts_failure, plan_attempts
@@ -27,6 +28,7 @@ from drover.scheduler.plan import Plan
 from drover.scheduler.planapply import PendingPlacements
 from drover.scheduler.state import StateSnapshot
 from drover.scheduler.wire import PlanRequest, PlanResponse, decode_response, encode_request
+from drover.worker.scores import reconnect_scores
 
 log = logging.getLogger("drover.worker")
 PLAN_TIMEOUT = 15.0
@@ -46,6 +48,7 @@ class Worker:
         # replica, by eval ID. The others are scheduled as if they were committed.
         self.depth = depth
         self.submitted: dict[str, Plan] = {}
+        self.reads = Reads(replica.store)
 
     def state_for(self, eval_id: str) -> StateSnapshot:
         """The replica, with the placements of the other evals' plans in flight added."""
@@ -109,7 +112,9 @@ class Worker:
         attempts = 0
         while True:
             t0 = time.perf_counter()
-            res = schedule(self.state_for(current.id), current, time.time_ns())
+            state = self.state_for(current.id)
+            scores = await reconnect_scores(state, current, self.reads.allocs_by_id)
+            res = schedule(state, current, time.time_ns(), placement_scores=scores)
             t1 = time.perf_counter()
             evals = [res.eval, *res.create_evals]
             if res.blocked_eval is not None:

@@ -30,8 +30,8 @@ CLIENT_STATUSES = ("pending", "running", "complete", "failed", "lost")
 def client_update(reads: ClusterReads, node_id: str, updates: list[AllocClientUpdate], now: int) -> Change:
     """Clients report their allocs' status. As Nomad's UpdateAlloc: an alloc that newly failed
     while the servers want it running gets its job an alloc-failure eval (rescheduled per the
-    reschedule block); one that was unknown (its node disconnected) and runs again, a reconnect
-    eval (the original or its replacement stays, per the disconnect block)."""
+    reschedule block); one that was unknown (its node disconnected), whatever it reports now, a
+    reconnect eval (the original or its replacement stays, per the disconnect block)."""
     bad = sorted({u.client_status for u in updates if u.client_status not in CLIENT_STATUSES})
     if bad:
         raise Invalid(f"unknown ClientStatus: {', '.join(bad)}")
@@ -42,12 +42,13 @@ def client_update(reads: ClusterReads, node_id: str, updates: list[AllocClientUp
     triggers: dict[tuple[str, str], str] = {}
     for u in updates:
         a = current[u.id]
-        if a.server_terminal():
+        key = (a.namespace, a.job_id)
+        if a.client_status == "unknown":
+            triggers.setdefault(key, TRIGGER_RECONNECT)
+        elif a.server_terminal():
             continue
-        if u.client_status == "failed" and a.client_status != "failed":
-            triggers[(a.namespace, a.job_id)] = TRIGGER_RETRY_FAILED_ALLOC
-        elif u.client_status == "running" and a.client_status == "unknown":
-            triggers.setdefault((a.namespace, a.job_id), TRIGGER_RECONNECT)
+        elif u.client_status == "failed" and a.client_status != "failed":
+            triggers[key] = TRIGGER_RETRY_FAILED_ALLOC
     evals = [
         job_eval(job, trigger, now)
         for (ns, jid), trigger in triggers.items()

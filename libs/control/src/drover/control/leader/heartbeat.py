@@ -7,8 +7,10 @@
 - After a failover (a new leader takes over) every node first gets FAILOVER_HEARTBEAT_TTL: the
   new leader cannot know when each node last beat.
 - A missed node goes down ("Node heartbeat missed") - or disconnected when it runs an alloc
-  whose group has disconnect.lost_after: those allocs become unknown, and are lost only at
-  expiry.
+  whose group has disconnect.lost_after and has not been unknown that long: those allocs
+  become unknown, and are lost only at expiry. A disconnected node keeps a deadline too: each
+  time it passes, it goes down once none of its allocs can reconnect any more (Nomad's
+  disconnectState).
 - Heartbeats are not state changes and never reach the event log; status transitions do, with
   node-update evals (one per job with a live alloc on the node, one per system job whose
   datacenters and pool take it): `missed_heartbeats`.
@@ -20,7 +22,7 @@ import heapq
 import random
 from collections.abc import Iterable
 
-from drover.model.alloc import Allocation
+from drover.model.alloc import ALLOC_CLIENT_UNKNOWN, Allocation
 from drover.model.durations import SECOND
 from drover.model.evaluation import TRIGGER_NODE_UPDATE, Evaluation, job_eval
 from drover.model.events import EvalsUpserted, Event, NodeStatusUpdated
@@ -42,6 +44,8 @@ FAILOVER_HEARTBEAT_TTL = 300 * SECOND
 HEARTBEAT_MISSED = "Node heartbeat missed"
 # The node statuses a heartbeat is expected in.
 ALIVE = (NODE_STATUS_READY, NODE_STATUS_INIT)
+# The statuses a node has a heartbeat deadline in: alive, or disconnected until it goes down.
+WATCHED = (*ALIVE, NODE_STATUS_DISCONNECTED)
 
 
 def heartbeat_ttl(
@@ -95,15 +99,20 @@ class HeartbeatTracker:
         return self._heap[0][0] if self._heap else None
 
 
-def missed_status(allocs: Iterable[Allocation], job_of: dict[tuple[str, str], Job]) -> str:
-    """What a node that missed its heartbeat becomes: disconnected when a live alloc on it
-    belongs to a group with disconnect.lost_after, down otherwise."""
+def missed_status(allocs: Iterable[Allocation], job_of: dict[tuple[str, str], Job], now: int) -> str:
+    """What a node that missed its heartbeat becomes: disconnected while a live alloc on it
+    belongs to a group with disconnect.lost_after and has not been unknown that long yet;
+    down otherwise."""
     for a in allocs:
         if a.terminal_status():
             continue
         job = job_of.get((a.namespace, a.job_id))
         tg = job.lookup_task_group(a.task_group) if job is not None else None
-        if tg is not None and tg.lost_after() > 0:
+        lost_after = tg.lost_after() if tg is not None else 0
+        if lost_after <= 0:
+            continue
+        since = a.last_unknown() if a.client_status == ALLOC_CLIENT_UNKNOWN else 0
+        if not since or now < since + lost_after:
             return NODE_STATUS_DISCONNECTED
     return NODE_STATUS_DOWN
 
@@ -128,14 +137,14 @@ def node_update_evals(
 
 def missed_heartbeats(state: InMemoryState, node_ids: Iterable[str], now: int) -> list[Event]:
     """The events for nodes that missed their heartbeat: each one's new status (`missed_status`)
-    and then all their node-update evals (`node_update_evals`). Nodes gone or no longer alive
-    are skipped."""
+    and then all their node-update evals (`node_update_evals`). Nodes gone, down already, or
+    disconnected and staying so are skipped."""
     events: list[Event] = []
     evals = []
     system = [j for j in state.jobs.values() if j.is_system() and not j.stop]
     for node_id in node_ids:
         node = state.node(node_id)
-        if node is None or node.status not in ALIVE:
+        if node is None or node.status not in WATCHED:
             continue
         allocs = state.allocs_by_node(node_id)
         jobs: dict[tuple[str, str], Job] = {}
@@ -143,7 +152,9 @@ def missed_heartbeats(state: InMemoryState, node_ids: Iterable[str], now: int) -
             job = state.job(a.namespace, a.job_id)
             if job is not None:
                 jobs[(a.namespace, a.job_id)] = job
-        status = missed_status(allocs, jobs)
+        status = missed_status(allocs, jobs, now)
+        if status == node.status:
+            continue
         events.append(
             NodeStatusUpdated(node_id=node_id, status=status, status_description=HEARTBEAT_MISSED, at=now)
         )
