@@ -1,7 +1,9 @@
 """The node agent: fingerprint, register, heartbeat at the TTL the servers hand out, watch this
 node's allocs (blocking queries), run them, report their status in batches, collect the
 directories of terminal allocs (drover.client.allocgc), and after its own restart pick up what it
-was running (raw_exec tasks live on under their executors)."""
+was running (raw_exec tasks live on under their executors). Cut off from the servers, it stops
+the allocs whose group sets disconnect.stop_on_client_after once that long has passed without a
+heartbeat getting through (drover.control.client.heartbeatstop)."""
 
 from __future__ import annotations
 
@@ -27,6 +29,7 @@ from drover.client.fingerprint import fingerprint
 from drover.client.logserve import LogsApp, bind, serve
 from drover.client.runner import AllocRunner, ClientContext
 from drover.client.statefile import write_atomically
+from drover.control.client.heartbeatstop import HeartbeatStop, stop_after
 from drover.model.alloc import Allocation
 from drover.model.durations import SECOND
 from drover.model.job import Job
@@ -59,6 +62,8 @@ class Agent:
         self.http_addr = ""
         # The node as last fingerprinted: its attributes, networks and host volumes reach tasks.
         self.node = Node(id=self.node_id)
+        # When a heartbeat last got through (stop_on_client_after counts from it).
+        self.heartbeat_stop = HeartbeatStop(time.monotonic_ns())
 
     # --- identity and local state ---
     def _node_id(self) -> str:
@@ -106,6 +111,7 @@ class Agent:
                 r = await self.http.put("/v1/drover/node/register", json=body)
                 if r.status_code == 200:
                     self.ttl = int(r.json()["HeartbeatTTL"])
+                    self.heartbeat_stop.ok(time.monotonic_ns())
                     log.info(
                         "registered node %s (%s), heartbeat TTL %.1fs", node.id, node.name, self.ttl / SECOND
                     )
@@ -130,6 +136,7 @@ class Agent:
                     continue
                 r.raise_for_status()
                 self.ttl = int(r.json()["HeartbeatTTL"])
+                self.heartbeat_stop.ok(time.monotonic_ns())
                 if failing or r.json().get("EvalIDs"):
                     # Back after a gap: the servers may have marked our allocs unknown or lost.
                     self.dirty.update(self.runners)
@@ -137,6 +144,34 @@ class Agent:
             except httpx.HTTPError as e:
                 failing = True
                 log.warning("heartbeat failed: %s", e)
+
+    async def stop_when_cut_off(self, stop: asyncio.Event) -> None:
+        """Stop each alloc whose group sets stop_on_client_after once no heartbeat has got
+        through for that long (Nomad's heartbeat stop): by then the servers take it for lost
+        and will place its replacement. Stopped, it is not started again here."""
+        while not stop.is_set():
+            now = time.monotonic_ns()
+            timeouts = {aid: stop_after(r.tg) for aid, r in self.runners.items() if not r.stopped}
+            for aid in self.heartbeat_stop.due(timeouts, now):
+                log.warning(
+                    "alloc %s: no heartbeat through for %.1fs (disconnect.stop_on_client_after %.1fs): stopping it",
+                    aid,
+                    (now - self.heartbeat_stop.last_ok) / SECOND,
+                    timeouts[aid] / SECOND,
+                )
+                # As Nomad's heartbeat stop destroys the alloc runner: every task, no delays.
+                self._stop_in_background(self.runners[aid], destroy=True)
+            nxt = self.heartbeat_stop.next_due(timeouts, now)
+            wait = 1.0 if nxt is None else min(1.0, max(0.05, (nxt - now) / SECOND + 0.01))
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(stop.wait(), wait)
+
+    def _stop_in_background(
+        self, runner: AllocRunner, *, no_shutdown_delay: bool = False, destroy: bool = False
+    ) -> None:
+        task = asyncio.create_task(self._stop(runner, no_shutdown_delay, destroy))
+        self._stopping.add(task)
+        task.add_done_callback(self._stopping.discard)
 
     async def job(self, alloc: Allocation) -> Job | None:
         key = (alloc.namespace, alloc.job_id, alloc.job_version)
@@ -175,11 +210,9 @@ class Agent:
         if alloc.server_terminal():
             if runner is not None and not runner.stopped:
                 log.info("stopping alloc %s (%s)", alloc.id, alloc.desired_description)
-                task = asyncio.create_task(
-                    self._stop(runner, bool(alloc.desired_transition.no_shutdown_delay))
+                self._stop_in_background(
+                    runner, no_shutdown_delay=bool(alloc.desired_transition.no_shutdown_delay)
                 )
-                self._stopping.add(task)
-                task.add_done_callback(self._stopping.discard)
             return
         if runner is not None:
             self._restart_if_asked(runner, alloc)
@@ -227,8 +260,10 @@ class Agent:
             max_kill_timeout=self.cfg.max_kill_timeout,
         )
 
-    async def _stop(self, runner: AllocRunner, no_shutdown_delay: bool = False) -> None:
-        await runner.stop(no_shutdown_delay=no_shutdown_delay)
+    async def _stop(
+        self, runner: AllocRunner, no_shutdown_delay: bool = False, destroy: bool = False
+    ) -> None:
+        await runner.stop(no_shutdown_delay=no_shutdown_delay, destroy=destroy)
         self.dirty.add(runner.alloc.id)
         self.persist()
 
@@ -346,7 +381,8 @@ class Agent:
         log.info("serving alloc logs on %s", self.http_addr)
         await self.register(stop)
         loops = [
-            asyncio.create_task(fn(stop)) for fn in (self.heartbeat, self.watch, self.report, self.alloc_gc)
+            asyncio.create_task(fn(stop))
+            for fn in (self.heartbeat, self.watch, self.report, self.alloc_gc, self.stop_when_cut_off)
         ]
         await stop.wait()
         for t in loops:
