@@ -139,14 +139,15 @@ def test_an_agent_cut_off_from_the_servers_as_each_disconnect_block_says(
     for j in ("swap", "legacy"):
         c.wait(lambda j=j: running_on(c, j, a2), timeout=20, describe=lambda: table(c))
         assert c.get(f"/v1/allocation/{originals[j]}")["ClientStatus"] == "unknown"
-    assert [(a["ID"], a["ClientStatus"]) for a in allocs(c, "wait")] == [(originals["wait"], "unknown")]
+    c.wait(lambda: one(c, "wait")["ClientStatus"] == "unknown", describe=lambda: table(c))
+    assert [a["ID"] for a in allocs(c, "wait")] == [originals["wait"]]
     # stopper's replacement comes once the agent has surely stopped it (stop_on_client_after and
     # the kill timeout, 5 s at least, after it was lost)
     (repl,) = c.wait(lambda: running_on(c, "stopper", a2), timeout=25, describe=lambda: table(c))
     (followup,) = [e for e in c.get("/v1/job/stopper/evaluations") if e["TriggeredBy"] == "alloc-failure"]
     assert followup["WaitUntil"] - lost["ModifyTime"] > (STOP_AFTER + 5 - 1) * S
     assert repl["CreateTime"] >= followup["WaitUntil"]
-    assert task_pid(marker) is not None  # the replacement's, on a2
+    c.wait(lambda: task_pid(marker), timeout=10)  # the replacement's, on a2 (its executor starts it)
 
     split.heal()
     c.wait(lambda: ready(c, a1), timeout=15)

@@ -109,10 +109,14 @@ def replacement_chain(original: Allocation, group: Mapping[str, Allocation]) -> 
 def reconnect_score_ids(allocs: Iterable[Allocation]) -> set[str]:
     """The allocs of a job whose placement scores a best_score reconnect may compare: each
     alloc that has to reconnect, and its replacements."""
+    allocs = list(allocs)
+    # Most allocs never disconnected (no recorded states): one cheap pass, nearly always all.
+    waiting = [a for a in allocs if a.alloc_states and a.needs_to_reconnect() and not a.server_terminal()]
+    if not waiting:
+        return set()
     by_id = {a.id: a for a in allocs}
     out: set[str] = set()
-    for a in by_id.values():
-        if a.needs_to_reconnect() and not a.server_terminal():
-            out.add(a.id)
-            out.update(r.id for r in replacement_chain(a, by_id))
+    for a in waiting:
+        out.add(a.id)
+        out.update(r.id for r in replacement_chain(a, by_id))
     return out
