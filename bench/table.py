@@ -18,6 +18,7 @@ from __future__ import annotations
 import argparse
 import json
 import operator
+import re
 import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -323,14 +324,15 @@ def figure_row(name: str, fig: Figure, data: dict[str, Any], date: str) -> list[
     return [name, label, f"{number(value)} {fig.unit}", target, met, date]
 
 
-def rows(out_dir: Path) -> list[list[str]]:
-    """One row per figure of every benchmark whose JSON is in `out_dir`, one "not run" row
-    for every other."""
+def rows(out_dir: Path, kept: dict[str, list[list[str]]] | None = None) -> list[list[str]]:
+    """One row per figure of every benchmark whose JSON is in `out_dir`; for every other, the
+    rows `kept` holds for it (a partial run keeps the figures, with their dates, of the
+    benchmarks it did not run), else one "not run" row."""
     table: list[list[str]] = []
     for name, figures in FIGURES.items():
         path = out_dir / f"{name}.json"
         if not path.exists():
-            table.append([name, "-", "not run", "-", "-", "-"])
+            table.extend((kept or {}).get(name) or [[name, "-", "not run", "-", "-", "-"]])
             continue
         date = datetime.fromtimestamp(path.stat().st_mtime, UTC).strftime("%Y-%m-%d %H:%M UTC")
         try:
@@ -347,6 +349,19 @@ def render(table: list[list[str]]) -> str:
     return "\n".join("| " + " | ".join(cell.replace("|", "\\|") for cell in line) + " |" for line in lines)
 
 
+def current_rows(doc: str) -> dict[str, list[list[str]]]:
+    """The rows of the figures table `doc` holds now, by benchmark."""
+    start, end = doc.find(FIGURES_BEGIN), doc.find(FIGURES_END)
+    out: dict[str, list[list[str]]] = {}
+    if start < 0 or end < start:
+        return out
+    for line in doc[start + len(FIGURES_BEGIN) : end].strip().splitlines()[2:]:
+        cells = [c.strip().replace("\\|", "|") for c in re.split(r"(?<!\\)\|", line.strip())[1:-1]]
+        if len(cells) == len(HEADER) and cells[2] != "not run":
+            out.setdefault(cells[0], []).append(cells)
+    return out
+
+
 def replace_figures(doc: str, table: str) -> str:
     """`doc` with what lies between the markers replaced by `table`."""
     start, end = doc.find(FIGURES_BEGIN), doc.find(FIGURES_END)
@@ -359,11 +374,15 @@ def main(argv: Sequence[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     ap.add_argument("--out-dir", type=Path, default=Path("bench/out"))
     ap.add_argument("--doc", type=Path, default=Path("docs/performance.md"))
+    ap.add_argument(
+        "--keep", action="store_true", help="keep the doc's rows of benchmarks whose JSON is not there"
+    )
     args = ap.parse_args(argv)
     known = {f"{name}.json" for name in FIGURES}
     for extra in sorted(p.name for p in args.out_dir.glob("*.json") if p.name not in known):
         print(f"bench.table: no figures known for {args.out_dir / extra}", file=sys.stderr)
-    table = render(rows(args.out_dir))
+    kept = current_rows(args.doc.read_text()) if args.keep else None
+    table = render(rows(args.out_dir, kept))
     try:
         args.doc.write_text(replace_figures(args.doc.read_text(), table))
     except ValueError as e:

@@ -274,3 +274,21 @@ def test_the_events_rows(tmp_path: Path) -> None:
     # A run whose subscribers received nothing has no lag to show.
     _write(tmp_path, events={**EVENTS, "lag_ms": {"p50": None, "p99": None, "max": None}})
     assert _row(table.rows(tmp_path), "events", "the same, p99")[2:5] == ["not measured", "< 1,000 ms", "-"]
+
+
+def test_keep_holds_the_rows_of_benchmarks_not_run(tmp_path: Path) -> None:
+    # A full run, then a run of the scheduler alone with --keep: codec's rows stay as they were
+    # (their dates too), the scheduler's are rewritten.
+    _write(tmp_path / "out", codec=CODEC, scheduler=SCHEDULER)
+    doc = tmp_path / "performance.md"
+    doc.write_text(f"{table.FIGURES_BEGIN}\n{table.FIGURES_END}\n")
+    table.main(["--out-dir", str(tmp_path / "out"), "--doc", str(doc)])
+    codec_rows = [line for line in doc.read_text().splitlines() if line.startswith("| codec |")]
+    assert codec_rows
+    (tmp_path / "out" / "codec.json").unlink()
+    table.main(["--out-dir", str(tmp_path / "out"), "--doc", str(doc), "--keep"])
+    assert [line for line in doc.read_text().splitlines() if line.startswith("| codec |")] == codec_rows
+    assert "| append | - | not run |" in doc.read_text()
+    # Without --keep, a benchmark without its JSON is "not run".
+    table.main(["--out-dir", str(tmp_path / "out"), "--doc", str(doc)])
+    assert "| codec | - | not run |" in doc.read_text()

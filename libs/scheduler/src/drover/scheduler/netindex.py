@@ -28,6 +28,7 @@ from drover.model.node import Node
 
 _MAPPING_SET = set(AllocatedPortMapping.model_fields)
 _NONE: frozenset[int] = frozenset()
+_NO_USE: dict[int, int] = {}
 # Random draws for one dynamic port before the range is scanned (Nomad's maxRandPortAttempts).
 _RANDOM_ATTEMPTS = 20
 
@@ -246,11 +247,13 @@ class NetworkIndex:
         self, port: Port, in_offer: dict[str, set[int]], rng: random.Random
     ) -> AllocatedPortMapping | str:
         network = port.host_network or DEFAULT_HOST_NETWORK
-        addrs = self.addresses.get(network, [])
+        addrs = self.addresses.get(network)
         if not addrs:
             return f"no addresses available for {network} network"
         for addr in addrs:
-            mine = in_offer.setdefault(addr, set())
+            mine = in_offer.get(addr)
+            if mine is None:
+                mine = in_offer[addr] = set()
             value = self._pick(addr, mine, rng)
             if value:
                 mine.add(value)
@@ -275,14 +278,17 @@ class NetworkIndex:
         if hi < lo:
             return 0
         size, draw = hi - lo + 1, rng.random
+        # `taken`, inlined: this runs for every dynamic port of every placement.
+        reserved, own = self.reserved, self.address_reserved.get(addr, _NONE)
+        used = self.used.get(addr) or _NO_USE
         for _ in range(_RANDOM_ATTEMPTS):
             p = lo + int(draw() * size)
-            if p not in mine and not self.taken(addr, p):
+            if p not in mine and p not in used and p not in reserved and p not in own:
                 return p
-        start = rng.randint(lo, hi)
+        start = lo + int(draw() * size)
         for first, last in ((start, hi), (lo, start - 1)):
             for p in range(first, last + 1):
-                if p not in mine and not self.taken(addr, p):
+                if p not in mine and p not in used and p not in reserved and p not in own:
                     return p
         return 0
 
