@@ -16,6 +16,8 @@ import gc
 import json
 import platform
 import statistics
+import subprocess
+import sys
 import time
 from collections import Counter
 from pathlib import Path
@@ -153,28 +155,40 @@ def run_case(
     return out
 
 
-def ports_pair(rounds: int = 5) -> dict[str, Any]:
+def ports_pair(rounds: int = 7) -> dict[str, Any]:
     """The 5,000-node, 1,000-alloc case with one dynamic port per alloc beside the same case
-    without ports, in interleaved rounds (this machine's speed drifts): medians of each, each
-    round's figure the median of three evals (a worker's replica keeps what the first works
-    out about the nodes)."""
+    without ports, in interleaved rounds (this machine's speed drifts), each case in a fresh
+    process and the order alternating from round to round: medians of each. A round's figure
+    is the median of three evals (a worker's replica keeps what the first works out about the
+    nodes)."""
     without: list[float] = []
     with_ports: list[float] = []
-    last: dict[str, Any] = {}
-    for _ in range(rounds):
-        without.append(run_case(5000, 50, 1000, [], repeats=3)["ms_per_eval"])
-        last = run_case(5000, 50, 1000, [], repeats=3, ports=1)
-        with_ports.append(last["ms_per_eval"])
+    placed = 0
+    for r in range(rounds):
+        for ports in (0, 1) if r % 2 == 0 else (1, 0):
+            case = _case_in_a_process(5000, 50, 1000, ports)
+            (with_ports if ports else without).append(case["ms_per_eval"])
+            placed = case["placed"] if ports else placed
     a, b = statistics.median(without), statistics.median(with_ports)
     return {
         "ports_5000_nodes_1000_allocs": {
             "rounds": rounds,
-            "placed": last["placed"],
+            "placed": placed,
             "ms_per_eval_no_ports": round(a, 2),
             "ms_per_eval_one_dynamic_port": round(b, 2),
             "ratio": round(b / a, 2),
         }
     }
+
+
+def _case_in_a_process(nodes: int, racks: int, count: int, ports: int) -> dict[str, Any]:
+    code = (
+        "import json; from bench.scheduler import run_case; "
+        f"print(json.dumps(run_case({nodes}, {racks}, {count}, [], repeats=3, ports={ports})))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, text=True).stdout
+    result: dict[str, Any] = json.loads(out.splitlines()[-1])
+    return result
 
 
 def main() -> None:
