@@ -346,7 +346,7 @@ class GenericScheduler:
                 options.penalty_nodes |= {e.prev_node_id for e in prev.reschedule_tracker.events}
         sel = stack.select(options)
         ports = None
-        while sel is not None and stack.has_ports:
+        while sel is not None and stack.ports.active:
             # The stack only offers nodes where the ports fit; should the draw fail anyway,
             # the node is blocked and the next one tried.
             ports = stack.assign_ports(sel.row)
@@ -360,9 +360,9 @@ class GenericScheduler:
             self.queued[tg.name] = self.queued.get(tg.name, 0) + 1
             return
         given = None
-        if ports is not None and stack.net_ask is not None:
+        if ports is not None and stack.ports.network is not None:
             base = self._alloc_template(tg).allocated_resources or group_allocation(tg)
-            given = with_ports(base, stack.net_ask, *ports)
+            given = with_ports(base, stack.ports.network, *ports)
         alloc = self._new_alloc(req, sel, given)
         self.plan.append_alloc(alloc)
         self._ensure_table().add_usage(alloc.node_id, alloc, 1)

@@ -12,7 +12,6 @@ max(count, 100). `full_scan=True` scores every feasible node instead.
 from __future__ import annotations
 
 import math
-import random
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
@@ -24,7 +23,7 @@ from drover.model.job import CONSTRAINT_DISTINCT_HOSTS
 from drover.model.network import AllocatedPortMapping
 from drover.scheduler.constraints import is_escaped, matches, resolve_target
 from drover.scheduler.feasible import FeasibilityChecker, distinct_constraints
-from drover.scheduler.netindex import PortAsk, group_network
+from drover.scheduler.groupports import GroupPorts
 from drover.scheduler.nodetable import NodeTable
 from drover.scheduler.rank import (
     MAX_SKIP,
@@ -105,7 +104,7 @@ class GroupStack:
         self._init_affinity()
         self._init_spreads(live)
 
-        self._init_ports()
+        self.ports = GroupPorts(table, tg, f"{job.id}/{tg.name}/{order[:8].tolist()}")
 
         self.limit = self._limit(int(self.feasible.sum()))
         # Per-row caches refreshed from the table's change log: fit mask, binpack score and
@@ -203,42 +202,12 @@ class GroupStack:
             self._combo_vals = combos
             self._combo_of_row = inverse.reshape(-1).astype(np.int64)
 
-    def _init_ports(self) -> None:
-        """The group's ports: rows where they collide are blocked (only rows where a port may
-        be taken are looked at), kept current from the table's change log."""
-        self.net_ask = group_network(self.tg.networks)
-        self.has_ports = self.net_ask is not None and bool(self.net_ask.ports())
-        self.port_ask = PortAsk.of(self.net_ask) if self.net_ask is not None else None
-        self.port_blocked: BoolArray = np.zeros(len(self.table), dtype=bool)
-        self._port_seen = len(self.table.changes)
-        if self.has_ports:
-            # Seeded by the eval (its node order): the same eval draws the same ports.
-            self._port_rng = random.Random(f"{self.job.id}/{self.tg.name}/{self.order[:8].tolist()}")
-            for row in self.table.port_rows().tolist():
-                self._port_check(row)
-
-    def _port_check(self, row: int) -> str | None:
-        assert self.port_ask is not None
-        reason = self.table.network_index(row).collision(self.port_ask)
-        self.port_blocked[row] = reason is not None
-        return reason
-
-    def _refresh_ports(self) -> None:
-        log = self.table.changes
-        if self.has_ports and len(log) > self._port_seen:
-            for row in set(log[self._port_seen :]):
-                self._port_check(row)
-        self._port_seen = len(log)
-
     def assign_ports(self, row: int) -> tuple[list[AllocatedPortMapping], str] | None:
-        """The ports the group is given on the row's node and their address; None (and the row
-        blocked) if they cannot be."""
-        assert self.port_ask is not None
-        got = self.table.network_index(row).assign(self.port_ask, self._port_rng)
-        if isinstance(got, str):
-            self.port_blocked[row] = True
+        """The ports the group is given on the row's node; None (the row no longer fits) if
+        they cannot be."""
+        got = self.ports.assign(row)
+        if got is None:
             self._fits[row] = False
-            return None
         return got
 
     def _limit(self, feasible_nodes: int) -> int:
@@ -282,7 +251,7 @@ class GroupStack:
     def _refresh(self) -> None:
         """Bring the per-row caches up to date: all rows the first time (or when
         distinct_property makes one placement change many rows), then only changed rows."""
-        self._refresh_ports()
+        self.ports.refresh()
         log = self.table.changes
         if self._seen < 0 or self.distinct_props:
             rows: IntArray | None = None
@@ -314,7 +283,7 @@ class GroupStack:
         used_cpu, used_mem = float(t.used_cpu[row]), float(t.used_mem[row])
         fits = (
             bool(self.feasible[row])
-            and not self.port_blocked[row]
+            and not self.ports.blocked[row]
             and used_cpu + self.ask_cpu <= t.cap_cpu[row]
             and used_mem + self.ask_mem <= t.cap_mem[row]
             and float(t.used_disk[row]) + self.ask_disk <= t.cap_disk[row]
@@ -339,8 +308,8 @@ class GroupStack:
             & (t.used_mem[sel] + self.ask_mem <= t.cap_mem[sel])
             & (t.used_disk[sel] + self.ask_disk <= t.cap_disk[sel])
         )
-        if self.has_ports:
-            ok &= ~self.port_blocked[sel]
+        if self.ports.active:
+            ok &= ~self.ports.blocked[sel]
         if self.distinct_hosts_job:
             ok &= self.job_count[sel] == 0
         if self.distinct_hosts_group:
@@ -457,14 +426,9 @@ class GroupStack:
         """Why a placement failed: what feasibility filtered and which dimension ran out."""
         t = self.table
         feas = self.feasible_set
-        self._refresh_ports()
         # Nomad's bin packing assigns ports first: a node whose ports collide is exhausted on
         # "network: <why>", whatever else it lacks.
-        net_out = self.feasible & self.port_blocked
-        dims: dict[str, int] = {}
-        for row in np.flatnonzero(net_out).tolist():
-            key = f"network: {self._port_check(row)}"
-            dims[key] = dims.get(key, 0) + 1
+        net_out, dims = self.ports.exhausted(self.feasible)
         f = self.feasible & ~net_out
         cpu_out = f & (t.used_cpu + self.ask_cpu > t.cap_cpu)
         mem_out = f & ~cpu_out & (t.used_mem + self.ask_mem > t.cap_mem)
