@@ -289,3 +289,57 @@ def test_a_task_serves_http_on_the_port_it_was_given(setup: tuple[Cluster, Path]
 
     c.wait(answers, RUN)
     c.http.delete("/v1/job/web")
+
+
+@pytest.fixture
+def second_agent(setup: tuple[Cluster, Path]) -> Iterator[str]:
+    """A second real agent, as the first configured; ineligible before it goes, so that no later
+    test's alloc lands on its node."""
+    c, tmp = setup
+    agents = Agents(c, tmp)
+    node_id = ""
+    try:
+        agents.start("a2", "--config", str(tmp / "agent.hcl"))
+        node_id = agents.node_id("a2")
+        c.wait(
+            lambda: [n for n in c.get("/v1/nodes") if n["ID"] == node_id and n["Status"] == "ready"],
+            AGENT_START,
+        )
+        yield node_id
+    finally:
+        if node_id:
+            c.put(f"/v1/node/{node_id}/eligibility", {"Eligibility": "ineligible"})
+        agents.close()
+
+
+def test_a_static_port_runs_once_per_real_node_and_the_third_alloc_is_blocked(
+    setup: tuple[Cluster, Path], second_agent: str
+) -> None:
+    c, tmp = setup
+    out = tmp / "static"
+    out.mkdir()
+    task = sh(f'echo "$NOMAD_ADDR_admin" > {out}/$NOMAD_ALLOC_ID; exec sleep 300')
+    body = job("static", {"t": task}, job_type="service", Count=3, Update={"MaxParallel": 0},
+               Networks=[{"ReservedPorts": [{"Label": "admin", "Value": 9900}]}])  # fmt: skip
+    c.put("/v1/jobs", body)
+
+    def two_running() -> list[dict[str, Any]] | None:
+        running = [a for a in allocs(c, "static") if a["ClientStatus"] == "running"]
+        return running if len(running) == 2 else None
+
+    running = c.wait(two_running, RUN, describe=lambda: allocs(c, "static"))
+    assert len({a["NodeID"] for a in running}) == 2
+    for a in running:
+        c.wait((out / a["ID"]).exists, RUN)
+        assert (out / a["ID"]).read_text().strip() == "127.0.0.1:9900"
+
+    def failed_metric() -> dict[str, Any] | None:
+        evals = c.get("/v1/job/static/evaluations")
+        if not any(e["Status"] == "blocked" for e in evals):
+            return None
+        return next((e["FailedTGAllocs"]["g"] for e in evals if e.get("FailedTGAllocs")), None)
+
+    metric = c.wait(failed_metric, RUN)
+    assert metric["DimensionExhausted"] == {"network: reserved port collision admin=9900": 2}
+    assert len(allocs(c, "static")) == 2
+    c.http.delete("/v1/job/static")

@@ -83,9 +83,11 @@ def test_a_task_failing_after_its_restart_pauses_or_fails_the_restart(
     # on a loaded host.
     cmd = f"m={tmp_path}/$NOMAD_ALLOC_ID; [ -f $m ] && exit 3; touch $m; exec sleep 300"
     job = raw_exec_job("svc", "/bin/sh", "-c", cmd, count=2, RestartPolicy={"Attempts": 0, "Mode": "fail"},
-                       Update={"MaxParallel": 0, "MinHealthyTime": 30 * S, "HealthyDeadline": 60 * S})  # fmt: skip
+                       Update={"MaxParallel": 0, "MinHealthyTime": 15 * S, "HealthyDeadline": 60 * S})  # fmt: skip
     c.put("/v1/jobs", job)
     c.wait(lambda: len(_live(c, "svc")) == 2, timeout=30)
+    # Each task has left its mark: restarted before that, it would run again for good.
+    c.wait(lambda: all((tmp_path / a["ID"]).exists() for a in _live(c, "svc")), timeout=30)
     body = {"BatchSize": 1, "OnError": on_error, "HealthCheck": True}
     rid = c.put("/v1/job/svc/restart", body)["RestartID"]
     r = _restart(c, rid, "paused", "failed", "complete")

@@ -352,3 +352,18 @@ def test_property_no_port_is_ever_given_twice_on_a_node(
         for (_, _, port), _n in held.items():
             assert port in (8080, 9100) or 30000 <= port < 30000 + width
             assert port != 9000
+
+
+def test_a_port_is_given_once_per_node_whatever_the_address() -> None:
+    # Loopback as an agent fingerprints it: 127.0.0.1 and ::1, both on the default network.
+    h = Harness()
+    node = net_node("n1", ip="127.0.0.1")
+    node.node_resources.node_networks[0].addresses.append(NodeNetworkAddress(alias="default", address="::1"))
+    h.state.upsert_node(node)
+    res = run(h, ports_job(count=2, static={"admin": 9900}))
+    assert [a.allocated_resources.shared.ports[0].host_ip for a in live(h) if a.allocated_resources] == [
+        "127.0.0.1"
+    ]
+    assert res.eval.failed_tg_allocs["g"].dimension_exhausted == {
+        "network: reserved port collision admin=9900": 1
+    }

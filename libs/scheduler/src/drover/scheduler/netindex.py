@@ -1,6 +1,7 @@
 """Ports on a node, as Nomad's NetworkIndex keeps them: the addresses of each host network,
-the ports taken on each address (by live allocs, by the node's reserved ports), and the
-assignment of a group's static and dynamic ports without collision.
+the ports taken (by live allocs, by the node's reserved ports), and the assignment of a group's
+static and dynamic ports without collision. Unlike Nomad's, a port is taken on the whole node
+whatever address it was given on: one port is never given twice on a node.
 
 A static port that is taken fails as Nomad words it ("reserved port collision http=9900");
 dynamic ports are drawn at random from the node's range (seeded by the caller, so an eval
@@ -28,7 +29,6 @@ from drover.model.node import Node
 
 _MAPPING_SET = set(AllocatedPortMapping.model_fields)
 _NONE: frozenset[int] = frozenset()
-_NO_USE: dict[int, int] = {}
 # Random draws for one dynamic port before the range is scanned (Nomad's maxRandPortAttempts).
 _RANDOM_ATTEMPTS = 20
 
@@ -149,8 +149,10 @@ class NetworkIndex:
         self.min_port, self.max_port = ports.min_port, ports.max_port
         self.reserved = ports.reserved
         self.address_reserved = ports.address_reserved
-        # Address -> port -> how many allocs (of the state and the plan) hold it.
-        self.used: dict[str, dict[int, int]] = {}
+        # Port -> how many allocs (of the state and the plan) hold it, on any address: a host
+        # network often has an IPv4 and an IPv6 address, and one port is never given twice on
+        # a node (Nomad's index keeps ports per address, and would).
+        self.used: dict[int, int] = {}
 
     def add_allocs(self, allocs: Iterable[Allocation], sign: int = 1) -> None:
         for a in allocs:
@@ -163,12 +165,7 @@ class NetworkIndex:
             self.offer(ar.shared.ports, sign)
 
     def taken(self, address: str, port: int) -> bool:
-        used = self.used.get(address)
-        return (
-            port in self.reserved
-            or port in self.address_reserved.get(address, ())
-            or (used is not None and port in used)
-        )
+        return port in self.used or port in self.reserved or port in self.address_reserved.get(address, ())
 
     def collision(self, ask: PortAsk) -> str | None:
         """Why the group's ports do not fit here (Nomad's words), None if they do. Cheaper
@@ -194,7 +191,7 @@ class NetworkIndex:
     def _free_count(self, address: str, also_taken: frozenset[int]) -> int:
         lo, hi = self.min_port, self.max_port
         size = hi - lo + 1
-        used = self.used.get(address) or {}
+        used = self.used
         reserved = self.address_reserved.get(address, frozenset())
         # Nearly always the range is far from full: an upper bound on what is taken settles it.
         bound = len(used) + len(self.reserved) + len(reserved) + len(also_taken)
@@ -208,7 +205,7 @@ class NetworkIndex:
         """The ports the group is given here (static as asked, dynamic drawn from the range)
         and the address of its first host network; or why it cannot be (Nomad's words)."""
         offer: list[AllocatedPortMapping] = []
-        in_offer: dict[str, set[int]] = {}
+        in_offer: set[int] = set()  # the ports of this offer, on any address
         for port, _ in ask.static:
             got = self._assign_static(port, in_offer)
             if isinstance(got, str):
@@ -222,18 +219,16 @@ class NetworkIndex:
         default = self.addresses.get(DEFAULT_HOST_NETWORK, [""])
         return offer, (offer[0].host_ip if offer else default[0])
 
-    def _assign_static(self, port: Port, in_offer: dict[str, set[int]]) -> AllocatedPortMapping | str:
+    def _assign_static(self, port: Port, in_offer: set[int]) -> AllocatedPortMapping | str:
         network = port.host_network or DEFAULT_HOST_NETWORK
         if not 0 < port.value <= MAX_VALID_PORT:
             return f"invalid port {port.value} (out of range)"
         error = f"no addresses available for {network} network"
         for addr in self.addresses.get(network, []):
-            if not port.ignore_collision and (
-                self.taken(addr, port.value) or port.value in in_offer.get(addr, ())
-            ):
+            if not port.ignore_collision and (self.taken(addr, port.value) or port.value in in_offer):
                 error = f"reserved port collision {port.label}={port.value}"
                 continue
-            in_offer.setdefault(addr, set()).add(port.value)
+            in_offer.add(port.value)
             return AllocatedPortMapping(
                 label=port.label,
                 value=port.value,
@@ -244,19 +239,16 @@ class NetworkIndex:
         return error
 
     def _assign_dynamic(
-        self, port: Port, in_offer: dict[str, set[int]], rng: random.Random
+        self, port: Port, in_offer: set[int], rng: random.Random
     ) -> AllocatedPortMapping | str:
         network = port.host_network or DEFAULT_HOST_NETWORK
         addrs = self.addresses.get(network)
         if not addrs:
             return f"no addresses available for {network} network"
         for addr in addrs:
-            mine = in_offer.get(addr)
-            if mine is None:
-                mine = in_offer[addr] = set()
-            value = self._pick(addr, mine, rng)
+            value = self._pick(addr, in_offer, rng)
             if value:
-                mine.add(value)
+                in_offer.add(value)
                 to = value if port.to == -1 else port.to
                 return unvalidated(
                     AllocatedPortMapping,
@@ -280,7 +272,7 @@ class NetworkIndex:
         size, draw = hi - lo + 1, rng.random
         # `taken`, inlined: this runs for every dynamic port of every placement.
         reserved, own = self.reserved, self.address_reserved.get(addr, _NONE)
-        used = self.used.get(addr) or _NO_USE
+        used = self.used
         for _ in range(_RANDOM_ATTEMPTS):
             p = lo + int(draw() * size)
             if p not in mine and p not in used and p not in reserved and p not in own:
@@ -298,9 +290,7 @@ class NetworkIndex:
         for p in alloc_ports:
             if p.ignore_collision:
                 continue
-            used = self.used.get(p.host_ip)
-            if used is None:
-                used = self.used[p.host_ip] = {}
+            used = self.used
             n = used.get(p.value, 0) + sign
             if n > 0:
                 used[p.value] = n
