@@ -8,9 +8,7 @@ nodes, the latest deployment and the time it is given, and returns a `ReconcileR
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-
-from drover.model import Allocation, DeploymentState, TaskGroup
+from drover.model import Allocation, TaskGroup
 from drover.model.alloc import ALLOC_CLIENT_LOST, ALLOC_CLIENT_UNKNOWN
 from drover.scheduler.names import AllocNameIndex
 from drover.scheduler.plan import DesiredUpdates
@@ -30,6 +28,7 @@ from drover.scheduler.reconciler.disconnect import (
     reconcile_reconnecting,
 )
 from drover.scheduler.reconciler.followups import lost_later_evals, reschedule_later_evals
+from drover.scheduler.reconciler.groupstate import GroupState
 from drover.scheduler.reconciler.inputs import ClusterState, EvalContext, JobState, UpdateFn
 from drover.scheduler.reconciler.results import (
     ALLOC_LOST,
@@ -41,35 +40,6 @@ from drover.scheduler.reconciler.results import (
     ReconcileResults,
     StopRequest,
 )
-
-
-@dataclass(slots=True)
-class _Group:
-    """One task group's allocs as the reconciler sorts them, step by step."""
-
-    tg: TaskGroup
-    desired: DesiredUpdates
-    # The current deployment's state of the group (a new one when `existing_deployment` is False).
-    dstate: DeploymentState
-    existing_deployment: bool
-    # The group's allocs, less old batch history and canaries no deployment will promote.
-    allocs: AllocSet
-    # The current deployment's canaries on healthy nodes.
-    canaries: AllocSet
-    untainted: AllocSet
-    migrate: AllocSet
-    lost: AllocSet
-    reschedule_now: AllocSet
-    reschedule_later: list[tuple[Allocation, int]]
-    # Follow-up eval of each alloc marked unknown, or lost while its client is still to stop
-    # it (`stop_on_client_after`), by this reconciliation.
-    followups: dict[str, str] = field(default_factory=dict)
-    # Lost allocs whose client is still to stop them, with when it will have: until then the
-    # group places nothing.
-    lost_later: list[tuple[Allocation, int]] = field(default_factory=list)
-
-    def canarying(self) -> bool:
-        return self.dstate.desired_canaries != 0 and not self.dstate.promoted
 
 
 class Reconciler:
@@ -157,7 +127,7 @@ class Reconciler:
         )
         return complete and deployments.group_complete(tg)
 
-    def _sort_group(self, tg: TaskGroup, allocs: AllocSet, desired: DesiredUpdates) -> _Group:
+    def _sort_group(self, tg: TaskGroup, allocs: AllocSet, desired: DesiredUpdates) -> GroupState:
         """Sort the group's allocs into buckets (see `allocs`), handling the disconnected and
         reconnected ones and creating the follow-up evals for later reschedules."""
         job, ctx = self.job, self.ctx
@@ -182,7 +152,7 @@ class Reconciler:
             eval_id=ctx.eval_id,
             now=ctx.now,
         )
-        g = _Group(
+        g = GroupState(
             tg=tg,
             desired=desired,
             dstate=dstate,
@@ -229,7 +199,7 @@ class Reconciler:
             allocs = diff(allocs, split.migrate, split.lost)
         return canaries, allocs
 
-    def _reconnect(self, g: _Group, reconnecting: AllocSet, disconnecting: AllocSet) -> None:
+    def _reconnect(self, g: GroupState, reconnecting: AllocSet, disconnecting: AllocSet) -> None:
         """Keep or stop the reconnecting allocs and their replacements; the kept ones are
         untainted again, the stopped ones leave every bucket."""
         before = len(self.results.reconnect_updates)
@@ -245,7 +215,7 @@ class Reconciler:
         for k in stopped:
             disconnecting.pop(k, None)
 
-    def _disconnect(self, g: _Group, disconnecting: AllocSet) -> None:
+    def _disconnect(self, g: GroupState, disconnecting: AllocSet) -> None:
         """Mark the allocs of a node that just disconnected unknown; replace them now or later
         as their group's `disconnect` block says."""
         if g.tg.lost_after() > 0:
@@ -263,7 +233,7 @@ class Reconciler:
         g.followups.update(disconnect_timeout_evals(disconnecting, self.job, self.ctx, self.results))
         g.desired.disconnect += len(disconnecting)
 
-    def _compute_stop(self, g: _Group, name_index: AllocNameIndex) -> AllocSet:
+    def _compute_stop(self, g: GroupState, name_index: AllocNameIndex) -> AllocSet:
         """Stop the lost allocs, and whatever exceeds the group's count."""
         stop: AllocSet = dict(g.lost)
         for a in g.lost.values():
@@ -286,7 +256,7 @@ class Reconciler:
 
     def _stop_surplus(
         self,
-        g: _Group,
+        g: GroupState,
         name_index: AllocNameIndex,
         untainted: AllocSet,
         remove: int,
@@ -334,7 +304,7 @@ class Reconciler:
             if take(a):
                 return
 
-    def _compute_updates(self, g: _Group) -> tuple[AllocSet, AllocSet]:
+    def _compute_updates(self, g: GroupState) -> tuple[AllocSet, AllocSet]:
         """Sort the untainted allocs into unchanged, in-place and destructive updates; returns
         (in-place, destructive)."""
         job = self.job.job
@@ -359,7 +329,7 @@ class Reconciler:
             g.dstate.desired_total += len(destructive) + len(inplace)
         return inplace, destructive
 
-    def _compute_canaries(self, g: _Group, name_index: AllocNameIndex, destructive: AllocSet) -> bool:
+    def _compute_canaries(self, g: GroupState, name_index: AllocNameIndex, destructive: AllocSet) -> bool:
         """Place the canaries a destructive update asks for; whether the group requires
         canaries (the deployment then waits for their promotion)."""
         if g.canarying():
@@ -383,7 +353,7 @@ class Reconciler:
         return True
 
     def _compute_placements(
-        self, g: _Group, name_index: AllocNameIndex, is_canarying: bool
+        self, g: GroupState, name_index: AllocNameIndex, is_canarying: bool
     ) -> list[PlaceRequest]:
         """Replacements of the allocs to reschedule now and of lost allocs, then new allocs up
         to the group's count."""
@@ -422,7 +392,7 @@ class Reconciler:
                 place.append(PlaceRequest(name=name, task_group=tg, downgrade_non_canary=is_canarying))
         return place
 
-    def _cap_at_count(self, g: _Group, place: list[PlaceRequest]) -> list[PlaceRequest]:
+    def _cap_at_count(self, g: GroupState, place: list[PlaceRequest]) -> list[PlaceRequest]:
         """Reschedules alone can exceed a count just lowered: place no more than the count and
         let the surplus failed allocs go."""
         if len(place) > g.tg.count:
@@ -438,7 +408,7 @@ class Reconciler:
         return place
 
     def _compute_replacements(
-        self, g: _Group, place: list[PlaceRequest], place_ready: bool, under: int
+        self, g: GroupState, place: list[PlaceRequest], place_ready: bool, under: int
     ) -> int:
         """Hand the placements over (only those for lost and failed allocs while the deployment
         does not progress); returns what is left of `under` for destructive updates."""
@@ -488,7 +458,9 @@ class Reconciler:
                 desired.stop += 1
         return under
 
-    def _compute_destructive(self, g: _Group, destructive: AllocSet, place_ready: bool, under: int) -> None:
+    def _compute_destructive(
+        self, g: GroupState, destructive: AllocSet, place_ready: bool, under: int
+    ) -> None:
         """Replace as many destructively updated allocs as the rolling update allows now."""
         if not place_ready:
             g.desired.ignore += len(destructive)
@@ -499,7 +471,7 @@ class Reconciler:
         for a in name_order(destructive)[:n]:
             self.results.destructive.append(DestructiveRequest(name=a.name, task_group=g.tg, stop=a))
 
-    def _compute_migrations(self, g: _Group, is_canarying: bool) -> None:
+    def _compute_migrations(self, g: GroupState, is_canarying: bool) -> None:
         """Stop each alloc to migrate and place one of the same name elsewhere."""
         g.desired.migrate += len(g.migrate)
         for a in name_order(g.migrate):
