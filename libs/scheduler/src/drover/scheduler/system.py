@@ -76,6 +76,7 @@ class SystemScheduler:
         seed = eval_seed(evaluation, state.index)
         self.new_id = new_uuid_fn(seed)
         self._port_rng = random.Random(seed)
+        self._port_asks: dict[str, PortAsk | None] = {}  # by task group, read once per eval
         self.job: Job | None = state.job(evaluation.namespace, evaluation.job_id)
         self.sysbatch = (self.job.type if self.job else evaluation.type) == "sysbatch"
         self.plan = Plan(
@@ -253,15 +254,15 @@ class SystemScheduler:
             for v in victims:
                 table.add_usage(v.node_id, v, -1)
         given = group_allocation(tg)
-        net = group_network(tg.networks)
-        if net is not None and net.ports():
-            got = table.network_index(row).assign(PortAsk.of(net), self._port_rng)
+        ports = self._port_ask(tg)
+        if ports is not None:
+            got = table.network_index(row).assign(ports, self._port_rng)
             if isinstance(got, str):
                 self._record_failure(table, tg, row, 0, 0, 0, p.by_dc, p.in_pool, dim=f"network: {got}")
                 if counted:
                     self._desired(tg.name).place += 1
                 return
-            given = with_ports(given, net, *got)
+            given = with_ports(given, ports.network, *got)
         alloc = Allocation(
             id=self.new_id(),
             namespace=job.namespace,
@@ -292,6 +293,13 @@ class SystemScheduler:
         table.add_usage(node.id, alloc, 1)
         if counted:
             self._desired(tg.name).place += 1
+
+    def _port_ask(self, tg: TaskGroup) -> PortAsk | None:
+        """The group's ports as the node index reads them; None for a group without any."""
+        if tg.name not in self._port_asks:
+            net = group_network(tg.networks)
+            self._port_asks[tg.name] = PortAsk.of(net) if net is not None and net.ports() else None
+        return self._port_asks[tg.name]
 
     def _preempt(
         self, table: NodeTable, row: int, job: Job, node: Node, cpu: int, mem: int, disk: int
