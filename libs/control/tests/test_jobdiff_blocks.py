@@ -54,7 +54,7 @@ _BASE: Spec = {
                     "Vault": {"Role": "web"},
                     "Identities": [{"Name": "consul", "Audience": ["consul.io"]}],
                 },
-                {"Name": "init", "Driver": "docker", "Lifecycle": {"Hook": "prestart"}},
+                {"Name": "init", "Driver": "docker", "Config": {"image": "busybox:1"}, "Lifecycle": {"Hook": "prestart"}},
             ],
         }
     ],

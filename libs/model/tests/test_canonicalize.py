@@ -26,7 +26,10 @@ TYPES = ("service", "batch", "system", "sysbatch")
 
 def job_doc(job_type: str = "service", **group: Any) -> dict[str, Any]:
     """A minimal job in Nomad's JSON form with one group 'web' and one task."""
-    tg: dict[str, Any] = {"Name": "web", "Tasks": [{"Name": "server", "Driver": "docker"}]}
+    tg: dict[str, Any] = {
+        "Name": "web",
+        "Tasks": [{"Name": "server", "Driver": "docker", "Config": {"image": "redis:7"}}],
+    }
     tg.update(group)
     return {"ID": "example", "Type": job_type, "TaskGroups": [tg]}
 
@@ -642,7 +645,11 @@ RICH_JOB: dict[str, Any] = {
                 }
             ],
         },
-        {"Name": "worker", "Update": {"MaxParallel": 0}, "Tasks": [{"Name": "w", "Driver": "docker"}]},
+        {
+            "Name": "worker",
+            "Update": {"MaxParallel": 0},
+            "Tasks": [{"Name": "w", "Driver": "docker", "Config": {"image": "redis:7"}}],
+        },
     ],
 }
 

@@ -76,3 +76,55 @@ def _job(group: dict[str, Any] | None = None, task: dict[str, Any] | None = None
 )
 def test_job_warnings(job: Job, want: list[str]) -> None:
     assert job_warnings(job) == want
+
+
+def _docker(**config: Any) -> Job:
+    return _job(None, {"Driver": "docker", "Config": {"image": "redis", **config}})
+
+
+@pytest.mark.parametrize(
+    ("job", "want"),
+    [
+        # What the docker driver carries out says nothing.
+        (_docker(), []),
+        (
+            _docker(ports=["http"], volumes=["a:/a"], devices=[{"host_path": "/dev/fuse"}], force_pull=True),
+            [],
+        ),
+        (_docker(logging=[{"type": "json-file", "config": [{"max-size": "1m"}]}]), []),
+        # A key set to nothing asks for nothing.
+        (_docker(network_aliases=[], auth_soft_fail=False, cpuset_cpus=""), []),
+        (
+            _docker(devices=[], network_aliases=["db"], ipv4_address="10.0.0.9", port_map=[{"http": 80}]),
+            [
+                f'group "web": task "srv": config "{key}" of driver docker {KEPT}'
+                for key in ("ipv4_address", "network_aliases", "port_map")
+            ],
+        ),
+        (
+            _docker(load="img.tar", auth_soft_fail=True, advertise_ipv6_address=True, cpuset_cpus="0-1"),
+            [
+                f'group "web": task "srv": config "{key}" of driver docker {KEPT}'
+                for key in ("advertise_ipv6_address", "auth_soft_fail", "cpuset_cpus", "load")
+            ],
+        ),
+        (
+            _docker(logging={"type": "syslog", "config": {"tag": "x"}}),
+            [
+                f'group "web": task "srv": config "logging" of type "syslog" of driver docker {KEPT}: '
+                "the output goes to the task's log files"
+            ],
+        ),
+        (
+            _docker(logging=[{"driver": "fluentd"}]),
+            [
+                f'group "web": task "srv": config "logging" of type "fluentd" of driver docker {KEPT}: '
+                "the output goes to the task's log files"
+            ],
+        ),
+        # Another driver's config is not read as docker's.
+        (_job(None, {"Driver": "raw_exec", "Config": {"command": "x", "load": "y"}}), []),
+    ],
+)
+def test_docker_config_warnings(job: Job, want: list[str]) -> None:
+    assert job_warnings(job) == want

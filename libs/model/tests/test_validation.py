@@ -20,7 +20,13 @@ def job_doc(job_type: str = "service") -> dict[str, Any]:
     return {
         "ID": "example",
         "Type": job_type,
-        "TaskGroups": [{"Name": "web", "Count": 1, "Tasks": [{"Name": "server", "Driver": "docker"}]}],
+        "TaskGroups": [
+            {
+                "Name": "web",
+                "Count": 1,
+                "Tasks": [{"Name": "server", "Driver": "docker", "Config": {"image": "redis:7"}}],
+            }
+        ],
     }
 
 

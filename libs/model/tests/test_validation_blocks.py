@@ -53,13 +53,14 @@ _BASE: dict[str, Any] = {
                 {
                     "Name": "server",
                     "Driver": "docker",
+                    "Config": {"image": "nginx:1"},
                     "VolumeMounts": [{"Volume": "data", "Destination": "/srv"}],
                     "Artifacts": [{"GetterSource": "https://example.com/app.tgz", "RelativeDest": "local/app"}],
                     "Templates": [{"EmbeddedTmpl": "port={{ env \"NOMAD_PORT_http\" }}", "DestPath": "local/app.env"}],
                     "Vault": {"Role": "web"},
                     "Identities": [{"Name": "consul", "Audience": ["consul.io"]}],
                 },
-                {"Name": "init", "Driver": "docker", "Lifecycle": {"Hook": "prestart"}},
+                {"Name": "init", "Driver": "docker", "Config": {"image": "busybox:1"}, "Lifecycle": {"Hook": "prestart"}},
             ],
         }
     ],

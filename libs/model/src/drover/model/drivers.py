@@ -6,18 +6,21 @@ register (every problem listed) and again by the client before it starts a task.
   signal keys (accepted, not acted on).
 - `raw_exec`: a real process - command, args, work_dir (oom_score_adj and the cgroup overrides
   are accepted and ignored). Disabled on a client unless its configuration enables it.
+- `docker`: a container - every key of Nomad's docker driver, `image` required; its schema
+  and the keys kept but not carried out are in drover.model.dockerconfig.
 Other drivers' configs are the client's business and are not checked here.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any
 
+from drover.model.dockerconfig import DOCKER_SCHEMA, Check
 from drover.model.durations import parse_duration
 
 DRIVER_MOCK = "mock"
 DRIVER_RAW_EXEC = "raw_exec"
+DRIVER_DOCKER = "docker"
 
 
 def _duration(v: Any) -> str | None:
@@ -49,8 +52,6 @@ def _any(v: Any) -> str | None:
     return None
 
 
-Check = Callable[[Any], str | None]
-
 SCHEMAS: dict[str, dict[str, Check]] = {
     DRIVER_MOCK: {
         "run_for": _duration,
@@ -76,8 +77,10 @@ SCHEMAS: dict[str, dict[str, Check]] = {
         "denied_host_uids": _str,
         "denied_host_gids": _str,
     },
+    DRIVER_DOCKER: DOCKER_SCHEMA,
 }
-REQUIRED: dict[str, tuple[str, ...]] = {DRIVER_RAW_EXEC: ("command",)}
+# Keys a config must hold, as non-empty strings.
+REQUIRED: dict[str, tuple[str, ...]] = {DRIVER_RAW_EXEC: ("command",), DRIVER_DOCKER: ("image",)}
 
 
 def config_problems(driver: str, config: dict[str, Any]) -> list[str]:
@@ -97,6 +100,6 @@ def config_problems(driver: str, config: dict[str, Any]) -> list[str]:
     for key in REQUIRED.get(driver, ()):
         if key not in config:
             out.append(f'{driver} config: "{key}" is required')
-    if driver == DRIVER_RAW_EXEC and isinstance(config.get("command"), str) and not config["command"].strip():
-        out.append(f'{driver} config "command": must not be empty')
+        elif isinstance(config[key], str) and not config[key].strip():
+            out.append(f'{driver} config "{key}": must not be empty')
     return out

@@ -1,14 +1,20 @@
 """A job's warnings for the register, plan and validate answers (beside drover.model.unkept's
-"was dropped" ones): what Drover keeps but does not carry out, since a job that reads back whole
-must never be taken to run whole when part of it is only stored; and Nomad's own warnings
-(structs TaskGroup.Warnings: deprecated fields, an update wider than its group)."""
+"was dropped" ones): what Drover keeps but does not carry out (blocks, and the docker driver's
+config keys and log drivers), since a job that reads back whole must never be taken to run
+whole when part of it is only stored; and Nomad's own warnings (structs TaskGroup.Warnings:
+deprecated fields, an update wider than its group)."""
 
 from __future__ import annotations
 
+from drover.model.dockerconfig import DOCKER_KEPT_ONLY, block
+from drover.model.drivers import DRIVER_DOCKER
 from drover.model.job import Job, Task, TaskGroup
 from drover.model.volumes import VOLUME_TYPE_CSI
 
 _KEPT = "is kept but not carried out"
+# The docker log driver Drover runs every container with: it reads the output through the
+# engine into the task's own log files.
+_DOCKER_LOG_TYPE = "json-file"
 
 
 def job_warnings(job: Job) -> list[str]:
@@ -85,7 +91,27 @@ def _task(task: Task) -> list[str]:
         "Resources.Networks": bool(task.resources.networks),
         "Resources.SecretsMB": bool(task.resources.secrets_mb),
     }
-    return [f"{name} {_KEPT}" for name, present in blocks.items() if present]
+    out = [f"{name} {_KEPT}" for name, present in blocks.items() if present]
+    if task.driver == DRIVER_DOCKER:
+        out.extend(_docker(task))
+    return out
+
+
+def _docker(task: Task) -> list[str]:
+    # A key set to its zero value (false, "", []) asks for nothing.
+    out = [
+        f'config "{key}" of driver docker {_KEPT}'
+        for key in sorted(DOCKER_KEPT_ONLY)
+        if task.config.get(key) not in (None, False, "", 0, [], {})
+    ]
+    logging = block(task.config.get("logging"))
+    log_type = logging.get("type") or logging.get("driver") or _DOCKER_LOG_TYPE
+    if log_type != _DOCKER_LOG_TYPE:
+        out.append(
+            f'config "logging" of type "{log_type}" of driver docker {_KEPT}: the output goes to '
+            "the task's log files"
+        )
+    return out
 
 
 __all__ = ["job_warnings"]
