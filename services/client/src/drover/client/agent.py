@@ -1,7 +1,8 @@
 """The node agent: fingerprint, register, heartbeat at the TTL the servers hand out, watch this
 node's allocs (blocking queries), run them, report their status in batches, collect the
-directories of terminal allocs (drover.client.allocgc), and after its own restart pick up what it
-was running (raw_exec tasks live on under their executors). Cut off from the servers, it stops
+directories of terminal allocs (drover.client.allocgc) and the docker driver's unused images,
+and after its own restart pick up what it was running (raw_exec tasks live on under their
+executors, docker tasks in their containers). Cut off from the servers, it stops
 the allocs whose group sets disconnect.stop_on_client_after once that long has passed without a
 heartbeat getting through (drover.control.client.heartbeatstop)."""
 
@@ -24,6 +25,8 @@ import httpx
 
 from drover.client.allocgc import to_collect
 from drover.client.config import AgentConfig
+from drover.client.dockerdriver import DockerDriver
+from drover.client.dockerdriver import fingerprint as docker_fingerprint
 from drover.client.drivers import RawExecDriver, TaskHandle
 from drover.client.fingerprint import fingerprint
 from drover.client.logserve import LogsApp, bind, serve
@@ -37,6 +40,7 @@ from drover.model.node import Node
 
 log = logging.getLogger("drover.client")
 REPORT_EVERY = 0.2
+FINGERPRINT_EVERY = 30.0
 
 
 class Agent:
@@ -64,6 +68,7 @@ class Agent:
         self.node = Node(id=self.node_id)
         # When a heartbeat last got through (stop_on_client_after counts from it).
         self.heartbeat_stop = HeartbeatStop(time.monotonic_ns())
+        self.docker = DockerDriver(cfg.docker, self.node_id) if "docker" in cfg.drivers else None
 
     # --- identity and local state ---
     def _node_id(self) -> str:
@@ -145,6 +150,21 @@ class Agent:
                 failing = True
                 log.warning("heartbeat failed: %s", e)
 
+    async def refingerprint(self, stop: asyncio.Event) -> None:
+        """Ask the docker engine again every FINGERPRINT_EVERY, as Nomad's driver fingerprint
+        does, and register the node again when its health changed (an engine started after
+        the agent, or gone)."""
+        while self.docker is not None and not stop.is_set():
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(stop.wait(), FINGERPRINT_EVERY)
+            if stop.is_set():
+                return
+            info, _ = await asyncio.to_thread(docker_fingerprint, self.cfg.docker)
+            known = self.node.drivers.get("docker")
+            if known is None or (known.detected, known.healthy) != (info.detected, info.healthy):
+                log.info("docker driver: %s", info.health_description)
+                await self.register(stop)
+
     async def stop_when_cut_off(self, stop: asyncio.Event) -> None:
         """Stop each alloc whose group sets stop_on_client_after once no heartbeat has got
         through for that long (Nomad's heartbeat stop): by then the servers take it for lost
@@ -224,9 +244,7 @@ class Agent:
             log.warning("alloc %s: job %s version %d not found", alloc.id, alloc.job_id, alloc.job_version)
             return
         saved = self._saved.pop(alloc.id, {})
-        reattach: dict[str, TaskHandle] = {
-            task: RawExecDriver.reattach(h) for task, h in saved.get("Tasks", {}).items() if "pid" in h
-        }
+        reattach = await self._reattach(alloc, job, saved.get("Tasks", {}))
         runner = AllocRunner(
             alloc, job, self.client_context(), self.changed, self.persist, reattach, restore=bool(saved)
         )
@@ -240,6 +258,24 @@ class Agent:
         runner.start()
         self.dirty.add(alloc.id)
         self._restart_if_asked(runner, alloc)
+
+    async def _reattach(self, alloc: Allocation, job: Job, saved: dict[str, Any]) -> dict[str, TaskHandle]:
+        """Handles of the alloc's tasks still running from before this agent's restart: raw_exec
+        executors by pid, docker containers by ID (a gone container is started again)."""
+        out: dict[str, TaskHandle] = {}
+        tg = job.lookup_task_group(alloc.task_group)
+        tasks = {t.name: t for t in tg.tasks} if tg is not None else {}
+        alloc_dir = self.data_dir / "allocs" / alloc.id
+        for name, state in saved.items():
+            if "pid" in state:
+                out[name] = RawExecDriver.reattach(state)
+            elif state.get("driver") == "docker" and self.docker is not None and name in tasks:
+                handle = await self.docker.reattach(
+                    state, tasks[name], alloc_dir / name, alloc_dir / "alloc" / "logs"
+                )
+                if handle is not None:
+                    out[name] = handle
+        return out
 
     def _restart_if_asked(self, runner: AllocRunner, alloc: Allocation) -> None:
         req = alloc.restart_request
@@ -258,6 +294,7 @@ class Agent:
             node=self.node,
             region=self.cfg.region,
             max_kill_timeout=self.cfg.max_kill_timeout,
+            docker=self.docker,
         )
 
     async def _stop(
@@ -299,6 +336,21 @@ class Agent:
                 await self._destroy(
                     alloc_id, forgotten=self.listed is not None and alloc_id not in self.listed
                 )
+            if self.docker is not None:
+                await self.docker.collect(self._containers())
+
+    def _containers(self) -> set[str]:
+        """The containers this agent's tasks own: running, or saved before its restart and not
+        yet picked up."""
+        owned = {
+            h["container_id"]
+            for r in self.runners.values()
+            for h in r.handles().values()
+            if "container_id" in h
+        }
+        for saved in self._saved.values():
+            owned |= {h["container_id"] for h in saved.get("Tasks", {}).values() if "container_id" in h}
+        return owned
 
     async def _destroy(self, alloc_id: str, forgotten: bool) -> None:
         runner = self.runners.pop(alloc_id, None)
@@ -382,7 +434,14 @@ class Agent:
         await self.register(stop)
         loops = [
             asyncio.create_task(fn(stop))
-            for fn in (self.heartbeat, self.watch, self.report, self.alloc_gc, self.stop_when_cut_off)
+            for fn in (
+                self.heartbeat,
+                self.watch,
+                self.report,
+                self.alloc_gc,
+                self.stop_when_cut_off,
+                self.refingerprint,
+            )
         ]
         await stop.wait()
         for t in loops:

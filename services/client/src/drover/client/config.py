@@ -21,6 +21,7 @@ client {
   host_volume "data" { path = "/srv/data"  read_only = false }
 }
 plugin "raw_exec" { config { enabled = true } }
+plugin "docker" { config { allow_privileged = false } }   # drover.client.dockeroptions
 
 Every problem of a file is listed at once.
 """
@@ -33,8 +34,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from drover.client import dockeroptions
+from drover.client.dockeroptions import DockerOptions
 from drover.jobspec import parse_document
-from drover.model.drivers import DRIVER_MOCK, DRIVER_RAW_EXEC
+from drover.model.drivers import DRIVER_DOCKER, DRIVER_MOCK, DRIVER_RAW_EXEC
 from drover.model.durations import MINUTE, SECOND, parse_duration
 from drover.model.network import (
     DEFAULT_MAX_DYNAMIC_PORT,
@@ -55,8 +58,10 @@ class AgentConfig:
     node_class: str = ""
     node_pool: str = "default"
     meta: dict[str, str] = field(default_factory=dict)
-    # raw_exec is off unless enabled, as in Nomad; mock is always there (tests, simulation).
-    drivers: set[str] = field(default_factory=lambda: {DRIVER_MOCK})
+    # raw_exec is off unless enabled, as in Nomad; docker is on (detected when an engine
+    # answers); mock is always there (tests, simulation).
+    drivers: set[str] = field(default_factory=lambda: {DRIVER_MOCK, DRIVER_DOCKER})
+    docker: DockerOptions = field(default_factory=DockerOptions)
     reserved_cpu: int = 0
     reserved_memory: int = 0
     reserved_disk: int = 0
@@ -156,11 +161,15 @@ def _gc(client: dict[str, Any], cfg: AgentConfig, problems: list[str]) -> None:
 
 
 def _plugins(doc: dict[str, Any], cfg: AgentConfig, problems: list[str]) -> None:
-    """plugin "<driver>" { config { enabled = true|false } }."""
+    """plugin "<driver>" { config { enabled = true|false ... } } (docker's options:
+    drover.client.dockeroptions)."""
     for name, body in _labelled(doc, "plugin", problems, "driver"):
-        enabled = _block(body, "config", problems, f'plugin "{name}".').get("enabled", True)
-        if name not in (DRIVER_MOCK, DRIVER_RAW_EXEC):
-            problems.append(f'plugin "{name}": unknown driver (this agent has mock and raw_exec)')
+        config = _block(body, "config", problems, f'plugin "{name}".')
+        enabled = config.get("enabled", True)
+        if name == DRIVER_DOCKER:
+            cfg.docker = dockeroptions.parse(config, problems)
+        if name not in (DRIVER_MOCK, DRIVER_RAW_EXEC, DRIVER_DOCKER):
+            problems.append(f'plugin "{name}": unknown driver (this agent has mock, raw_exec and docker)')
         elif enabled is True:
             cfg.drivers.add(name)
         elif enabled is False:

@@ -1,5 +1,6 @@
 """Task drivers on the client: `mock` (in-process, Nomad's mock driver config) and `raw_exec`
-(a real process under the executor, its output in rotated log files). A driver starts a task and hands back
+(a real process under the executor, its output in rotated log files); `docker` is
+drover.client.dockerdriver. A driver starts a task and hands back
 a handle to wait on and to stop (the task's kill_signal, SIGINT by default as Nomad's executor
 sends, then SIGKILL after its kill_timeout). Neither mounts volumes: the runner hands host
 volume paths to the task in its environment."""
@@ -11,13 +12,18 @@ import contextlib
 import os
 import signal
 import sys
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
 from drover.client.logrotate import log_indexes
+from drover.control.client.taskenv import TaskDirs
+from drover.control.client.volumes import HostVolumeMount
+from drover.model.alloc import Allocation
 from drover.model.durations import SECOND, parse_duration
-from drover.model.job import LogConfig, Task
+from drover.model.job import Job, LogConfig, Task
+from drover.model.node import Node
 
 
 @dataclass
@@ -25,6 +31,21 @@ class ExitResult:
     exit_code: int
     signal: int = 0
     message: str = ""
+    oom_killed: bool = False
+
+
+@dataclass
+class TaskContext:
+    """What a driver that isolates its task needs beyond the task (docker): the alloc, its job
+    and node, the alloc's directory, the task's host volume mounts, and a way to add a task
+    event ("Downloading image")."""
+
+    alloc: Allocation
+    job: Job
+    node: Node
+    alloc_dir: Path
+    mounts: list[HostVolumeMount] = field(default_factory=list)
+    emit: Callable[..., None] = lambda kind, message, **details: None
 
 
 class StartError(Exception):
@@ -41,8 +62,13 @@ class TaskHandle(Protocol):
 
 class Driver(Protocol):
     name: str
+    @property
+    def container_dirs(self) -> TaskDirs | None:
+        """Where the task sees its directories, for a driver that mounts them (None: the host's)."""
 
-    async def start(self, task: Task, task_dir: Path, log_dir: Path, env: dict[str, str]) -> TaskHandle: ...
+    async def start(
+        self, task: Task, task_dir: Path, log_dir: Path, env: dict[str, str], ctx: TaskContext | None = None
+    ) -> TaskHandle: ...
 
 
 # --- mock ---
@@ -76,8 +102,11 @@ class MockHandle:
 
 class MockDriver:
     name = "mock"
+    container_dirs = None
 
-    async def start(self, task: Task, task_dir: Path, log_dir: Path, env: dict[str, str]) -> TaskHandle:
+    async def start(
+        self, task: Task, task_dir: Path, log_dir: Path, env: dict[str, str], ctx: TaskContext | None = None
+    ) -> TaskHandle:
         cfg = task.config
 
         def seconds(key: str) -> float:
@@ -175,8 +204,11 @@ class ProcessHandle:
 
 class RawExecDriver:
     name = "raw_exec"
+    container_dirs = None
 
-    async def start(self, task: Task, task_dir: Path, log_dir: Path, env: dict[str, str]) -> TaskHandle:
+    async def start(
+        self, task: Task, task_dir: Path, log_dir: Path, env: dict[str, str], ctx: TaskContext | None = None
+    ) -> TaskHandle:
         cfg = task.config
         sig = kill_signal(task.kill_signal)
         kill_timeout = task.kill_timeout / SECOND if task.kill_timeout > 0 else 5.0
@@ -218,7 +250,10 @@ class RawExecDriver:
         return ProcessHandle(int(state["pid"]), Path(state["exit_file"]), start_time=start_time)
 
 
-def driver_for(name: str, enabled: set[str]) -> Driver | None:
+def driver_for(name: str, enabled: set[str], docker: Driver | None = None) -> Driver | None:
+    """The enabled driver of that name (the agent's one docker driver, when it has one)."""
     if name not in enabled:
         return None
+    if name == "docker":
+        return docker
     return {"mock": MockDriver(), "raw_exec": RawExecDriver()}.get(name)  # type: ignore[return-value]

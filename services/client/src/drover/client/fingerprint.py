@@ -12,7 +12,9 @@ import socket
 from pathlib import Path
 
 from drover.client.config import AgentConfig
+from drover.client.dockerdriver import fingerprint as docker_fingerprint
 from drover.client.network import chosen_interface, default_route_interface, node_networks, read_interfaces
+from drover.model.drivers import DRIVER_DOCKER
 from drover.model.node import (
     DriverInfo,
     Node,
@@ -82,8 +84,13 @@ def fingerprint(node_id: str, cfg: AgentConfig) -> Node:
         "unique.storage.volume": cfg.data_dir,
         "unique.storage.bytesfree": str(disk * 1024 * 1024),
     }
+    drivers = {d: DriverInfo(detected=True, healthy=True) for d in sorted(cfg.drivers)}
     for driver in sorted(cfg.drivers):
-        attributes[f"driver.{driver}"] = "1"
+        if driver == DRIVER_DOCKER:
+            drivers[driver], docker_attributes = docker_fingerprint(cfg.docker)
+            attributes.update(docker_attributes)
+        else:
+            attributes[f"driver.{driver}"] = "1"
     interface = chosen_interface(cfg.network_interface, default_route_interface())
     networks, node_nets = node_networks(read_interfaces(), interface, cfg.host_networks)
     if networks:
@@ -96,7 +103,7 @@ def fingerprint(node_id: str, cfg: AgentConfig) -> Node:
         node_pool=cfg.node_pool,
         attributes=attributes,
         meta=dict(cfg.meta),
-        drivers={d: DriverInfo(detected=True, healthy=True) for d in sorted(cfg.drivers)},
+        drivers=drivers,
         node_resources=NodeResources(
             cpu=NodeCpuResources(cpu_shares=total_mhz, total_cpu_cores=cores),
             memory=NodeMemoryResources(memory_mb=memory),

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from drover.client.drivers import TaskHandle
+from drover.client.drivers import Driver, TaskHandle
 from drover.client.health import HealthTracker
 from drover.client.statefile import write_atomically
 from drover.client.taskrunner import TaskRunner
@@ -60,6 +60,7 @@ class ClientContext:
     node: Node = field(default_factory=Node)
     region: str = "global"
     max_kill_timeout: int = 30 * SECOND
+    docker: Driver | None = None  # the agent's docker driver, when enabled
 
 
 class AllocRunner:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import logging
 import random
 import time
@@ -16,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 import httpx
 
 from drover.client import artifacts
-from drover.client.drivers import Driver, ExitResult, StartError, TaskHandle, driver_for
+from drover.client.drivers import Driver, ExitResult, StartError, TaskContext, TaskHandle, driver_for
 from drover.control.client.lifecycle import task_stage
 from drover.control.client.restarttracker import DONE, RESTART, RestartTracker
 from drover.control.client.taskenv import interpolate, interpolation_maps, task_env
@@ -96,7 +97,7 @@ class TaskRunner:
 
     # --- the run loop ---
     def _driver(self) -> Driver | None:
-        driver = driver_for(self.task.driver, self.alloc.client.drivers)
+        driver = driver_for(self.task.driver, self.alloc.client.drivers, self.alloc.client.docker)
         if driver is None:
             self._fail("Driver Failure", f'driver "{self.task.driver}" is not enabled on this client')
             return None
@@ -145,8 +146,10 @@ class TaskRunner:
             self._killed()
             return None
         try:
-            task, env = await self._prestart()
-            self.handle = await driver.start(task, self.alloc.task_dir(self.task), self.alloc.log_dir, env)
+            task, env, ctx = await self._prestart(driver)
+            self.handle = await driver.start(
+                task, self.alloc.task_dir(self.task), self.alloc.log_dir, env, ctx
+            )
         except PrestartError as e:
             self._event(e.kind, str(e))
             recoverable = e.recoverable
@@ -166,7 +169,7 @@ class TaskRunner:
 
     async def _after_exit(self, result: ExitResult, tracker: RestartTracker) -> bool:
         """The task exited by itself: whether it runs again (after its restart delay)."""
-        self._event("Terminated", f"Exit Code: {result.exit_code}", exit_code=str(result.exit_code))
+        self._terminated(result)
         if self.restart_now.is_set():
             # Asked for: again at once, not counted against the restart block.
             self.restart_now.clear()
@@ -181,6 +184,20 @@ class TaskRunner:
             self._fail("Not Restarting", decision.reason)
             return False
         return await self._restart_after(decision.reason, decision.delay)
+
+    def _terminated(self, result: ExitResult) -> None:
+        """Nomad's Terminated event: "Exit Code: 137, Exit Message: \"OOM Killed\"" and its details."""
+        parts = [f"Exit Code: {result.exit_code}"]
+        details = {"exit_code": str(result.exit_code)}
+        if result.signal:
+            parts.append(f"Signal: {result.signal}")
+            details["signal"] = str(result.signal)
+        if result.message:
+            parts.append(f"Exit Message: {json.dumps(result.message)}")
+            details["exit_message"] = result.message
+        if result.oom_killed:
+            details["oom_killed"] = "true"
+        self._event("Terminated", ", ".join(parts), **details)
 
     async def _restart_after(self, reason: str, delay: int) -> bool:
         """Count a restart and wait out its delay; False when killed meanwhile."""
@@ -209,9 +226,10 @@ class TaskRunner:
         return True
 
     # --- prestart hooks ---
-    async def _prestart(self) -> tuple[Task, dict[str, str]]:
-        """The task as its driver gets it (config interpolated, kill_timeout capped) and its
-        environment, once its directories, payload, volumes and artifacts are in place."""
+    async def _prestart(self, driver: Driver) -> tuple[Task, dict[str, str], TaskContext]:
+        """The task as its driver gets it (config interpolated, kill_timeout capped), its
+        environment (its directories as the driver's task sees them) and what else the driver
+        is told, once its directories, payload, volumes and artifacts are in place."""
         ar, task = self.alloc, self.task
         if not self._set_up:
             self._event("Task Setup", "Building Task Directory")
@@ -225,9 +243,8 @@ class TaskRunner:
             mounts = host_volume_mounts(task, ar.tg, ar.client.node.host_volumes, ar.alloc.name)
         except VolumeError as e:
             raise PrestartError("Setup Failure", str(e), False) from e
-        env = task_env(
-            ar.alloc, ar.job, task, ar.client.node, ar.dirs(task), ar.client.region, volume_env(mounts)
-        )
+        dirs = driver.container_dirs or ar.dirs(task)
+        env = task_env(ar.alloc, ar.job, task, ar.client.node, dirs, ar.client.region, volume_env(mounts))
         maps = interpolation_maps(env, ar.client.node, ar.client.region)
         await self._fetch_artifacts(maps)
         driven = task.model_copy(
@@ -236,7 +253,8 @@ class TaskRunner:
                 "kill_timeout": int(self.kill_timeout() * SECOND),
             }
         )
-        return driven, env
+        ctx = TaskContext(ar.alloc, ar.job, ar.client.node, ar.dir, mounts, self._event)
+        return driven, env, ctx
 
     async def _fetch_artifacts(self, maps: tuple[Any, ...]) -> None:
         todo = [(i, a) for i, a in enumerate(self.task.artifacts) if i not in self._fetched]
