@@ -261,7 +261,7 @@ def test_a_task_serves_http_on_the_port_it_was_given(setup: tuple[Cluster, Path]
     c, tmp = setup
     out = tmp / "ports.env"
     task = sh(
-        f'env > {out}; exec python3 -m http.server "$NOMAD_PORT_http" --bind "$NOMAD_IP_http" --directory local'
+        f'env > {out}.part; mv {out}.part {out}; exec python3 -m http.server "$NOMAD_PORT_http" --bind "$NOMAD_IP_http" --directory local'
     )
     c.put(
         "/v1/jobs",

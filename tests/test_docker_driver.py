@@ -227,7 +227,9 @@ def test_a_docker_job_serves_restarts_survives_its_agent_and_stops(setup: Setup)
     # What the container wrote while no agent ran, and after the re-attach, reaches the logs,
     # each line once: 4 requests served (one by the first container, three by the second).
     get_ok(addr)
-    c.wait(lambda: cli(c, "alloc", "logs", "-stderr", alloc["ID"], "web").stdout.count("response:200") >= 4, 30)
+    c.wait(
+        lambda: cli(c, "alloc", "logs", "-stderr", alloc["ID"], "web").stdout.count("response:200") >= 4, 30
+    )
     time.sleep(1)
     assert cli(c, "alloc", "logs", "-stderr", alloc["ID"], "web").stdout.count("response:200") == 4
 

@@ -42,16 +42,16 @@ def test_config_file_in_nomads_client_layout_and_flags_over_it(tmp_path: Path) -
     assert (cfg.datacenter, cfg.name, cfg.node_class) == ("east", "override", "gpu")
     assert cfg.meta == {"rack": "r7", "zone": "a"}
     assert (cfg.reserved_cpu, cfg.reserved_memory) == (500, 256)
-    assert cfg.drivers == {"mock", "raw_exec"}
-    assert parse([]).drivers == {"mock"}  # raw_exec is off unless enabled
+    assert cfg.drivers == {"mock", "raw_exec", "docker"}
+    assert parse([]).drivers == {"mock", "docker"}  # raw_exec is off unless enabled; docker on, as in Nomad
 
 
 def test_bad_config_is_refused_with_every_reason(tmp_path: Path) -> None:
     f = tmp_path / "agent.hcl"
-    f.write_text('client { reserved { cpu = -1 } }\nplugin "docker" { config { enabled = true } }\n')
+    f.write_text('client { reserved { cpu = -1 } }\nplugin "exec" { config { enabled = true } }\n')
     with pytest.raises(ValueError) as e:
         load(f)
-    assert "reserved.cpu" in str(e.value) and 'plugin "docker"' in str(e.value)
+    assert "reserved.cpu" in str(e.value) and 'plugin "exec"' in str(e.value)
     f.write_text("client {\n  meta { rack = 1 + }\n}\n")
     with pytest.raises(ValueError) as e:
         load(f)

@@ -62,6 +62,7 @@ class TaskHandle(Protocol):
 
 class Driver(Protocol):
     name: str
+
     @property
     def container_dirs(self) -> TaskDirs | None:
         """Where the task sees its directories, for a driver that mounts them (None: the host's)."""
