@@ -52,6 +52,7 @@ bench: install
 	$(RUN) python -m bench.restarts --out bench/out/restarts.json
 	$(RUN) python -m bench.gc --out bench/out/gc.json
 	$(RUN) python -m bench.recovery --out bench/out/recovery.json
+	$(RUN) python -m bench.docker --out bench/out/docker.json
 	$(RUN) python -m bench.table
 
 clean:

@@ -37,7 +37,12 @@ def job_body(count: int) -> dict[str, Any]:
     task = {
         "Name": "web",
         "Driver": "docker",
-        "Config": {"image": "drover/httpd:local", "command": "serve", "args": ["${NOMAD_PORT_http}"], "ports": ["http"]},
+        "Config": {
+            "image": "drover/httpd:local",
+            "command": "serve",
+            "args": ["${NOMAD_PORT_http}"],
+            "ports": ["http"],
+        },
         "Resources": {"CPU": 20, "MemoryMB": 16},
         "KillTimeout": 1 * S,
     }
@@ -73,7 +78,9 @@ def main() -> None:
     servers = start("drover-docker-")
     c = servers.cluster
     config = servers.tmp / "agent.hcl"
-    config.write_text('client { network_interface = "lo" }\nplugin "docker" { config { gc { image = false } } }\n')
+    config.write_text(
+        'client { network_interface = "lo" }\nplugin "docker" { config { gc { image = false } } }\n'
+    )
     agent = subprocess.Popen(
         [sys.executable, "-m", "drover.client", "--api", str(c.http.base_url), "--data-dir",
          str(servers.tmp / "agent"), "--name", "bench", "--config", str(config)],
@@ -90,7 +97,9 @@ def main() -> None:
 
         def starts() -> list[int] | None:
             allocs = c.get(f"/v1/job/{JOB}/allocations")
-            times = [a["TaskStates"]["web"]["StartedAt"] for a in allocs if a.get("TaskStates", {}).get("web")]
+            times = [
+                a["TaskStates"]["web"]["StartedAt"] for a in allocs if a.get("TaskStates", {}).get("web")
+            ]
             at = [int(_ns(t)) for t in times if t and not str(t).startswith("0001")]
             return at if len(at) >= args.count else None
 
@@ -111,13 +120,15 @@ def main() -> None:
         t1 = time.monotonic()
         c.http.delete(f"/v1/job/{JOB}").raise_for_status()
         label = f"com.hashicorp.nomad.node_id={node_id}"
-        c.wait(lambda: not engine.containers.list(all=True, filters={"label": label}), 600, interval=0.5)
+        c.wait(lambda: not engine.containers.list(all=True, filters={"label": label}, ignore_removed=True), 600, interval=0.5)
         result["stop_s"] = round(time.monotonic() - t1, 2)
     finally:
         agent.terminate()
         agent.wait(30)
         if node_id:
-            for cont in engine.containers.list(all=True, filters={"label": f"com.hashicorp.nomad.node_id={node_id}"}):
+            for cont in engine.containers.list(
+                all=True, filters={"label": f"com.hashicorp.nomad.node_id={node_id}"}
+            ):
                 with contextlib.suppress(Exception):
                     cont.remove(force=True)
         servers.stop()

@@ -282,6 +282,12 @@ FIGURES: dict[str, list[Figure]] = {
         ),
         Figure("allocs placed", ("allocs_placed",), "allocs"),
     ],
+    "docker": [
+        Figure("{count} docker allocs on one agent: started", ("containers_per_s",), "containers/s"),
+        Figure("the agent's CPU per container started", ("agent_cpu_ms_per_container",), "ms"),
+        Figure("the engine's CPU (dockerd, containerd) for them all", ("dockerd_cpu_s",), "CPU-s"),
+        Figure("job stop to the last container removed", ("stop_s",), "s"),
+    ],
 }
 
 HEADER = ("benchmark", "figure", "measured", "target", "met", "date")

@@ -183,7 +183,8 @@ class DockerDriver:
         self.node_id = node_id
         self._client: Any = None
         self._lock = threading.Lock()
-        self.pool = ThreadPoolExecutor(max_workers=8, thread_name_prefix="docker")
+        # Calls that block for long (a stop waits out its kill_timeout) each hold a thread.
+        self.pool = ThreadPoolExecutor(max_workers=32, thread_name_prefix="docker")
         self.handles: dict[str, DockerHandle] = {}  # watched, by container ID
         self.image_users: dict[str, set[str]] = {}  # image -> IDs of this agent's containers using it
         self.unused_since: dict[str, float] = {}  # image -> when its last user went
