@@ -1,5 +1,6 @@
 """The docker driver's parts that need no engine: its agent options, the engine's timestamps,
-and how a log follower resumed after an agent's restart skips what was written already."""
+how a log follower resumed after an agent's restart skips what was written already, and what
+the agent makes of an engine that does not answer."""
 
 from __future__ import annotations
 
@@ -9,7 +10,12 @@ import pytest
 
 from drover.client import dockeroptions
 from drover.client.dockerlogs import LogFollower, checkpoint_path, parse_timestamp, read_checkpoint
+from drover.client.dockerdriver import DockerDriver, fingerprint
+from drover.client.drivers import StartError, TaskContext
 from drover.client.logrotate import log_indexes
+from drover.model.alloc import Allocation
+from drover.model.job import Job, Task, TaskGroup
+from drover.model.node import Node
 
 
 @pytest.mark.parametrize(
@@ -102,3 +108,19 @@ def test_a_raw_stream_is_split_into_entries(tmp_path: Path) -> None:
     f.rotator.close()
     assert read(tmp_path) == b"a\nbc\n"
     assert checkpoint_path(tmp_path, "stdout").exists()
+
+
+async def test_an_engine_that_does_not_answer_is_undetected_and_a_driver_failure(tmp_path: Path) -> None:
+    """No engine at the endpoint (a socket path nothing listens on): the fingerprint says the
+    driver is undetected, and a start is a recoverable failure in Nomad's words."""
+    options = dockeroptions.DockerOptions(endpoint=f"unix://{tmp_path}/docker.sock")
+    info, attributes = fingerprint(options)
+    assert (info.detected, info.healthy, attributes) == (False, False, {})
+    assert info.health_description == "Failed to connect to docker daemon"
+    driver = DockerDriver(options, "node-1")
+    task = Task(name="web", driver="docker", config={"image": "drover/httpd:local"})
+    job = Job(id="web", task_groups=[TaskGroup(name="g", tasks=[task])])
+    ctx = TaskContext(Allocation(id="a1", job_id="web", task_group="g"), job, Node(id="node-1"), tmp_path)
+    with pytest.raises(StartError) as e:
+        await driver.start(task, tmp_path / "web", tmp_path / "logs", {}, ctx)
+    assert str(e.value).startswith("Failed to create docker client: ") and e.value.recoverable

@@ -53,14 +53,16 @@ POLL_EVERY = 10.0
 DEFAULT_PULL_TIMEOUT = 5 * 60.0
 # After a container ends, how long its log followers get to copy what is left.
 LOG_DRAIN = 5.0
+POOL_SIZE = 256
 
 
 def _client(options: DockerOptions, timeout: float = 60.0) -> Any:
     import docker
 
+    # Each followed log stream holds a connection: a pool that large keeps them.
     if options.endpoint:
-        return docker.DockerClient(base_url=options.endpoint, timeout=int(timeout))
-    return docker.from_env(timeout=int(timeout))
+        return docker.DockerClient(base_url=options.endpoint, timeout=int(timeout), max_pool_size=POOL_SIZE)
+    return docker.from_env(timeout=int(timeout), max_pool_size=POOL_SIZE)
 
 
 def fingerprint(options: DockerOptions) -> tuple[DriverInfo, dict[str, str]]:
@@ -323,6 +325,8 @@ class DockerDriver:
     async def _present(self, image: str) -> bool:
         try:
             await self.call(self.api().inspect_image, image)
+        except StartError:
+            raise
         except Exception as e:
             if _not_found(e):
                 return False
