@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from drover.client import dockeroptions
-from drover.client.dockerlogs import LogFollower, checkpoint_path, parse_timestamp, read_checkpoint
 from drover.client.dockerdriver import DockerDriver, fingerprint
+from drover.client.dockerlogs import LogFollower, checkpoint_path, parse_timestamp, read_checkpoint
 from drover.client.drivers import StartError, TaskContext
 from drover.client.logrotate import log_indexes
 from drover.model.alloc import Allocation
