@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from drover.client import dockeroptions
-from drover.client.dockerdriver import DockerDriver, fingerprint
+from drover.client.dockerdriver import DockerDriver, _seccomp_profiles, fingerprint
 from drover.client.dockerlogs import LogFollower, checkpoint_path, parse_timestamp, read_checkpoint
 from drover.client.drivers import StartError, TaskContext
 from drover.client.logrotate import log_indexes
@@ -124,3 +124,16 @@ async def test_an_engine_that_does_not_answer_is_undetected_and_a_driver_failure
     with pytest.raises(StartError) as e:
         await driver.start(task, tmp_path / "web", tmp_path / "logs", {}, ctx)
     assert str(e.value).startswith("Failed to create docker client: ") and e.value.recoverable
+
+
+def test_a_seccomp_profile_file_is_sent_as_its_json(tmp_path: Path) -> None:
+    profile = tmp_path / "profile.json"
+    profile.write_text('{"defaultAction": "SCMP_ACT_ALLOW"}')
+    options = ["no-new-privileges", f"seccomp={profile}", "seccomp=unconfined"]
+    assert _seccomp_profiles(options) == [
+        "no-new-privileges",
+        'seccomp={"defaultAction": "SCMP_ACT_ALLOW"}',
+        "seccomp=unconfined",
+    ]
+    with pytest.raises(StartError, match="failed to read seccomp profile"):
+        _seccomp_profiles([f"seccomp={tmp_path}/missing.json"])

@@ -249,6 +249,9 @@ class DockerDriver:
             raise StartError(
                 f"Failed to create container configuration for image {task.config.get('image')!r}: {e}"
             ) from e
+        spec["security_opt"] = _seccomp_profiles(spec.get("security_opt"))
+        if not spec["security_opt"]:
+            del spec["security_opt"]
         image = str(spec["image"])
         await self._image(image, task.config, ctx)
         container_id, adopted = await self.call(self._create, spec)
@@ -476,6 +479,21 @@ def _created(stamp: str) -> float:
         return parse_timestamp(stamp.encode()) / 1e9
     except ValueError:
         return time.time()
+
+
+def _seccomp_profiles(options: Any) -> list[str]:
+    """`security_opt` with each `seccomp=<file>` replaced by the file's JSON, as Nomad sends
+    it (the engine takes the profile, not a path on the agent's machine)."""
+    out = []
+    for opt in options or []:
+        kind, _, value = str(opt).partition("=")
+        if kind == "seccomp" and value not in ("", "unconfined", "builtin"):
+            try:
+                opt = f"seccomp={Path(value).read_text()}"
+            except OSError as e:
+                raise StartError(f"failed to read seccomp profile {value!r}: {e.strerror}") from e
+        out.append(opt)
+    return out
 
 
 def _auth(auth: Any) -> dict[str, str] | None:
