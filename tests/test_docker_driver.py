@@ -306,3 +306,34 @@ def test_an_image_no_task_uses_is_removed_after_the_gc_delay(setup: Setup) -> No
     finally:
         with contextlib.suppress(Exception):
             engine.images.remove(probe)
+
+
+def test_a_stop_sends_the_kill_signal_then_kills_after_the_kill_timeout(setup: Setup) -> None:
+    c = setup.c
+    # One task traps its kill_signal (USR1) and exits; the other ignores it (sh as PID 1 takes
+    # no default action) and is killed once its kill_timeout (2 s) has passed.
+    trap = {
+        "image": HTTPD,
+        "command": "sh",
+        "args": ["-c", "trap 'echo got USR1; exit 0' USR1; while :; do sleep 0.1; done"],
+    }
+    deaf = {"image": HTTPD, "command": "sh", "args": ["-c", "trap '' USR1; while :; do sleep 0.1; done"]}
+    for job_id, config in (("trap", trap), ("deaf", deaf)):
+        c.put("/v1/jobs", docker_job(job_id, config, task={"KillSignal": "SIGUSR1"}))
+    allocs_ = {job_id: running(c, job_id) for job_id in ("trap", "deaf")}
+    for job_id in allocs_:
+        c.http.delete(f"/v1/job/{job_id}").raise_for_status()
+    took = {}
+    for job_id, alloc in allocs_.items():
+        c.wait(lambda a=alloc: not setup.containers(a["ID"]), RUN)
+        kinds = c.wait(
+            lambda a=alloc: (
+                {e["Type"]: e["Time"] for e in events(c, a["ID"])}
+                if "Killed" in {e["Type"] for e in events(c, a["ID"])}
+                else None
+            ),
+            RUN,
+        )
+        took[job_id] = (kinds["Killed"] - kinds["Killing"]) / S
+    assert "got USR1" in cli(c, "alloc", "logs", allocs_["trap"]["ID"], "web").stdout
+    assert took["trap"] < 2 <= took["deaf"], took
