@@ -49,12 +49,14 @@ class Setup:
 
 def agent_config(tmp: Path, name: str, gc: str) -> Path:
     path = tmp / f"{name}.hcl"
+    (tmp / "volume").mkdir(exist_ok=True)
     path.write_text(
         f"""
         client {{
           network_interface = "lo"
           node_class = "{name}"
           gc_interval = "1s"
+          host_volume "data" {{ path = "{tmp / "volume"}" }}
         }}
         plugin "docker" {{ config {{ gc {{ {gc} }} }} }}
         """
@@ -337,3 +339,21 @@ def test_a_stop_sends_the_kill_signal_then_kills_after_the_kill_timeout(setup: S
         took[job_id] = (kinds["Killed"] - kinds["Killing"]) / S
     assert "got USR1" in cli(c, "alloc", "logs", allocs_["trap"]["ID"], "web").stdout
     assert took["trap"] < 2 <= took["deaf"], took
+
+
+def test_the_task_sees_its_directories_and_host_volumes_mounted(setup: Setup) -> None:
+    c = setup.c
+    script = "echo from-container > /data/out; echo $NOMAD_TASK_DIR $NOMAD_ALLOC_DIR > /alloc/data/dirs; ls /local /secrets"
+    job = docker_job(
+        "mounts",
+        {"image": HTTPD, "command": "sh", "args": ["-c", script]},
+        job_type="batch",
+        Volumes={"v": {"Name": "v", "Type": "host", "Source": "data"}},
+        task={"VolumeMounts": [{"Volume": "v", "Destination": "/data"}]},
+    )
+    c.put("/v1/jobs", job)
+    alloc = ended(c, "mounts")
+    assert alloc["ClientStatus"] == "complete", events(c, alloc["ID"])
+    assert (setup.tmp / "volume" / "out").read_text() == "from-container\n"
+    alloc_dir = setup.tmp / "a1" / "allocs" / alloc["ID"]
+    assert (alloc_dir / "alloc" / "data" / "dirs").read_text() == "/local /alloc\n"
