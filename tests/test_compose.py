@@ -34,6 +34,7 @@ REPLICAS = {
     "planner": 2, "worker": 2, "leader": 2, "gc": 2,
 }  # fmt: skip
 NODES = 2
+PROJECT_LABEL = "com.docker.compose.project"
 T = TypeVar("T")
 
 # A cold build of the Drover image installs its dependencies from PyPI.
@@ -79,12 +80,20 @@ def stack_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[dict[
 def project_leftovers(project: str) -> list[str]:
     """The containers, volumes and networks still labelled with the compose project."""
     client = docker_client()
-    label = {"label": f"com.docker.compose.project={project}"}
+    label = {"label": f"{PROJECT_LABEL}={project}"}
     return (
         [c.name for c in client.containers.list(all=True, filters=label)]
         + [v.name for v in client.volumes.list(filters=label)]
         + [n.name for n in client.networks.list(filters=label)]
     )
+
+
+def remove_project_images(project: str) -> None:
+    """The Drover image the project built: Compose labels it with the project's name, so each
+    run's is an image of its own (the next build takes its layers from the build cache)."""
+    client = docker_client()
+    for image in client.images.list(filters={"label": f"{PROJECT_LABEL}={project}"}):
+        client.images.remove(image.id, force=True)
 
 
 def test_compose_stack_places_a_job_on_simulated_nodes(stack_env: dict[str, str], tmp_path: Path) -> None:
@@ -105,6 +114,7 @@ def test_compose_stack_places_a_job_on_simulated_nodes(stack_env: dict[str, str]
                 raise
     finally:
         print(f"{project}: {time.monotonic() - started:.1f} s in all, down included", file=sys.stderr)
+        remove_project_images(project)
     assert project_leftovers(project) == []
 
 
