@@ -105,16 +105,18 @@ def test_compose_stack_places_a_job_on_simulated_nodes(stack_env: dict[str, str]
     )
     started = time.monotonic()
     try:
-        with compose:  # `up --build --wait`; `down --volumes` when it ends, or if `up` failed
-            print(f"{project}: built and up in {time.monotonic() - started:.1f} s", file=sys.stderr)
-            try:
-                check_stack(compose, port, tmp_path)
-            except BaseException:
-                report_logs(compose, stack_env["DROVER_POSTGRES_PASSWORD"])
-                raise
+        compose.start()  # `up --build --wait`
+        print(f"{project}: built and up in {time.monotonic() - started:.1f} s", file=sys.stderr)
+        check_stack(compose, port, tmp_path)
+    except BaseException:
+        report_logs(compose, stack_env["DROVER_POSTGRES_PASSWORD"])  # `up` failing too
+        raise
     finally:
-        print(f"{project}: {time.monotonic() - started:.1f} s in all, down included", file=sys.stderr)
-        remove_project_images(project)
+        try:
+            compose.stop()  # `down --volumes`
+        finally:
+            print(f"{project}: {time.monotonic() - started:.1f} s in all, down included", file=sys.stderr)
+            remove_project_images(project)
     assert project_leftovers(project) == []
 
 
