@@ -6,7 +6,7 @@ UV := $(TOOLS)/bin/uv
 export UV_PROJECT_ENVIRONMENT := $(CURDIR)/.venv
 RUN := $(UV) run --frozen
 
-.PHONY: install up test lint bench clean
+.PHONY: install up test lint images bench clean
 
 $(UV):
 	$(PYTHON) -m venv $(TOOLS)
@@ -31,6 +31,10 @@ up: install
 
 test: install
 	$(RUN) pytest -n 3 --dist worksteal
+
+# The container images the tests and CI run, built here (deploy/images; cached by content).
+images: install
+	$(RUN) python -m deploy.images
 
 lint: install
 	$(RUN) ruff check libs services tests bench

@@ -14,7 +14,6 @@ import random
 import time
 
 from nats.aio.msg import Msg
-from nats.errors import TimeoutError as NatsTimeout
 from nats.js import JetStreamContext
 from nats.js.api import AckPolicy, ConsumerConfig
 
@@ -93,7 +92,9 @@ async def reap_failed_evals(
                     EVALS_FAILED_SUBJECT, durable=REAPER, stream=EVALS_STREAM, config=config
                 )
             msgs = await sub.fetch(BATCH, timeout=1.0)
-        except NatsTimeout:
+        except TimeoutError:
+            # nats-py's, and the bare one its batch fetch raises when the deadline passes
+            # while it waits on its no-wait probe (a loaded host): nothing to reap either way.
             continue
         except Exception as e:
             log.warning("failed queue: %s", e)
