@@ -286,13 +286,22 @@ def test_privileged_is_refused_unless_the_agent_allows_it(setup: Setup) -> None:
     assert alloc["ClientStatus"] == "failed" and not setup.containers(alloc["ID"])
 
 
-def test_an_image_no_task_uses_is_removed_after_the_gc_delay(setup: Setup) -> None:
+def test_unused_images_and_dangling_containers_are_collected(setup: Setup) -> None:
     c, engine = setup.c, setup.engine
     probe = f"drover/gc-probe-{uuid.uuid4().hex[:8]}:local"
     engine.images.get(HTTPD).tag(probe)
-    config = agent_config(setup.tmp, "gc", 'image = true\nimage_delay = "1s"')
+    dangling = 'dangling_containers { period = "1s"\ncreation_grace = "1s" }'
+    config = agent_config(setup.tmp, "gc", f'image = true\nimage_delay = "1s"\n{dangling}')
     setup.agents.start("gc", "--config", str(config))
     try:
+        # A container labelled for the node that no task owns (an agent killed between creating
+        # it and saving its ID leaves one) is removed once past the creation grace.
+        label = {
+            "com.hashicorp.nomad.node_id": setup.agents.node_id("gc"),
+            "com.hashicorp.nomad.alloc_id": "x",
+        }
+        left = engine.containers.create(HTTPD, labels=label, name=f"left-{uuid.uuid4().hex[:8]}")
+        other = engine.containers.create(HTTPD, labels={**label, "com.hashicorp.nomad.node_id": "another"})
         job = docker_job(
             "gcjob",
             {**SERVE, "image": probe},
@@ -305,9 +314,14 @@ def test_an_image_no_task_uses_is_removed_after_the_gc_delay(setup: Setup) -> No
         c.http.delete("/v1/job/gcjob").raise_for_status()
         c.wait(lambda: not engine.images.list(name=probe.split(":")[0]), 60)
         assert engine.images.get(HTTPD)  # the image under the removed tag is still there
+        c.wait(lambda: not engine.containers.list(all=True, filters={"id": left.id}), 60)
+        # Another node's is not touched.
+        other.reload()
     finally:
         with contextlib.suppress(Exception):
             engine.images.remove(probe)
+        with contextlib.suppress(Exception):
+            other.remove(force=True)
 
 
 def test_a_stop_sends_the_kill_signal_then_kills_after_the_kill_timeout(setup: Setup) -> None:

@@ -7,10 +7,8 @@ kill_signal and kill_timeout, removed once it has ended; a restart is a new cont
 The containers outlive the agent: after a restart it re-attaches to them (by the ID it saved,
 else by name and labels) without restarting them. One thread follows the engine's `die`
 events for this node's containers; a slow poll covers an event missed while the engine's
-stream was down. Images no container of the agent uses any more are removed after the GC's
-image_delay, and containers labelled for this node that no task owns (left by an agent killed
-between creating and saving one) after the dangling-container grace. Every SDK call runs on
-a thread pool of the driver's own: none blocks the agent's event loop."""
+stream was down. Unused images and dangling containers are collected (drover.client.dockergc).
+Every SDK call runs on a thread pool of the driver's own: none blocks the agent's event loop."""
 
 from __future__ import annotations
 
@@ -24,10 +22,12 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, TypeVar
 
+from drover.client.dockergc import LABEL_NODE_ID, DockerCollector
 from drover.client.dockerlogs import LogFollower
 from drover.client.dockeroptions import DockerOptions
 from drover.client.drivers import ExitResult, StartError, TaskContext, kill_signal
 from drover.control.client.dockerspec import (
+    LABEL_ALLOC_ID,
     BindMount,
     ContainerContext,
     ContainerSpecError,
@@ -43,9 +43,6 @@ from drover.model.node import DriverInfo
 log = logging.getLogger("drover.client")
 T = TypeVar("T")
 
-LABEL_ALLOC_ID = "com.hashicorp.nomad.alloc_id"
-LABEL_TASK_NAME = "com.hashicorp.nomad.task_name"
-LABEL_NODE_ID = "com.hashicorp.nomad.node_id"
 # Where a docker task finds its directories (Nomad's docker driver mounts them there).
 CONTAINER_DIRS = TaskDirs("/alloc", "/local", "/secrets")
 # A container whose `die` event was missed is noticed within this long.
@@ -188,11 +185,9 @@ class DockerDriver:
         # Calls that block for long (a stop waits out its kill_timeout) each hold a thread.
         self.pool = ThreadPoolExecutor(max_workers=32, thread_name_prefix="docker")
         self.handles: dict[str, DockerHandle] = {}  # watched, by container ID
-        self.image_users: dict[str, set[str]] = {}  # image -> IDs of this agent's containers using it
-        self.unused_since: dict[str, float] = {}  # image -> when its last user went
+        self.gc = DockerCollector(options, node_id)
         self._loop: asyncio.AbstractEventLoop | None = None
         self._watcher: threading.Thread | None = None
-        self._last_dangling_sweep = time.monotonic()
 
     # --- the engine ---
     def client(self) -> Any:
@@ -257,7 +252,7 @@ class DockerDriver:
         container_id, adopted = await self.call(self._create, spec)
         handle = DockerHandle(self, container_id, image, signal, [])
         self.handles[container_id] = handle
-        self._use(image, container_id)
+        self.gc.use(image, container_id)
         if not adopted:
             try:
                 await self.call(self.api().start, container_id)
@@ -403,7 +398,7 @@ class DockerDriver:
             self, container_id, str(state.get("image", "")), str(state.get("signal", "")), followers
         )
         self.handles[container_id] = handle
-        self._use(handle.image, container_id)
+        self.gc.use(handle.image, container_id)
         handle.died()
         return handle
 
@@ -416,69 +411,11 @@ class DockerDriver:
         if self.options.gc_container:
             with contextlib.suppress(Exception):
                 await self.call(self.api().remove_container, handle.container_id, force=True)
-        users = self.image_users.get(handle.image)
-        if users is not None:
-            users.discard(handle.container_id)
-            if not users:
-                self.unused_since[handle.image] = time.monotonic()
+        self.gc.release(handle.image, handle.container_id)
 
-    def _use(self, image: str, container_id: str) -> None:
-        if image:
-            self.image_users.setdefault(image, set()).add(container_id)
-            self.unused_since.pop(image, None)
-
-    # --- garbage collection ---
     async def collect(self, owned: set[str]) -> None:
-        """Remove the images unused for gc.image_delay, and (every dangling period) the
-        containers labelled for this node that no task owns. `owned`: the container IDs the
-        agent's tasks hold, saved or running."""
-        now = time.monotonic()
-        if self.options.gc_image:
-            for image, since in list(self.unused_since.items()):
-                if now - since < self.options.gc_image_delay or self.image_users.get(image):
-                    continue
-                self.unused_since.pop(image, None)
-                self.image_users.pop(image, None)
-                try:
-                    await self.call(self.api().remove_image, image)
-                    log.info("removed image %s: unused for %gs", image, self.options.gc_image_delay)
-                except Exception as e:  # in use by a container not ours, or gone already
-                    log.info("image %s not removed: %s", image, _engine_words(e))
-        if self.options.dangling_enabled and now - self._last_dangling_sweep >= self.options.dangling_period:
-            self._last_dangling_sweep = now
-            await self._remove_dangling(owned | set(self.handles))
-
-    async def _remove_dangling(self, owned: set[str]) -> None:
-        def sweep() -> list[str]:
-            removed = []
-            found = self.client().containers.list(
-                all=True, filters={"label": f"{LABEL_NODE_ID}={self.node_id}"}
-            )
-            for c in found:
-                created = c.attrs.get("Created", "")
-                age = time.time() - _created(created)
-                if c.id in owned or age < self.options.dangling_grace:
-                    continue
-                c.remove(force=True)
-                removed.append(c.name)
-            return removed
-
-        try:
-            removed = await self.call(sweep)
-        except Exception as e:
-            log.warning("dangling containers: %s", e)
-            return
-        for name in removed:
-            log.info("removed dangling container %s: no task of this agent owns it", name)
-
-
-def _created(stamp: str) -> float:
-    from drover.client.dockerlogs import parse_timestamp
-
-    try:
-        return parse_timestamp(stamp.encode()) / 1e9
-    except ValueError:
-        return time.time()
+        """The GC's round (drover.client.dockergc); `owned`: the containers tasks hold."""
+        await self.gc.collect(self, owned | set(self.handles))
 
 
 def _seccomp_profiles(options: Any) -> list[str]:
