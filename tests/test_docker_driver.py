@@ -113,6 +113,8 @@ def docker_job(
         "Name": "g",
         "Count": 1,
         "Tasks": [task],
+        # On the module's agent (node class "docker") unless the test names another.
+        "Constraints": [{"LTarget": "${node.class}", "RTarget": "docker", "Operand": "="}],
         "Networks": [{"DynamicPorts": [{"Label": "http"}]}],
         "RestartPolicy": {"Attempts": 0, "Mode": "fail"},
         "ReschedulePolicy": {"Attempts": 0, "Unlimited": False},
