@@ -5,10 +5,11 @@ from __future__ import annotations
 
 import pytest
 
-from drover.control.commands.scaling import ScaleRequest, scale
+from drover.control.commands.scaling import ScaleRequest, bounds_problems, scale
 from drover.control.errors import Conflict, Invalid, NotFound
 from drover.model import Deployment
 from drover.model.events import EvalsUpserted, JobRegistered, ScalingEventRegistered
+from drover.model.job import ScalingPolicy
 
 from .conftest import NOW, job
 
@@ -109,3 +110,22 @@ def test_a_count_is_refused_while_the_jobs_deployment_is_active(
     # A request without a count is only recorded: an autoscaler may report during a deployment.
     only_event = scale(current, "web", "default", ScaleRequest(group="g", message="waiting"), 9, NOW, dep)
     assert [e.event.type for e in only_event.events] == ["ScalingEventRegistered"]
+
+
+@pytest.mark.parametrize(
+    ("bounds", "count", "problems"),
+    [
+        ((1, 5), 3, []),
+        ((1, 5), 1, []),
+        ((1, 5), 5, []),
+        ((1, 5), 0, ["group count was less than scaling policy minimum: 0 < 1"]),
+        ((1, 5), 6, ["group count was greater than scaling policy maximum: 6 > 5"]),
+        ((None, None), 100, []),
+    ],
+)
+def test_a_count_outside_the_scaling_bounds_is_refused(
+    bounds: tuple[int | None, int | None], count: int, problems: list[str]
+) -> None:
+    policy = ScalingPolicy(min=bounds[0], max=bounds[1])
+    assert bounds_problems(policy, count) == problems
+    assert bounds_problems(None, count) == []

@@ -43,10 +43,8 @@ def _job(group: dict[str, Any] | None = None, task: dict[str, Any] | None = None
             _job({"Volumes": {"d": {"Type": "csi", "Source": "d"}}}),
             [f'group "web": volume "d" of type csi {KEPT}: Drover has no CSI plugins'],
         ),
-        (
-            _job({"Scaling": {"Max": 4, "Policy": {"check": {}}}}),
-            [f'group "web": Scaling policy {KEPT}: no autoscaler reads it yet'],
-        ),
+        # Served to the autoscaler at /v1/scaling/policies: carried out as Nomad does.
+        (_job({"Scaling": {"Max": 4, "Policy": {"check": {}}}}), []),
         (_job(Multiregion={"Regions": [{"Name": "east"}]}), [f"Multiregion {KEPT}: Drover runs one region"]),
         (
             _job(None, {"Resources": {"CPU": 100, "Devices": [{"Name": "gpu"}]}}),

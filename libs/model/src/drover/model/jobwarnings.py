@@ -34,8 +34,6 @@ def _group(tg: TaskGroup) -> list[str]:
     out: list[str] = []
     if tg.services:
         out.append(f"Services {_KEPT}: Drover does not register services yet")
-    if tg.scaling is not None and tg.scaling.policy:
-        out.append(f"Scaling policy {_KEPT}: no autoscaler reads it yet")
     if tg.consul is not None:
         out.append(f"Consul {_KEPT}: Drover does not use Consul")
     for name, vol in sorted(tg.volumes.items()):
@@ -84,7 +82,6 @@ def _task(task: Task) -> list[str]:
         "CSIPluginConfig": task.csi_plugin_config is not None,
         "Actions": bool(task.actions),
         "Schedule": task.schedule is not None,
-        "ScalingPolicies": bool(task.scaling_policies),
         "Kind": bool(task.kind),
         "Resources.Devices": bool(task.resources.devices),
         "Resources.NUMA": task.resources.numa is not None,

@@ -35,6 +35,7 @@ from drover.api.routes import (
     parse,
     periodic,
     scaling,
+    scalingpolicies,
     status,
     system,
 )
@@ -49,6 +50,7 @@ ROUTERS = (
     parse,
     jobversions,
     scaling,
+    scalingpolicies,
     jobrestarts,
     periodic,
     dispatch,

@@ -4,6 +4,7 @@ version rule), deregister and evaluate; scaling is `drover.control.commands.scal
 
 from __future__ import annotations
 
+import uuid
 from dataclasses import dataclass
 
 from drover.control.change import Change
@@ -17,6 +18,7 @@ from drover.model.evaluation import (
 )
 from drover.model.events import JobDeregistered, JobRegistered, NewEvent
 from drover.model.job import job_spec
+from drover.model.scalingpolicy import with_policy_ids
 from drover.model.state import InMemoryState
 from drover.model.validation import validate_job
 from drover.scheduler import SchedulerResult, schedule
@@ -77,6 +79,8 @@ def register(
     problems = update_problems(existing, job)
     if problems:
         raise Invalid.of(problems, "Job is invalid:")
+    # Policy IDs first: a spec registered again keeps its version.
+    job = with_policy_ids(job, existing, lambda: str(uuid.uuid4()))
     job = job.model_copy(update={"version": next_version(existing, job), "submit_time": now})
     evals = [] if job.launches_children() else [job_eval(job, TRIGGER_JOB_REGISTER, now)]
     change = Change.of([NewEvent(JobRegistered(job=job), expected_version=stream_version)], evals)

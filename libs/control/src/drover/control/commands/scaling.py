@@ -13,7 +13,7 @@ from drover.control.errors import Conflict, Invalid, NotFound
 from drover.model import Deployment, Job
 from drover.model.evaluation import TRIGGER_SCALING, job_eval
 from drover.model.events import EvalsUpserted, JobRegistered, NewEvent, ScalingEventRegistered
-from drover.model.job import JOB_TYPE_SYSTEM
+from drover.model.job import JOB_TYPE_SYSTEM, ScalingPolicy
 from drover.model.scaling import ScalingEvent
 
 
@@ -74,6 +74,8 @@ def scale(
         problems.append(f"Target.Group {req.group!r} is not a task group of job {job.id!r}")
     if job.type == JOB_TYPE_SYSTEM and req.count is not None and req.count > 1:
         problems.append('jobs of type "system" can only be scaled between 0 and 1')
+    if tg is not None and req.count is not None:
+        problems += bounds_problems(tg.scaling, req.count)
     if problems:
         raise Invalid.of(problems)
     assert tg is not None
@@ -110,6 +112,17 @@ def scale(
     if evals:
         events.append(NewEvent(EvalsUpserted(evals=evals)))
     return JobChange(events, evals, scaled)
+
+
+def bounds_problems(policy: ScalingPolicy | None, count: int) -> list[str]:
+    """A count outside the group's scaling bounds, in Nomad's words (Job.Scale)."""
+    if policy is None:
+        return []
+    if policy.min is not None and count < policy.min:
+        return [f"group count was less than scaling policy minimum: {count} < {policy.min}"]
+    if policy.max is not None and policy.max < count:
+        return [f"group count was greater than scaling policy maximum: {count} > {policy.max}"]
+    return []
 
 
 def _deploying(job: Job, deployment: Deployment | None) -> bool:

@@ -6,6 +6,7 @@ from typing import TYPE_CHECKING, ClassVar, Literal
 
 from drover.model.events.base import Event, Reads, job_stream
 from drover.model.job import JOB_STATUS_DEAD, JOB_STATUS_PENDING, Job
+from drover.model.scalingpolicy import with_policy_indexes
 
 if TYPE_CHECKING:
     from drover.model.statewriter import StateWriter
@@ -33,7 +34,7 @@ class JobRegistered(Event):
             # The same version registered again stays as stable as it was.
             "stable": old.stable if (old and old.version == job.version) else job.stable,
         }
-        state.upsert_job(job.model_copy(update=update))
+        state.upsert_job(with_policy_indexes(job.model_copy(update=update), index))
 
     def reads(self, r: Reads) -> None:
         r.jobs.append((self.job.namespace, self.job.id))
