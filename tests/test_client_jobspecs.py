@@ -343,3 +343,24 @@ def test_a_static_port_runs_once_per_real_node_and_the_third_alloc_is_blocked(
     assert metric["DimensionExhausted"] == {"network: reserved port collision admin=9900": 2}
     assert len(allocs(c, "static")) == 2
     c.http.delete("/v1/job/static")
+
+
+def test_the_nomad_apm_reads_an_allocs_resource_usage(setup: tuple[Cluster, Path]) -> None:
+    """What the Nomad Autoscaler's nomad APM reads for a task group query: the job's running
+    allocs, then each one's /v1/client/allocation/:id/stats (python-nomad's call): a task in a
+    busy loop uses about a core, and the memory its process group holds."""
+    import nomad  # type: ignore[import-untyped]
+
+    c, _ = setup
+    busy = sh("while :; do :; done", Resources={"CPU": 500, "MemoryMB": 32})
+    c.put("/v1/jobs", job("busy", {"t": busy}, job_type="service", Update={"MaxParallel": 0}))
+    alloc = c.wait(lambda: next((a for a in allocs(c, "busy") if a["ClientStatus"] == "running"), None), RUN)
+    client = nomad.Nomad(address=f"http://127.0.0.1:{c.port}", timeout=30)
+    stats = client.client.allocation.read_allocation_stats(alloc["ID"])
+    task = stats["Tasks"]["t"]["ResourceUsage"]
+    assert 50 < task["CpuStats"]["Percent"] < 250, task
+    assert task["CpuStats"]["TotalTicks"] > 0 and task["MemoryStats"]["RSS"] > 0
+    assert stats["ResourceUsage"]["CpuStats"]["Percent"] == task["CpuStats"]["Percent"]
+    assert "Percent" in task["CpuStats"]["Measured"] and task["MemoryStats"]["Measured"] == ["RSS"]
+    assert c.http.get("/v1/client/allocation/ffffffff-0000-0000-0000-000000000000/stats").status_code == 404
+    c.http.delete("/v1/job/busy").raise_for_status()

@@ -196,6 +196,11 @@ def test_a_docker_job_serves_restarts_survives_its_agent_and_stops(setup: Setup)
     assert cont.attrs["HostConfig"]["Memory"] == 64 * 1024 * 1024
     assert cont.attrs["HostConfig"]["CpuShares"] == 100
 
+    # Its resource usage as the engine measures it (what the Nomad Autoscaler's APM reads).
+    usage = c.get(f"/v1/client/allocation/{alloc['ID']}/stats")["Tasks"]["web"]["ResourceUsage"]
+    assert usage["MemoryStats"]["Usage"] > 0 and "Usage" in usage["MemoryStats"]["Measured"]
+    assert usage["CpuStats"]["Measured"] == ["Throttled Periods", "Throttled Time", "Percent"]
+
     # Its output in Drover's logs: the server's start line, and a line for the request.
     out = c.wait(lambda: (r := cli(c, "alloc", "logs", alloc["ID"], "web")).stdout and r, 30)
     assert f"serving /srv/www on port {addr.rsplit(':', 1)[1]}" in out.stdout

@@ -32,6 +32,7 @@ from drover.client.fingerprint import fingerprint
 from drover.client.logserve import LogsApp, bind, serve
 from drover.client.runner import AllocRunner, ClientContext
 from drover.client.statefile import write_atomically
+from drover.client.usage import UsageSampler
 from drover.control.client.heartbeatstop import HeartbeatStop, stop_after
 from drover.model.alloc import Allocation
 from drover.model.durations import SECOND
@@ -69,6 +70,7 @@ class Agent:
         # When a heartbeat last got through (stop_on_client_after counts from it).
         self.heartbeat_stop = HeartbeatStop(time.monotonic_ns())
         self.docker = DockerDriver(cfg.docker, self.node_id) if "docker" in cfg.drivers else None
+        self.usage: UsageSampler | None = None  # made once the node is fingerprinted
 
     # --- identity and local state ---
     def _node_id(self) -> str:
@@ -314,6 +316,17 @@ class Agent:
         alloc_dir = self.data_dir / "allocs" / alloc_id
         return (alloc_dir, {}) if _ALLOC_ID.fullmatch(alloc_id) and alloc_dir.is_dir() else None
 
+    async def alloc_stats(self, alloc_id: str) -> dict[str, Any] | None:
+        """The alloc's resource usage (Nomad's AllocResourceUsage); None unless it runs here."""
+        runner = self.runners.get(alloc_id)
+        if runner is None or runner.stopped:
+            return None
+        if self.usage is None:
+            cpu = self.node.node_resources.cpu
+            self.usage = UsageSampler(cpu.cpu_shares, cpu.total_cpu_cores)
+        handles = {name: tr.handle for name, tr in runner.tasks.items() if tr.handle is not None}
+        return await self.usage.alloc(alloc_id, handles)
+
     # --- garbage collection of alloc directories ---
     def _alloc_dirs(self) -> set[str]:
         root = self.data_dir / "allocs"
@@ -429,7 +442,7 @@ class Agent:
         except OSError as e:
             log.error("cannot listen on %s to serve alloc logs: %s", self.cfg.http_addr, e)
             raise SystemExit(1) from None
-        logs = asyncio.create_task(serve(LogsApp(self.alloc_for_logs), listener, stop))
+        logs = asyncio.create_task(serve(LogsApp(self.alloc_for_logs, self.alloc_stats), listener, stop))
         log.info("serving alloc logs on %s", self.http_addr)
         await self.register(stop)
         loops = [

@@ -1,12 +1,16 @@
-"""The agent's HTTP listener: `GET /v1/client/fs/logs/:alloc_id` for the allocs on this node,
-which the API forwards to (the node's HTTPAddr), as Nomad's servers forward to their clients.
-Nomad's frames (drover.control.client.logs.frame), or the bytes alone with plain=true."""
+"""The agent's HTTP listener: `GET /v1/client/fs/logs/:alloc_id` and
+`GET /v1/client/allocation/:alloc_id/stats` for the allocs on this node, which the API forwards
+to (the node's HTTPAddr), as Nomad's servers forward to their clients. Logs go out in Nomad's
+frames (drover.control.client.logs.frame), or the bytes alone with plain=true; stats as
+Nomad's AllocResourceUsage (drover.client.usage)."""
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import logging
+import re
 import socket
 from collections.abc import Awaitable, Callable, MutableMapping
 from pathlib import Path
@@ -20,6 +24,7 @@ from drover.control.client.logs import HEARTBEAT, LogsQuery, frame, parse_logs_q
 
 log = logging.getLogger("drover.client")
 PREFIX = "/v1/client/fs/logs/"
+STATS = re.compile(r"/v1/client/allocation/([0-9A-Za-z-]+)/stats")
 
 Scope = MutableMapping[str, Any]
 Receive = Callable[[], Awaitable[MutableMapping[str, Any]]]
@@ -27,18 +32,28 @@ Send = Callable[[MutableMapping[str, Any]], Awaitable[None]]
 # What the agent knows of an alloc: its directory, and its tasks with whether each has started
 # (None: the alloc is not here).
 AllocLookup = Callable[[str], tuple[Path, dict[str, bool]] | None]
+# An alloc's resource usage (None: the alloc is not running here).
+StatsLookup = Callable[[str], Awaitable[dict[str, Any] | None]]
 
 
 class LogsApp:
     """The ASGI application serving the allocs' logs that `lookup` finds."""
 
-    def __init__(self, lookup: AllocLookup) -> None:
+    def __init__(self, lookup: AllocLookup, stats: StatsLookup | None = None) -> None:
         self.lookup = lookup
+        self.stats = stats
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
             return
         path: str = scope["path"]
+        if scope["method"] == "GET" and self.stats is not None and (m := STATS.fullmatch(path)):
+            usage = await self.stats(m.group(1))
+            if usage is None:
+                await _answer(send, 404, f"unknown allocation {m.group(1)!r} on this node")
+            else:
+                await _json(send, usage)
+            return
         if scope["method"] != "GET" or not path.startswith(PREFIX) or "/" in path[len(PREFIX) :]:
             await _answer(send, 404, f"no such endpoint: {scope['method']} {path}")
             return
@@ -65,6 +80,13 @@ class LogsApp:
             await _answer(send, 404, why.format(query.task, query.log_type))
             return
         await _stream(send, receive, log_dir, query)
+
+
+async def _json(send: Send, value: Any) -> None:
+    body = json.dumps(value).encode()
+    headers = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]
+    await send({"type": "http.response.start", "status": 200, "headers": headers})
+    await send({"type": "http.response.body", "body": body})
 
 
 async def _answer(send: Send, status: int, text: str) -> None:
