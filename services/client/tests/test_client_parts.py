@@ -269,3 +269,26 @@ async def test_raw_exec_says_why_a_command_did_not_start_in_its_stderr_log(tmp_p
     assert (await h.wait()).exit_code == 127
     assert "failed to start" in (tmp_path / "logs" / "t.stderr.0").read_text()
     assert (tmp_path / "logs" / "t.stdout.0").read_bytes() == b""
+
+
+async def test_raw_exec_sends_a_signal_to_the_task_and_it_runs_on(tmp_path: Path) -> None:
+    """A signal (a template's change_signal) reaches the task's processes, not its executor:
+    the task handles it and keeps running."""
+    script = "trap 'echo got HUP' HUP; echo ready; while :; do sleep 0.1; done"
+    task = Task(name="t", driver="raw_exec", config={"command": "/bin/sh", "args": ["-c", script]})
+    h = await RawExecDriver().start(task, tmp_path / "t", tmp_path / "logs", {})
+    await _until_ready(tmp_path / "logs" / "t.stdout.0")
+    await h.send("SIGHUP")
+    out = tmp_path / "logs" / "t.stdout.0"
+    for _ in range(100):
+        if "got HUP" in out.read_text():
+            break
+        await asyncio.sleep(0.05)
+    assert out.read_text() == "ready\ngot HUP\n"
+    waiter = asyncio.ensure_future(h.wait())
+    await asyncio.sleep(0.3)
+    assert not waiter.done()  # still running
+    with pytest.raises(StartError, match="unknown kill_signal"):
+        await h.send("SIGNOPE")
+    await h.stop(1.0)
+    await waiter

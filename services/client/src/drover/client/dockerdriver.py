@@ -164,6 +164,22 @@ class DockerHandle:
                 log.warning("stopping container %s: %s", self.container_id[:12], e)
         await self._check()
 
+    async def send(self, signal_name: str) -> None:
+        """The signal to the container's main process (the engine's kill with a signal)."""
+        await self.driver.call(self.driver.api().kill, self.container_id, signal=kill_signal(signal_name))
+
+    async def exec(self, command: list[str], timeout: float) -> tuple[int, bytes]:
+        """Run `command` in the container (a template's change script): its exit code and
+        output; 124 when it outlives `timeout`."""
+        api = self.driver.api()
+        exec_id = (await self.driver.call(api.exec_create, self.container_id, command))["Id"]
+        try:
+            output = await asyncio.wait_for(self.driver.call(api.exec_start, exec_id), timeout)
+        except TimeoutError:
+            return 124, b""
+        code = (await self.driver.call(api.exec_inspect, exec_id)).get("ExitCode")
+        return int(code if code is not None else -1), bytes(output or b"")
+
     def state(self) -> dict[str, Any]:
         return {
             "driver": "docker",

@@ -57,6 +57,10 @@ class StartError(Exception):
 class TaskHandle(Protocol):
     async def wait(self) -> ExitResult: ...
     async def stop(self, kill_timeout: float) -> None: ...
+    async def send(self, signal_name: str) -> None:
+        """Send the task a signal by name ("SIGHUP"), as Nomad's driver Signal does."""
+        ...
+
     def state(self) -> dict[str, Any]: ...
 
 
@@ -96,6 +100,9 @@ class MockHandle:
         self._runner.cancel()
         if not self._result.done():
             self._result.set_result(ExitResult(0 if self.kill_after <= kill_timeout else 137, signal.SIGTERM))
+
+    async def send(self, signal_name: str) -> None:
+        """Nomad's mock driver takes signals and does nothing with them."""
 
     def state(self) -> dict[str, Any]:
         return {}
@@ -147,6 +154,21 @@ def process_start_time(pid: int) -> int | None:
     return int(stat.rsplit(b")", 1)[1].split()[19])
 
 
+def group_members(pgid: int) -> list[int]:
+    """The live processes of process group `pgid` (from /proc)."""
+    out = []
+    for entry in os.scandir("/proc"):
+        if not entry.name.isdigit():
+            continue
+        try:
+            fields = Path(entry.path, "stat").read_bytes().rsplit(b")", 1)[1].split()
+        except OSError:
+            continue
+        if int(fields[2]) == pgid and fields[0] != b"Z":
+            out.append(int(entry.name))
+    return out
+
+
 class ProcessHandle:
     """A task's executor, leading its own process group with the task in it. Started here (our
     child) or re-attached after an agent restart (not our child: watched by polling, exit code
@@ -173,6 +195,17 @@ class ProcessHandle:
         if self._alive():
             with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.killpg(self.pid, sig)
+
+    async def send(self, signal_name: str) -> None:
+        """The signal to the task's processes: every member of the executor's group but the
+        executor itself (which takes SIGTERM and SIGINT as its orders to stop the task)."""
+        sig = signal.Signals[kill_signal(signal_name)]
+        if not self._alive():
+            return
+        for pid in await asyncio.to_thread(group_members, self.pid):
+            if pid != self.pid:
+                with contextlib.suppress(ProcessLookupError, PermissionError):
+                    os.kill(pid, sig)
 
     async def wait(self) -> ExitResult:
         if self.proc is not None:
