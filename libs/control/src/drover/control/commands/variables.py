@@ -65,7 +65,8 @@ def cas_conflict(existing: VariableEncrypted | None, cas: int | None) -> tuple[b
         return False, False
     if existing is None:
         return cas != 0, False
-    return cas != existing.modify_index, True
+    refused = cas != existing.modify_index
+    return refused, refused
 
 
 def locked_against(existing: VariableEncrypted | None, lock_id: str, now: int) -> bool:
