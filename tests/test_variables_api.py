@@ -19,7 +19,9 @@ from drover.runtime.store import EventStore
 
 @pytest.fixture
 def client(database_url: str, tmp_path: Path) -> Iterator[TestClient]:
-    settings = Settings(database_url=database_url, nats_url="nats://unused", keyring=str(tmp_path / "keyring.json"))
+    settings = Settings(
+        database_url=database_url, nats_url="nats://unused", keyring=str(tmp_path / "keyring.json")
+    )
     with TestClient(create_app(settings, EventStore(database_url))) as c:
         yield c
 
@@ -30,7 +32,12 @@ def test_a_variable_is_written_read_listed_and_purged(client: TestClient, store:
     first = r.json()
     assert first["Path"] == "app/config" and first["Namespace"] == "default"
     assert first["Items"] == {"db": "s3cr3t", "user": "web"}
-    assert first["CreateIndex"] == first["ModifyIndex"] == int(r.headers["X-Nomad-Index"]) == store.last_position()
+    assert (
+        first["CreateIndex"]
+        == first["ModifyIndex"]
+        == int(r.headers["X-Nomad-Index"])
+        == store.last_position()
+    )
     assert first["CreateTime"] == first["ModifyTime"] > 0 and "Lock" not in first
     got = client.get("/v1/var/app/config")
     assert got.status_code == 200 and got.json() == first
@@ -49,7 +56,9 @@ def test_a_variable_is_written_read_listed_and_purged(client: TestClient, store:
         "app/config", "app/other", "web/x"
     ]  # fmt: skip
     page = client.get("/v1/vars", params={"per_page": 1})
-    assert [v["Path"] for v in page.json()] == ["app/config"] and page.headers["X-Nomad-NextToken"] == "app/other"
+    assert [v["Path"] for v in page.json()] == ["app/config"] and page.headers[
+        "X-Nomad-NextToken"
+    ] == "app/other"
     assert client.get("/v1/var/web/x").status_code == 404
     assert client.get("/v1/var/web/x", params={"namespace": "prod"}).json()["Items"] == {"k": "v"}
     r = client.delete("/v1/var/app/config")
@@ -64,7 +73,9 @@ def test_check_and_set_conflicts_answer_409_with_the_variable(client: TestClient
     r = client.put("/v1/var/app/db", params={"cas": 0}, json={"Items": {"pw": "two"}})
     assert r.status_code == 409 and r.json() == created
     assert int(r.headers["X-Nomad-Index"]) == created["ModifyIndex"]
-    r = client.put("/v1/var/app/db", params={"cas": created["ModifyIndex"] + 100}, json={"Items": {"pw": "two"}})
+    r = client.put(
+        "/v1/var/app/db", params={"cas": created["ModifyIndex"] + 100}, json={"Items": {"pw": "two"}}
+    )
     assert r.status_code == 409 and r.json()["Items"] == {"pw": "one"}
     # On a variable that does not exist, a non-zero index conflicts with a zero value.
     r = client.put("/v1/var/app/none", params={"cas": 7}, json={"Items": {"pw": "x"}})
@@ -138,7 +149,9 @@ def test_a_lock_is_held_by_one_renewed_released_and_refused_to_another(client: T
     assert r.status_code == 200 and "Lock" not in r.json()
     got = client.get("/v1/var/locks/leader").json()
     assert "Lock" not in got and got["Items"] == {"a": "b"}
-    assert client.put("/v1/var/locks/leader?lock-release", json={"Lock": {"ID": lock["ID"]}}).status_code == 409
+    assert (
+        client.put("/v1/var/locks/leader?lock-release", json={"Lock": {"ID": lock["ID"]}}).status_code == 409
+    )
     status, other = _acquire(client, "locks/leader")
     assert status == 200 and other["Lock"]["ID"] != lock["ID"]  # type: ignore[index]
 
@@ -161,7 +174,9 @@ def test_a_lock_not_renewed_lapses_after_its_ttl_and_its_lock_delay(client: Test
     assert status == 200 and taken["Lock"]["ID"] != holder  # type: ignore[index]
 
 
-def test_key_rotation_keeps_old_values_readable_and_seals_them_again(client: TestClient, store: EventStore) -> None:
+def test_key_rotation_keeps_old_values_readable_and_seals_them_again(
+    client: TestClient, store: EventStore
+) -> None:
     client.put("/v1/var/a", json={"Items": {"k": "one"}})
     client.put("/v1/var/b", json={"Items": {"k": "two"}})
     client.put("/v1/var/c", json={"Items": {"k": "three"}})
@@ -193,4 +208,3 @@ def store_reads(store: EventStore):  # type: ignore[no-untyped-def]
     from drover.runtime.store.queries import Reads
 
     return Reads(store)
-

@@ -81,7 +81,9 @@ def test_var_cli_and_no_plaintext_in_the_log_the_stream_or_the_audit_trail(
     assert got["Items"] == {"db": SECRET, "user": "web"} and got["Path"] == "app/config"
     # As Nomad's, a put over an existing variable is a check-and-set unless forced.
     p = drover(c, "var", "put", "app/config", "db=other")
-    assert p.returncode == 1 and "Check-and-Set conflict" in p.stderr and f"({got['ModifyIndex']})" in p.stderr
+    assert (
+        p.returncode == 1 and "Check-and-Set conflict" in p.stderr and f"({got['ModifyIndex']})" in p.stderr
+    )
     ok(c, "var", "put", "-check-index", str(got["ModifyIndex"]), "app/config", f"db={SECRET}", "user=")
     assert json.loads(ok(c, "var", "get", "app/config"))["Items"] == {"db": SECRET}
     spec = json.dumps({"Path": "app/spec", "Items": {"token": "t0k"}})

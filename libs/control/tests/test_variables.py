@@ -47,7 +47,9 @@ def held(lock_id: str = "holder", expires_at: int = 1000, delay: int = 100) -> V
         (None, 7, True, False), (var(10), 10, False, False), (var(10), 9, True, True),
     ],
 )  # fmt: skip
-def test_check_and_set(existing: VariableEncrypted | None, cas: int | None, refused: bool, shows: bool) -> None:
+def test_check_and_set(
+    existing: VariableEncrypted | None, cas: int | None, refused: bool, shows: bool
+) -> None:
     assert cmd.cas_conflict(existing, cas) == (refused, shows)
     change = cmd.upsert(Reads(*[v for v in [existing] if v]), "default", "app/db", NEW, 500, cas=cas)
     if refused:
@@ -68,7 +70,9 @@ def test_check_and_set(existing: VariableEncrypted | None, cas: int | None, refu
         (held(expires_at=400), "", 500, False),  # lapsed: no one holds it
     ],
 )  # fmt: skip
-def test_a_write_must_name_a_held_lock(lock: VariableLock | None, lock_id: str, now: int, refused: bool) -> None:
+def test_a_write_must_name_a_held_lock(
+    lock: VariableLock | None, lock_id: str, now: int, refused: bool
+) -> None:
     change = cmd.upsert(Reads(var(lock=lock)), "default", "app/db", NEW, now, lock_id=lock_id)
     assert (change.conflict is not None) is refused
     if not refused:
@@ -93,7 +97,9 @@ def test_a_write_must_name_a_held_lock(lock: VariableLock | None, lock_id: str, 
 )  # fmt: skip
 def test_lock_acquire(lock: VariableLock | None, lock_id: str, now: int, refused: bool) -> None:
     assert cmd.lock_refusal(var(lock=lock), lock_id, now) is refused
-    change = cmd.acquire(Reads(var(lock=lock)), "default", "app/db", NEW, now, lock_id=lock_id, ttl=200, lock_delay=50)
+    change = cmd.acquire(
+        Reads(var(lock=lock)), "default", "app/db", NEW, now, lock_id=lock_id, ttl=200, lock_delay=50
+    )
     if refused:
         assert not change.events and change.conflict is not None and change.conflict.var is None
     else:
@@ -110,7 +116,9 @@ def test_acquire_creates_a_variable_that_does_not_exist() -> None:
 def test_renew_moves_the_expiry_by_its_holder_only() -> None:
     reads = Reads(var(lock=held()))
     (ev,) = cmd.renew(reads, "default", "app/db", "holder", 900).events
-    assert ev.event == VariableLockRenewed(namespace="default", path="app/db", lock_id="holder", expires_at=1400)
+    assert ev.event == VariableLockRenewed(
+        namespace="default", path="app/db", lock_id="holder", expires_at=1400
+    )
     with pytest.raises(Conflict, match="attempting to modify locked variable"):
         cmd.renew(reads, "default", "app/db", "other", 900)
     with pytest.raises(Conflict, match="doesn't hold a lock"):
@@ -139,7 +147,12 @@ def test_the_reducer_keeps_creation_and_a_rekey_keeps_the_indexes() -> None:
     VariableUpserted(namespace="default", path="p", sealed=SEALED, at=100).apply_to(state, 4)
     VariableUpserted(namespace="default", path="p", sealed=NEW, at=200).apply_to(state, 9)
     v = state.variable("default", "p")
-    assert v is not None and (v.create_index, v.create_time, v.modify_index, v.modify_time) == (4, 100, 9, 200)
+    assert v is not None and (v.create_index, v.create_time, v.modify_index, v.modify_time) == (
+        4,
+        100,
+        9,
+        200,
+    )
     rekeyed = EncryptedItems(key_id="k2", data="eA==")
     VariableUpserted(namespace="default", path="p", sealed=rekeyed, rekey=True).apply_to(state, 12)
     assert state.variable("default", "p") == v.model_copy(update={"sealed": rekeyed})

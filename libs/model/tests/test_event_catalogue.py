@@ -75,7 +75,9 @@ EXAMPLES: list[Event] = [
     JobDeregistered(namespace="default", job_id="web"),
     JobStabilityUpdated(namespace="default", job_id="web", version=0, stable=True),
     ScalingEventRegistered(namespace="default", job_id="web", task_group="g", event=ScalingEvent(count=2)),
-    VariableUpserted(namespace="default", path="app/db", sealed=EncryptedItems(key_id="k1", data="c2VhbGVk"), at=5),
+    VariableUpserted(
+        namespace="default", path="app/db", sealed=EncryptedItems(key_id="k1", data="c2VhbGVk"), at=5
+    ),
     VariableLockRenewed(namespace="default", path="app/db", lock_id="l1", expires_at=9),
     VariableDeleted(namespace="default", path="app/db"),
     EvalsUpserted(evals=[REGISTER_EVAL]),

@@ -8,7 +8,19 @@ from pathlib import Path
 
 import typer
 
-from drover.cli import allocs, deployments, evals, events, jobrestart, jobrun, jobs, logs, nodes, system, variables
+from drover.cli import (
+    allocs,
+    deployments,
+    evals,
+    events,
+    jobrestart,
+    jobrun,
+    jobs,
+    logs,
+    nodes,
+    system,
+    variables,
+)
 from drover.runtime.settings import Settings
 
 HELP = """Drover: a cluster scheduler with Nomad's model and API.

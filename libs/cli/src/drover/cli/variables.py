@@ -77,9 +77,7 @@ def _conflict(c: Client, path: str, check: int, params: dict[str, Any]) -> str:
     """Nomad's words for a check-and-set conflict, with the server-side index."""
     r = c.http.get(f"/v1/var/{path}", params={"namespace": c.namespace, **params})
     index = r.json().get("ModifyIndex", 0) if r.status_code == 200 else 0
-    return (
-        f"Check-and-Set conflict\n\n    Your provided check-index ({check}) does not match the server-side index ({index})."
-    )
+    return f"Check-and-Set conflict\n\n    Your provided check-index ({check}) does not match the server-side index ({index})."
 
 
 @verb()
@@ -176,7 +174,12 @@ def list_vars(
     if not found:
         echo(NO_MATCHES)
         return
-    echo(table(["Namespace", "Path", "Last Updated"], [[v["Namespace"], v["Path"], date(v["ModifyTime"])] for v in found]))
+    echo(
+        table(
+            ["Namespace", "Path", "Last Updated"],
+            [[v["Namespace"], v["Path"], date(v["ModifyTime"])] for v in found],
+        )
+    )
 
 
 @verb()
@@ -208,7 +211,11 @@ def keyring_list(address: Address = ADDRESS, json_: Json = False) -> None:
     if json_:
         echo(as_json(keys))
         return
-    echo(table(["Key", "State", "Create Time"], [[k["KeyID"], k["State"], date(k["CreateTime"])] for k in keys]))
+    echo(
+        table(
+            ["Key", "State", "Create Time"], [[k["KeyID"], k["State"], date(k["CreateTime"])] for k in keys]
+        )
+    )
 
 
 @verb()

@@ -42,7 +42,11 @@ class VariableLock(NomadModel):
         return self.expires_at <= now < self.expires_at + self.lock_delay
 
     def to_api(self) -> dict[str, Any]:
-        return {"ID": self.id, "TTL": format_duration(self.ttl), "LockDelay": format_duration(self.lock_delay)}
+        return {
+            "ID": self.id,
+            "TTL": format_duration(self.ttl),
+            "LockDelay": format_duration(self.lock_delay),
+        }
 
 
 class EncryptedItems(NomadModel):
@@ -153,7 +157,9 @@ def namespace_problems(namespace: str) -> list[str]:
     return ['can not target wildcard ("*")namespace'] if namespace == ALL_NAMESPACES else []
 
 
-def set_problems(namespace: str, path: str, items: dict[str, str] | None, lock: LockRequest | None) -> list[str]:
+def set_problems(
+    namespace: str, path: str, items: dict[str, str] | None, lock: LockRequest | None
+) -> list[str]:
     """Every problem of a write (Nomad's Validate for a set or a check-and-set): items given
     and within size, a valid path, and no lock settings (a lock is taken with lock-acquire)."""
     problems = namespace_problems(namespace)
@@ -184,4 +190,3 @@ def lock_settings(
     elif not MIN_LOCK_TTL <= ttl <= MAX_LOCK_TTL:
         problems.append("TTL must be between 10 seconds and 24 hours")
     return ttl, delay, problems
-

@@ -86,7 +86,8 @@ class Keyring:
     def _read_file(self) -> tuple[str, dict[str, RootKey]]:
         doc = json.loads(self.path.read_text())
         keys = {
-            k["KeyID"]: RootKey(k["KeyID"], base64.b64decode(k["Key"]), int(k["CreateTime"])) for k in doc["Keys"]
+            k["KeyID"]: RootKey(k["KeyID"], base64.b64decode(k["Key"]), int(k["CreateTime"]))
+            for k in doc["Keys"]
         }
         return str(doc["Active"]), keys
 
@@ -134,7 +135,7 @@ class Keyring:
         self._refresh()
         return self._keys[self._active]
 
-    def keys(self) -> list[dict[str, Any]]:
+    def list_keys(self) -> list[dict[str, Any]]:
         """Every key's metadata (Nomad's RootKeyMeta), oldest first."""
         self._refresh()
         ordered = sorted(self._keys.values(), key=lambda k: k.create_time)

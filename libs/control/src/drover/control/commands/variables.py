@@ -54,7 +54,9 @@ def _write(reads: VariableReads, event: VariableUpserted | VariableDeleted | Var
     return VariableChange(events=[NewEvent(event, version)], before=before)
 
 
-def _refused(namespace: str, path: str, var: VariableEncrypted | None = None, *, lock: bool = False) -> VariableChange:
+def _refused(
+    namespace: str, path: str, var: VariableEncrypted | None = None, *, lock: bool = False
+) -> VariableChange:
     return VariableChange(conflict=VarConflict(namespace, path, var, lock))
 
 
@@ -90,7 +92,9 @@ def upsert(reads: VariableReads, namespace: str, path: str, sealed: EncryptedIte
     return _write(reads, event, existing)
 
 
-def delete(reads: VariableReads, namespace: str, path: str, now: int, *, cas: int | None = None) -> VariableChange:
+def delete(
+    reads: VariableReads, namespace: str, path: str, now: int, *, cas: int | None = None
+) -> VariableChange:
     """A purge, or one checked at `cas`; a variable that does not exist is gone already."""
     existing = reads.variable(namespace, path)
     refused, shows = cas_conflict(existing, cas)
@@ -139,7 +143,9 @@ def renew(reads: VariableReads, namespace: str, path: str, lock_id: str, now: in
     assert existing.lock is not None
     if existing.lock.id != lock_id:
         raise Conflict("attempting to modify locked variable")
-    event = VariableLockRenewed(namespace=namespace, path=path, lock_id=lock_id, expires_at=now + existing.lock.ttl)
+    event = VariableLockRenewed(
+        namespace=namespace, path=path, lock_id=lock_id, expires_at=now + existing.lock.ttl
+    )
     return _write(reads, event, existing)
 
 

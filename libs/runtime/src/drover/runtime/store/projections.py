@@ -43,6 +43,17 @@ PROJECTION_TABLES = (
     "scaling_events",
     "variables",
 )
+# The tables whose rows the writes mark dirty (job versions are kept apart).
+_DIRTY_TABLES = (
+    "nodes",
+    "jobs",
+    "allocs",
+    "evals",
+    "deployments",
+    "job_restarts",
+    "scaling_events",
+    "variables",
+)
 # Tables whose `doc` is `text` (kept as sent, never parsed; see migrations 0002 and 0003), the
 # others' is `jsonb`.
 _TEXT_DOC_TABLES = frozenset({"allocs"})
@@ -122,12 +133,7 @@ class SqlState(CollectedRows):
         # Allocs looked up and not in the table: written with COPY (no conflict possible: every
         # projection write happens under the log's lock), about twice as fast as an upsert.
         self._absent_allocs: set[str] = set()
-        self._dirty: dict[str, set[Any]] = {
-            k: set()
-            for k in (
-                "nodes", "jobs", "allocs", "evals", "deployments", "job_restarts", "scaling_events", "variables"
-            )  # fmt: skip
-        }
+        self._dirty: dict[str, set[Any]] = {k: set() for k in _DIRTY_TABLES}
         self.init_collected()
 
     def take_metrics(self, events: Iterable[Event]) -> None:

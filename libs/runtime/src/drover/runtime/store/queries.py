@@ -249,7 +249,9 @@ class Reads:
         )
         return VariableEncrypted.model_validate_json(docs[0]) if docs else None
 
-    def variables(self, namespace: str, prefix: str = "", *, start: str = "", limit: int = 0) -> list[VariableEncrypted]:
+    def variables(
+        self, namespace: str, prefix: str = "", *, start: str = "", limit: int = 0
+    ) -> list[VariableEncrypted]:
         """Variables by path prefix, in (namespace, path) order; namespace `*`: every one's.
         `start`: the path the page starts at."""
         where = ["path LIKE :p"]

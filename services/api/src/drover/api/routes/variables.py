@@ -61,9 +61,11 @@ async def list_variables(request: Request, blocking: BlockingDep, prefix: str = 
 
     def read() -> tuple[int, Any]:
         index = blocking.reads.index()
-        found = blocking.reads.variables(namespace, prefix, start=token, limit=per_page + 1 if per_page else 0)
+        found = blocking.reads.variables(
+            namespace, prefix, start=token, limit=per_page + 1 if per_page else 0
+        )
         now = time.time_ns()
-        return index, (found, [v.metadata(now) for v in found[:per_page or None]])
+        return index, (found, [v.metadata(now) for v in found[: per_page or None]])
 
     index, wait = read_params(request)
     if index:
@@ -132,7 +134,11 @@ def _written(change: VariableChange, index: int) -> VariableEncrypted:
 @router.put("/v1/var/{path:path}")
 @router.post("/v1/var/{path:path}")
 async def write_variable(
-    path: str, request: Request, commands_: CommandsDep, keyring: KeyringDep, body: VariableRequest | None = None
+    path: str,
+    request: Request,
+    commands_: CommandsDep,
+    keyring: KeyringDep,
+    body: VariableRequest | None = None,
 ) -> Response:
     if not path:
         raise ApiError(400, "missing variable path")
@@ -155,7 +161,9 @@ async def write_variable(
         )
         if change.conflict is not None:
             return _conflict(keyring, change.conflict, positions[-1])
-        return _json({**_written(change, positions[-1]).metadata(time.time_ns()), "Items": None}, positions[-1])
+        return _json(
+            {**_written(change, positions[-1]).metadata(time.time_ns()), "Items": None}, positions[-1]
+        )
     items = b.items or {}
     if op == "lock-acquire":
         ttl, delay, problems = lock_settings(namespace, path, b.items, b.lock)
@@ -175,7 +183,9 @@ async def write_variable(
         cas = _cas(request)
         sealed = keyring.seal(namespace, path, items)
         change, positions = await commands_.run(
-            lambda reads: commands.upsert(reads, namespace, path, sealed, time.time_ns(), cas=cas, lock_id=lock_id)
+            lambda reads: commands.upsert(
+                reads, namespace, path, sealed, time.time_ns(), cas=cas, lock_id=lock_id
+            )
         )
     if change.conflict is not None:
         return _conflict(keyring, change.conflict, positions[-1])
@@ -183,7 +193,9 @@ async def write_variable(
 
 
 @router.delete("/v1/var/{path:path}")
-async def delete_variable(path: str, request: Request, commands_: CommandsDep, keyring: KeyringDep) -> Response:
+async def delete_variable(
+    path: str, request: Request, commands_: CommandsDep, keyring: KeyringDep
+) -> Response:
     if not path:
         raise ApiError(400, "missing variable path")
     namespace = _namespace(request)
@@ -198,7 +210,7 @@ async def delete_variable(path: str, request: Request, commands_: CommandsDep, k
 
 @router.get("/v1/operator/keyring/keys")
 async def keyring_keys(keyring: KeyringDep, blocking: BlockingDep) -> Response:
-    return _json(await asyncio.to_thread(keyring.keys), blocking.reads.index())
+    return _json(await asyncio.to_thread(keyring.list_keys), blocking.reads.index())
 
 
 @router.put("/v1/operator/keyring/rotate")
