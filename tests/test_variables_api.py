@@ -5,6 +5,7 @@ written, key rotation with old values readable and sealed again, and python-noma
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -202,9 +203,45 @@ def test_key_rotation_keeps_old_values_readable_and_seals_them_again(
     assert {key_of(p) for p in "abc"} == {newest["KeyID"]}
     assert [client.get(f"/v1/var/{p}").json()["Items"]["k"] for p in "abc"] == ["uno", "two", "three"]
     assert client.get("/v1/var/b").json()["ModifyIndex"] == index_b
+    # The log replayed gives the same projection (a re-seal included).
+    client.put("/v1/var/locks/x?lock-acquire", json={})
+    client.delete("/v1/var/c")
+    live = store.projection_dump()
+    assert live["variables"] and len(live["variables"]) == 3
+    store.rebuild_projections()
+    assert store.projection_dump() == live
 
 
 def store_reads(store: EventStore):  # type: ignore[no-untyped-def]
     from drover.runtime.store.queries import Reads
 
     return Reads(store)
+
+
+def test_reads_block_until_the_variable_changes(client: TestClient) -> None:
+    index = client.put("/v1/var/app/watched", json={"Items": {"v": "1"}}).json()["ModifyIndex"]
+    client.put("/v1/var/app/quiet", json={"Items": {"v": "1"}})
+
+    def write_later() -> None:
+        time.sleep(0.5)
+        client.put("/v1/var/app/other", json={"Items": {"v": "x"}})  # wakes the list, not the variable
+        time.sleep(0.5)
+        client.put("/v1/var/app/watched", params={"cas": index}, json={"Items": {"v": "2"}})
+
+    writer = threading.Thread(target=write_later)
+    writer.start()
+    t0 = time.monotonic()
+    got = client.get("/v1/var/app/watched", params={"index": index + 1, "wait": "5s"})
+    waited = time.monotonic() - t0
+    writer.join()
+    assert got.json()["Items"] == {"v": "2"} and 0.9 < waited < 4.5, waited
+    assert int(got.headers["X-Nomad-Index"]) == got.json()["ModifyIndex"]
+    # The list wakes on any variable's change.
+    last = int(got.headers["X-Nomad-Index"])
+    threading.Timer(0.5, lambda: client.delete("/v1/var/app/other")).start()
+    t0 = time.monotonic()
+    listed = client.get("/v1/vars", params={"index": last, "wait": "5s"})
+    assert 0.4 < time.monotonic() - t0 < 4.5 and [v["Path"] for v in listed.json()] == [
+        "app/quiet",
+        "app/watched",
+    ]
