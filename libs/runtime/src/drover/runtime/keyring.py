@@ -64,8 +64,8 @@ class Keyring:
         self.path = path
         self._mutex = threading.Lock()
         self._stamp: tuple[int, int] | None = None
-        self._keys: dict[str, RootKey] = {}
-        self._active = ""
+        # The active key's ID and every key, replaced together (threads read them unlocked).
+        self._loaded: tuple[str, dict[str, RootKey]] = ("", {})
 
     @classmethod
     def from_settings(cls, settings: Settings) -> Keyring:
@@ -120,26 +120,27 @@ class Keyring:
                     self._write_file(key.key_id, {key.key_id: key})
         return self
 
-    def _refresh(self, force: bool = False) -> None:
-        """Read the file again if it changed since it was last read."""
+    def _refresh(self, force: bool = False) -> tuple[str, dict[str, RootKey]]:
+        """The active key's ID and every key, the file read again if it changed since."""
         self.ensure()
         st = self.path.stat()
         stamp = (st.st_mtime_ns, st.st_ino)
         with self._mutex:
             if force or stamp != self._stamp:
-                self._active, self._keys = self._read_file()
+                self._loaded = self._read_file()
                 self._stamp = stamp
+            return self._loaded
 
     # --- keys ---
     def active(self) -> RootKey:
-        self._refresh()
-        return self._keys[self._active]
+        active, keys = self._refresh()
+        return keys[active]
 
     def list_keys(self) -> list[dict[str, Any]]:
         """Every key's metadata (Nomad's RootKeyMeta), oldest first."""
-        self._refresh()
-        ordered = sorted(self._keys.values(), key=lambda k: k.create_time)
-        return [k.meta(k.key_id == self._active) for k in ordered]
+        active, keys = self._refresh()
+        ordered = sorted(keys.values(), key=lambda k: k.create_time)
+        return [k.meta(k.key_id == active) for k in ordered]
 
     def rotate(self) -> dict[str, Any]:
         """A new active key; the old ones stay, to open what they sealed."""
@@ -153,11 +154,9 @@ class Keyring:
         return key.meta(True)
 
     def _key(self, key_id: str) -> RootKey:
-        self._refresh()
-        key = self._keys.get(key_id)
+        key = self._refresh()[1].get(key_id)
         if key is None:  # rotated by another process within the file's timestamp's grain
-            self._refresh(force=True)
-            key = self._keys.get(key_id)
+            key = self._refresh(force=True)[1].get(key_id)
         if key is None:
             raise KeyringError(f"no such key {key_id!r} in the keyring")
         return key

@@ -21,6 +21,7 @@ from drover.api.jsondecode import JsonRoute
 from drover.control.commands import variables as commands
 from drover.control.commands.variables import VarConflict, VariableChange
 from drover.control.errors import Invalid
+from drover.model.events import VariableLockRenewed, VariableUpserted
 from drover.model.state import InMemoryState
 from drover.model.variables import VariableEncrypted, VariableRequest, lock_settings, set_problems
 from drover.runtime.keyring import Keyring
@@ -125,8 +126,9 @@ def _written(change: VariableChange, index: int) -> VariableEncrypted:
     if change.before is not None:
         state.upsert_variable(change.before)
     event = change.events[0].event
+    assert isinstance(event, VariableUpserted | VariableLockRenewed)
     event.apply_to(state, index)
-    var = state.variable(getattr(event, "namespace"), getattr(event, "path"))  # noqa: B009
+    var = state.variable(event.namespace, event.path)
     assert var is not None
     return var
 
