@@ -57,9 +57,12 @@ def test_a_variable_is_written_read_listed_and_purged(client: TestClient, store:
         "app/config", "app/other", "web/x"
     ]  # fmt: skip
     page = client.get("/v1/vars", params={"per_page": 1})
-    assert [v["Path"] for v in page.json()] == ["app/config"] and page.headers[
-        "X-Nomad-NextToken"
-    ] == "app/other"
+    assert [v["Path"] for v in page.json()] == ["app/config"]
+    assert page.headers["X-Nomad-NextToken"] == "default.app/other"
+    # Every namespace's, a page at a time, as Nomad pages them.
+    page = client.get("/v1/vars", params={"namespace": "*", "per_page": 2, "next_token": "default.app/other"})
+    assert [(v["Namespace"], v["Path"]) for v in page.json()] == [("default", "app/other"), ("prod", "web/x")]
+    assert "X-Nomad-NextToken" not in page.headers
     assert client.get("/v1/var/web/x").status_code == 404
     assert client.get("/v1/var/web/x", params={"namespace": "prod"}).json()["Items"] == {"k": "v"}
     r = client.delete("/v1/var/app/config")

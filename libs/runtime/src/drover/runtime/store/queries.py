@@ -252,23 +252,23 @@ class Reads:
     def variables(
         self, namespace: str, prefix: str = "", *, start: str = "", limit: int = 0
     ) -> list[VariableEncrypted]:
-        """Variables by path prefix, in (namespace, path) order; namespace `*`: every one's.
-        `start`: the path the page starts at."""
+        """Variables by path prefix; namespace `*`: every one's. Ordered and paged as Nomad's,
+        by the token `<namespace>.<path>` (neither holds a dot): `start` is the first page's."""
+        token = "(namespace || '.' || path) COLLATE \"C\""
         where = ["path LIKE :p"]
         params: dict[str, Any] = {"p": _like_prefix(prefix)}
         if namespace != "*":
             where.append("namespace = :ns")
             params["ns"] = namespace
         if start:
-            where.append("path >= :start")
+            where.append(f"{token} >= :start")
             params["start"] = start
         tail = ""
         if limit:
             params["limit"] = limit
             tail = " LIMIT :limit"
         docs = self._docs(
-            f"SELECT doc::text FROM variables WHERE {' AND '.join(where)} ORDER BY namespace, path{tail}",
-            **params,
+            f"SELECT doc::text FROM variables WHERE {' AND '.join(where)} ORDER BY {token}{tail}", **params
         )
         return [VariableEncrypted.model_validate_json(d) for d in docs]
 

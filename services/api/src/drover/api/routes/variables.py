@@ -55,7 +55,7 @@ def _open(keyring: Keyring, var: VariableEncrypted, now: int) -> dict[str, Any]:
 @router.get("/v1/vars")
 async def list_variables(request: Request, blocking: BlockingDep, prefix: str = "") -> Response:
     """Metadata only, by namespace and path (`namespace=*`: every namespace's); ?per_page and
-    ?next_token (a path) page through them."""
+    ?next_token (Nomad's `<namespace>.<path>`) page through them."""
     namespace = request.query_params.get("namespace") or "default"
     per_page = parse_per_page(request.query_params.get("per_page"))
     token = request.query_params.get("next_token", "")
@@ -74,7 +74,7 @@ async def list_variables(request: Request, blocking: BlockingDep, prefix: str = 
     current, (found, page) = await asyncio.to_thread(read)
     response = _json(page, current)
     if per_page and len(found) > per_page:
-        response.headers["X-Nomad-NextToken"] = found[per_page].path
+        response.headers["X-Nomad-NextToken"] = f"{found[per_page].namespace}.{found[per_page].path}"
     return response
 
 
