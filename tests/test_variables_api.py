@@ -165,6 +165,10 @@ def test_a_lock_not_renewed_lapses_after_its_ttl_and_its_lock_delay(client: Test
     assert status == 200
     lapses = time.time() + 10
     assert _acquire(client, "locks/ttl")[0] == 409
+    # A blocking read of it answers when the lock lapses, though nothing was written.
+    index = held["ModifyIndex"]
+    watched = client.get("/v1/var/locks/ttl", params={"index": index, "wait": "30s"})
+    assert lapses - 0.5 < time.time() < lapses + 3 and "Lock" not in watched.json()
     while time.time() < lapses + 0.2:
         time.sleep(0.2)
     # Lapsed: no one holds it (reads no longer show it), but its LockDelay keeps it from others.

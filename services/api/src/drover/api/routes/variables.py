@@ -84,11 +84,22 @@ async def read_variable(path: str, request: Request, blocking: BlockingDep, keyr
         raise ApiError(400, "missing variable path")
     namespace = _namespace(request)
 
-    def fn() -> Any:
-        var = blocking.reads.variable(namespace, path)
-        return _open(keyring, var, time.time_ns()) if var is not None else None
+    def read() -> tuple[int, Any]:
+        index, var = blocking.reads.index(), blocking.reads.variable(namespace, path)
+        return index, var
 
-    return await blocking.read(request, fn, [variable_key(namespace, path)])
+    index, wait = read_params(request)
+    if index:
+        # A held lock lapses without a write: the wait ends when it does, as the answer changes.
+        _, var = await asyncio.to_thread(read)
+        lock = var.held_lock(time.time_ns()) if var is not None else None
+        if lock is not None:
+            wait = min(wait, max(0.0, (lock.expires_at - time.time_ns()) / 1e9))
+        await blocking.watcher.wait_changed([variable_key(namespace, path)], index, wait)
+    current, var = await asyncio.to_thread(read)
+    if var is None:
+        raise ApiError(404, "variable not found")
+    return _json(_open(keyring, var, time.time_ns()), current)
 
 
 def _cas(request: Request) -> int | None:
