@@ -7,21 +7,25 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import signal
 import subprocess
 import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
 
+import httpx
 import nats
 import nomad  # type: ignore[import-untyped]
 import psycopg
 import pytest
 
 from drover.runtime.bus import EVENTS_STREAM
+from drover.runtime.embedded import free_port, wait_for_port
 from drover.runtime.store import EventStore, libpq_url
 
 from .cluster import Cluster
+from .prefork import spawn
 
 pytestmark = pytest.mark.cluster
 DROVER = str(Path(sys.executable).parent / "drover")
@@ -135,3 +139,30 @@ def test_python_nomad_variable_calls(cluster: Cluster) -> None:
     n.variable.delete_variable("app/py")
     with pytest.raises(nomad.api.exceptions.URLNotFoundNomadException):
         n.variable.get_variable("app/py")
+
+
+def test_two_api_processes_share_the_keyring_through_rotations(cluster: Cluster) -> None:
+    """A second API process, as `drover up` or a deployment would run it beside the first: what
+    one seals the other opens, before and after a rotation made by either."""
+    port = free_port()
+    proc = spawn(
+        "drover.api", [], {**cluster.env(), "DROVER_API_PORT": str(port)}, cluster.log_dir / "api-2.log"
+    )
+    try:
+        wait_for_port(port, 60, proc=proc)
+        one, two = cluster.http, httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=30)
+        assert one.put("/v1/var/shared/a", json={"Items": {"k": "one"}}).status_code == 200
+        assert two.get("/v1/var/shared/a").json()["Items"] == {"k": "one"}
+        rotated = two.put("/v1/operator/keyring/rotate").json()["Key"]["KeyID"]
+        # The first process seals under the key the second made, and both open every value.
+        assert one.put("/v1/var/shared/b", json={"Items": {"k": "two"}}).status_code == 200
+        assert [
+            k["KeyID"] for k in one.get("/v1/operator/keyring/keys").json() if k["State"] == "active"
+        ] == [rotated]
+        for api in (one, two):
+            assert api.get("/v1/var/shared/a").json()["Items"] == {"k": "one"}
+            assert api.get("/v1/var/shared/b").json()["Items"] == {"k": "two"}
+        two.close()
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        proc.wait()
