@@ -58,6 +58,8 @@ class Cluster:
             "DROVER_LOG_LEVEL": "INFO",
             # Redeliver an unacked eval quickly, so a killed worker's eval is retried in-test.
             "DROVER_EVAL_ACK_WAIT": "3",
+            # One keyring for every API process of the cluster (drover up makes one the same way).
+            "DROVER_KEYRING": str(self.log_dir / "keyring.json"),
             "DROVER_WORKERS": str(self.counts["worker"]),
             **self.extra_env,
         }

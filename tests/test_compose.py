@@ -155,6 +155,10 @@ def check_stack(compose: Any, port: int, tmp_path: Path) -> None:
             assert all(a["NodeID"] for a in allocs), nodes
             [evaluation] = http.get("/v1/job/web/evaluations").json()
             assert evaluation["Status"] == "complete" and not evaluation.get("FailedTGAllocs")
+            # A variable: the API seals it with the keyring on its volume, and reads it back.
+            r = http.put("/v1/var/app/config", json={"Items": {"db": "s3cr3t"}})
+            assert r.status_code == 200, r.text
+            assert http.get("/v1/var/app/config").json()["Items"] == {"db": "s3cr3t"}
     finally:
         sim.send_signal(signal.SIGINT)
         try:

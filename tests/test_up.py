@@ -55,6 +55,9 @@ def test_up_runs_everything_stops_cleanly_and_keeps_its_data(tmp_path: Path) -> 
         _wait_api(port, proc, log)
         api = httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=10)
         assert api.put("/v1/drover/node/register", json={"Node": node_json("kept")}).status_code == 200
+        # A variable, sealed with the keyring `drover up` made once in the data directory.
+        assert api.put("/v1/var/app/kept", json={"Items": {"k": "sealed"}}).status_code == 200
+        assert (data_dir / "keyring.json").exists()
         children = subprocess.run(
             ["pgrep", "-P", str(proc.pid)], capture_output=True, text=True
         ).stdout.split()
@@ -94,6 +97,9 @@ def test_up_runs_everything_stops_cleanly_and_keeps_its_data(tmp_path: Path) -> 
         _wait_api(port, again, log)
         node = httpx.get(f"http://127.0.0.1:{port}/v1/node/kept", timeout=10)
         assert node.status_code == 200 and node.json()["ID"] == "kept"
+        # The same keyring again: the variable still opens.
+        var = httpx.get(f"http://127.0.0.1:{port}/v1/var/app/kept", timeout=10)
+        assert var.status_code == 200 and var.json()["Items"] == {"k": "sealed"}
     finally:
         again.send_signal(signal.SIGINT)
         assert again.wait(60) == 0, log.read_text()

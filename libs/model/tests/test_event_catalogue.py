@@ -47,6 +47,9 @@ from drover.model.events import (
     PlanApplied,
     Reads,
     ScalingEventRegistered,
+    VariableDeleted,
+    VariableLockRenewed,
+    VariableUpserted,
     decode_event,
     encode_event_json,
 )
@@ -56,6 +59,7 @@ from drover.model.reducer import apply
 from drover.model.scaling import ScalingEvent
 from drover.model.statewriter import StateWriter
 from drover.model.streamevents import has_stream_events, stream_events
+from drover.model.variables import EncryptedItems
 
 DEP = Deployment(id="d1", job_id="web", task_groups={"g": DeploymentState(desired_total=1)})
 ALLOC = Allocation(id="a1", job_id="web", task_group="g", node_id="n1", deployment_id="d1")
@@ -71,6 +75,11 @@ EXAMPLES: list[Event] = [
     JobDeregistered(namespace="default", job_id="web"),
     JobStabilityUpdated(namespace="default", job_id="web", version=0, stable=True),
     ScalingEventRegistered(namespace="default", job_id="web", task_group="g", event=ScalingEvent(count=2)),
+    VariableUpserted(
+        namespace="default", path="app/db", sealed=EncryptedItems(key_id="k1", data="c2VhbGVk"), at=5
+    ),
+    VariableLockRenewed(namespace="default", path="app/db", lock_id="l1", expires_at=9),
+    VariableDeleted(namespace="default", path="app/db"),
     EvalsUpserted(evals=[REGISTER_EVAL]),
     PlanApplied(
         eval_id="e1",
@@ -127,7 +136,11 @@ def test_the_examples_read_rows() -> None:
         apply(state, 1, event)
         if not state.asked:
             silent.append(event.type)
-    assert silent == ["NodeDeregistered", "ScalingEventRegistered", "JobRestartStarted"]
+    # Variables' events read their one row when asked, as scaling events do.
+    assert silent == [
+        "NodeDeregistered", "ScalingEventRegistered", "VariableUpserted", "VariableLockRenewed", "VariableDeleted",
+        "JobRestartStarted",
+    ]  # fmt: skip
 
 
 class _ReadsRecorder(TrackedState):

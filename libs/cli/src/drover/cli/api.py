@@ -47,7 +47,7 @@ class Client:
             r = self.http.request(method, path, json=body, params={"namespace": self.namespace, **params})
         except httpx.TransportError as e:
             raise ApiError(0, f"can't reach the API at {self.address}: {e or type(e).__name__}") from e
-        if r.status_code != 200:
+        if not 200 <= r.status_code < 300:  # a purge answers 204
             raise ApiError(r.status_code, r.text.strip() or f"{r.status_code} {r.reason_phrase}")
         return (r.json() if r.content else None), int(r.headers.get("X-Nomad-Index", 0))
 

@@ -8,7 +8,19 @@ from pathlib import Path
 
 import typer
 
-from drover.cli import allocs, deployments, evals, events, jobrestart, jobrun, jobs, logs, nodes, system
+from drover.cli import (
+    allocs,
+    deployments,
+    evals,
+    events,
+    jobrestart,
+    jobrun,
+    jobs,
+    logs,
+    nodes,
+    system,
+    variables,
+)
 from drover.runtime.settings import Settings
 
 HELP = """Drover: a cluster scheduler with Nomad's model and API.
@@ -63,6 +75,13 @@ _group("deployment", "Inspect and act on deployments.", {
 _group("system", "Cluster-wide operations.", {"gc": system.gc})
 app.command("status")(system.status)
 _group("event", "Follow the cluster's events.", {}).command("tail", help=events.HELP)(events.tail)
+_group("var", "Nomad Variables: secrets by path, sealed with the keyring.", {
+    "put": variables.put, "get": variables.get, "list": variables.list_vars, "purge": variables.purge,
+})  # fmt: skip
+_group("keyring", "The keyring that seals variables.",
+       {"list": variables.keyring_list, "rotate": variables.keyring_rotate},
+       parent=_group("root", "The cluster's root keys.", {},
+                     parent=_group("operator", "Cluster operations.", {})))  # fmt: skip
 
 
 def _settings() -> Settings:

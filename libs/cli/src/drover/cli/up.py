@@ -16,6 +16,7 @@ from pathlib import Path
 from rich.console import Console
 
 from drover.runtime.embedded import EmbeddedNats, EmbeddedPostgres
+from drover.runtime.keyring import Keyring, keyring_path
 from drover.runtime.settings import Settings
 from drover.runtime.store import migrate
 from drover.scheduler.lanes import worker_lanes
@@ -69,7 +70,13 @@ def run_up(settings: Settings) -> None:
             console.print(f"nats      {nats_url}")
         migrate(db_url)
         cluster_env_file(data_dir).write_text(f"DROVER_DATABASE_URL={db_url}\nDROVER_NATS_URL={nats_url}\n")
-        env = {**os.environ, "DROVER_DATABASE_URL": db_url, "DROVER_NATS_URL": nats_url}
+        # The variables' keyring, once, before any API process may seal with it: every one
+        # reads this file.
+        keyring = Keyring(keyring_path(settings).resolve()).ensure()
+        env = {
+            **os.environ, "DROVER_DATABASE_URL": db_url, "DROVER_NATS_URL": nats_url,
+            "DROVER_KEYRING": str(keyring.path),
+        }  # fmt: skip
         logs = data_dir / "logs"
         logs.mkdir(exist_ok=True)
         children = [Child(svc, i) for svc, n in service_plan(settings.workers) for i in range(n)]

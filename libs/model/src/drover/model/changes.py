@@ -16,6 +16,7 @@ from drover.model.jobrestart import JobRestart
 from drover.model.node import Node
 from drover.model.scaling import JobScalingEvents
 from drover.model.state import InMemoryState
+from drover.model.variables import VariableEncrypted
 
 
 @dataclass
@@ -100,6 +101,16 @@ class TrackedState(InMemoryState):
         if self.changes is not None:
             self.changes.removed("job_restarts", restart.id, self.job_restarts.get(restart.id))
         super().delete_job_restart(restart)
+
+    def upsert_variable(self, var: VariableEncrypted) -> None:
+        if self.changes is not None:
+            self.changes.wrote("variables", (var.namespace, var.path))
+        super().upsert_variable(var)
+
+    def delete_variable(self, namespace: str, path: str) -> None:
+        if self.changes is not None:
+            self.changes.removed("variables", (namespace, path), self.variables.get((namespace, path)))
+        super().delete_variable(namespace, path)
 
     def delete_allocs(self, ids: Sequence[str]) -> None:
         if self.changes is not None:

@@ -17,6 +17,7 @@ from drover.model.job import Resources
 from drover.model.jobrestart import JobRestart
 from drover.model.node import compute_class
 from drover.model.scaling import JobScalingEvents
+from drover.model.variables import VariableEncrypted
 
 JobKey = tuple[str, str]
 # One shared (empty) fields-set for compacted allocs; see InMemoryState._compact.
@@ -99,6 +100,8 @@ class InMemoryState:
         self.deployments: dict[str, Deployment] = {}
         self.job_restarts: dict[str, JobRestart] = {}
         self.scaling: dict[JobKey, JobScalingEvents] = {}
+        # Variables by (namespace, path), their items sealed (drover.model.variables).
+        self.variables: dict[tuple[str, str], VariableEncrypted] = {}
         self._restarts_by_job: dict[JobKey, dict[str, JobRestart]] = {}
         self._by_job: dict[JobKey, dict[str, Allocation]] = {}
         self._by_node: dict[str, dict[str, Allocation]] = {}
@@ -235,6 +238,15 @@ class InMemoryState:
         self.job_restarts.pop(restart.id, None)
         by_job = self._restarts_by_job.get((restart.namespace, restart.job_id), {})
         by_job.pop(restart.id, None)
+
+    def variable(self, namespace: str, path: str) -> VariableEncrypted | None:
+        return self.variables.get((namespace, path))
+
+    def upsert_variable(self, var: VariableEncrypted) -> None:
+        self.variables[(var.namespace, var.path)] = var
+
+    def delete_variable(self, namespace: str, path: str) -> None:
+        self.variables.pop((namespace, path), None)
 
     # --- what the garbage collector deletes (drover.model.gcreducer) ---
     def alloc_statuses(self, ids: Sequence[str]) -> dict[str, tuple[str, str]]:

@@ -14,6 +14,9 @@ class Settings(BaseSettings):
     database_url: str = ""
     nats_url: str = ""
     data_dir: str = "data"
+    # The keyring file that seals variables' items (drover.runtime.keyring); unset:
+    # <data_dir>/keyring.json. Every API process must read the same one.
+    keyring: str = ""
     api_host: str = "127.0.0.1"
     api_port: int = 4646
     # Largest request body the API accepts (bytes); larger gets 413.

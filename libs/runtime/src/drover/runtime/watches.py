@@ -9,10 +9,10 @@ API wakes only the queries waiting on one of them (`ChangeIndex`).
 Keys: `job:<namespace>/<id>` (the job, its versions, allocs, evals and deployments),
 `node:<id>` (the node and the allocs on it), `alloc:<id>`, `eval:<id>` (the eval and the
 allocs it placed), `deployment:<id>` (the deployment and its allocs), `children:<namespace>/<id>`
-(the job's children: what its summary counts), and one per table
-(`jobs`, `nodes`, `allocs`, `evals`, `deployments`) for the lists. Where a commit touched
-more allocs than are worth naming, it names their category (`alloc`) instead: every alloc
-key counts as changed.
+(the job's children: what its summary counts), `var:<namespace>/<path>` (a variable), and one
+per table (`jobs`, `nodes`, `allocs`, `evals`, `deployments`, `variables`) for the lists. Where a
+commit touched more allocs than are worth naming, it names their category (`alloc`) instead:
+every alloc key counts as changed.
 """
 
 from __future__ import annotations
@@ -73,6 +73,10 @@ def deployment_key(deployment_id: str) -> str:
 
 def restart_key(restart_id: str) -> str:
     return f"restart:{restart_id}"
+
+
+def variable_key(namespace: str, path: str) -> str:
+    return f"var:{namespace}/{path}"
 
 
 def category(key: str) -> str:

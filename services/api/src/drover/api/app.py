@@ -38,9 +38,11 @@ from drover.api.routes import (
     scalingpolicies,
     status,
     system,
+    variables,
 )
 from drover.api.streamhub import StreamHub
 from drover.runtime import pyheap
+from drover.runtime.keyring import Keyring
 from drover.runtime.settings import Settings
 from drover.runtime.store import EventStore, libpq_url
 from drover.runtime.store.queries import Reads
@@ -64,6 +66,7 @@ ROUTERS = (
     clientfs,
     metrics,
     events,
+    variables,
 )
 
 
@@ -101,6 +104,7 @@ def create_app(settings: Settings, store: EventStore | None = None, *, tune_heap
     app.state.watcher = watcher
     app.state.blocking = Blocking(reads, watcher)
     app.state.commands = Commands(store, reads)
+    app.state.keyring = Keyring.from_settings(settings)
     app.state.heartbeats = heartbeats
     app.state.metrics = metrics
     app.state.stream = StreamHub(settings, store, settings.event_feed_idle, settings.event_coalesce)

@@ -1,6 +1,6 @@
 """The event catalogue: every change to the cluster is one of these events, appended to the
 log. Each is declared once, in the module of its aggregate (nodes, jobs, scaling, evals, plans,
-allocs, deployments, job restarts, collection), with all that it means (drover.model.events.base):
+allocs, deployments, job restarts, collection, variables), with all that it means (drover.model.events.base):
 its stream, its effect on the state, the rows it reads, its Nomad stream events. The log
 position an event gets is the cluster index (Nomad's raft index): the reducer stamps
 CreateIndex / ModifyIndex from it. The table of every type, its writers and its effect is
@@ -58,6 +58,12 @@ from drover.model.events.restarts import (
     JobRestartUpdated,
 )
 from drover.model.events.scaling import ScalingEventRegistered
+from drover.model.events.variables import (
+    VariableDeleted,
+    VariableLockRenewed,
+    VariableUpserted,
+    variable_stream,
+)
 from drover.model.placements import attach_metrics
 
 __all__ = [
@@ -92,6 +98,9 @@ __all__ = [
     "Reads",
     "ReplicaPlanApplied",
     "ScalingEventRegistered",
+    "VariableDeleted",
+    "VariableLockRenewed",
+    "VariableUpserted",
     "alloc_collectable",
     "decode_event",
     "decoder",
@@ -103,6 +112,7 @@ __all__ = [
     "keeps_client_status",
     "node_stream",
     "restart_stream",
+    "variable_stream",
 ]
 
 _DECODERS: dict[tuple[tuple[type[Event], ...], int], TypeAdapter[Any]] = {}

@@ -27,6 +27,7 @@ from drover.model.jobrestart import JobRestart
 from drover.model.node import Node
 from drover.model.placements import metric_json
 from drover.model.scaling import JobScalingEvents
+from drover.model.variables import VariableEncrypted
 from drover.runtime.store.collected import DELETED, CollectedRows
 from drover.runtime.store.touched import written_keys
 
@@ -40,6 +41,18 @@ PROJECTION_TABLES = (
     "deployments",
     "job_restarts",
     "scaling_events",
+    "variables",
+)
+# The tables whose rows the writes mark dirty (job versions are kept apart).
+_DIRTY_TABLES = (
+    "nodes",
+    "jobs",
+    "allocs",
+    "evals",
+    "deployments",
+    "job_restarts",
+    "scaling_events",
+    "variables",
 )
 # Tables whose `doc` is `text` (kept as sent, never parsed; see migrations 0002 and 0003), the
 # others' is `jsonb`.
@@ -59,6 +72,7 @@ _COLUMN_TYPES = {
     "task_group": "text",
     "version": "integer",
     "modify_index": "bigint",
+    "path": "text",
     "create_index": "bigint",
 }
 
@@ -108,6 +122,7 @@ class SqlState(CollectedRows):
         self._jobs: dict[tuple[str, str], Any] = {}
         self._job_versions: dict[tuple[str, str, int], Job] = {}
         self._scaling: dict[tuple[str, str], Any] = {}
+        self._variables: dict[tuple[str, str], Any] = {}
         self._allocs: dict[str, Any] = {}
         self._evals: dict[str, Any] = {}
         self._deployments: dict[str, Any] = {}
@@ -118,10 +133,7 @@ class SqlState(CollectedRows):
         # Allocs looked up and not in the table: written with COPY (no conflict possible: every
         # projection write happens under the log's lock), about twice as fast as an upsert.
         self._absent_allocs: set[str] = set()
-        self._dirty: dict[str, set[Any]] = {
-            k: set()
-            for k in ("nodes", "jobs", "allocs", "evals", "deployments", "job_restarts", "scaling_events")
-        }
+        self._dirty: dict[str, set[Any]] = {k: set() for k in _DIRTY_TABLES}
         self.init_collected()
 
     def take_metrics(self, events: Iterable[Event]) -> None:
@@ -203,6 +215,15 @@ class SqlState(CollectedRows):
             "SELECT doc::text FROM scaling_events WHERE namespace = %s AND job_id = %s",
             (namespace, job_id),
             JobScalingEvents,
+        )
+
+    def variable(self, namespace: str, path: str) -> VariableEncrypted | None:
+        return self._load(
+            self._variables,
+            (namespace, path),
+            "SELECT doc::text FROM variables WHERE namespace = %s AND path = %s",
+            (namespace, path),
+            VariableEncrypted,
         )
 
     def alloc(self, alloc_id: str) -> Allocation | None:
@@ -287,6 +308,14 @@ class SqlState(CollectedRows):
         self._scaling[key] = events
         self._dirty["scaling_events"].add(key)
 
+    def upsert_variable(self, var: VariableEncrypted) -> None:
+        self._variables[(var.namespace, var.path)] = var
+        self._dirty["variables"].add((var.namespace, var.path))
+
+    def delete_variable(self, namespace: str, path: str) -> None:
+        self._variables[(namespace, path)] = DELETED
+        self._dirty["variables"].add((namespace, path))
+
     def upsert_eval(self, evaluation: Evaluation) -> None:
         self._evals[evaluation.id] = evaluation
         self._dirty["evals"].add(evaluation.id)
@@ -341,6 +370,7 @@ class SqlState(CollectedRows):
                 writes.append((f"DELETE FROM {table} WHERE id = ANY(%s)", (gone,)))
         self._flush_restarts(writes)
         self._flush_scaling(writes)
+        self._flush_variables(writes)
         self.run([*writes, *then])
 
     def _flush_scaling(self, writes: list[Statement]) -> None:
@@ -351,6 +381,15 @@ class SqlState(CollectedRows):
         ])  # fmt: skip
         for ns, job_id in gone:
             writes.append(("DELETE FROM scaling_events WHERE namespace = %s AND job_id = %s", (ns, job_id)))
+
+    def _flush_variables(self, writes: list[Statement]) -> None:
+        variables, gone = self._split(self._variables, "variables")
+        self._upsert(writes, "variables", ("namespace", "path"), [
+            {"namespace": v.namespace, "path": v.path, "doc": _doc(v), "modify_index": v.modify_index}
+            for v in variables
+        ])  # fmt: skip
+        for ns, path in gone:
+            writes.append(("DELETE FROM variables WHERE namespace = %s AND path = %s", (ns, path)))
 
     def _flush_restarts(self, writes: list[Statement]) -> None:
         restarts, gone = self._split(self.restarts, "job_restarts")

@@ -14,12 +14,13 @@ from sqlalchemy import Connection, text
 
 from drover.model import Allocation, Deployment, Evaluation, Job, Node
 from drover.model.alloc import ReplicaAllocation
-from drover.model.events import job_stream, restart_stream
+from drover.model.events import job_stream, restart_stream, variable_stream
 from drover.model.job import derive_job_status
 from drover.model.jobrestart import JobRestart
 from drover.model.scaling import JobScalingEvents
 from drover.model.state import InMemoryState
 from drover.model.summary import JobSummary, job_summary
+from drover.model.variables import VariableEncrypted
 from drover.runtime.store import children
 from drover.runtime.store.eventstore import EventStore
 
@@ -48,6 +49,8 @@ def load_into(store: EventStore, state: S, load_allocs: Callable[[Connection, S]
             state.upsert_job_restart(JobRestart.model_validate_json(doc))
         for (doc,) in conn.execute(text("SELECT doc::text FROM scaling_events")):
             state.upsert_scaling_events(JobScalingEvents.model_validate_json(doc))
+        for (doc,) in conn.execute(text("SELECT doc::text FROM variables")):
+            state.upsert_variable(VariableEncrypted.model_validate_json(doc))
         load_allocs(conn, state)
     state.bump(position)
     return state
@@ -239,6 +242,41 @@ class Reads:
             id=job_id,
         )
         return JobScalingEvents.model_validate_json(docs[0]) if docs else None
+
+    def variable(self, namespace: str, path: str) -> VariableEncrypted | None:
+        docs = self._docs(
+            "SELECT doc::text FROM variables WHERE namespace = :ns AND path = :path", ns=namespace, path=path
+        )
+        return VariableEncrypted.model_validate_json(docs[0]) if docs else None
+
+    def variables(
+        self, namespace: str, prefix: str = "", *, start: str = "", limit: int = 0
+    ) -> list[VariableEncrypted]:
+        """Variables by path prefix; namespace `*`: every one's. Ordered and paged as Nomad's,
+        by the token `<namespace>.<path>` (neither holds a dot): `start` is the first page's."""
+        token = "(namespace || '.' || path) COLLATE \"C\""
+        where = ["path LIKE :p"]
+        params: dict[str, Any] = {"p": _like_prefix(prefix)}
+        if namespace != "*":
+            where.append("namespace = :ns")
+            params["ns"] = namespace
+        if start:
+            where.append(f"{token} >= :start")
+            params["start"] = start
+        tail = ""
+        if limit:
+            params["limit"] = limit
+            tail = " LIMIT :limit"
+        docs = self._docs(
+            f"SELECT doc::text FROM variables WHERE {' AND '.join(where)} ORDER BY {token}{tail}", **params
+        )
+        return [VariableEncrypted.model_validate_json(d) for d in docs]
+
+    def all_variables(self) -> list[VariableEncrypted]:
+        return self.variables("*")
+
+    def variable_stream_version(self, namespace: str, path: str) -> int:
+        return self.store.stream_version(variable_stream(namespace, path))
 
     def allocs(self, *, namespace: str | None = None, job_id: str | None = None, node_id: str | None = None,
                eval_id: str | None = None, prefix: str = "", start: str = "", limit: int = 0) -> list[Allocation]:  # fmt: skip

@@ -16,6 +16,7 @@ from drover.runtime.watches import (
     node_key,
     parent_keys,
     restart_key,
+    variable_key,
 )
 
 
@@ -39,6 +40,8 @@ def written_keys(
     # A version alone (its Stable flag), or the job's scaling events.
     keys.update(job_key(ns, j) for ns, j, _ in job_versions)
     keys.update(job_key(ns, j) for ns, j in dirty["scaling_events"])
+    for ns, path in dirty.get("variables", ()):
+        keys.update(("variables", variable_key(ns, path)))
     for restart_id in dirty["job_restarts"]:
         r = restarts[restart_id]
         keys.update(("job_restarts", restart_key(restart_id)))

@@ -1,0 +1,185 @@
+"""The keyring that seals Nomad Variables' items (Nomad's root keys): AES-256-GCM keys in a file
+kept apart from the log (`DROVER_KEYRING`, else `<data_dir>/keyring.json`, mode 0600), one of
+them active. Every API process reads the same file: a rotation by one is seen by the others
+at their next seal or at a ciphertext under a key they have not loaded. Old keys stay, so
+every value sealed under one still opens; a value is sealed again under the active key at its
+next write, or by a full rotation's pass.
+
+Each ciphertext is bound to its variable (namespace and path as associated data), so one
+cannot be moved to another path."""
+
+from __future__ import annotations
+
+import base64
+import contextlib
+import fcntl
+import json
+import os
+import secrets
+import threading
+import time
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from cryptography.hazmat.primitives.ciphers.aead import AESGCM
+
+from drover.model.variables import EncryptedItems
+from drover.runtime.settings import Settings
+
+ALGORITHM = "aes256-gcm"
+_NONCE = 12
+
+
+class KeyringError(Exception):
+    """A ciphertext under a key the keyring does not hold, or one that does not open."""
+
+
+@dataclass(frozen=True)
+class RootKey:
+    key_id: str
+    key: bytes
+    create_time: int
+
+    def meta(self, active: bool) -> dict[str, Any]:
+        """Nomad's RootKeyMeta."""
+        return {
+            "KeyID": self.key_id,
+            "Algorithm": ALGORITHM,
+            "CreateTime": self.create_time,
+            "State": "active" if active else "inactive",
+        }
+
+
+def keyring_path(settings: Settings) -> Path:
+    return Path(settings.keyring) if settings.keyring else Path(settings.data_dir) / "keyring.json"
+
+
+class Keyring:
+    """The keyring file at `path`, created with one key if absent."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._mutex = threading.Lock()
+        self._stamp: tuple[int, int] | None = None
+        # The active key's ID and every key, replaced together (threads read them unlocked).
+        self._loaded: tuple[str, dict[str, RootKey]] = ("", {})
+
+    @classmethod
+    def from_settings(cls, settings: Settings) -> Keyring:
+        return cls(keyring_path(settings))
+
+    # --- the file ---
+    @contextlib.contextmanager
+    def _exclusive(self) -> Iterator[None]:
+        """The file's writers one at a time, across processes."""
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(f"{self.path}.lock", os.O_RDWR | os.O_CREAT, 0o600)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            yield
+        finally:
+            os.close(fd)
+
+    def _read_file(self) -> tuple[str, dict[str, RootKey]]:
+        doc = json.loads(self.path.read_text())
+        keys = {
+            k["KeyID"]: RootKey(k["KeyID"], base64.b64decode(k["Key"]), int(k["CreateTime"]))
+            for k in doc["Keys"]
+        }
+        return str(doc["Active"]), keys
+
+    def _write_file(self, active: str, keys: dict[str, RootKey]) -> None:
+        doc = {
+            "Active": active,
+            "Keys": [
+                {"KeyID": k.key_id, "Key": base64.b64encode(k.key).decode(), "CreateTime": k.create_time}
+                for k in keys.values()
+            ],
+        }
+        tmp = self.path.with_name(f".{self.path.name}.{os.getpid()}.tmp")
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(fd, "w") as f:
+            json.dump(doc, f)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, self.path)
+
+    @staticmethod
+    def _new_key() -> RootKey:
+        return RootKey(str(uuid.uuid4()), AESGCM.generate_key(bit_length=256), time.time_ns())
+
+    def ensure(self) -> Keyring:
+        """Create the file with one active key unless it exists."""
+        if not self.path.exists():
+            with self._exclusive():
+                if not self.path.exists():
+                    key = self._new_key()
+                    self._write_file(key.key_id, {key.key_id: key})
+        return self
+
+    def _refresh(self, force: bool = False) -> tuple[str, dict[str, RootKey]]:
+        """The active key's ID and every key, the file read again if it changed since."""
+        self.ensure()
+        st = self.path.stat()
+        stamp = (st.st_mtime_ns, st.st_ino)
+        with self._mutex:
+            if force or stamp != self._stamp:
+                self._loaded = self._read_file()
+                self._stamp = stamp
+            return self._loaded
+
+    # --- keys ---
+    def active(self) -> RootKey:
+        active, keys = self._refresh()
+        return keys[active]
+
+    def list_keys(self) -> list[dict[str, Any]]:
+        """Every key's metadata (Nomad's RootKeyMeta), oldest first."""
+        active, keys = self._refresh()
+        ordered = sorted(keys.values(), key=lambda k: k.create_time)
+        return [k.meta(k.key_id == active) for k in ordered]
+
+    def rotate(self) -> dict[str, Any]:
+        """A new active key; the old ones stay, to open what they sealed."""
+        with self._exclusive():
+            self.ensure()
+            _, keys = self._read_file()
+            key = self._new_key()
+            keys[key.key_id] = key
+            self._write_file(key.key_id, keys)
+        self._refresh(force=True)
+        return key.meta(True)
+
+    def _key(self, key_id: str) -> RootKey:
+        key = self._refresh()[1].get(key_id)
+        if key is None:  # rotated by another process within the file's timestamp's grain
+            key = self._refresh(force=True)[1].get(key_id)
+        if key is None:
+            raise KeyringError(f"no such key {key_id!r} in the keyring")
+        return key
+
+    # --- sealing ---
+    def seal(self, namespace: str, path: str, items: dict[str, str]) -> EncryptedItems:
+        """`items` sealed under the active key, bound to the variable."""
+        key = self.active()
+        nonce = secrets.token_bytes(_NONCE)
+        plain = json.dumps(items, separators=(",", ":"), sort_keys=True).encode()
+        sealed = AESGCM(key.key).encrypt(nonce, plain, f"{namespace}/{path}".encode())
+        return EncryptedItems(key_id=key.key_id, data=base64.b64encode(nonce + sealed).decode())
+
+    def open(self, namespace: str, path: str, sealed: EncryptedItems) -> dict[str, str]:
+        """The items `sealed` holds."""
+        raw = base64.b64decode(sealed.data)
+        try:
+            plain = AESGCM(self._key(sealed.key_id).key).decrypt(
+                raw[:_NONCE], raw[_NONCE:], f"{namespace}/{path}".encode()
+            )
+        except KeyringError:
+            raise
+        except Exception as e:  # InvalidTag: tampered with, or bound to another variable
+            raise KeyringError(f"variable {namespace}/{path} does not decrypt") from e
+        items: dict[str, str] = json.loads(plain)
+        return items
