@@ -168,7 +168,7 @@ class TemplateNode(Node):
     pipe: PipeNode | None
 
     def __str__(self) -> str:
-        return "{{template " + repr(self.name) + (" " + str(self.pipe) if self.pipe else "") + "}}"
+        return '{{template "' + self.name + '"' + (" " + str(self.pipe) if self.pipe else "") + "}}"
 
 
 @dataclass(eq=False)

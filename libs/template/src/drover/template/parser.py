@@ -173,9 +173,8 @@ class Parser:
     # --- tokens ----------------------------------------------------------------------------
 
     def next(self) -> Token:
-        tok = self.tokens[self.i]
-        if self.i < len(self.tokens) - 1:
-            self.i += 1
+        tok = self.tokens[min(self.i, len(self.tokens) - 1)]
+        self.i += 1
         self.line = tok.line
         return tok
 
@@ -183,7 +182,7 @@ class Parser:
         self.i -= n
 
     def peek(self) -> Token:
-        return self.tokens[self.i]
+        return self.tokens[min(self.i, len(self.tokens) - 1)]
 
     def next_non_space(self) -> Token:
         tok = self.next()
