@@ -97,14 +97,21 @@ CASES: list[tuple[str, str]] = [
     ('{{ containsNone (sprig_list "x") .tags }}', "true"),
     ('{{ containsNotAll (sprig_list "web" "x") .tags }}', "true"),
     ('{{ "abcdef" | contains "cd" }}', "true"),
-    ('{{ range $k, $v := .pairs | byKey }}{{ $k }}:{{ range $k2, $p := $v }}{{ $k2 }} {{ end }};{{ end }}',
-     "groups:elasticsearch/es1 elasticsearch/es2 ;services:elasticsearch/check ;"),
+    (
+        "{{ range $k, $v := .pairs | byKey }}{{ $k }}:{{ range $k2, $p := $v }}{{ $k2 }} {{ end }};{{ end }}",
+        "groups:elasticsearch/es1 elasticsearch/es2 ;services:elasticsearch/check ;",
+    ),
     ("{{ (.pairs | explode).groups.elasticsearch.es2 }}", "2"),
-    ("{{ .pairs | explode | toJSON }}",
-     '{"groups":{"elasticsearch":{"es1":"1","es2":"2"}},"services":{"elasticsearch":{"check":"x"}}}'),
+    (
+        "{{ .pairs | explode | toJSON }}",
+        '{"groups":{"elasticsearch":{"es1":"1","es2":"2"}},"services":{"elasticsearch":{"check":"x"}}}',
+    ),
     ('{{ scratch.Set "a" 1 }}{{ scratch.Get "a" }}{{ scratch.Key "a" }}{{ scratch.Key "b" }}', "1truefalse"),
-    ('{{ scratch.MapSet "e" "foo/bar" "a" }}{{ scratch.MapSet "e" "foo/baz" "b" }}'
-     '{{ scratch.Get "e" | explodeMap | toJSON }}', '{"foo":{"bar":"a","baz":"b"}}'),
+    (
+        '{{ scratch.MapSet "e" "foo/bar" "a" }}{{ scratch.MapSet "e" "foo/baz" "b" }}'
+        '{{ scratch.Get "e" | explodeMap | toJSON }}',
+        '{"foo":{"bar":"a","baz":"b"}}',
+    ),
     ('{{ scratch.SetX "k" 1 }}{{ scratch.SetX "k" 2 }}{{ scratch.Get "k" }}', "1"),
     # time: the caller's
     ("{{ timestamp }}", "2024-03-05T07:08:09Z"),
@@ -128,12 +135,12 @@ CASES: list[tuple[str, str]] = [
     ('{{ sprig_replace "a" "b" "banana" }}', "bbnbnb"),
     ('{{ sprig_hasPrefix "ba" "banana" }} {{ sprig_contains "nan" "banana" }}', "true true"),
     ('{{ "x" | sprig_repeat 3 }}', "xxx"),
-    ('{{ sprig_until 3 }}', "[0 1 2]"),
+    ("{{ sprig_until 3 }}", "[0 1 2]"),
     ('{{ sprig_splitList "," "a,b" }}', "[a b]"),
     ('{{ "a\\nb" | sprig_nindent 2 }}', "\n  a\n  b"),
     ('{{ sprig_coalesce "" .nope "z" }}', "z"),
     ('{{ sprig_toJson (sprig_list 1 "a") }}', '[1,"a"]'),
-    ('{{ sprig_first (sprig_list 3 4) }} {{ sprig_last (sprig_list 3 4) }}', "3 4"),
+    ("{{ sprig_first (sprig_list 3 4) }} {{ sprig_last (sprig_list 3 4) }}", "3 4"),
     ('{{ sprig_empty "" }} {{ sprig_empty 1 }}', "true false"),
     ('{{ sprig_sha256sum "hello" }}', "2cf24dba5fb0a30e26e83b2ac5b9e29e1b161e5c1fa7425e73043362938b9824"),
 ]
@@ -151,7 +158,9 @@ def test_timestamp_keeps_the_zone_handed_in() -> None:
 
 
 def test_env_and_file_are_recorded_and_an_unreadable_file_is_missing() -> None:
-    out = render('{{ env "A" }}{{ file "here" }}{{ file "gone" }}', Call(env={"A": "1"}, read_file={"here": "x"}.get))
+    out = render(
+        '{{ env "A" }}{{ file "here" }}{{ file "gone" }}', Call(env={"A": "1"}, read_file={"here": "x"}.get)
+    )
     assert out.text == "1x"
     assert [tuple(d) for d in out.used] == [("env", "A"), ("file", "here"), ("file", "gone")]
     assert [tuple(d) for d in out.missing] == [("file", "gone")]
@@ -166,7 +175,7 @@ def test_env_and_file_are_recorded_and_an_unreadable_file_is_missing() -> None:
         ('{{ base64Decode "!!" }}', "base64Decode: illegal base64 data"),
         ("{{ divide 0 1 }}", "integer divide by zero"),
         ('{{ add "a" 1 }}', 'add: unknown type for "a" (string)'),
-        ("{{ indent -1 \"x\" }}", "indent value must be a positive integer"),
+        ('{{ indent -1 "x" }}', "indent value must be a positive integer"),
         ("{{ loop 1 2 3 }}", "loop: wrong number of arguments, expected 1 or 2, but got 3"),
         ('{{ regexMatch "(" "x" }}', "error parsing regexp"),
         ('{{ timestamp "a" "b" }}', "timestamp: wrong number of arguments, expected 0 or 1, but got 2"),

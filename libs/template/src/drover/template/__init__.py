@@ -155,7 +155,14 @@ def check(
     problems: list[str] = []
     names = known if known is not None else known_functions()
     try:
-        parse_trees(name, text, left_delim or "{{", right_delim or "}}", names.__contains__, lambda e: problems.append(str(e)))
+        parse_trees(
+            name,
+            text,
+            left_delim or "{{",
+            right_delim or "}}",
+            names.__contains__,
+            lambda e: problems.append(str(e)),
+        )
     except ParseError as e:
         problems.append(str(e))
     return problems

@@ -39,10 +39,9 @@ def go_eq(arg1: Any, *others: Any) -> bool:
             continue
         if k1 == "invalid":
             return True
-        if k1 == "other":
-            if isinstance(arg1, list | dict) or isinstance(arg, list | dict):
-                bad = arg1 if isinstance(arg1, list | dict) else arg
-                raise ValueError(f"non-comparable type {bad}: {go_type(bad)}")
+        if k1 == "other" and (isinstance(arg1, list | dict) or isinstance(arg, list | dict)):
+            bad = arg1 if isinstance(arg1, list | dict) else arg
+            raise ValueError(f"non-comparable type {bad}: {go_type(bad)}")
         if arg1 == arg:
             return True
     return False
@@ -163,9 +162,7 @@ def go_js(*args: Any) -> str:
     for c in _eval_args(args):
         if c in _JS:
             out.append(_JS[c])
-        elif ord(c) < 0x20:
-            out.append(f"\\u{ord(c):04X}")
-        elif ord(c) >= 0x80 and not c.isprintable():
+        elif ord(c) < 0x20 or (ord(c) >= 0x80 and not c.isprintable()):
             out.append(f"\\u{ord(c):04X}")
         else:
             out.append(c)

@@ -36,7 +36,7 @@ class ServiceEntry:
     Namespace: str = "default"
 
     @property
-    def NodeID(self) -> str:  # noqa: N802 - Go's field names
+    def NodeID(self) -> str:
         return self.Node
 
     go_methods = ("NodeID",)
@@ -92,7 +92,7 @@ class VarItem:
     def to_json(self) -> str:
         return self.Value
 
-    def Metadata(self) -> VarMeta | None:  # noqa: N802
+    def Metadata(self) -> VarMeta | None:
         return self.parent
 
     go_methods = ("Metadata",)
@@ -108,22 +108,22 @@ class VarItems(dict[str, VarItem]):
         super().__init__(items or {})
         self.meta = meta
 
-    def Keys(self) -> list[str]:  # noqa: N802
+    def Keys(self) -> list[str]:
         return sorted(self)
 
-    def Values(self) -> list[str]:  # noqa: N802
+    def Values(self) -> list[str]:
         return [self[k].Value for k in sorted(self)]
 
-    def Tuples(self) -> list[Tuple]:  # noqa: N802
+    def Tuples(self) -> list[Tuple]:
         return [Tuple(k, self[k].Value) for k in sorted(self)]
 
-    def Metadata(self) -> VarMeta | None:  # noqa: N802
+    def Metadata(self) -> VarMeta | None:
         return self.meta
 
-    def Parent(self) -> Parent | None:  # noqa: N802
+    def Parent(self) -> Parent | None:
         return Parent(self.meta, self) if self.meta is not None else None
 
-    def ItemsMap(self) -> dict[str, str] | None:  # noqa: N802
+    def ItemsMap(self) -> dict[str, str] | None:
         return {k: v.Value for k, v in self.items()} or None
 
 

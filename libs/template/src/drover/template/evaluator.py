@@ -125,7 +125,9 @@ class Executor:
     def execute(self, data: Any) -> str:
         tree = self.trees.get(self.name)
         if tree is None:
-            raise ExecError(f'template: {self.name}: "{self.name}" is an incomplete or empty template', self.name)
+            raise ExecError(
+                f'template: {self.name}: "{self.name}" is an incomplete or empty template', self.name
+            )
         self.vars = [["$", data]]
         self.walk(data, tree.root)
         return "".join(self.out)
@@ -433,19 +435,27 @@ class Executor:
             if kind in (ANY, STRINGS, LIST, MAP):
                 return None
             raise self.error(f"invalid value; expected {kind}")
-        ok = {
-            ANY: lambda v: True,
-            STRING: lambda v: isinstance(v, str),
-            INT: lambda v: isinstance(v, int) and not isinstance(v, bool),
-            FLOAT: lambda v: isinstance(v, float),
-            BOOL: lambda v: isinstance(v, bool),
-            STRINGS: lambda v: v is None or (isinstance(v, list | tuple) and all(isinstance(x, str) for x in v)),
-            LIST: lambda v: v is None or isinstance(v, list | tuple),
-            MAP: lambda v: v is None or isinstance(v, dict),
-        }[kind]
-        if not ok(value):
+        if not _assignable(value, kind):
             raise self.error(f"wrong type for value; expected {kind}; got {go_type(value)}")
         return value
+
+
+def _assignable(v: Any, kind: str) -> bool:
+    if kind == ANY:
+        return True
+    if kind == STRING:
+        return isinstance(v, str)
+    if kind == INT:
+        return isinstance(v, int) and not isinstance(v, bool)
+    if kind == FLOAT:
+        return isinstance(v, float)
+    if kind == BOOL:
+        return isinstance(v, bool)
+    if kind == STRINGS:
+        return v is None or (isinstance(v, list | tuple) and all(isinstance(x, str) for x in v))
+    if kind == LIST:
+        return v is None or isinstance(v, list | tuple)
+    return kind == MAP and (v is None or isinstance(v, dict))
 
 
 def _exported_member(receiver: Any, name: str) -> Any:

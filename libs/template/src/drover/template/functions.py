@@ -110,7 +110,11 @@ def _go_regex(pattern: str) -> re.Pattern[str]:
 
 def _regex_replace_all(pattern: str, replacement: str, s: str) -> str:
     # Go's $1 / ${name} in the replacement; Python's \1 / \g<name>.
-    repl = re.sub(r"\$\{(\w+)\}|\$(\w+)", lambda m: "\\g<" + (m.group(1) or m.group(2)) + ">", replacement.replace("\\", "\\\\"))
+    repl = re.sub(
+        r"\$\{(\w+)\}|\$(\w+)",
+        lambda m: "\\g<" + (m.group(1) or m.group(2)) + ">",
+        replacement.replace("\\", "\\\\"),
+    )
     return _go_regex(pattern).sub(repl, s)
 
 
@@ -289,7 +293,9 @@ HELPERS: dict[str, Function] = {
     "parseFloat": _sc(_parse_float),
     "parseBool": _sc(_parse_bool),
     "split": _sc(_split, 2),
-    "splitToMap": _sc(lambda a, b, s: dict(p.split(b, 1) for p in s.strip().split(a) if b in p) if s.strip() else {}, 3),
+    "splitToMap": _sc(
+        lambda a, b, s: dict(p.split(b, 1) for p in s.strip().split(a) if b in p) if s.strip() else {}, 3
+    ),
     "join": Function(lambda sep, items: sep.join(items or []), (STRING, STRINGS)),
     "replaceAll": _sc(lambda f, t, s: s.replace(f, t), 3),
     "regexReplaceAll": _sc(_regex_replace_all, 3),
@@ -312,7 +318,7 @@ HELPERS: dict[str, Function] = {
     "base64URLEncode": _sc(lambda s: base64.urlsafe_b64encode(s.encode()).decode()),
     "base64URLDecode": _b64decode("base64URLDecode", b"-_"),
     "sha256Hex": _sc(lambda s: hashlib.sha256(s.encode()).hexdigest()),
-    "md5sum": _sc(lambda s: hashlib.md5(s.encode()).hexdigest()),  # noqa: S324 - as consul-template
+    "md5sum": _sc(lambda s: hashlib.md5(s.encode()).hexdigest()),
     "hmacSHA256Hex": _sc(lambda m, k: hmac.new(k.encode(), m.encode(), hashlib.sha256).hexdigest(), 2),
     "add": _math("add", lambda a, b: a + b),
     "subtract": _math("subtract", lambda a, b: a - b),
@@ -347,29 +353,29 @@ class _Scratch:
     def __init__(self, values: dict[str, Any]) -> None:
         self.values = values
 
-    def Key(self, k: str) -> bool:  # noqa: N802
+    def Key(self, k: str) -> bool:
         return k in self.values
 
-    def Get(self, k: str) -> Any:  # noqa: N802
+    def Get(self, k: str) -> Any:
         return self.values.get(k, NO_VALUE)
 
-    def Set(self, k: str, v: Any) -> str:  # noqa: N802
+    def Set(self, k: str, v: Any) -> str:
         self.values[k] = v
         return ""
 
-    def SetX(self, k: str, v: Any) -> str:  # noqa: N802
+    def SetX(self, k: str, v: Any) -> str:
         self.values.setdefault(k, v)
         return ""
 
-    def MapSet(self, k: str, mk: str, v: Any) -> str:  # noqa: N802
+    def MapSet(self, k: str, mk: str, v: Any) -> str:
         self.values.setdefault(k, {})[mk] = v
         return ""
 
-    def MapSetX(self, k: str, mk: str, v: Any) -> str:  # noqa: N802
+    def MapSetX(self, k: str, mk: str, v: Any) -> str:
         self.values.setdefault(k, {}).setdefault(mk, v)
         return ""
 
-    def MapValues(self, k: str) -> list[Any]:  # noqa: N802
+    def MapValues(self, k: str) -> list[Any]:
         m = self.values.get(k) or {}
         return [m[x] for x in sorted(m)]
 

@@ -23,7 +23,14 @@ def hash_with(service: ServiceEntry, key: str) -> str:
     """A registration's rendezvous priority for a key (Nomad's ServiceRegistration.HashWith)."""
     h = hashlib.sha256()
     h.update(service.Port.to_bytes(8, "big", signed=False))
-    for part in (service.AllocID, service.ID, service.Namespace, service.Address, service.Name, *service.Tags):
+    for part in (
+        service.AllocID,
+        service.ID,
+        service.Namespace,
+        service.Address,
+        service.Name,
+        *service.Tags,
+    ):
         h.update(part.encode())
     h.update(key.encode())
     return h.hexdigest()

@@ -53,7 +53,9 @@ def go_quote(s: str) -> str:
             out.append("\\v")
         elif not c.isprintable():
             code = ord(c)
-            out.append(f"\\x{code:02x}" if code < 0x80 else f"\\u{code:04x}" if code < 0x10000 else f"\\U{code:08x}")
+            out.append(
+                f"\\x{code:02x}" if code < 0x80 else f"\\u{code:04x}" if code < 0x10000 else f"\\U{code:08x}"
+            )
         else:
             out.append(c)
     out.append('"')
@@ -84,7 +86,11 @@ def _float_g(f: float, prec: int | None, upper: bool) -> str:
         p = prec or 1
         digits, dp = _float_digits(float(f"{f:.{p - 1}e}"))
         exp = dp - 1
-        out = _float_exp(f, len(digits) - 1, False) if exp < -4 or exp >= p else f"{float(f'{f:.{p - 1}e}'):.{max(len(digits) - dp, 0)}f}"
+        out = (
+            _float_exp(f, len(digits) - 1, False)
+            if exp < -4 or exp >= p
+            else f"{float(f'{f:.{p - 1}e}'):.{max(len(digits) - dp, 0)}f}"
+        )
     return out.upper() if upper else out
 
 
@@ -132,7 +138,7 @@ def _format_number(value: Any, verb: str, flags: str, prec: int | None) -> str |
     return None
 
 
-def format_one(value: Any, verb: str, flags: str = "", prec: int | None = None) -> str:  # noqa: PLR0911
+def format_one(value: Any, verb: str, flags: str = "", prec: int | None = None) -> str:
     """One operand under one verb (without width)."""
     if value is NO_VALUE:
         value = None

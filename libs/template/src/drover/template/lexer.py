@@ -172,7 +172,7 @@ class Lexer:
 
     # --- inside an action ----------------------------------------------------------------
 
-    def _lex_inside(self) -> bool:  # noqa: PLR0911 - one branch per token kind, as Go's lexer
+    def _lex_inside(self) -> bool:
         s = self.text
         start = self.pos
         if self.pos >= len(s):
@@ -228,7 +228,9 @@ class Lexer:
         start = self.pos
         while self.pos < len(self.text) and self.text[self.pos] in SPACE_CHARS:
             # A space before "-}}" belongs to the trim marker.
-            if self.text[self.pos + 1 : self.pos + 2] == "-" and self.text.startswith(self.right, self.pos + 2):
+            if self.text[self.pos + 1 : self.pos + 2] == "-" and self.text.startswith(
+                self.right, self.pos + 2
+            ):
                 break
             self.pos += 1
         if self.pos > start:
@@ -294,10 +296,7 @@ class Lexer:
         self._accept_run(digits)
         if self._accept("."):
             self._accept_run(digits)
-        if len(digits) == 10 + 1 and self._accept("eE"):
-            self._accept("+-")
-            self._accept_run("0123456789_")
-        elif len(digits) > 11 and self._accept("pP"):
+        if (len(digits) == 10 + 1 and self._accept("eE")) or (len(digits) > 11 and self._accept("pP")):
             self._accept("+-")
             self._accept_run("0123456789_")
         self._accept("i")

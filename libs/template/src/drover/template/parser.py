@@ -449,7 +449,7 @@ class Parser:
             raise self.error(f"unexpected . after term {str(node)!r}")
         return ChainNode(node.pos, node.line, node, fields)
 
-    def term(self) -> Node | None:  # noqa: PLR0911 - one branch per kind of term
+    def term(self) -> Node | None:
         tok = self.next_non_space()
         kind = tok.kind
         if kind is Kind.IDENTIFIER:

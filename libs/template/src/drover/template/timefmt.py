@@ -27,7 +27,7 @@ def _zone(t: datetime, token: str) -> str:
     return f"{sign}{h:02d}"
 
 
-def _render(t: datetime, token: str) -> str:  # noqa: PLR0911
+def _render(t: datetime, token: str) -> str:
     values = {
         "January": t.strftime("%B"), "Monday": t.strftime("%A"), "Jan": t.strftime("%b"), "Mon": t.strftime("%a"),
         "MST": t.tzname() or "UTC", "2006": f"{t.year:04d}", "06": f"{t.year % 100:02d}",

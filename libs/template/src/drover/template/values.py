@@ -63,7 +63,7 @@ def is_true(value: Any) -> bool:
 
 def _float_digits(f: float) -> tuple[str, int]:
     """The shortest decimal digits that read back as f, and the decimal point's place."""
-    sign, digits, exp = Decimal(repr(abs(f))).as_tuple()
+    _sign, digits, exp = Decimal(repr(abs(f))).as_tuple()
     text = "".join(str(d) for d in digits).rstrip("0") or "0"
     assert isinstance(exp, int)
     dp = len(digits) + exp
@@ -115,9 +115,13 @@ def format_value(value: Any, top: bool = False) -> str:
     if isinstance(value, list | tuple):
         return "[" + " ".join(format_value(v) for v in value) + "]"
     if isinstance(value, dict):
-        return "map[" + " ".join(f"{format_value(k)}:{format_value(value[k])}" for k in sorted_keys(value)) + "]"
+        return (
+            "map[" + " ".join(f"{format_value(k)}:{format_value(value[k])}" for k in sorted_keys(value)) + "]"
+        )
     if dataclasses.is_dataclass(value):
-        fields = [format_value(getattr(value, f.name)) for f in dataclasses.fields(value) if f.name[:1].isupper()]
+        fields = [
+            format_value(getattr(value, f.name)) for f in dataclasses.fields(value) if f.name[:1].isupper()
+        ]
         return "&{" + " ".join(fields) + "}"
     return str(value)
 
@@ -140,7 +144,18 @@ def to_plain(value: Any) -> Any:
     return value
 
 
-_JSON_ESCAPES = {'"': '\\"', "\\": "\\\\", "\n": "\\n", "\r": "\\r", "\t": "\\t", "<": "\\u003c", ">": "\\u003e", "&": "\\u0026", "\u2028": "\\u2028", "\u2029": "\\u2029"}
+_JSON_ESCAPES = {
+    '"': '\\"',
+    "\\": "\\\\",
+    "\n": "\\n",
+    "\r": "\\r",
+    "\t": "\\t",
+    "<": "\\u003c",
+    ">": "\\u003e",
+    "&": "\\u0026",
+    "\u2028": "\\u2028",
+    "\u2029": "\\u2029",
+}
 
 
 def json_string(s: str, escape_html: bool = True) -> str:
@@ -195,6 +210,9 @@ def to_json(value: Any, indent: str = "", level: int = 0, escape_html: bool = Tr
         if not value:
             return "{}"
         sep = ": " if indent else ":"
-        items = [json_string(str(k), escape_html) + sep + to_json(value[k], indent, level + 1, escape_html) for k in sorted(value, key=str)]
+        items = [
+            json_string(str(k), escape_html) + sep + to_json(value[k], indent, level + 1, escape_html)
+            for k in sorted(value, key=str)
+        ]
         return "{" + pad + ("," + pad).join(items) + end + "}"
     return json_string(format_value(value), escape_html)

@@ -7,7 +7,6 @@ import posixpath
 import re
 
 from drover.model.durations import format_duration
-from drover.template import check as check_template
 from drover.model.job import Task
 from drover.model.taskfiles import (
     ARTIFACT_MODES,
@@ -18,6 +17,7 @@ from drover.model.taskfiles import (
     Template,
 )
 from drover.model.validation.places import at
+from drover.template import check as check_template
 
 # A template's perms: an octal mode of at most 12 bits (setuid, setgid, sticky and rwx x3).
 _PERMS = re.compile(r"^[0-7]{1,4}$")
