@@ -213,14 +213,19 @@ def test_invalid_blocks_are_each_named_and_nothing_is_written(client: TestClient
     assert store.last_position() == 0
 
 
-def test_a_template_that_would_not_render_is_refused_at_register(client: TestClient, store: EventStore) -> None:
+def test_a_template_that_would_not_render_is_refused_at_register(
+    client: TestClient, store: EventStore
+) -> None:
     """A template's data is parsed at register, as the client's renderer would at start: an
     unknown function or bad syntax is a 400 naming the task, the template and the line."""
     job = job_json("tmpl", 1)
     task = job["Job"]["TaskGroups"][0]["Tasks"][0]
     task["Templates"] = [
         {"DestPath": "local/ok.conf", "EmbeddedTmpl": '{{ range nomadService "db" }}{{ .Address }}{{ end }}'},
-        {"DestPath": "local/app.conf", "EmbeddedTmpl": 'port = {{ env "NOMAD_PORT_http" }}\nhost = {{ nomadServise "db" }}'},
+        {
+            "DestPath": "local/app.conf",
+            "EmbeddedTmpl": 'port = {{ env "NOMAD_PORT_http" }}\nhost = {{ nomadServise "db" }}',
+        },
         {"DestPath": "local/b.conf", "EmbeddedTmpl": "{{ if .x }}\n\nnever ended"},
     ]
     r = client.put("/v1/jobs", json=job)

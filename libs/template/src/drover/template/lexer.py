@@ -52,7 +52,7 @@ class Token:
         if self.kind is Kind.KEYWORD:
             return f"<{self.value}>"
         if len(self.value) > 10:
-            return f"{self.value[:10]!r}..."
+            return f"{_go_quote(self.value[:10])}..."
         return f"{_go_quote(self.value)}"
 
 
@@ -73,17 +73,25 @@ class Lexer:
         self.right = right or "}}"
         self.pos = 0
         self.line = 1
+        self._counted = 0
         self.tokens: list[Token] = []
         self.paren_depth = 0
 
+    def _line_at(self, pos: int) -> int:
+        # Tokens come in order: count only the newlines since the last one.
+        if pos >= self._counted:
+            self.line += self.text.count("\n", self._counted, pos)
+        else:
+            self.line -= self.text.count("\n", pos, self._counted)
+        self._counted = pos
+        return self.line
+
     def _emit(self, kind: Kind, start: int, value: str | None = None) -> None:
         text = self.text[start : self.pos] if value is None else value
-        line = 1 + self.text.count("\n", 0, start)
-        self.tokens.append(Token(kind, text, start, line))
+        self.tokens.append(Token(kind, text, start, self._line_at(start)))
 
     def _error(self, message: str) -> None:
-        line = 1 + self.text.count("\n", 0, self.pos)
-        self.tokens.append(Token(Kind.ERROR, message, self.pos, line))
+        self.tokens.append(Token(Kind.ERROR, message, self.pos, self._line_at(self.pos)))
 
     def run(self) -> list[Token]:
         while self._lex_text():
@@ -302,7 +310,7 @@ class Lexer:
         self._accept("i")
         if self.pos < len(self.text) and _is_alnum(self.text[self.pos]):
             self.pos += 1
-            self._error(f"bad number syntax: {self.text[start : self.pos]!r}")
+            self._error(f"bad number syntax: {_go_quote(self.text[start : self.pos])}")
             return False
         self._emit(Kind.NUMBER, start)
         return True

@@ -220,12 +220,13 @@ class Parser:
         root = ListNode(0, 1)
         while self.peek().kind is not Kind.EOF:
             if self.peek().kind is Kind.LEFT_DELIM:
-                delim = self.next()
+                at = self.i
+                self.next()
                 after = self.next_non_space()
                 if after.kind is Kind.KEYWORD and after.value == "define":
                     self.parse_definition()
                     continue
-                self.i = self.tokens.index(delim)
+                self.i = at
             node = self.text_or_action()
             if isinstance(node, EndNode | ElseNode):
                 raise self.error(f"unexpected {node}")
