@@ -187,3 +187,30 @@ def test_function_errors(text: str, words: str) -> None:
     with pytest.raises(ExecError) as raised:
         render(text, Call(), name="t", data={"n": 1})
     assert words in str(raised.value)
+
+
+def test_the_registry_is_the_callers_to_extend() -> None:
+    from drover.template import Function, check, default_functions, parse
+    from drover.template.registry import STRING
+
+    functions = default_functions().with_functions({"shout": Function(lambda s: s.upper() + "!", (STRING,))})
+    assert parse('{{ "hi" | shout }}', functions=functions).render().text == "HI!"
+    assert check('{{ shout "x" }}', known=frozenset(functions)) == []
+    assert check('{{ shout "x" }}') == ['template: :1: function "shout" not defined']
+    without = default_functions().without("env")
+    assert check('{{ env "X" }}', known=frozenset(without)) == ['template: :1: function "env" not defined']
+
+
+def test_a_failing_function_is_an_error_calling_it() -> None:
+    from drover.template import Function, default_functions, parse
+
+    def broken(_: object) -> str:
+        raise AttributeError("no such thing")
+
+    functions = default_functions().with_functions({"broken": Function(broken, ("interface {}",))})
+    with pytest.raises(ExecError, match=r"error calling broken: no such thing"):
+        parse("{{ broken 1 }}", "t", functions=functions).render()
+
+
+def test_without_data_dot_has_no_value_as_consul_template_renders() -> None:
+    assert render("{{ . }}|{{ .Anything }}|{{ .a.b }}").text == "<no value>|<no value>|<no value>"

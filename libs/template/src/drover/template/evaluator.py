@@ -128,6 +128,8 @@ class Executor:
             raise ExecError(
                 f'template: {self.name}: "{self.name}" is an incomplete or empty template', self.name
             )
+        if data is None:
+            data = NO_VALUE  # Go's Execute with nil data: dot is the invalid value
         self.vars = [["$", data]]
         self.walk(data, tree.root)
         return "".join(self.out)
@@ -372,9 +374,9 @@ class Executor:
         self.at(node)
         try:
             return fn.call(self.call, *values) if fn.needs_call else fn.call(*values)
-        except TemplateError:
+        except (TemplateError, _Break, _Continue):
             raise
-        except (ValueError, TypeError, KeyError, IndexError, ZeroDivisionError, OverflowError) as e:
+        except Exception as e:  # a function's failure, as Go recovers a call's panic
             self.at(node)
             raise self.error(f"error calling {name}: {e}") from None
 
