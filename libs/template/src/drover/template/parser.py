@@ -118,7 +118,7 @@ def number_node(token: Token) -> NumberNode:
     value_int = _parse_int(text)
     if value_int is not None:
         if not -(2**63) <= value_int < 2**64:
-            raise ValueError(f"integer overflow: {text!r}")
+            raise ValueError(f'integer overflow: "{text}"')
         node.is_int = value_int < 2**63
         node.int_value = value_int
         node.is_float = True
@@ -127,9 +127,9 @@ def number_node(token: Token) -> NumberNode:
     try:
         f = float.fromhex(text) if text.lstrip("+-")[:2] in ("0x", "0X") else float(text.replace("_", ""))
     except ValueError:
-        raise ValueError(f"illegal number syntax: {text!r}") from None
+        raise ValueError(f'illegal number syntax: "{text}"') from None
     if not any(c in text for c in ".eEpP"):
-        raise ValueError(f"integer overflow: {text!r}")
+        raise ValueError(f'integer overflow: "{text}"')
     node.is_float = True
     node.float_value = f
     if f == int(f) and abs(f) < 2**63:
