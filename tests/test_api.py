@@ -213,6 +213,32 @@ def test_invalid_blocks_are_each_named_and_nothing_is_written(client: TestClient
     assert store.last_position() == 0
 
 
+def test_a_template_that_would_not_render_is_refused_at_register(
+    client: TestClient, store: EventStore
+) -> None:
+    """A template's data is parsed at register, as the client's renderer would at start: an
+    unknown function or bad syntax is a 400 naming the task, the template and the line."""
+    job = job_json("tmpl", 1)
+    task = job["Job"]["TaskGroups"][0]["Tasks"][0]
+    task["Templates"] = [
+        {"DestPath": "local/ok.conf", "EmbeddedTmpl": '{{ range nomadService "db" }}{{ .Address }}{{ end }}'},
+        {
+            "DestPath": "local/app.conf",
+            "EmbeddedTmpl": 'port = {{ env "NOMAD_PORT_http" }}\nhost = {{ nomadServise "db" }}',
+        },
+        {"DestPath": "local/b.conf", "EmbeddedTmpl": "{{ if .x }}\n\nnever ended"},
+    ]
+    r = client.put("/v1/jobs", json=job)
+    assert r.status_code == 400, r.text
+    t = "Task group 'web', task 'web'"
+    assert f'{t}, template 2: template: local/app.conf:2: function "nomadServise" not defined' in r.text
+    assert f"{t}, template 3: template: local/b.conf:3: unexpected EOF" in r.text
+    assert "template 1" not in r.text
+    assert store.last_position() == 0
+    task["Templates"] = task["Templates"][:1]
+    assert client.put("/v1/jobs", json=job).status_code == 200
+
+
 def test_oversized_body_is_413(client: TestClient, store: EventStore) -> None:
     r = client.put("/v1/jobs", content=b"x" * (65 * 1024))
     assert r.status_code == 413

@@ -119,6 +119,10 @@ VALID = [
     ({f"{TASK}.Artifacts.0.RelativeDest": "../alloc/data"}, "service"),
     ({f"{TASK}.Artifacts.0.GetterOptions": {"checksum": "md5:" + "0" * 32}}, "service"),
     ({f"{TASK}.Templates.0": {"SourcePath": "local/in.tpl", "DestPath": "/local/out", "Perms": "0600"}}, "service"),
+    # Its own delimiters: what the default ones would take for an action is text
+    ({f"{TASK}.Templates.0.EmbeddedTmpl": '[[ env "X" ]] {{ nope }}', f"{TASK}.Templates.0.LeftDelim": "[[",
+      f"{TASK}.Templates.0.RightDelim": "]]"}, "service"),
+    ({f"{TASK}.Templates.0.EmbeddedTmpl": '{{ range nomadService "db" }}{{ .Address }}{{ end }}'}, "service"),
     ({f"{TG}.Scaling": {"Min": 2, "Max": 2}}, "service"),
     ({f"{TG}.MaxRunDuration": 3600 * SECOND}, "batch"),
     ({f"{TASK}.Vault.ChangeMode": "signal", f"{TASK}.Vault.ChangeSignal": "SIGUSR1"}, "service"),
@@ -253,6 +257,14 @@ CASES: list[Any] = [
     ({f"{TASK}.Templates.0.Splay": -SECOND}, "service", f"{T}, template 1", "splay -1s must not be negative"),
     ({f"{TASK}.Templates.1": {"EmbeddedTmpl": "x", "DestPath": "local/app.env"}}, "service", T,
      "template 2 has the same destination as template 1"),
+    # A template's data must parse, with functions the renderer has (found at register, not at start)
+    ({f"{TASK}.Templates.0.EmbeddedTmpl": "a\n{{ nomadServise \"db\" }}"}, "service", f"{T}, template 1",
+     'template: local/app.env:2: function "nomadServise" not defined'),
+    ({f"{TASK}.Templates.0.EmbeddedTmpl": "{{ if .x }}\nno end"}, "service", f"{T}, template 1",
+     "template: local/app.env:2: unexpected EOF"),
+    ({f"{TASK}.Templates.0.EmbeddedTmpl": "[[ nope ]]", f"{TASK}.Templates.0.LeftDelim": "[[",
+      f"{TASK}.Templates.0.RightDelim": "]]"}, "service", f"{T}, template 1",
+     'template: local/app.env:1: function "nope" not defined'),
     # Scaling
     ({f"{TG}.Scaling": {"Min": 5, "Max": 2}, f"{TG}.Count": 3}, "service", G,
      "maximum count 2 must not be less than minimum count 5"),

@@ -17,6 +17,7 @@ from drover.model.taskfiles import (
     Template,
 )
 from drover.model.validation.places import at
+from drover.template import check as check_template
 
 # A template's perms: an octal mode of at most 12 bits (setuid, setgid, sticky and rwx x3).
 _PERMS = re.compile(r"^[0-7]{1,4}$")
@@ -111,4 +112,9 @@ def template_problems(tmpl: Template) -> list[str]:
     wait = tmpl.wait
     if wait is not None and wait.min > wait.max > 0:
         out.append(f"wait min {format_duration(wait.min)} is greater than max {format_duration(wait.max)}")
+    if tmpl.embedded_tmpl:
+        # What Nomad's client would find only when the task starts: a template that does not
+        # parse, or calls a function the renderer does not have.
+        name = tmpl.dest_path or "data"
+        out += check_template(tmpl.embedded_tmpl, tmpl.left_delim, tmpl.right_delim, name=name)
     return out
