@@ -297,6 +297,7 @@ class Agent:
             region=self.cfg.region,
             max_kill_timeout=self.cfg.max_kill_timeout,
             docker=self.docker,
+            api=self.http,
         )
 
     async def _stop(

@@ -14,6 +14,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import httpx
+
 from drover.client.drivers import Driver, TaskHandle
 from drover.client.health import HealthTracker
 from drover.client.statefile import write_atomically
@@ -61,6 +63,7 @@ class ClientContext:
     region: str = "global"
     max_kill_timeout: int = 30 * SECOND
     docker: Driver | None = None  # the agent's docker driver, when enabled
+    api: httpx.AsyncClient | None = None  # the servers' API (templates read services and variables)
 
 
 class AllocRunner:
@@ -229,7 +232,7 @@ class AllocRunner:
         await self._wait_runs()
 
     def _spawn(self, tr: TaskRunner) -> None:
-        tr.run_task = asyncio.create_task(tr.run())
+        tr.run_task = asyncio.create_task(tr.run_and_end())
         self._runs.add(tr.run_task)
 
     async def _wait_runs(self) -> None:

@@ -10,6 +10,7 @@ import asyncio
 import contextlib
 import json
 import logging
+import os
 import random
 import time
 from typing import TYPE_CHECKING, Any
@@ -17,7 +18,11 @@ from typing import TYPE_CHECKING, Any
 import httpx
 
 from drover.client import artifacts
+from drover.client.dockerdriver import DockerHandle
 from drover.client.drivers import Driver, ExitResult, StartError, TaskContext, TaskHandle, driver_for
+from drover.client.tasktemplates import Change as TemplateChange
+from drover.client.tasktemplates import TaskTemplates, TemplateError, missing_words, script_command
+from drover.client.templatesources import Dep, TemplateSources
 from drover.control.client.lifecycle import task_stage
 from drover.control.client.restarttracker import DONE, RESTART, RestartTracker
 from drover.control.client.taskenv import interpolate, interpolation_maps, task_env
@@ -27,6 +32,7 @@ from drover.model.defaults import DEFAULT_KILL_TIMEOUT, default_restart_policy
 from drover.model.drivers import config_problems
 from drover.model.durations import SECOND, format_duration
 from drover.model.job import Task
+from drover.model.taskfiles import Template
 
 if TYPE_CHECKING:
     from drover.client.runner import AllocRunner
@@ -64,6 +70,9 @@ class TaskRunner:
         self.run_task: asyncio.Task[None] | None = None
         self._set_up = False
         self._fetched: set[int] = set()  # artifacts already fetched (by index), as Nomad's hook keeps
+        self.templates: TaskTemplates | None = None
+        self._template_env: dict[str, str] = {}
+        self._template_watch: asyncio.Task[None] | None = None
 
     # --- state and events ---
     def _event(self, kind: str, message: str = "", **details: str) -> None:
@@ -106,6 +115,14 @@ class TaskRunner:
             self._fail("Failed Validation", "; ".join(problems))
             return None
         return driver
+
+    async def run_and_end(self) -> None:
+        """run(), and whatever watched for the task (its templates' data) ended with it."""
+        try:
+            await self.run()
+        finally:
+            if self._template_watch is not None:
+                self._template_watch.cancel()
 
     async def run(self) -> None:
         job, tg = self.alloc.job, self.alloc.tg
@@ -158,6 +175,7 @@ class TaskRunner:
             recoverable = e.recoverable
         else:
             self._event("Started", "Task started by client")
+            self._watch_templates()
             self._set(state=TASK_STATE_RUNNING, started_at=self.state.started_at or time.time_ns())
             self.restart_pending = ""
             return True
@@ -247,6 +265,10 @@ class TaskRunner:
         env = task_env(ar.alloc, ar.job, task, ar.client.node, dirs, ar.client.region, volume_env(mounts))
         maps = interpolation_maps(env, ar.client.node, ar.client.region)
         await self._fetch_artifacts(maps)
+        if task.templates:
+            # After the artifacts, as Nomad's hooks run (a template's source may be one).
+            env.update(await self._render_templates(env))
+            maps = interpolation_maps(env, ar.client.node, ar.client.region)
         driven = task.model_copy(
             update={
                 "config": interpolate(task.config, *maps),
@@ -255,6 +277,93 @@ class TaskRunner:
         )
         ctx = TaskContext(ar.alloc, ar.job, ar.client.node, ar.dir, mounts, self._event)
         return driven, env, ctx
+
+    async def _render_templates(self, env: dict[str, str]) -> dict[str, str]:
+        """The task's templates rendered and written (drover.client.tasktemplates), waiting while
+        what one reads is missing; the variables its `env` templates add."""
+        ar = self.alloc
+        if self.templates is None:
+            if ar.client.api is None:
+                raise PrestartError("Template", "templates need the agent's connection to the servers", False)
+            sources = TemplateSources(ar.client.api, ar.alloc.namespace)
+            self.templates = TaskTemplates(self.task, ar.task_dir(self.task), sources, ar.alloc.namespace)
+        self._template_env = dict(env)
+
+        def waiting(missing: list[Dep]) -> None:
+            self._event(
+                "Template", "Missing: " + ", ".join(missing_words(d, ar.client.region) for d in missing)
+            )
+
+        try:
+            added = await self.templates.render_all(env, waiting, self.stopping)
+        except (TemplateError, OSError) as e:
+            raise PrestartError("Template", f"Template failed: {e}", False) from e
+        except httpx.HTTPError as e:
+            raise PrestartError("Template", f"Template failed to read its data: {e}", True) from e
+        if added is None:
+            raise PrestartError("Template", "killed while its templates waited for data", False)
+        return added
+
+    def _watch_templates(self) -> None:
+        """Once the task runs: its templates rendered again when what they read changes."""
+        if self.templates is None or self._template_watch is not None:
+            return
+        watch = self.templates.watch(self._template_env, self.stopping, self._template_changed)
+        self._template_watch = asyncio.create_task(watch)
+
+    async def _template_changed(self, change: TemplateChange) -> None:
+        """A re-rendered template's change_mode, as Nomad's template hook applies it."""
+        handle = self.handle
+        if handle is None:
+            return
+        if change.restart:
+            self.restart_pending = ""
+            self._event("Restart Signaled", "Template with change_mode restart re-rendered")
+            self.restart_now.set()
+            await self.kill_for_restart()
+            return
+        for sig in change.signals:
+            self._event("Signaling", "Template re-rendered", signal=sig)
+            try:
+                await handle.send(sig)
+            except Exception as e:
+                self._event("Signaling", f"Template failed to send signal {sig}: {e}")
+        for template in change.scripts:
+            await self._template_script(handle, template)
+
+    async def _template_script(self, handle: TaskHandle, template: Template) -> None:
+        script = template.change_script
+        assert script is not None
+        command = script_command(template)
+        timeout = (script.timeout or 5 * SECOND) / SECOND
+        try:
+            if isinstance(handle, DockerHandle):
+                code, _ = await handle.exec(command, timeout)
+            else:
+                proc = await asyncio.create_subprocess_exec(
+                    *command, cwd=self.alloc.task_dir(self.task), env={**os.environ, **self._template_env},
+                    stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.DEVNULL,
+                )  # fmt: skip
+                try:
+                    code = await asyncio.wait_for(proc.wait(), timeout)
+                except TimeoutError:
+                    proc.kill()
+                    code = 124
+        except OSError as e:
+            code, why = -1, str(e)
+        else:
+            why = f"exit code {code}"
+        if code == 0:
+            self._event(
+                "Template", f"Template ran script {script.command} with arguments {script.args} on change"
+            )
+            return
+        self._event(
+            "Template", f"Template failed to run script {script.command} with arguments {script.args}: {why}"
+        )
+        if script.fail_on_error:
+            self._event("Killing", "Template script failed, task is being killed")
+            self.stopping.set()
 
     async def _fetch_artifacts(self, maps: tuple[Any, ...]) -> None:
         todo = [(i, a) for i, a in enumerate(self.task.artifacts) if i not in self._fetched]

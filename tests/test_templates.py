@@ -1,0 +1,183 @@
+"""Templates end to end: every service as its own process and a real agent rendering a task's
+`template` blocks from Nomad variables (drover.template through drover.client.tasktemplates):
+written before the task starts, the `env` ones in its environment, the task held while a
+variable it reads does not exist ("Missing: ..."), and rendered again when the variable
+changes, with the template's change_mode applied (restart, signal). One cluster and one agent
+for the module."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from drover.model.durations import SECOND as S
+
+from .cluster import Cluster
+from .test_client import AGENT_START, ENV, Agents, allocs
+
+RUN = 60
+
+
+@pytest.fixture(scope="module")
+def setup(
+    module_database_url: str,
+    nats_url: str,
+    module_streams_fresh: None,
+    tmp_path_factory: pytest.TempPathFactory,
+) -> Iterator[tuple[Cluster, Path]]:
+    tmp = tmp_path_factory.mktemp("templates")
+    (config := tmp / "agent.hcl").write_text('plugin "raw_exec" { config { enabled = true } }\n')
+    c = Cluster(module_database_url, nats_url, tmp, env={**ENV, "DROVER_HEARTBEAT_MIN_TTL": "10"}).start()
+    agents = Agents(c, tmp)
+    try:
+        agents.start("a1", "--config", str(config))
+        node_id = agents.node_id("a1")
+        c.wait(
+            lambda: [n for n in c.get("/v1/nodes") if n["ID"] == node_id and n["Status"] == "ready"],
+            AGENT_START,
+        )
+        yield c, tmp
+    finally:
+        agents.close()
+        c.stop()
+
+
+def put_var(c: Cluster, path: str, **items: str) -> None:
+    r = c.http.put(f"/v1/var/{path}", json={"Path": path, "Items": items})
+    assert r.status_code == 200, r.text
+
+
+def templated_job(job_id: str, script: str, templates: list[dict[str, Any]]) -> dict[str, Any]:
+    task = {
+        "Name": "t",
+        "Driver": "raw_exec",
+        "Config": {"command": "/bin/sh", "args": ["-c", script]},
+        "Resources": {"CPU": 100, "MemoryMB": 32},
+        "KillTimeout": 1 * S,
+        "Templates": templates,
+    }
+    group = {
+        "Name": "g",
+        "Tasks": [task],
+        "RestartPolicy": {"Attempts": 0, "Mode": "fail"},
+        "ReschedulePolicy": {"Attempts": 0, "Unlimited": False},
+    }
+    job = {
+        "ID": job_id,
+        "Type": "service",
+        "Datacenters": ["dc1"],
+        "TaskGroups": [group],
+        "Update": {"MaxParallel": 0},
+    }
+    return {"Job": job}
+
+
+def task_dir(tmp: Path, alloc_id: str) -> Path:
+    return tmp / "a1" / "allocs" / alloc_id / "t"
+
+
+def events(c: Cluster, alloc_id: str) -> list[dict[str, Any]]:
+    return c.get(f"/v1/allocation/{alloc_id}")["TaskStates"]["t"]["Events"]
+
+
+def running(c: Cluster, job_id: str) -> dict[str, Any]:
+    return c.wait(
+        lambda: next((a for a in allocs(c, job_id) if a["ClientStatus"] == "running"), None),
+        RUN,
+        describe=lambda: allocs(c, job_id),
+    )
+
+
+def test_a_template_renders_a_variable_and_a_change_restarts_the_task(setup: tuple[Cluster, Path]) -> None:
+    c, tmp = setup
+    put_var(c, "app/config", db="first", port="5432")
+    templates = [
+        {
+            "EmbeddedTmpl": '{{ with nomadVar "app/config" }}db={{ .db }}:{{ .port }}{{ end }}\n',
+            "DestPath": "local/app.conf",
+        },
+        {
+            "EmbeddedTmpl": '{{ with nomadVar "app/config" }}DB_NAME="{{ .db }}"{{ end }}\n',
+            "DestPath": "local/app.env",
+            "Envvars": True,
+        },
+    ]
+    # The task says what it saw at its start: the file and the variable from the env template.
+    script = 'echo "$(cat local/app.conf) env=$DB_NAME" >> ../seen; while :; do sleep 0.1; done'
+    c.put("/v1/jobs", templated_job("tmpl", script, templates))
+    alloc = running(c, "tmpl")
+    seen = task_dir(tmp, alloc["ID"]).parent / "seen"
+    c.wait(seen.exists, RUN)
+    assert seen.read_text() == "db=first:5432 env=first\n"
+    assert (task_dir(tmp, alloc["ID"]) / "local" / "app.conf").stat().st_mode & 0o777 == 0o644
+
+    put_var(c, "app/config", db="second", port="5432")
+    c.wait(lambda: seen.read_text().count("\n") >= 2, RUN, describe=lambda: events(c, alloc["ID"]))
+    assert seen.read_text() == "db=first:5432 env=first\ndb=second:5432 env=second\n"
+    kinds = [(e["Type"], e["DisplayMessage"]) for e in events(c, alloc["ID"])]
+    assert ("Restart Signaled", "Template with change_mode restart re-rendered") in kinds
+    c.http.delete("/v1/job/tmpl").raise_for_status()
+
+
+def test_a_missing_variable_holds_the_task_until_it_is_written(setup: tuple[Cluster, Path]) -> None:
+    c, tmp = setup
+    templates = [
+        {"EmbeddedTmpl": '{{ with nomadVar "app/later" }}{{ .key }}{{ end }}', "DestPath": "local/later"}
+    ]
+    c.put(
+        "/v1/jobs",
+        templated_job("later", "cat local/later > ../seen; while :; do sleep 0.1; done", templates),
+    )
+    alloc = c.wait(lambda: next(iter(allocs(c, "later")), None), RUN)
+
+    def missing() -> bool:
+        return any(
+            e["Type"] == "Template"
+            and e["DisplayMessage"] == "Missing: nomad.var.block(app/later@default.global)"
+            for e in c.get(f"/v1/allocation/{alloc['ID']}")
+            .get("TaskStates", {})
+            .get("t", {})
+            .get("Events", [])
+        )
+
+    c.wait(missing, RUN)
+    assert c.get(f"/v1/allocation/{alloc['ID']}")["ClientStatus"] == "pending"
+    put_var(c, "app/later", key="here")
+    running(c, "later")
+    seen = task_dir(tmp, alloc["ID"]).parent / "seen"
+    c.wait(lambda: seen.exists() and seen.read_text() == "here", RUN)
+    c.http.delete("/v1/job/later").raise_for_status()
+
+
+def test_change_mode_signal_signals_the_task_without_a_restart(setup: tuple[Cluster, Path]) -> None:
+    c, tmp = setup
+    put_var(c, "app/signal", level="info")
+    templates = [
+        {
+            "EmbeddedTmpl": '{{ with nomadVar "app/signal" }}{{ .level }}{{ end }}',
+            "DestPath": "local/level",
+            "ChangeMode": "signal",
+            "ChangeSignal": "SIGHUP",
+        }
+    ]
+    script = "trap 'cat local/level >> ../seen; echo >> ../seen' HUP; cat local/level > ../seen; echo >> ../seen; while :; do sleep 0.1; done"
+    c.put("/v1/jobs", templated_job("sig", script, templates))
+    alloc = running(c, "sig")
+    seen = task_dir(tmp, alloc["ID"]).parent / "seen"
+    c.wait(lambda: seen.exists() and seen.read_text() == "info\n", RUN)
+    put_var(c, "app/signal", level="debug")
+    c.wait(lambda: seen.read_text() == "info\ndebug\n", RUN, describe=lambda: events(c, alloc["ID"]))
+
+    def signalled() -> bool:
+        return any(
+            e["Type"] == "Signaling" and e["DisplayMessage"] == "Template re-rendered"
+            for e in events(c, alloc["ID"])
+        )
+
+    c.wait(signalled, RUN, describe=lambda: events(c, alloc["ID"]))
+    got = c.get(f"/v1/allocation/{alloc['ID']}")["TaskStates"]["t"]
+    assert got["Restarts"] == 0 and got["State"] == "running"
+    c.http.delete("/v1/job/sig").raise_for_status()
