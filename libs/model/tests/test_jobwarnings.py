@@ -36,7 +36,15 @@ def _job(group: dict[str, Any] | None = None, task: dict[str, Any] | None = None
             _job({"Services": [{"Name": "web"}]}),
             [f'group "web": Services {KEPT}: Drover does not register services yet'],
         ),
-        (_job(None, {"Templates": [{"EmbeddedTmpl": "x"}]}), [f'group "web": task "srv": Templates {KEPT}']),
+        # Templates are rendered and watched; a field the agent does not act on is named.
+        (_job(None, {"Templates": [{"EmbeddedTmpl": "x"}]}), []),
+        (
+            _job(None, {"Templates": [{"EmbeddedTmpl": "x", "Uid": 1000, "Once": True}]}),
+            [
+                f'group "web": task "srv": template 0: Uid {KEPT}',
+                f'group "web": task "srv": template 0: Once {KEPT}',
+            ],
+        ),
         (_job(None, {"Vault": {"Policies": ["p"]}}), [f'group "web": task "srv": Vault {KEPT}']),
         (_job(None, {"Identities": [{"Name": "x"}]}), [f'group "web": task "srv": Identity {KEPT}']),
         (

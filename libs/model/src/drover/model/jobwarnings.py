@@ -74,7 +74,6 @@ def _deprecated(tg: TaskGroup) -> list[str]:
 def _task(task: Task) -> list[str]:
     blocks = {
         "Services": bool(task.services),
-        "Templates": bool(task.templates),
         "Vault": task.vault is not None,
         "Consul": task.consul is not None,
         "Identity": task.identity is not None or bool(task.identities),
@@ -89,6 +88,7 @@ def _task(task: Task) -> list[str]:
         "Resources.SecretsMB": bool(task.resources.secrets_mb),
     }
     out = [f"{name} {_KEPT}" for name, present in blocks.items() if present]
+    out.extend(_templates(task))
     if task.driver == DRIVER_DOCKER:
         out.extend(_docker(task))
     return out
@@ -108,6 +108,23 @@ def _docker(task: Task) -> list[str]:
             f'config "logging" of type "{log_type}" of driver docker {_KEPT}: the output goes to '
             "the task's log files"
         )
+    return out
+
+
+def _templates(task: Task) -> list[str]:
+    """A template's fields the agent does not act on (it renders, writes and watches)."""
+    out = []
+    for i, t in enumerate(task.templates):
+        fields = {
+            "Uid": t.uid is not None,
+            "Gid": t.gid is not None,
+            "Wait": t.wait is not None,
+            "Once": t.once,
+            "VaultGrace": bool(t.vault_grace),
+            "ChangeScript.RunOnFirstRender": t.change_script is not None
+            and t.change_script.run_on_first_render,
+        }
+        out.extend(f"template {i}: {name} {_KEPT}" for name, present in fields.items() if present)
     return out
 
 
