@@ -590,6 +590,7 @@ def test_openapi_documents_every_request_body(client: TestClient) -> None:
         "/v1/allocation/{alloc_id}/stop",
         "/v1/node/{node_id}/purge",
         "/v1/system/gc",
+        "/v1/operator/keyring/rotate",
     }
     job = doc["components"]["schemas"]["Job"]["properties"]
     assert {"ID", "TaskGroups", "Datacenters"} <= set(job)
