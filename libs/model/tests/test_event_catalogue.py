@@ -47,6 +47,8 @@ from drover.model.events import (
     PlanApplied,
     Reads,
     ScalingEventRegistered,
+    ServicesDeregistered,
+    ServicesRegistered,
     decode_event,
     encode_event_json,
 )
@@ -54,6 +56,7 @@ from drover.model.events.nodes import NodeUpdate
 from drover.model.jobrestart import JobRestart
 from drover.model.reducer import apply
 from drover.model.scaling import ScalingEvent
+from drover.model.serviceregistration import ServiceRegistration
 from drover.model.statewriter import StateWriter
 from drover.model.streamevents import has_stream_events, stream_events
 
@@ -106,6 +109,13 @@ EXAMPLES: list[Event] = [
     DeploymentsCollected(deployments=["d1"]),
     NodesCollected(nodes=["n1"], as_of=5),
     JobCollected(job_id="web", as_of=5),
+    ServicesRegistered(
+        node_id="n1",
+        services=[
+            ServiceRegistration(id="s1", service_name="web", node_id="n1", job_id="web", alloc_id="a1")
+        ],
+    ),
+    ServicesDeregistered(node_id="n1", ids=["s1"]),
 ]
 
 
@@ -127,7 +137,12 @@ def test_the_examples_read_rows() -> None:
         apply(state, 1, event)
         if not state.asked:
             silent.append(event.type)
-    assert silent == ["NodeDeregistered", "ScalingEventRegistered", "JobRestartStarted"]
+    assert silent == [
+        "NodeDeregistered",
+        "ScalingEventRegistered",
+        "JobRestartStarted",
+        "ServicesDeregistered",
+    ]
 
 
 class _ReadsRecorder(TrackedState):

@@ -9,6 +9,7 @@ from __future__ import annotations
 from drover.model.dockerconfig import DOCKER_KEPT_ONLY, block
 from drover.model.drivers import DRIVER_DOCKER
 from drover.model.job import Job, Task, TaskGroup
+from drover.model.services import SERVICE_PROVIDER_NOMAD, Service
 from drover.model.volumes import VOLUME_TYPE_CSI
 
 _KEPT = "is kept but not carried out"
@@ -32,8 +33,10 @@ def job_warnings(job: Job) -> list[str]:
 
 def _group(tg: TaskGroup) -> list[str]:
     out: list[str] = []
-    if tg.services:
-        out.append(f"Services {_KEPT}: Drover does not register services yet")
+    if _consul(tg.services):
+        out.append(
+            f"Services of provider consul {_KEPT}: Drover has no Consul (provider nomad registers them)"
+        )
     if tg.scaling is not None and tg.scaling.policy:
         out.append(f"Scaling policy {_KEPT}: no autoscaler reads it yet")
     if tg.consul is not None:
@@ -49,6 +52,10 @@ def _group(tg: TaskGroup) -> list[str]:
     if tg.max_run_duration:
         out.append(f"MaxRunDuration {_KEPT}")
     return out
+
+
+def _consul(services: list[Service]) -> bool:
+    return any(s.provider != SERVICE_PROVIDER_NOMAD for s in services)
 
 
 def _deprecated(tg: TaskGroup) -> list[str]:
@@ -75,7 +82,7 @@ def _deprecated(tg: TaskGroup) -> list[str]:
 
 def _task(task: Task) -> list[str]:
     blocks = {
-        "Services": bool(task.services),
+        "Services of provider consul": _consul(task.services),
         "Templates": bool(task.templates),
         "Vault": task.vault is not None,
         "Consul": task.consul is not None,

@@ -35,6 +35,7 @@ from drover.api.routes import (
     parse,
     periodic,
     scaling,
+    services,
     status,
     system,
 )
@@ -52,6 +53,7 @@ ROUTERS = (
     jobrestarts,
     periodic,
     dispatch,
+    services,
     allocations,
     evaluations,
     deployments,
