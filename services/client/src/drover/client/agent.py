@@ -30,6 +30,7 @@ from drover.client.dockerdriver import fingerprint as docker_fingerprint
 from drover.client.drivers import RawExecDriver, TaskHandle
 from drover.client.fingerprint import fingerprint
 from drover.client.logserve import LogsApp, bind, serve
+from drover.client.registrar import Registrar
 from drover.client.runner import AllocRunner, ClientContext
 from drover.client.statefile import write_atomically
 from drover.control.client.heartbeatstop import HeartbeatStop, stop_after
@@ -69,6 +70,8 @@ class Agent:
         # When a heartbeat last got through (stop_on_client_after counts from it).
         self.heartbeat_stop = HeartbeatStop(time.monotonic_ns())
         self.docker = DockerDriver(cfg.docker, self.node_id) if "docker" in cfg.drivers else None
+        # The nomad services of the allocs running here, registered with the servers.
+        self.registrar = Registrar(self.http, self.node_id, cfg.datacenter, self.runners.values)
 
     # --- identity and local state ---
     def _node_id(self) -> str:
@@ -441,6 +444,7 @@ class Agent:
                 self.alloc_gc,
                 self.stop_when_cut_off,
                 self.refingerprint,
+                self.registrar.run,
             )
         ]
         await stop.wait()
