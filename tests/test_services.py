@@ -1,0 +1,260 @@
+"""Native service discovery end to end: every service as its own process and real agents
+(raw_exec, network_interface "lo") whose tasks serve HTTP on the port the scheduler gave
+them. Their `provider = "nomad"` services are registered once the tasks run, at the port's
+address, read through /v1/services, /v1/service/:name (tags, choose, blocking queries), a
+job's and an alloc's services and the event stream's Service topic, and removed when the
+alloc stops, when an operator deletes one, and by the servers when the node goes down."""
+
+from __future__ import annotations
+
+import json
+import signal
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from drover.model.durations import SECOND as S
+from drover.model.serviceregistration import ServiceRegistration, choose
+
+from .cluster import Cluster
+from .test_client import AGENT_START, ENV, Agents, allocs
+
+RUN = 60
+SERVE = "exec python3 -m http.server --bind 127.0.0.1 ${NOMAD_PORT_http}"
+
+
+@pytest.fixture(scope="module")
+def setup(
+    module_database_url: str,
+    nats_url: str,
+    module_streams_fresh: None,
+    tmp_path_factory: pytest.TempPathFactory,
+) -> Iterator[tuple[Cluster, Agents, Path]]:
+    tmp = tmp_path_factory.mktemp("services")
+    (tmp / "agent.hcl").write_text(
+        'client { network_interface = "lo" }\nplugin "raw_exec" { config { enabled = true } }\n'
+    )
+    c = Cluster(module_database_url, nats_url, tmp, env={**ENV, "DROVER_HEARTBEAT_MIN_TTL": "3"}).start()
+    agents = Agents(c, tmp)
+    try:
+        agents.start("a1", "--config", str(tmp / "agent.hcl"))
+        node_id = agents.node_id("a1")
+        c.wait(
+            lambda: [n for n in c.get("/v1/nodes") if n["ID"] == node_id and n["Status"] == "ready"],
+            AGENT_START,
+        )
+        yield c, agents, tmp
+    finally:
+        agents.close()
+        c.stop()
+
+
+def web_job(job_id: str, count: int = 1, node_id: str = "", script: str = SERVE) -> dict[str, Any]:
+    """A service job: a group service and a task service on the group's dynamic port."""
+    group: dict[str, Any] = {
+        "Name": "g",
+        "Count": count,
+        "Networks": [{"DynamicPorts": [{"Label": "http"}]}],
+        "Services": [
+            {"Name": f"{job_id}-web", "PortLabel": "http", "Provider": "nomad", "Tags": ["v1", "web"]}
+        ],
+        "Tasks": [
+            {
+                "Name": "srv",
+                "Driver": "raw_exec",
+                "Config": {"command": "/bin/sh", "args": ["-c", script]},
+                "Resources": {"CPU": 100, "MemoryMB": 64},
+                "KillTimeout": 2 * S,
+                "Services": [
+                    {"Name": f"{job_id}-api", "PortLabel": "http", "Provider": "nomad", "Tags": ["api"]},
+                ],
+            }
+        ],
+    }
+    if node_id:
+        group["Constraints"] = [{"LTarget": "${node.unique.id}", "RTarget": node_id, "Operand": "="}]
+    return {
+        "Job": {"ID": job_id, "Datacenters": ["dc1"], "Update": {"MaxParallel": 0}, "TaskGroups": [group]}
+    }
+
+
+def running(c: Cluster, job_id: str, n: int = 1) -> list[dict[str, Any]]:
+    return c.wait(
+        lambda: (r := [a for a in allocs(c, job_id) if a["ClientStatus"] == "running"]) and len(r) == n and r,
+        RUN,
+        describe=lambda: allocs(c, job_id),
+    )
+
+
+def registrations(c: Cluster, name: str, n: int) -> list[dict[str, Any]]:
+    return c.wait(
+        lambda: len(r := c.get(f"/v1/service/{name}")) == n and r,
+        RUN,
+        describe=lambda: c.get(f"/v1/service/{name}"),
+    )
+
+
+def blocking(c: Cluster, path: str, index: int) -> tuple[threading.Thread, dict[str, Any]]:
+    """A blocking query on `path` after `index`, in a thread: its answer and how long it took."""
+    out: dict[str, Any] = {}
+
+    def run() -> None:
+        t = time.monotonic()
+        with httpx.Client(base_url=c.http.base_url, timeout=90) as http:  # a client of its own
+            r = http.get(path, params={"index": index, "wait": "60s"})
+        out.update(
+            status=r.status_code,
+            body=r.json(),
+            index=int(r.headers["X-Nomad-Index"]),
+            took=time.monotonic() - t,
+        )
+
+    thread = threading.Thread(target=run, daemon=True)
+    thread.start()
+    return thread, out
+
+
+def test_services_are_registered_once_running_and_removed_when_the_alloc_stops(
+    setup: tuple[Cluster, Agents, Path],
+) -> None:
+    c, _, _ = setup
+    index = int(c.http.get("/v1/services").headers["X-Nomad-Index"])
+    waiter, woken = blocking(c, "/v1/service/shop-web", index)
+    time.sleep(0.5)
+    assert waiter.is_alive()  # nothing registered yet: it waits
+
+    c.put("/v1/jobs", web_job("shop"))
+    (alloc,) = running(c, "shop")
+    (web,) = registrations(c, "shop-web", 1)
+    port = next(p for p in alloc["AllocatedResources"]["Shared"]["Ports"] if p["Label"] == "http")
+    assert web == {
+        "ID": f"_nomad-task-{alloc['ID']}-group-g-shop-web-http",
+        "ServiceName": "shop-web", "Namespace": "default", "NodeID": alloc["NodeID"], "Datacenter": "dc1",
+        "JobID": "shop", "AllocID": alloc["ID"], "Tags": ["v1", "web"], "Address": port["HostIP"],
+        "Port": port["Value"], "CreateIndex": web["CreateIndex"], "ModifyIndex": web["ModifyIndex"],
+    }  # fmt: skip
+    assert web["Address"] == "127.0.0.1" and web["CreateIndex"] > index
+    # The blocking query was woken by the registration.
+    waiter.join(30)
+    assert woken["status"] == 200 and woken["took"] < 50, woken
+    assert [s["ID"] for s in woken["body"]] == [web["ID"]]
+    # What is registered answers at its address.
+    c.wait(lambda: _answers(web["Address"], web["Port"]), RUN)
+    (api,) = registrations(c, "shop-api", 1)
+    assert api["ID"] == f"_nomad-task-{alloc['ID']}-srv-shop-api-http" and api["Port"] == web["Port"]
+
+    listed = next(ns for ns in c.get("/v1/services") if ns["Namespace"] == "default")
+    assert {"ServiceName": "shop-web", "Tags": ["v1", "web"]} in listed["Services"]
+    assert {"ServiceName": "shop-api", "Tags": ["api"]} in listed["Services"]
+    assert [ns["Namespace"] for ns in c.get("/v1/services", namespace="*")] == ["default"]
+    assert c.get("/v1/services", namespace="other") == []
+    assert sorted(s["ServiceName"] for s in c.get("/v1/job/shop/services")) == ["shop-api", "shop-web"]
+    assert sorted(s["ID"] for s in c.get(f"/v1/allocation/{alloc['ID']}/services")) == sorted(
+        [web["ID"], api["ID"]]
+    )
+    assert c.get("/v1/service/shop-web", tag="v1") == [web]
+    assert c.get("/v1/service/shop-web", tag="nope") == []
+    assert c.http.get("/v1/job/nope/services").status_code == 404
+    assert c.http.get("/v1/allocation/nope/services").status_code == 404
+    r = c.http.get("/v1/service/shop-web", params={"choose": "x|key"})
+    assert r.status_code == 400 and "choose" in r.text
+
+    # Stopped: its services go (the agent removes them; a blocking query sees it).
+    index = int(c.http.get("/v1/service/shop-web").headers["X-Nomad-Index"])
+    waiter, woken = blocking(c, "/v1/service/shop-web", index)
+    assert c.http.delete("/v1/job/shop").status_code == 200
+    waiter.join(60)
+    assert woken["status"] == 200 and woken["body"] == [] and woken["index"] > index, woken
+    c.wait(lambda: c.get("/v1/service/shop-api") == [], RUN)
+    assert not [
+        ns
+        for ns in c.get("/v1/services")
+        if any(s["ServiceName"].startswith("shop-") for s in ns["Services"])
+    ]
+
+
+def _answers(address: str, port: int) -> bool:
+    try:
+        return httpx.get(f"http://{address}:{port}/", timeout=2).status_code == 200
+    except httpx.HTTPError:
+        return False
+
+
+def test_choose_and_delete(setup: tuple[Cluster, Agents, Path]) -> None:
+    c, _, _ = setup
+    c.put("/v1/jobs", web_job("many", count=3, script="sleep 300"))
+    regs = registrations(c, "many-web", 3)
+    models = [ServiceRegistration.model_validate(r) for r in regs]
+    for n, key in ((1, "alloc-a"), (2, "alloc-b"), (5, "alloc-c")):
+        chosen = c.get("/v1/service/many-web", choose=f"{n}|{key}")
+        assert [r["ID"] for r in chosen] == [r.id for r in choose(models, n, key)]
+        assert len(chosen) == min(n, 3)
+        assert c.get("/v1/service/many-web", choose=f"{n}|{key}") == chosen  # stable
+
+    gone = regs[0]
+    path = f"/v1/service/many-web/{gone['ID']}"
+    assert c.http.delete(f"/v1/service/other/{gone['ID']}").status_code == 404
+    r = c.http.delete(path)
+    assert r.status_code == 200 and int(r.headers["X-Nomad-Index"]) > gone["ModifyIndex"]
+    assert [s["ID"] for s in c.get("/v1/service/many-web")] == [s["ID"] for s in regs[1:]]
+    assert c.http.delete(path).status_code == 404
+    assert c.http.delete("/v1/job/many?purge=true").status_code == 200
+    c.wait(lambda: c.get("/v1/service/many-web") == [], RUN)
+
+
+def test_the_event_stream_carries_registrations_and_removals(setup: tuple[Cluster, Agents, Path]) -> None:
+    c, _, _ = setup
+    start = int(c.http.get("/v1/services").headers["X-Nomad-Index"])
+    c.put("/v1/jobs", web_job("streamed", script="sleep 300"))
+    (web,) = registrations(c, "streamed-web", 1)
+    assert c.http.delete("/v1/job/streamed").status_code == 200
+    c.wait(lambda: c.get("/v1/service/streamed-web") == [], RUN)
+    seen: list[tuple[str, str]] = []
+    with httpx.stream(
+        "GET", f"{c.http.base_url}/v1/event/stream", params={"index": start, "topic": "Service:streamed"},
+        timeout=30,
+    ) as r:  # fmt: skip
+        assert r.status_code == 200
+        for line in r.iter_lines():
+            frame = json.loads(line)
+            for e in frame.get("Events") or []:
+                assert e["Topic"] == "Service" and "streamed" in e["FilterKeys"]
+                seen.append((e["Type"], e["Key"]))
+                assert e["Payload"]["Service"]["ServiceName"].startswith("streamed-")
+            if ("ServiceDeregistration", web["ID"]) in seen:
+                break
+    assert ("ServiceRegistration", web["ID"]) in seen
+    assert seen.index(("ServiceRegistration", web["ID"])) < seen.index(("ServiceDeregistration", web["ID"]))
+    # A service's name filters too: the api service's events are not sent.
+    keys: list[tuple[str, str]] = []
+    with httpx.stream(
+        "GET", f"{c.http.base_url}/v1/event/stream", params={"index": start, "topic": "Service:streamed-web"},
+        timeout=30,
+    ) as r:  # fmt: skip
+        for line in r.iter_lines():
+            keys.extend((e["Type"], e["Key"]) for e in json.loads(line).get("Events") or [])
+            if ("ServiceDeregistration", web["ID"]) in keys:
+                break
+    assert keys == [("ServiceRegistration", web["ID"]), ("ServiceDeregistration", web["ID"])]
+
+
+def test_a_down_nodes_services_are_removed_by_the_servers(setup: tuple[Cluster, Agents, Path]) -> None:
+    c, agents, tmp = setup
+    agents.start("a2", "--config", str(tmp / "agent.hcl"))
+    a2 = agents.node_id("a2")
+    c.wait(lambda: [n for n in c.get("/v1/nodes") if n["ID"] == a2 and n["Status"] == "ready"], AGENT_START)
+    c.put("/v1/jobs", web_job("lonely", node_id=a2, script="sleep 300"))
+    (web,) = registrations(c, "lonely-web", 1)
+    assert web["NodeID"] == a2
+    # The agent goes without a word: only the servers can remove what it registered.
+    proc = agents.procs.pop("a2")
+    proc.send_signal(signal.SIGKILL)
+    proc.wait(10)
+    c.wait(lambda: c.get(f"/v1/node/{a2}")["Status"] == "down", RUN)
+    assert c.get("/v1/service/lonely-web") == []
+    assert c.get("/v1/service/lonely-api") == []
