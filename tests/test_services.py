@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+import nomad
 import pytest
 
 from drover.model.durations import SECOND as S
@@ -241,6 +242,17 @@ def test_the_event_stream_carries_registrations_and_removals(setup: tuple[Cluste
             if ("ServiceDeregistration", web["ID"]) in keys:
                 break
     assert keys == [("ServiceRegistration", web["ID"]), ("ServiceDeregistration", web["ID"])]
+    # python-nomad (which has no service calls of its own) subscribes to the topic alike.
+    client = nomad.Nomad(address=str(c.http.base_url).rstrip("/"), timeout=30)
+    thread, stop, queue = client.event.stream.get_stream(index=start, topic="Service:streamed-web")
+    thread.daemon = True
+    thread.start()
+    got: list[tuple[str, str]] = []
+    deadline = time.monotonic() + 30
+    while len(got) < 2 and time.monotonic() < deadline:
+        got.extend((e["Type"], e["Payload"]["Service"]["ID"]) for e in queue.get(timeout=30)["Events"])
+    stop.set()
+    assert got == keys
 
 
 def test_a_down_nodes_services_are_removed_by_the_servers(setup: tuple[Cluster, Agents, Path]) -> None:

@@ -210,10 +210,10 @@ class Simulator:
     def _register(self, a: dict[str, Any], group: dict[str, Any] | None, names: list[str]) -> None:
         """Queue the registrations of a started alloc's nomad services (its group's and its
         tasks'), as the agent makes them."""
-        specs = [
-            *(group or {}).get("Services") or [],
-            *(s for t in (group or {}).get("Tasks", []) for s in t.get("Services") or []),
-        ]
+        if group is None:
+            return
+        specs = [*(group.get("Services") or [])]
+        specs.extend(s for t in group.get("Tasks", []) for s in t.get("Services") or [])
         if not any(spec.get("Provider") == SERVICE_PROVIDER_NOMAD for spec in specs):
             return
         alloc, tg = Allocation.model_validate(a), TaskGroup.model_validate(group)
