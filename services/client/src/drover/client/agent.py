@@ -307,6 +307,11 @@ class Agent:
         self.dirty.add(runner.alloc.id)
         self.persist()
 
+    def alloc_checks(self, alloc_id: str) -> dict[str, object] | None:
+        """The latest results of the alloc's service checks (None: not running here)."""
+        runner = self.runners.get(alloc_id)
+        return runner.checks.listing() if runner is not None else None
+
     # --- logs ---
     def alloc_for_logs(self, alloc_id: str) -> tuple[Path, dict[str, bool]] | None:
         """An alloc's directory here and its tasks, each with whether it has started (none
@@ -432,7 +437,7 @@ class Agent:
         except OSError as e:
             log.error("cannot listen on %s to serve alloc logs: %s", self.cfg.http_addr, e)
             raise SystemExit(1) from None
-        logs = asyncio.create_task(serve(LogsApp(self.alloc_for_logs), listener, stop))
+        logs = asyncio.create_task(serve(LogsApp(self.alloc_for_logs, self.alloc_checks), listener, stop))
         log.info("serving alloc logs on %s", self.http_addr)
         await self.register(stop)
         loops = [

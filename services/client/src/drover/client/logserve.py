@@ -1,11 +1,13 @@
 """The agent's HTTP listener: `GET /v1/client/fs/logs/:alloc_id` for the allocs on this node,
-which the API forwards to (the node's HTTPAddr), as Nomad's servers forward to their clients.
+and `GET /v1/client/allocation/:alloc_id/checks` (their service checks' latest results), which
+the API forwards to (the node's HTTPAddr), as Nomad's servers forward to their clients.
 Nomad's frames (drover.control.client.logs.frame), or the bytes alone with plain=true."""
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import logging
 import socket
 from collections.abc import Awaitable, Callable, MutableMapping
@@ -27,18 +29,26 @@ Send = Callable[[MutableMapping[str, Any]], Awaitable[None]]
 # What the agent knows of an alloc: its directory, and its tasks with whether each has started
 # (None: the alloc is not here).
 AllocLookup = Callable[[str], tuple[Path, dict[str, bool]] | None]
+# An alloc's check results by check ID (None: the alloc is not here).
+ChecksLookup = Callable[[str], dict[str, object] | None]
+CHECKS_PREFIX = "/v1/client/allocation/"
+CHECKS_SUFFIX = "/checks"
 
 
 class LogsApp:
     """The ASGI application serving the allocs' logs that `lookup` finds."""
 
-    def __init__(self, lookup: AllocLookup) -> None:
+    def __init__(self, lookup: AllocLookup, checks: ChecksLookup | None = None) -> None:
         self.lookup = lookup
+        self.checks = checks
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
             return
         path: str = scope["path"]
+        if scope["method"] == "GET" and path.startswith(CHECKS_PREFIX) and path.endswith(CHECKS_SUFFIX):
+            await self._checks(send, path[len(CHECKS_PREFIX) : -len(CHECKS_SUFFIX)])
+            return
         if scope["method"] != "GET" or not path.startswith(PREFIX) or "/" in path[len(PREFIX) :]:
             await _answer(send, 404, f"no such endpoint: {scope['method']} {path}")
             return
@@ -65,6 +75,16 @@ class LogsApp:
             await _answer(send, 404, why.format(query.task, query.log_type))
             return
         await _stream(send, receive, log_dir, query)
+
+    async def _checks(self, send: Send, alloc_id: str) -> None:
+        found = self.checks(alloc_id) if self.checks is not None and "/" not in alloc_id else None
+        if found is None:
+            await _answer(send, 404, f"unknown allocation {alloc_id!r} on this node")
+            return
+        body = json.dumps(found).encode()
+        headers = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]
+        await send({"type": "http.response.start", "status": 200, "headers": headers})
+        await send({"type": "http.response.body", "body": body})
 
 
 async def _answer(send: Send, status: int, text: str) -> None:

@@ -8,10 +8,11 @@ from typing import Any
 
 from fastapi import APIRouter, Request, Response
 
-from drover.api.deps import BlockingDep, CommandsDep
+from drover.api.deps import BlockingDep, CommandsDep, ReadsDep
 from drover.api.errors import ApiError
 from drover.api.jsondecode import JsonRoute
 from drover.api.requestmodels import ServicesRequest
+from drover.api.routes.clientfs import ForwarderDep
 from drover.control.commands import services
 from drover.model.serviceregistration import choose, list_stubs, parse_choose, with_tag
 from drover.runtime.watches import SERVICES_KEY
@@ -88,6 +89,22 @@ async def alloc_services(alloc_id: str, request: Request, blocking: BlockingDep)
         return blocking.reads.services(alloc.namespace, alloc_id=alloc_id)
 
     return await blocking.read(request, fn, [SERVICES_KEY])
+
+
+@router.get("/v1/client/allocation/{alloc_id}/checks")
+async def alloc_checks(alloc_id: str, reads: ReadsDep, forwarder: ForwarderDep) -> Response:
+    """The latest result of each of the alloc's nomad service checks, by check ID, from the
+    agent running it (Nomad's client endpoint)."""
+    address = await forwarder.node_address(reads, alloc_id)
+    body = b"".join(
+        [
+            chunk
+            async for chunk in await forwarder.stream(
+                address, f"/v1/client/allocation/{alloc_id}/checks", {}, False
+            )
+        ]
+    )
+    return Response(content=body, media_type="application/json")
 
 
 @router.put("/v1/drover/services")
