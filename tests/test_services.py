@@ -270,3 +270,78 @@ def test_a_down_nodes_services_are_removed_by_the_servers(setup: tuple[Cluster, 
     c.wait(lambda: c.get(f"/v1/node/{a2}")["Status"] == "down", RUN)
     assert c.get("/v1/service/lonely-web") == []
     assert c.get("/v1/service/lonely-api") == []
+
+
+def checked_job(job_id: str, path: str, deadline: int = 60, **check: Any) -> dict[str, Any]:
+    """A service job in a deployment judged by its checks: an http check of the task's server."""
+    job = web_job(job_id)
+    group = job["Job"]["TaskGroups"][0]
+    group["Services"][0]["Checks"] = [
+        {"Name": "alive", "Type": "http", "Path": path, "Interval": S, "Timeout": S, **check}
+    ]
+    job["Job"]["Update"] = {"MaxParallel": 1, "HealthCheck": "checks", "MinHealthyTime": S,
+                            "HealthyDeadline": deadline * S, "ProgressDeadline": (deadline + 60) * S}  # fmt: skip
+    return job
+
+
+def health(c: Cluster, job_id: str) -> Any:
+    (alloc,) = allocs(c, job_id)
+    return (alloc.get("DeploymentStatus") or {}).get("Healthy"), alloc
+
+
+def test_a_passing_check_makes_the_alloc_healthy(setup: tuple[Cluster, Agents, Path]) -> None:
+    c, _, _ = setup
+    c.put("/v1/jobs", checked_job("healthy", "/"))
+    (alloc,) = running(c, "healthy")
+    checks = c.wait(lambda: (r := c.get(f"/v1/client/allocation/{alloc['ID']}/checks")) and r, RUN)
+    ((check_id, result),) = checks.items()
+    assert len(check_id) == 64 and result["ID"] == check_id
+    assert (result["Mode"], result["Group"], result["Service"], result["Check"]) == (
+        "healthiness",
+        alloc["Name"],
+        "healthy-web",
+        "alive",
+    )
+    assert "Task" not in result  # a group service's check
+    healthy, alloc = c.wait(lambda: (h := health(c, "healthy"))[0] is not None and h, RUN)
+    assert healthy is True, alloc
+    result = c.get(f"/v1/client/allocation/{alloc['ID']}/checks")[check_id]
+    assert (result["Status"], result["StatusCode"], result["Output"]) == ("success", 200, "nomad: http ok")
+    c.wait(lambda: c.get("/v1/job/healthy/deployment")["Status"] == "successful", RUN)
+    assert c.http.delete("/v1/job/healthy?purge=true").status_code == 200
+
+
+def test_a_failing_check_makes_the_alloc_unhealthy(setup: tuple[Cluster, Agents, Path]) -> None:
+    c, _, _ = setup
+    c.put("/v1/jobs", checked_job("sick", "/missing", deadline=5))
+    (alloc,) = running(c, "sick")
+    healthy, alloc = c.wait(lambda: (h := health(c, "sick"))[0] is not None and h, RUN)
+    assert healthy is False, alloc
+    result = next(iter(c.get(f"/v1/client/allocation/{alloc['ID']}/checks").values()))
+    assert (result["Status"], result["StatusCode"]) == ("failure", 404)
+    events = [e for ts in alloc["TaskStates"].values() for e in ts["Events"]]
+    unhealthy = [e for e in events if e["Type"] == "Alloc Unhealthy"]
+    assert unhealthy and "Services not healthy by deadline" in unhealthy[0].values(), events
+    assert c.http.delete("/v1/job/sick?purge=true").status_code == 200
+
+
+def test_check_restart_restarts_the_task_after_its_limit(setup: tuple[Cluster, Agents, Path]) -> None:
+    c, _, _ = setup
+    job = web_job("flaky")
+    task = job["Job"]["TaskGroups"][0]["Tasks"][0]
+    task["Services"][0]["Checks"] = [{"Name": "api", "Type": "tcp", "PortLabel": "admin", "Interval": S,
+                                      "Timeout": S, "CheckRestart": {"Limit": 2, "Grace": S}}]  # fmt: skip
+    job["Job"]["TaskGroups"][0]["Networks"][0]["DynamicPorts"].append({"Label": "admin"})  # nothing listens
+    c.put("/v1/jobs", job)
+    (alloc,) = running(c, "flaky")
+
+    def restarted() -> Any:
+        ts = c.get(f"/v1/allocation/{alloc['ID']}")["TaskStates"]["srv"]
+        return ts["Restarts"] >= 1 and ts
+
+    ts = c.wait(restarted, RUN)
+    signaled = [e for e in ts["Events"] if e["Type"] == "Restart Signaled"]
+    assert signaled and 'healthcheck: check "api" unhealthy' in signaled[0].values(), ts["Events"]
+    result = next(iter(c.get(f"/v1/client/allocation/{alloc['ID']}/checks").values()))
+    assert result["Status"] == "failure" and result["Task"] == "srv" and "StatusCode" not in result
+    assert c.http.delete("/v1/job/flaky?purge=true").status_code == 200
