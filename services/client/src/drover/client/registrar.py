@@ -38,13 +38,15 @@ class Registrar:
         # What the servers were last told, by registration ID.
         self.sent: dict[str, ServiceRegistration] = {}
         self._problems: set[tuple[str, str]] = set()
+        # Allocs the servers answered unknown (collected): nothing of theirs is sent again.
+        self._unknown: set[str] = set()
 
     def wanted(self) -> dict[str, ServiceRegistration]:
         """Every registration the running allocs here should have."""
         out: dict[str, ServiceRegistration] = {}
         for runner in self._runners():
             alloc, tg = runner.alloc, runner.tg
-            if runner.stopped:
+            if runner.stopped or alloc.id in self._unknown:
                 continue
             running = {n for n, tr in runner.tasks.items() if tr.state.state == TASK_STATE_RUNNING}
             work = alloc_registrations(
@@ -76,9 +78,10 @@ class Registrar:
         }
         r = await self.http.put("/v1/drover/services", json=body)
         if r.status_code == 404:
-            # An alloc the servers no longer know: its registrations are gone with it.
+            # An alloc the servers no longer know (nothing was written): its registrations
+            # are left out from now on, the rest sent at the next sync.
             log.info("service registration refused: %s", r.text)
-            self.sent = {i: reg for i, reg in want.items() if reg.alloc_id not in r.text}
+            self._unknown |= {reg.alloc_id for reg in upsert if reg.alloc_id in r.text}
             return
         r.raise_for_status()
         self.sent = want

@@ -137,8 +137,10 @@ class SqlState(CollectedRows):
             )
         }
         self._services: dict[str, Any] = {}
-        # Registrations removed by alloc or node (`delete_services_of`), without reading them.
-        self._service_drops: list[tuple[list[str], str]] = []
+        # Registrations removed by alloc or node (`delete_services_of`), without reading them:
+        # one statement for the batch, however many allocs a plan marks lost.
+        self._service_drop_allocs: set[str] = set()
+        self._service_drop_nodes: set[str] = set()
         self.init_collected()
 
     def take_metrics(self, events: Iterable[Event]) -> None:
@@ -347,7 +349,9 @@ class SqlState(CollectedRows):
         for service_id, reg in self._services.items():
             if reg is not DELETED and (reg.alloc_id in allocs or (node_id and reg.node_id == node_id)):
                 self._services[service_id] = DELETED
-        self._service_drops.append((sorted(allocs), node_id))
+        self._service_drop_allocs |= allocs
+        if node_id:
+            self._service_drop_nodes.add(node_id)
 
     def touched(self) -> tuple[set[str], list[str]]:
         """The keys of what the buffered writes and deletions change, and the categories of
@@ -355,7 +359,7 @@ class SqlState(CollectedRows):
         waiting on them; read before `flush`."""
         caches = {"allocs": self._allocs, "evals": self._evals, "deployments": self._deployments}
         keys, every = written_keys(self._dirty, self._job_versions, self.restarts, caches)
-        if self._dirty["services"] or self._service_drops:
+        if self._dirty["services"] or self._service_drop_allocs or self._service_drop_nodes:
             keys.add(SERVICES_KEY)
         self.collected_keys(keys, name_allocs=not every)
         return keys, every
@@ -390,12 +394,13 @@ class SqlState(CollectedRows):
     def _flush_services(self, writes: list[Statement]) -> None:
         """The removals by alloc and node first (what the batch wrote after them is in the
         cache and goes after), then the registrations by ID."""
-        for alloc_ids, node_id in self._service_drops:
+        if self._service_drop_allocs or self._service_drop_nodes:
             writes.append((
-                "DELETE FROM service_registrations WHERE alloc_id = ANY(%s) OR (%s <> '' AND node_id = %s)",
-                (alloc_ids, node_id, node_id),
+                "DELETE FROM service_registrations WHERE alloc_id = ANY(%s) OR node_id = ANY(%s)",
+                (sorted(self._service_drop_allocs), sorted(self._service_drop_nodes)),
             ))  # fmt: skip
-        self._service_drops.clear()
+            self._service_drop_allocs.clear()
+            self._service_drop_nodes.clear()
         regs, gone = self._split(self._services, "services")
         self._upsert(writes, "service_registrations", ("id",), [
             {"id": r.id, "namespace": r.namespace, "service_name": r.service_name, "node_id": r.node_id,
