@@ -120,7 +120,11 @@ def main() -> None:
         t1 = time.monotonic()
         c.http.delete(f"/v1/job/{JOB}").raise_for_status()
         label = f"com.hashicorp.nomad.node_id={node_id}"
-        c.wait(lambda: not engine.containers.list(all=True, filters={"label": label}, ignore_removed=True), 600, interval=0.5)
+        c.wait(
+            lambda: not engine.containers.list(all=True, filters={"label": label}, ignore_removed=True),
+            600,
+            interval=0.5,
+        )
         result["stop_s"] = round(time.monotonic() - t1, 2)
     finally:
         agent.terminate()
