@@ -3,7 +3,9 @@
 them. Their `provider = "nomad"` services are registered once the tasks run, at the port's
 address, read through /v1/services, /v1/service/:name (tags, choose, blocking queries), a
 job's and an alloc's services and the event stream's Service topic, and removed when the
-alloc stops, when an operator deletes one, and by the servers when the node goes down."""
+alloc stops, when an operator deletes one, and by the servers when the node goes down. Their
+http and tcp checks run on the agent: served by /v1/client/allocation/:id/checks, deciding the
+deployment health of the alloc, restarting its task with check_restart."""
 
 from __future__ import annotations
 
@@ -345,3 +347,43 @@ def test_check_restart_restarts_the_task_after_its_limit(setup: tuple[Cluster, A
     result = next(iter(c.get(f"/v1/client/allocation/{alloc['ID']}/checks").values()))
     assert result["Status"] == "failure" and result["Task"] == "srv" and "StatusCode" not in result
     assert c.http.delete("/v1/job/flaky?purge=true").status_code == 200
+
+
+PROBED = """
+import http.server, os
+class H(http.server.BaseHTTPRequestHandler):
+    def do_POST(self):
+        body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+        ok = self.headers.get("X-Probe") == "yes" and body == b"ping"
+        self.send_response(200 if ok else 418)
+        self.end_headers()
+    def log_message(self, *a):
+        pass
+http.server.HTTPServer(("127.0.0.1", int(os.environ["NOMAD_PORT_http"])), H).serve_forever()
+"""
+
+
+def test_http_checks_send_their_method_headers_and_body(setup: tuple[Cluster, Agents, Path]) -> None:
+    c, _, _ = setup
+    job = web_job("probed")
+    task = job["Job"]["TaskGroups"][0]["Tasks"][0]
+    task["Config"] = {"command": "python3", "args": ["-c", PROBED]}
+    probe = {"Type": "http", "Path": "/p", "Method": "POST", "Interval": S, "Timeout": S, "Body": "ping"}
+    task["Services"][0]["Checks"] = [
+        {**probe, "Name": "right", "Header": {"X-Probe": ["yes"]}},
+        {**probe, "Name": "wrong", "Header": {"X-Probe": ["no"]}, "OnUpdate": "ignore"},
+    ]
+    c.put("/v1/jobs", job)
+    (alloc,) = running(c, "probed")
+
+    def results() -> Any:
+        r = {v["Check"]: v for v in c.get(f"/v1/client/allocation/{alloc['ID']}/checks").values()}
+        return all(v["Status"] != "pending" for v in r.values()) and r
+
+    checks = c.wait(results, RUN)
+    assert (checks["right"]["Status"], checks["right"]["StatusCode"], checks["right"]["Mode"]) == (
+        "success", 200, "healthiness")  # fmt: skip
+    assert (checks["wrong"]["Status"], checks["wrong"]["StatusCode"], checks["wrong"]["Mode"]) == (
+        "failure", 418, "readiness")  # fmt: skip
+    assert checks["right"]["Task"] == "srv" and checks["right"]["Service"] == "probed-api"
+    assert c.http.delete("/v1/job/probed?purge=true").status_code == 200
