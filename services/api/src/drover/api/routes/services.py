@@ -96,15 +96,8 @@ async def alloc_checks(alloc_id: str, reads: ReadsDep, forwarder: ForwarderDep) 
     """The latest result of each of the alloc's nomad service checks, by check ID, from the
     agent running it (Nomad's client endpoint)."""
     address = await forwarder.node_address(reads, alloc_id)
-    body = b"".join(
-        [
-            chunk
-            async for chunk in await forwarder.stream(
-                address, f"/v1/client/allocation/{alloc_id}/checks", {}, False
-            )
-        ]
-    )
-    return Response(content=body, media_type="application/json")
+    chunks = await forwarder.stream(address, f"/v1/client/allocation/{alloc_id}/checks", {}, False)
+    return Response(content=b"".join([c async for c in chunks]), media_type="application/json")
 
 
 @router.put("/v1/drover/services")
