@@ -48,12 +48,15 @@ from drover.model.events import (
     NodeStatusUpdated,
     PlanApplied,
     ScalingEventRegistered,
+    ServicesDeregistered,
+    ServicesRegistered,
     decode_event,
     encode_event_json,
     plans,
 )
 from drover.model.jobrestart import JobRestart, request_id
 from drover.model.scaling import ScalingEvent
+from drover.model.serviceregistration import ServiceRegistration
 from drover.model.state import InMemoryState
 from drover.planner import applier
 from drover.runtime.embedded import EmbeddedPostgres
@@ -329,6 +332,20 @@ def test_rebuild_reproduces_the_live_projections(
             NodeStatusUpdated(node_id="n3", status="down"),
         ]
     )
+    # Service registrations: registered, changed, one removed (the other kept: its alloc runs).
+    regs = [
+        ServiceRegistration(
+            id=f"s{i}", service_name="web", node_id=a.node_id, job_id="web", alloc_id=a.id, port=i
+        )
+        for i, a in enumerate(live)
+    ]
+    store.append([ServicesRegistered(services=regs)])
+    store.append(
+        [
+            ServicesRegistered(services=[regs[0].model_copy(update={"tags": ["b"]})]),
+            ServicesDeregistered(ids=["s1"]),
+        ]
+    )
     # Job restarts: one signalled and seen done, one collected.
     req = AllocRestartRequest(id=request_id("r1", live[1].id), time=1)
     store.append(
@@ -362,11 +379,17 @@ def test_rebuild_reproduces_the_live_projections(
     assert {row[2]: row[3]["Stable"] for row in before["job_versions"]} == {0: True, 1: False}
     assert len(before["scaling_events"]) == 1 and "n3" not in {row[0] for row in before["nodes"]}
     assert [(row[0], row[3]) for row in before["job_restarts"]] == [("r1", "running")]
+    # n3 purged takes its registrations with it.
+    kept = before["service_registrations"]
+    assert [row[0] for row in kept] == ([] if live[0].node_id == "n3" else ["s0"])
+    for *_, doc, _ in kept:
+        assert doc["Tags"] == ["b"] and doc["CreateIndex"] < doc["ModifyIndex"]
     last = store.rebuild_projections(batch=3)  # small batches: state must carry across them
     assert last == store.last_position()
     assert store.projection_dump() == before
     # The in-memory replay (what every service replica does) agrees with the projections.
     replayed = store.replay()
+    assert set(replayed.services) == {row[0] for row in kept}
     assert {a.id: a.modify_index for a in replayed.allocs.values()} == {
         row[0]: row[6] for row in before["allocs"]
     }

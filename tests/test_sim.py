@@ -115,3 +115,41 @@ def test_a_job_restart_completes_on_simulated_nodes_each_alloc_signalled_once(
         sim.send_signal(signal.SIGTERM)
         sim.communicate(timeout=30)
     assert json.loads(stats.read_text())["allocs_restarted"] == 12
+
+
+def test_simulated_nodes_register_their_allocs_nomad_services(cluster: Cluster, tmp_path: Path) -> None:
+    c = cluster
+    sim = _sim(c, tmp_path / "sim.json", 4)
+    try:
+        nodes = c.wait(lambda: len(n := c.get("/v1/nodes")) == 4 and n, timeout=30)
+        service = {"Name": "front", "PortLabel": "http", "Provider": "nomad", "Tags": ["sim"]}
+        group = {
+            "Name": "g",
+            "Count": 3,
+            "Networks": [{"DynamicPorts": [{"Label": "http"}]}],
+            "Services": [service],
+            "Tasks": [{"Name": "t", "Driver": "mock", "Resources": {"CPU": 100, "MemoryMB": 64}}],
+        }
+        c.put("/v1/jobs", {"Job": {"ID": "front", "Datacenters": ["dc1"], "Update": {"MaxParallel": 0},
+                                   "TaskGroups": [group]}})  # fmt: skip
+        regs = c.wait(lambda: len(r := c.get("/v1/service/front")) == 3 and r, timeout=30)
+        ips = {n["ID"]: c.get(f"/v1/node/{n['ID']}")["NodeResources"]["Networks"][0]["IP"] for n in nodes}
+        for reg in regs:
+            alloc = c.get(f"/v1/allocation/{reg['AllocID']}")
+            (port,) = alloc["AllocatedResources"]["Shared"]["Ports"]
+            assert reg["ID"] == f"_nomad-task-{alloc['ID']}-group-g-front-http"
+            assert (reg["NodeID"], reg["Address"], reg["Port"]) == (
+                alloc["NodeID"],
+                ips[alloc["NodeID"]],
+                port["Value"],
+            )
+            assert reg["Tags"] == ["sim"] and reg["Datacenter"] == "dc1"
+        # One alloc stopped: its registration goes, the others stay.
+        gone = regs[0]["AllocID"]
+        c.put(f"/v1/allocation/{gone}/stop", {})
+        c.wait(lambda: gone not in {r["AllocID"] for r in c.get("/v1/service/front")}, timeout=30)
+        c.http.delete("/v1/job/front")
+        c.wait(lambda: c.get("/v1/service/front") == [], timeout=30)
+    finally:
+        sim.send_signal(signal.SIGTERM)
+        sim.communicate(timeout=30)

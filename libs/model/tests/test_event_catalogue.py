@@ -47,6 +47,8 @@ from drover.model.events import (
     PlanApplied,
     Reads,
     ScalingEventRegistered,
+    ServicesDeregistered,
+    ServicesRegistered,
     VariableDeleted,
     VariableLockRenewed,
     VariableUpserted,
@@ -57,6 +59,7 @@ from drover.model.events.nodes import NodeUpdate
 from drover.model.jobrestart import JobRestart
 from drover.model.reducer import apply
 from drover.model.scaling import ScalingEvent
+from drover.model.serviceregistration import ServiceRegistration
 from drover.model.statewriter import StateWriter
 from drover.model.streamevents import has_stream_events, stream_events
 from drover.model.variables import EncryptedItems
@@ -115,6 +118,13 @@ EXAMPLES: list[Event] = [
     DeploymentsCollected(deployments=["d1"]),
     NodesCollected(nodes=["n1"], as_of=5),
     JobCollected(job_id="web", as_of=5),
+    ServicesRegistered(
+        node_id="n1",
+        services=[
+            ServiceRegistration(id="s1", service_name="web", node_id="n1", job_id="web", alloc_id="a1")
+        ],
+    ),
+    ServicesDeregistered(node_id="n1", ids=["s1"]),
 ]
 
 
@@ -139,7 +149,7 @@ def test_the_examples_read_rows() -> None:
     # Variables' events read their one row when asked, as scaling events do.
     assert silent == [
         "NodeDeregistered", "ScalingEventRegistered", "VariableUpserted", "VariableLockRenewed", "VariableDeleted",
-        "JobRestartStarted",
+        "JobRestartStarted", "ServicesDeregistered",
     ]  # fmt: skip
 
 

@@ -32,9 +32,18 @@ def _job(group: dict[str, Any] | None = None, task: dict[str, Any] | None = None
         (_job(None, {"Lifecycle": {"Hook": "prestart"}, "Artifacts": [{"GetterSource": "http://h/a"}]}), []),
         (_job({"Scaling": {"Min": 1, "Max": 4}}), []),
         # What it only keeps is named where it is.
+        # Services of provider nomad are registered; Consul's (the default) only kept.
+        (_job({"Services": [{"Name": "web", "Provider": "nomad"}]}), []),
+        (_job(None, {"Services": [{"Name": "api", "Provider": "nomad"}]}), []),
         (
             _job({"Services": [{"Name": "web"}]}),
-            [f'group "web": Services {KEPT}: Drover does not register services yet'],
+            [
+                f'group "web": Services of provider consul {KEPT}: Drover has no Consul (provider nomad registers them)'
+            ],
+        ),
+        (
+            _job(None, {"Services": [{"Name": "api", "Provider": "consul"}]}),
+            [f'group "web": task "srv": Services of provider consul {KEPT}'],
         ),
         # Templates are rendered and watched; a field the agent does not act on is named.
         (_job(None, {"Templates": [{"EmbeddedTmpl": "x"}]}), []),

@@ -222,6 +222,28 @@ def test_unhealthy_reasons_say_why() -> None:
     assert late.reason == "Task not running for min_healthy_time of 10s by healthy_deadline of 60s"
 
 
+@pytest.mark.parametrize(
+    ("name", "steps", "verdict"),
+    [
+        # (time in s, checks passing) with the task running throughout
+        ("checks pass from the start", [(0, True), (10, True)], True),
+        ("checks not passing yet", [(0, False), (10, False)], None),
+        ("the clock starts when they pass", [(0, False), (5, True), (14, True)], None),
+        ("...and then it is healthy", [(0, False), (5, True), (15, True)], True),
+        ("a failure starts it again", [(0, True), (5, False), (6, True), (15, True)], None),
+        ("checks never passed by the deadline", [(0, False), (300, False)], False),
+    ],
+)
+def test_alloc_health_waits_on_checks(name: str, steps: list[tuple[int, bool]], verdict: bool | None) -> None:
+    tracker = HealthTracker(min_healthy_time=10 * S, deadline=300 * S, healthy_deadline=300 * S)
+    result = None
+    for at, passing in steps:
+        result = tracker.update({"t": RUN}, at * S, passing)
+    assert result is not None and result.healthy is verdict, name
+    if verdict is False:
+        assert result.reason == "Services not healthy by deadline"
+
+
 def test_the_node_id_is_kept_whole_and_an_empty_one_replaced(tmp_path: Path) -> None:
     """The agent's node ID survives a restart; a node-id file left empty (an agent stopped
     while writing it, before writes were atomic) gives a new ID, never an empty one."""

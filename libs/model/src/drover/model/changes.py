@@ -15,6 +15,7 @@ from drover.model.job import Job
 from drover.model.jobrestart import JobRestart
 from drover.model.node import Node
 from drover.model.scaling import JobScalingEvents
+from drover.model.serviceregistration import ServiceRegistration
 from drover.model.state import InMemoryState
 from drover.model.variables import VariableEncrypted
 
@@ -111,6 +112,19 @@ class TrackedState(InMemoryState):
         if self.changes is not None:
             self.changes.removed("variables", (namespace, path), self.variables.get((namespace, path)))
         super().delete_variable(namespace, path)
+
+    def upsert_service(self, reg: ServiceRegistration) -> None:
+        if self.changes is not None:
+            self.changes.wrote("services", reg.id)
+        super().upsert_service(reg)
+
+    def delete_service(self, service_id: str) -> None:
+        if self.changes is not None:
+            self.changes.removed("services", service_id, self.services.get(service_id))
+        super().delete_service(service_id)
+
+    def delete_services_of(self, alloc_ids: Sequence[str], node_id: str) -> None:
+        super().delete_services_of(alloc_ids, node_id)  # recorded one by one (delete_service)
 
     def delete_allocs(self, ids: Sequence[str]) -> None:
         if self.changes is not None:

@@ -9,6 +9,7 @@ from __future__ import annotations
 from drover.model.dockerconfig import DOCKER_KEPT_ONLY, block
 from drover.model.drivers import DRIVER_DOCKER
 from drover.model.job import Job, Task, TaskGroup
+from drover.model.services import SERVICE_PROVIDER_NOMAD, Service
 from drover.model.volumes import VOLUME_TYPE_CSI
 
 _KEPT = "is kept but not carried out"
@@ -32,8 +33,10 @@ def job_warnings(job: Job) -> list[str]:
 
 def _group(tg: TaskGroup) -> list[str]:
     out: list[str] = []
-    if tg.services:
-        out.append(f"Services {_KEPT}: Drover does not register services yet")
+    if _consul(tg.services):
+        out.append(
+            f"Services of provider consul {_KEPT}: Drover has no Consul (provider nomad registers them)"
+        )
     if tg.consul is not None:
         out.append(f"Consul {_KEPT}: Drover does not use Consul")
     for name, vol in sorted(tg.volumes.items()):
@@ -47,6 +50,10 @@ def _group(tg: TaskGroup) -> list[str]:
     if tg.max_run_duration:
         out.append(f"MaxRunDuration {_KEPT}")
     return out
+
+
+def _consul(services: list[Service]) -> bool:
+    return any(s.provider != SERVICE_PROVIDER_NOMAD for s in services)
 
 
 def _deprecated(tg: TaskGroup) -> list[str]:
@@ -73,7 +80,7 @@ def _deprecated(tg: TaskGroup) -> list[str]:
 
 def _task(task: Task) -> list[str]:
     blocks = {
-        "Services": bool(task.services),
+        "Services of provider consul": _consul(task.services),
         "Vault": task.vault is not None,
         "Consul": task.consul is not None,
         "Identity": task.identity is not None or bool(task.identities),
@@ -113,7 +120,7 @@ def _docker(task: Task) -> list[str]:
 
 def _templates(task: Task) -> list[str]:
     """A template's fields the agent does not act on (it renders, writes and watches)."""
-    out = []
+    out: list[str] = []
     for i, t in enumerate(task.templates):
         fields = {
             "Uid": t.uid is not None,

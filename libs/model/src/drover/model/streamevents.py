@@ -30,8 +30,12 @@ TOPIC_TABLES = (
     ("Evaluation", "evals"),
     ("Allocation", "allocs"),
     ("JobRestart", "job_restarts"),
+    ("Service", "services"),
 )
-TOPICS = ("Job", "Evaluation", "Allocation", "Deployment", "Node", "JobRestart")
+TOPICS = ("Job", "Evaluation", "Allocation", "Deployment", "Node", "JobRestart", "Service")
+# Service registrations are typed by what happened to them (Nomad's ServiceRegistration and
+# ServiceDeregistration), whichever event did it: a node down or an alloc ended removes them too.
+_SERVICE_TYPES = ("ServiceRegistration", "ServiceDeregistration")
 ALL = "*"
 
 
@@ -63,6 +67,8 @@ def _describe(topic: str, typ: str, index: int, obj: Any, doc: Any) -> dict[str,
         return _event(topic, typ, obj.id, obj.namespace, [], index, doc)
     if topic in ("Evaluation", "Allocation"):
         return _event(topic, typ, obj.id, obj.namespace, [obj.job_id, obj.deployment_id or ""], index, doc)
+    if topic == "Service":
+        return _event(topic, typ, obj.id, obj.namespace, [obj.job_id, obj.service_name], index, doc)
     # Deployment, JobRestart: keyed by their ID, found by their job's too.
     return _event(topic, typ, obj.id, obj.namespace, [obj.job_id], index, doc)
 
@@ -73,9 +79,13 @@ def stream_events(state: TrackedState, position: int, event: Event) -> list[dict
     restarts), typed after the event (`nomad_event_type`)."""
     typ = event.nomad_event_type or ""
     return [
-        _describe(topic, typ, position, obj, obj.to_api())
-        for topic, obj in _changed_objects(state, position, event)
+        _describe(topic, _type(topic, typ, removed), position, obj, obj.to_api())
+        for topic, obj, removed in _changed_objects(state, position, event)
     ]
+
+
+def _type(topic: str, typ: str, removed: bool) -> str:
+    return _SERVICE_TYPES[removed] if topic == "Service" else typ
 
 
 def stream_event_texts(
@@ -87,8 +97,8 @@ def stream_event_texts(
     bytes are what is sent (a frame of 1,000 allocs is a megabyte: each copy of it counts)."""
     typ = event.nomad_event_type or ""
     out = []
-    for topic, obj in _changed_objects(state, position, event):
-        head = _describe(topic, typ, position, obj, None)
+    for topic, obj, removed in _changed_objects(state, position, event):
+        head = _describe(topic, _type(topic, typ, removed), position, obj, None)
         del head["Payload"]
         doc = obj.__pydantic_serializer__.to_json(obj, by_alias=True)
         out.append(
@@ -109,7 +119,7 @@ def _head_json(h: dict[str, Any]) -> str:
     )
 
 
-def _changed_objects(state: TrackedState, position: int, event: Event) -> list[tuple[str, Any]]:
+def _changed_objects(state: TrackedState, position: int, event: Event) -> list[tuple[str, Any, bool]]:
     """Apply `event` to `state`; the objects it changed, by topic, as they are after it, then those
     it removed (a purge, a node deregistered, a restart collected) as they were last."""
     if not isinstance(state, TrackedState):
@@ -122,18 +132,18 @@ def _changed_objects(state: TrackedState, position: int, event: Event) -> list[t
         apply(state, position, event)
     finally:
         state.changes = None
-    out: list[tuple[str, Any]] = []
-    gone: list[tuple[str, Any]] = []
+    out: list[tuple[str, Any, bool]] = []
+    gone: list[tuple[str, Any, bool]] = []
     getters = _getters(state)
     for topic, table in TOPIC_TABLES:
         deleted = changes.deleted.get(table, {})
         for key in changes.written.get(table, ()):
             obj = getters[table](key)
             if obj is not None:
-                out.append((topic, obj))
+                out.append((topic, obj, False))
             elif key in deleted:
-                gone.append((topic, deleted.pop(key)))
-        gone.extend((topic, obj) for obj in deleted.values())
+                gone.append((topic, deleted.pop(key), True))
+        gone.extend((topic, obj, True) for obj in deleted.values())
     return out + gone
 
 
@@ -145,6 +155,7 @@ def _getters(state: TrackedState) -> dict[str, Callable[[Any], Any]]:
         "evals": state.evals.get,
         "allocs": state.allocs.get,
         "job_restarts": state.job_restarts.get,
+        "services": state.services.get,
     }
 
 

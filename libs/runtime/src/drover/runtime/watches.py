@@ -55,6 +55,10 @@ def parent_keys(namespace: str, job_id: str) -> list[str]:
     return out
 
 
+# Every change to service registrations (their reads are few and answer from one table).
+SERVICES_KEY = "services"
+
+
 def node_key(node_id: str) -> str:
     return f"node:{node_id}"
 

@@ -22,6 +22,7 @@ from drover.model import Job, Node
 from drover.model.base import NomadModel
 from drover.model.events import AllocClientUpdate
 from drover.model.jobwarnings import job_warnings
+from drover.model.serviceregistration import ServiceRegistration
 from drover.model.unkept import format_warnings, unkept_in_job
 
 
@@ -168,6 +169,15 @@ class AllocsStatusRequest(Body):
 
     node_id: StrictStr = ""
     updates: list[AllocClientUpdate]
+
+
+class ServicesRequest(Body):
+    """`PUT /v1/drover/services`: a client registers its allocs' services (Nomad's
+    ServiceRegistration) and removes, by ID, those of allocs that stopped."""
+
+    node_id: StrictStr = ""
+    services: list[ServiceRegistration] = Field(default_factory=list)
+    deregister: list[StrictStr] = Field(default_factory=list)
 
 
 class JobRestartRequest(Body):

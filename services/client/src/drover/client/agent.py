@@ -30,6 +30,7 @@ from drover.client.dockerdriver import fingerprint as docker_fingerprint
 from drover.client.drivers import RawExecDriver, TaskHandle
 from drover.client.fingerprint import fingerprint
 from drover.client.logserve import LogsApp, bind, serve
+from drover.client.registrar import Registrar
 from drover.client.runner import AllocRunner, ClientContext
 from drover.client.statefile import write_atomically
 from drover.client.usage import UsageSampler
@@ -71,6 +72,8 @@ class Agent:
         self.heartbeat_stop = HeartbeatStop(time.monotonic_ns())
         self.docker = DockerDriver(cfg.docker, self.node_id) if "docker" in cfg.drivers else None
         self.usage: UsageSampler | None = None  # made once the node is fingerprinted
+        # The nomad services of the allocs running here, registered with the servers.
+        self.registrar = Registrar(self.http, self.node_id, cfg.datacenter, self.runners.values)
 
     # --- identity and local state ---
     def _node_id(self) -> str:
@@ -307,6 +310,11 @@ class Agent:
         self.dirty.add(runner.alloc.id)
         self.persist()
 
+    def alloc_checks(self, alloc_id: str) -> dict[str, object] | None:
+        """The latest results of the alloc's service checks (None: not running here)."""
+        runner = self.runners.get(alloc_id)
+        return runner.checks.listing() if runner is not None else None
+
     # --- logs ---
     def alloc_for_logs(self, alloc_id: str) -> tuple[Path, dict[str, bool]] | None:
         """An alloc's directory here and its tasks, each with whether it has started (none
@@ -443,7 +451,8 @@ class Agent:
         except OSError as e:
             log.error("cannot listen on %s to serve alloc logs: %s", self.cfg.http_addr, e)
             raise SystemExit(1) from None
-        logs = asyncio.create_task(serve(LogsApp(self.alloc_for_logs, self.alloc_stats), listener, stop))
+        app = LogsApp(self.alloc_for_logs, self.alloc_checks, self.alloc_stats)
+        logs = asyncio.create_task(serve(app, listener, stop))
         log.info("serving alloc logs on %s", self.http_addr)
         await self.register(stop)
         loops = [
@@ -455,6 +464,7 @@ class Agent:
                 self.alloc_gc,
                 self.stop_when_cut_off,
                 self.refingerprint,
+                self.registrar.run,
             )
         ]
         await stop.wait()

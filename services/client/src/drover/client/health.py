@@ -1,7 +1,8 @@
-"""Alloc health for deployments, judged on the client from task states (Nomad's allochealth
-with health_check "task_states"; "checks" is judged the same, as Drover runs no service checks):
-healthy once every task has run without a break for min_healthy_time; unhealthy as soon as a task
-fails or a task that should run ends, or when healthy_deadline passes first. Tasks of a lifecycle
+"""Alloc health for deployments, judged on the client from task states and, with health_check
+"checks" (the default), from the nomad services' checks too (Nomad's allochealth): healthy once
+every task has run, and every check that tells health passed, without a break for
+min_healthy_time; unhealthy as soon as a task fails or a task that should run ends, or when
+healthy_deadline passes first. Tasks of a lifecycle
 hook are judged as Nomad does: a poststop task is not looked at (it waits for the others), an
 ephemeral prestart task may have completed, and a poststart one that completed is left out.
 Pure: the runner hands in the states and the time.
@@ -16,6 +17,7 @@ from drover.model.durations import SECOND
 from drover.model.job import TASK_HOOK_POSTSTART, TASK_HOOK_POSTSTOP, TASK_HOOK_PRESTART
 
 FAILED_TASK = "Unhealthy because of failed task"
+CHECKS_UNHEALTHY = "Services not healthy by deadline"
 
 
 @dataclass
@@ -47,14 +49,20 @@ class HealthTracker:
             and not (hooks.get(name) == TASK_HOOK_POSTSTART and s.state == TASK_STATE_DEAD and not s.failed)
         }
 
-    def update(self, states: dict[str, TaskState], now: int) -> Verdict:
+    def update(self, states: dict[str, TaskState], now: int, checks_passing: bool | None = None) -> Verdict:
+        """`checks_passing`: whether every check that tells health passes (None: none to
+        wait for)."""
         judged = self._judged(states)
         if any(
             s.state == TASK_STATE_DEAD and (s.failed or self.lifecycles.get(name) != TASK_HOOK_PRESTART)
             for name, s in judged.items()
         ):
             return Verdict(False, FAILED_TASK)
-        if judged and all(s.state != TASK_STATE_PENDING for s in judged.values()):
+        if (
+            judged
+            and all(s.state != TASK_STATE_PENDING for s in judged.values())
+            and checks_passing is not False
+        ):
             if self.running_since is None:
                 self.running_since = now
             healthy_at = self.running_since + self.min_healthy_time
@@ -64,6 +72,8 @@ class HealthTracker:
             # A task that stopped or restarted starts the clock again.
             self.running_since = None
             healthy_at = 0
+        if now >= self.deadline and checks_passing is False:
+            return Verdict(False, CHECKS_UNHEALTHY)
         if now >= self.deadline:
             return Verdict(
                 False,

@@ -1,8 +1,9 @@
-"""The agent's HTTP listener: `GET /v1/client/fs/logs/:alloc_id` and
-`GET /v1/client/allocation/:alloc_id/stats` for the allocs on this node, which the API forwards
-to (the node's HTTPAddr), as Nomad's servers forward to their clients. Logs go out in Nomad's
-frames (drover.control.client.logs.frame), or the bytes alone with plain=true; stats as
-Nomad's AllocResourceUsage (drover.client.usage)."""
+"""The agent's HTTP listener: for the allocs on this node, `GET /v1/client/fs/logs/:alloc_id`,
+`GET /v1/client/allocation/:alloc_id/checks` (their service checks' latest results) and
+`GET /v1/client/allocation/:alloc_id/stats` (their resource usage, Nomad's AllocResourceUsage:
+drover.client.usage), which the API forwards to (the node's HTTPAddr), as Nomad's servers
+forward to their clients. Logs go out in Nomad's frames (drover.control.client.logs.frame), or
+the bytes alone with plain=true."""
 
 from __future__ import annotations
 
@@ -34,13 +35,20 @@ Send = Callable[[MutableMapping[str, Any]], Awaitable[None]]
 AllocLookup = Callable[[str], tuple[Path, dict[str, bool]] | None]
 # An alloc's resource usage (None: the alloc is not running here).
 StatsLookup = Callable[[str], Awaitable[dict[str, Any] | None]]
+# An alloc's check results by check ID (None: the alloc is not here).
+ChecksLookup = Callable[[str], dict[str, object] | None]
+CHECKS_PREFIX = "/v1/client/allocation/"
+CHECKS_SUFFIX = "/checks"
 
 
 class LogsApp:
     """The ASGI application serving the allocs' logs that `lookup` finds."""
 
-    def __init__(self, lookup: AllocLookup, stats: StatsLookup | None = None) -> None:
+    def __init__(
+        self, lookup: AllocLookup, checks: ChecksLookup | None = None, stats: StatsLookup | None = None
+    ) -> None:
         self.lookup = lookup
+        self.checks = checks
         self.stats = stats
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
@@ -53,6 +61,9 @@ class LogsApp:
                 await _answer(send, 404, f"unknown allocation {m.group(1)!r} on this node")
             else:
                 await _json(send, usage)
+            return
+        if scope["method"] == "GET" and path.startswith(CHECKS_PREFIX) and path.endswith(CHECKS_SUFFIX):
+            await self._checks(send, path[len(CHECKS_PREFIX) : -len(CHECKS_SUFFIX)])
             return
         if scope["method"] != "GET" or not path.startswith(PREFIX) or "/" in path[len(PREFIX) :]:
             await _answer(send, 404, f"no such endpoint: {scope['method']} {path}")
@@ -80,6 +91,16 @@ class LogsApp:
             await _answer(send, 404, why.format(query.task, query.log_type))
             return
         await _stream(send, receive, log_dir, query)
+
+    async def _checks(self, send: Send, alloc_id: str) -> None:
+        found = self.checks(alloc_id) if self.checks is not None and "/" not in alloc_id else None
+        if found is None:
+            await _answer(send, 404, f"unknown allocation {alloc_id!r} on this node")
+            return
+        body = json.dumps(found).encode()
+        headers = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]
+        await send({"type": "http.response.start", "status": 200, "headers": headers})
+        await send({"type": "http.response.body", "body": body})
 
 
 async def _json(send: Send, value: Any) -> None:

@@ -16,6 +16,7 @@ from typing import Any
 
 import httpx
 
+from drover.client.checkrunner import AllocChecks
 from drover.client.drivers import Driver, TaskHandle
 from drover.client.health import HealthTracker
 from drover.client.statefile import write_atomically
@@ -41,7 +42,7 @@ from drover.model.alloc import (
     Allocation,
     AllocDeploymentStatus,
 )
-from drover.model.defaults import HEALTH_CHECK_MANUAL
+from drover.model.defaults import HEALTH_CHECK_CHECKS, HEALTH_CHECK_MANUAL
 from drover.model.durations import SECOND
 from drover.model.job import Job, Task, TaskGroup
 from drover.model.node import Node
@@ -112,6 +113,8 @@ class AllocRunner:
         self.health: AllocDeploymentStatus | None = None
         self._health = self._health_tracker()
         self._health_timer: asyncio.TimerHandle | None = None
+        # The nomad services' checks (their results served to the API; health waits on them).
+        self.checks = AllocChecks(self, self.changed)
 
     # --- the alloc directory (Nomad's layout) ---
     def task_dir(self, task: Task) -> Path:
@@ -165,7 +168,9 @@ class AllocRunner:
             self._health_timer.cancel()
             self._health_timer = None
         now = time.time_ns()
-        verdict = self._health.update(self._states(), now)
+        upd = self.tg.update
+        by_checks = upd is not None and upd.health_check == HEALTH_CHECK_CHECKS
+        verdict = self._health.update(self._states(), now, self.checks.passing() if by_checks else None)
         if verdict.healthy is not None:
             self.health = AllocDeploymentStatus(healthy=verdict.healthy, timestamp=now)
             log.info("alloc %s is %s", self.alloc.id, "healthy" if verdict.healthy else "unhealthy")
@@ -224,6 +229,7 @@ class AllocRunner:
 
     def start(self) -> None:
         self.main = asyncio.create_task(self._run())
+        self.checks.start()
         self.changed()
 
     async def _run(self) -> None:
@@ -317,6 +323,7 @@ class AllocRunner:
         kill those too, without delays, as for an alloc collected)."""
         self.stopped = True
         self.no_shutdown_delay = self.no_shutdown_delay or no_shutdown_delay or destroy
+        await self.checks.stop()
         if self._health_timer is not None:
             self._health_timer.cancel()
         if destroy:

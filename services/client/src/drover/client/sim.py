@@ -7,7 +7,8 @@ on real nodes; they register, heartbeat in batches at the TTLs the
 servers hand out, and run their allocs as the mock driver would (run_for, exit_code,
 start_error; anything else runs until stopped), following every node's allocs with one
 blocking query. An operator's restart request on a running alloc is acted on once, as the
-agent does: its tasks are signalled, and --restart-delay later they start again.
+agent does: its tasks are signalled, and --restart-delay later they start again. The nomad
+services of a running alloc are registered, at its node's address, and removed when it ends.
 
     drover sim --nodes 5000 --datacenters 2 --racks 50 --drivers mock,docker --api URL
 """
@@ -34,8 +35,13 @@ from urllib.parse import quote
 import httpx
 
 from drover.client.simtasks import SimTasks
+from drover.control.client.services import alloc_registrations
+from drover.model.alloc import Allocation
 from drover.model.durations import SECOND, parse_duration
+from drover.model.job import TaskGroup
 from drover.model.network import DEFAULT_MAX_DYNAMIC_PORT, DEFAULT_MIN_DYNAMIC_PORT
+from drover.model.serviceregistration import ServiceRegistration
+from drover.model.services import SERVICE_PROVIDER_NOMAD
 from drover.runtime.service import run_loop
 from drover.runtime.telemetry import setup_logging
 
@@ -123,6 +129,11 @@ class Simulator:
         self.rng = random.Random()
         self._timers: set[asyncio.Task[None]] = set()
         self.judging: set[str] = set()  # allocs whose deployment health is still to be told
+        self.datacenters = {n["ID"]: n.get("Datacenter", "dc1") for n in nodes}
+        # Nomad service registrations: each running alloc's, and what is still to be sent.
+        self.registered: dict[str, list[str]] = {}
+        self.to_register: dict[str, ServiceRegistration] = {}
+        self.to_deregister: list[str] = []
 
     async def register(self, concurrency: int = 16) -> None:
         queue = list(self.nodes)
@@ -196,6 +207,30 @@ class Simulator:
             update["DeploymentStatus"] = {"Healthy": healthy, "Timestamp": now}
         self.updates[alloc_id] = update
 
+    def _register(self, a: dict[str, Any], group: dict[str, Any] | None, names: list[str]) -> None:
+        """Queue the registrations of a started alloc's nomad services (its group's and its
+        tasks'), as the agent makes them."""
+        if group is None:
+            return
+        specs = [*(group.get("Services") or [])]
+        specs.extend(s for t in group.get("Tasks", []) for s in t.get("Services") or [])
+        if not any(spec.get("Provider") == SERVICE_PROVIDER_NOMAD for spec in specs):
+            return
+        alloc, tg = Allocation.model_validate(a), TaskGroup.model_validate(group)
+        node = alloc.node_id
+        work = alloc_registrations(
+            alloc, tg, node, self.datacenters.get(node, ""), alloc_running=True, running_tasks=names
+        )
+        for problem in work.problems:
+            log.warning("alloc %s: cannot register %s", alloc.id, problem)
+        self.registered[alloc.id] = [r.id for r in work.registrations]
+        self.to_register.update((r.id, r) for r in work.registrations)
+
+    def _deregister(self, alloc_id: str) -> None:
+        for service_id in self.registered.pop(alloc_id, []):
+            if self.to_register.pop(service_id, None) is None:
+                self.to_deregister.append(service_id)
+
     def _later(self, after: float, fn: Callable[[], None]) -> None:
         async def fire() -> None:
             await asyncio.sleep(after)
@@ -218,6 +253,7 @@ class Simulator:
             failed = tasks.exit_code != 0
             tasks.finish(time.time_ns(), tasks.exit_code, failed=failed)
             self._report(alloc_id, "failed" if failed else "complete")
+            self._deregister(alloc_id)
             self.stats.allocs_finished += 1
 
     def _healthy(self, alloc_id: str) -> None:
@@ -264,6 +300,7 @@ class Simulator:
             if said in ("running", "pending"):
                 self.tasks[aid].finish(time.time_ns(), None)
                 self._report(aid, "complete")
+                self._deregister(aid)
             return
         if said == "running":
             self._restart_if_asked(aid, a.get("RestartRequest") or {})
@@ -297,6 +334,7 @@ class Simulator:
             return
         tasks.start(now)
         self._report(aid, "running")
+        self._register(a, group, names)
         self.stats.allocs_started += 1
         if judged:
             min_healthy = int(update.get("MinHealthyTime", 0)) / SECOND
@@ -319,6 +357,23 @@ class Simulator:
                     log.warning("alloc status report failed: %s", e)
                     for u in chunk:
                         self.updates.setdefault(u["ID"], u)
+            await self._send_services()
+
+    async def _send_services(self) -> None:
+        """Register and deregister what is queued, in one request (again later if it fails)."""
+        if not self.to_register and not self.to_deregister:
+            return
+        regs, self.to_register = self.to_register, {}
+        gone, self.to_deregister = self.to_deregister, []
+        body = {"Services": [r.to_api() for r in regs.values()], "Deregister": gone}
+        try:
+            r = await self.http.put("/v1/drover/services", json=body)
+            if r.status_code not in (200, 404):  # 404: an alloc collected meanwhile
+                r.raise_for_status()
+        except httpx.HTTPError as e:
+            log.warning("service registration failed: %s", e)
+            self.to_register = {**regs, **self.to_register}
+            self.to_deregister = [*gone, *self.to_deregister]
 
 
 def report_chunks(updates: list[dict[str, Any]]) -> list[list[dict[str, Any]]]:

@@ -432,6 +432,14 @@ class TaskRunner:
         self.signal_restart(request_id)
         await self.kill_for_restart()
 
+    async def restart_unhealthy(self, reason: str) -> None:
+        """Run the task again now because a check of its service failed (check_restart)."""
+        if self.handle is None:
+            return
+        self._event("Restart Signaled", reason)
+        self.restart_now.set()
+        await self.kill_for_restart()
+
     def signal_restart(self, request_id: str) -> None:
         self.restart_pending = request_id
         self._event("Restart Signaled", "User requested restart", restart_id=request_id)

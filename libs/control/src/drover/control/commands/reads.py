@@ -9,6 +9,7 @@ from typing import Protocol
 from drover.model import Allocation, Deployment, Job, Node
 from drover.model.events import job_stream, restart_stream
 from drover.model.jobrestart import JobRestart
+from drover.model.serviceregistration import ServiceRegistration
 from drover.model.state import InMemoryState
 
 
@@ -49,6 +50,8 @@ class ClusterReads(Protocol):
     def job_restarts_of(self, namespace: str, job_id: str) -> list[JobRestart]: ...
 
     def restart_stream_version(self, namespace: str, job_id: str) -> int: ...
+
+    def service(self, service_id: str) -> ServiceRegistration | None: ...
 
 
 class StateReads:
@@ -111,6 +114,9 @@ class StateReads:
 
     def restart_stream_version(self, namespace: str, job_id: str) -> int:
         return self.stream_versions.get(restart_stream(namespace, job_id), 0)
+
+    def service(self, service_id: str) -> ServiceRegistration | None:
+        return self.state.service(service_id)
 
     def deployment_allocs(self, dep: Deployment) -> list[Allocation]:
         return sorted(

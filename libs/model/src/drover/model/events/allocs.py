@@ -10,6 +10,7 @@ from pydantic import Field
 from drover.model.alloc import (
     ALLOC_CLIENT_LOST,
     ALLOC_CLIENT_UNKNOWN,
+    CLIENT_TERMINAL,
     Allocation,
     AllocDeploymentStatus,
     AllocRestartRequest,
@@ -20,6 +21,7 @@ from drover.model.base import NomadModel
 from drover.model.evaluation import Evaluation
 from drover.model.events.base import Event, Reads
 from drover.model.events.evals import reads_evals, upsert_evals
+from drover.model.events.services import drop_services_of
 from drover.model.node import NODE_STATUS_DISCONNECTED
 
 if TYPE_CHECKING:
@@ -63,6 +65,8 @@ def write_alloc(state: StateWriter, index: int, a: Allocation, at: int, old: All
     else:
         new = a.model_copy(update=update)
     state.upsert_alloc(new)
+    if new.client_status == ALLOC_CLIENT_LOST and (old is None or old.client_status != ALLOC_CLIENT_LOST):
+        drop_services_of(state, alloc_ids=[new.id])
     return new
 
 
@@ -116,6 +120,8 @@ class AllocsClientUpdated(Event):
             if u.deployment_status is not None:
                 update["deployment_status"] = _health(state, index, old, u.deployment_status)
             state.upsert_alloc(old.model_copy(update=update))
+        ended = [u.id for u in self.updates if u.client_status in CLIENT_TERMINAL]
+        drop_services_of(state, alloc_ids=ended)
 
     def reads(self, r: Reads) -> None:
         r.allocs.extend(u.id for u in self.updates)

@@ -5,7 +5,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, ClassVar, Literal
 
 from drover.model.events.base import Event, Reads, node_stream
-from drover.model.node import DrainStrategy, Node, compute_class
+from drover.model.events.services import drop_services_of
+from drover.model.node import NODE_STATUS_DOWN, DrainStrategy, Node, compute_class
 
 if TYPE_CHECKING:
     from drover.model.statewriter import StateWriter
@@ -66,6 +67,8 @@ class NodeStatusUpdated(NodeUpdate):
             status_description=self.status_description,
             status_updated_at=self.at,
         )
+        if self.status == NODE_STATUS_DOWN:
+            drop_services_of(state, node_id=self.node_id)
 
 
 class NodeEligibilityUpdated(NodeUpdate):
@@ -100,6 +103,7 @@ class NodeDeregistered(NodeUpdate):
 
     def apply_to(self, state: StateWriter, index: int) -> None:
         state.delete_node(self.node_id)
+        drop_services_of(state, node_id=self.node_id)
 
     def reads(self, r: Reads) -> None:
         pass  # deleted by its ID alone

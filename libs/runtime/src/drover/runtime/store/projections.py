@@ -27,9 +27,11 @@ from drover.model.jobrestart import JobRestart
 from drover.model.node import Node
 from drover.model.placements import metric_json
 from drover.model.scaling import JobScalingEvents
+from drover.model.serviceregistration import ServiceRegistration
 from drover.model.variables import VariableEncrypted
 from drover.runtime.store.collected import DELETED, CollectedRows
 from drover.runtime.store.touched import written_keys
+from drover.runtime.watches import SERVICES_KEY
 
 T = TypeVar("T", bound=BaseModel)
 PROJECTION_TABLES = (
@@ -42,6 +44,7 @@ PROJECTION_TABLES = (
     "job_restarts",
     "scaling_events",
     "variables",
+    "service_registrations",
 )
 # The tables whose rows the writes mark dirty (job versions are kept apart).
 _DIRTY_TABLES = (
@@ -53,6 +56,7 @@ _DIRTY_TABLES = (
     "job_restarts",
     "scaling_events",
     "variables",
+    "services",
 )
 # Tables whose `doc` is `text` (kept as sent, never parsed; see migrations 0002 and 0003), the
 # others' is `jsonb`.
@@ -74,6 +78,8 @@ _COLUMN_TYPES = {
     "modify_index": "bigint",
     "path": "text",
     "create_index": "bigint",
+    "service_name": "text",
+    "alloc_id": "text",
 }
 
 
@@ -134,6 +140,11 @@ class SqlState(CollectedRows):
         # projection write happens under the log's lock), about twice as fast as an upsert.
         self._absent_allocs: set[str] = set()
         self._dirty: dict[str, set[Any]] = {k: set() for k in _DIRTY_TABLES}
+        self._services: dict[str, Any] = {}
+        # Registrations removed by alloc or node (`delete_services_of`), without reading them:
+        # one statement for the batch, however many allocs a plan marks lost.
+        self._service_drop_allocs: set[str] = set()
+        self._service_drop_nodes: set[str] = set()
         self.init_collected()
 
     def take_metrics(self, events: Iterable[Event]) -> None:
@@ -266,6 +277,15 @@ class SqlState(CollectedRows):
         found = (self.restarts.get(i) for i in sorted(self.restarts_by_job[key]))
         return [r for r in found if r is not None and r is not DELETED]
 
+    def service(self, service_id: str) -> ServiceRegistration | None:
+        return self._load(
+            self._services,
+            service_id,
+            "SELECT doc::text FROM service_registrations WHERE id = %s",
+            (service_id,),
+            ServiceRegistration,
+        )
+
     def assume_absent(self, ids: Iterable[str]) -> None:
         """Take allocs as not in the table without looking (new placements: fresh IDs). Were
         one there after all, its COPY fails on the primary key and the caller starts over."""
@@ -337,12 +357,31 @@ class SqlState(CollectedRows):
         self.restarts[restart.id] = DELETED
         self._dirty["job_restarts"].add(restart.id)
 
+    def upsert_service(self, reg: ServiceRegistration) -> None:
+        self._services[reg.id] = reg
+        self._dirty["services"].add(reg.id)
+
+    def delete_service(self, service_id: str) -> None:
+        self._services[service_id] = DELETED
+        self._dirty["services"].add(service_id)
+
+    def delete_services_of(self, alloc_ids: Sequence[str], node_id: str) -> None:
+        allocs = set(alloc_ids)
+        for service_id, reg in self._services.items():
+            if reg is not DELETED and (reg.alloc_id in allocs or (node_id and reg.node_id == node_id)):
+                self._services[service_id] = DELETED
+        self._service_drop_allocs |= allocs
+        if node_id:
+            self._service_drop_nodes.add(node_id)
+
     def touched(self) -> tuple[set[str], list[str]]:
         """The keys of what the buffered writes and deletions change, and the categories of
         which every key counts as changed (drover.runtime.watches), for the blocking queries
         waiting on them; read before `flush`."""
         caches = {"allocs": self._allocs, "evals": self._evals, "deployments": self._deployments}
         keys, every = written_keys(self._dirty, self._job_versions, self.restarts, caches)
+        if self._dirty["services"] or self._service_drop_allocs or self._service_drop_nodes:
+            keys.add(SERVICES_KEY)
         self.collected_keys(keys, name_allocs=not every)
         return keys, every
 
@@ -371,7 +410,27 @@ class SqlState(CollectedRows):
         self._flush_restarts(writes)
         self._flush_scaling(writes)
         self._flush_variables(writes)
+        self._flush_services(writes)
         self.run([*writes, *then])
+
+    def _flush_services(self, writes: list[Statement]) -> None:
+        """The removals by alloc and node first (what the batch wrote after them is in the
+        cache and goes after), then the registrations by ID."""
+        if self._service_drop_allocs or self._service_drop_nodes:
+            writes.append((
+                "DELETE FROM service_registrations WHERE alloc_id = ANY(%s) OR node_id = ANY(%s)",
+                (sorted(self._service_drop_allocs), sorted(self._service_drop_nodes)),
+            ))  # fmt: skip
+            self._service_drop_allocs.clear()
+            self._service_drop_nodes.clear()
+        regs, gone = self._split(self._services, "services")
+        self._upsert(writes, "service_registrations", ("id",), [
+            {"id": r.id, "namespace": r.namespace, "service_name": r.service_name, "node_id": r.node_id,
+             "job_id": r.job_id, "alloc_id": r.alloc_id, "doc": _doc(r), "modify_index": r.modify_index}
+            for r in regs
+        ])  # fmt: skip
+        if gone:
+            writes.append(("DELETE FROM service_registrations WHERE id = ANY(%s)", (gone,)))
 
     def _flush_scaling(self, writes: list[Statement]) -> None:
         events, gone = self._split(self._scaling, "scaling_events")

@@ -18,6 +18,7 @@ from drover.model.events import job_stream, restart_stream, variable_stream
 from drover.model.job import derive_job_status
 from drover.model.jobrestart import JobRestart
 from drover.model.scaling import JobScalingEvents
+from drover.model.serviceregistration import ServiceRegistration
 from drover.model.state import InMemoryState
 from drover.model.summary import JobSummary, job_summary
 from drover.model.variables import VariableEncrypted
@@ -51,6 +52,8 @@ def load_into(store: EventStore, state: S, load_allocs: Callable[[Connection, S]
             state.upsert_scaling_events(JobScalingEvents.model_validate_json(doc))
         for (doc,) in conn.execute(text("SELECT doc::text FROM variables")):
             state.upsert_variable(VariableEncrypted.model_validate_json(doc))
+        for (doc,) in conn.execute(text("SELECT doc::text FROM service_registrations")):
+            state.upsert_service(ServiceRegistration.model_validate_json(doc))
         load_allocs(conn, state)
     state.bump(position)
     return state
@@ -471,6 +474,26 @@ class Reads:
             job=job_id,
         )
         return [JobRestart.model_validate_json(d) for d in docs]
+
+    def services(
+        self, namespace: str | None, *, name: str = "", job_id: str = "", alloc_id: str = ""
+    ) -> list[ServiceRegistration]:
+        """Service registrations in ID order: of `namespace` (None: every one), and of the
+        service `name`, the job or the alloc where given."""
+        where, params = ["true"], {}
+        for col, value in (("namespace", namespace), ("service_name", name), ("job_id", job_id),
+                           ("alloc_id", alloc_id)):  # fmt: skip
+            if value:
+                where.append(f"{col} = :{col}")
+                params[col] = value
+        docs = self._docs(
+            f"SELECT doc::text FROM service_registrations WHERE {' AND '.join(where)} ORDER BY id", **params
+        )
+        return [ServiceRegistration.model_validate_json(d) for d in docs]
+
+    def service(self, service_id: str) -> ServiceRegistration | None:
+        docs = self._docs("SELECT doc::text FROM service_registrations WHERE id = :id", id=service_id)
+        return ServiceRegistration.model_validate_json(docs[0]) if docs else None
 
     def restart_stream_version(self, namespace: str, job_id: str) -> int:
         return self.store.stream_version(restart_stream(namespace, job_id))
