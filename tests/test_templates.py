@@ -181,3 +181,70 @@ def test_change_mode_signal_signals_the_task_without_a_restart(setup: tuple[Clus
     got = c.get(f"/v1/allocation/{alloc['ID']}")["TaskStates"]["t"]
     assert got["Restarts"] == 0 and got["State"] == "running"
     c.http.delete("/v1/job/sig").raise_for_status()
+
+
+def web_job(count: int) -> dict[str, Any]:
+    serve = 'exec python3 -m http.server "$NOMAD_PORT_http" --bind "$NOMAD_IP_http"'
+    task = {
+        "Name": "srv",
+        "Driver": "raw_exec",
+        "Config": {"command": "/bin/sh", "args": ["-c", serve]},
+        "Resources": {"CPU": 50, "MemoryMB": 32},
+        "KillTimeout": 1 * S,
+    }
+    check = {"Name": "alive", "Type": "http", "Path": "/", "Interval": 1 * S, "Timeout": 1 * S}
+    group = {
+        "Name": "web",
+        "Count": count,
+        "Tasks": [task],
+        "Networks": [{"DynamicPorts": [{"Label": "http"}]}],
+        "Services": [{"Name": "web", "PortLabel": "http", "Provider": "nomad", "Checks": [check]}],
+    }
+    job = {
+        "ID": "web",
+        "Type": "service",
+        "Datacenters": ["dc1"],
+        "TaskGroups": [group],
+        "Update": {"MaxParallel": 0},
+    }
+    return {"Job": job}
+
+
+def test_a_proxy_template_follows_the_web_services_addresses(setup: tuple[Cluster, Path]) -> None:
+    """The issue's proof: a proxy whose template lists `nomadService "web"` holds every web
+    alloc's address; web scaled to 3 re-renders it and signals the proxy (change_mode signal);
+    web stopped empties it."""
+    c, tmp = setup
+    c.put("/v1/jobs", web_job(2))
+    c.wait(lambda: len(c.get("/v1/service/web")) == 2, RUN, describe=lambda: c.get("/v1/service/web"))
+    templates = [
+        {
+            "EmbeddedTmpl": '{{ range nomadService "web" }}server {{ .Address }}:{{ .Port }}\n{{ end }}',
+            "DestPath": "local/upstreams",
+            "ChangeMode": "signal",
+            "ChangeSignal": "SIGHUP",
+            "Splay": 0,
+        }
+    ]
+    script = "trap 'echo reload >> ../seen' HUP; echo start >> ../seen; while :; do sleep 0.1; done"
+    c.put("/v1/jobs", templated_job("proxy", script, templates))
+    alloc = running(c, "proxy")
+    upstreams = task_dir(tmp, alloc["ID"]) / "local" / "upstreams"
+
+    def addresses() -> set[str]:
+        return {f"server {r['Address']}:{r['Port']}" for r in c.get("/v1/service/web")}
+
+    c.wait(lambda: upstreams.exists() and set(upstreams.read_text().splitlines()) == addresses(), RUN)
+    assert len(upstreams.read_text().splitlines()) == 2
+
+    c.http.post("/v1/job/web/scale", json={"Count": 3, "Target": {"Group": "web"}}).raise_for_status()
+    c.wait(lambda: len(c.get("/v1/service/web")) == 3, RUN)
+    c.wait(lambda: len(upstreams.read_text().splitlines()) == 3, RUN, describe=lambda: upstreams.read_text())
+    assert set(upstreams.read_text().splitlines()) == addresses()
+    seen = task_dir(tmp, alloc["ID"]).parent / "seen"
+    c.wait(lambda: "reload" in seen.read_text(), RUN)
+    assert seen.read_text().count("start") == 1  # signalled, not restarted
+
+    c.http.delete("/v1/job/web").raise_for_status()
+    c.wait(lambda: upstreams.read_text() == "", RUN, describe=lambda: upstreams.read_text())
+    c.http.delete("/v1/job/proxy").raise_for_status()
