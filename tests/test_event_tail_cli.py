@@ -107,7 +107,14 @@ def test_json_lines_show_a_job_registered_and_placed(cluster: Cluster, tails: li
     tails.append(tail)
     tail.until(lambda lines: bool(lines) and "NodeRegistration" in lines[0], "the node, from the log's start")
     cluster.put("/v1/jobs", job_json("web", 2, cpu=10, mem=10))
-    tail.until(lambda _: placed(tail.events(), "web"), "web registered, evaluated and placed")
+    # Placed, and the placements' Allocation events printed too (the plan's result may come first).
+    tail.until(
+        lambda _: (
+            placed(tail.events(), "web")
+            and any(e["Topic"] == "Allocation" for e in of_job(tail.events(), "web"))
+        ),
+        "web registered, evaluated and placed",
+    )
     web = of_job(tail.events(), "web")
     job = next(e for e in web if e["Type"] == "JobRegistered")
     assert (job["Topic"], job["Namespace"], job["Payload"]["Job"]["ID"]) == ("Job", "default", "web")
