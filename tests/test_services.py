@@ -328,6 +328,37 @@ def test_a_failing_check_makes_the_alloc_unhealthy(setup: tuple[Cluster, Agents,
     assert c.http.delete("/v1/job/sick?purge=true").status_code == 200
 
 
+def test_a_failing_check_fails_the_deployment_and_auto_revert_rolls_back(
+    setup: tuple[Cluster, Agents, Path],
+) -> None:
+    """A new version whose check fails: its alloc is unhealthy, the deployment fails, and
+    auto_revert registers the last stable version again (its check passing)."""
+    c, _, _ = setup
+    good = checked_job("revert", "/", deadline=5)
+    good["Job"]["Update"]["AutoRevert"] = True
+    c.put("/v1/jobs", good)
+    c.wait(lambda: (c.get("/v1/job/revert/deployment") or {}).get("Status") == "successful", RUN)
+    assert c.get("/v1/job/revert")["Stable"] is True
+    bad = checked_job("revert", "/missing", deadline=5)
+    bad["Job"]["Update"]["AutoRevert"] = True
+    bad["Job"]["TaskGroups"][0]["Tasks"][0]["Env"] = {"VERSION": "2"}  # a new alloc, not an in-place update
+    # An unhealthy alloc fails the deployment once no progress is made by the deadline (it may be
+    # rescheduled meanwhile, as in Nomad).
+    bad["Job"]["Update"]["ProgressDeadline"] = 10 * S
+    c.put("/v1/jobs", bad)
+
+    def reverted() -> Any:
+        job = c.get("/v1/job/revert")
+        return job["Version"] >= 2 and job
+
+    job = c.wait(reverted, RUN, describe=lambda: c.get("/v1/job/revert/deployments"))
+    assert job["TaskGroups"][0]["Services"][0]["Checks"][0]["Path"] == "/"
+    failed = [d for d in c.get("/v1/job/revert/deployments") if d["JobVersion"] == 1]
+    assert failed and failed[0]["Status"] == "failed", failed
+    assert "rolling back to job version 0" in failed[0]["StatusDescription"], failed[0]
+    assert c.http.delete("/v1/job/revert?purge=true").status_code == 200
+
+
 def test_check_restart_restarts_the_task_after_its_limit(setup: tuple[Cluster, Agents, Path]) -> None:
     c, _, _ = setup
     job = web_job("flaky")
