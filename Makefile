@@ -57,6 +57,7 @@ bench: install
 	$(RUN) python -m bench.gc --out bench/out/gc.json
 	$(RUN) python -m bench.recovery --out bench/out/recovery.json
 	$(RUN) python -m bench.docker --out bench/out/docker.json
+	$(RUN) python -m bench.templates --out bench/out/templates.json
 	$(RUN) python -m bench.table
 
 clean:

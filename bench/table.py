@@ -282,6 +282,16 @@ FIGURES: dict[str, list[Figure]] = {
         ),
         Figure("allocs placed", ("allocs_placed",), "allocs"),
     ],
+    "templates": [
+        Figure(
+            "{watchers} templates on `nomadService` of {count} registrations, one removed: blocking queries answered, p50",
+            ("woken_ms", "p50"),
+            "ms",
+        ),
+        Figure("the same, p99", ("woken_ms", "p99"), "ms"),
+        Figure("rendered again, p99 (the renders share one client process)", ("rerendered_ms", "p99"), "ms"),
+        Figure("API CPU for the fan-out", ("api_cpu_s",), "CPU-s"),
+    ],
     "docker": [
         Figure("{count} docker allocs on one agent: started", ("containers_per_s",), "containers/s"),
         Figure("the agent's CPU per container started", ("agent_cpu_ms_per_container",), "ms"),
