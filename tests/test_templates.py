@@ -117,8 +117,9 @@ def test_a_template_renders_a_variable_and_a_change_restarts_the_task(setup: tup
     put_var(c, "app/config", db="second", port="5432")
     c.wait(lambda: seen.read_text().count("\n") >= 2, RUN, describe=lambda: events(c, alloc["ID"]))
     assert seen.read_text() == "db=first:5432 env=first\ndb=second:5432 env=second\n"
-    kinds = [(e["Type"], e["DisplayMessage"]) for e in events(c, alloc["ID"])]
-    assert ("Restart Signaled", "Template with change_mode restart re-rendered") in kinds
+    # The restart's events reach the servers with the agent's next report.
+    restarted = ("Restart Signaled", "Template with change_mode restart re-rendered")
+    c.wait(lambda: restarted in [(e["Type"], e["DisplayMessage"]) for e in events(c, alloc["ID"])], RUN)
     c.http.delete("/v1/job/tmpl").raise_for_status()
 
 
