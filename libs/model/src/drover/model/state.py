@@ -13,12 +13,11 @@ from typing import Any, Protocol
 
 from drover.model import Allocation, Deployment, Evaluation, Job, Node
 from drover.model.alloc import DesiredTransition
+from drover.model.catalogstate import CatalogState
 from drover.model.job import Resources
 from drover.model.jobrestart import JobRestart
 from drover.model.node import compute_class
 from drover.model.scaling import JobScalingEvents
-from drover.model.serviceregistration import ServiceRegistration
-from drover.model.variables import VariableEncrypted
 
 JobKey = tuple[str, str]
 # One shared (empty) fields-set for compacted allocs; see InMemoryState._compact.
@@ -77,7 +76,7 @@ def _usage(a: Allocation) -> tuple[int, int, int]:
     return r.cpu, r.memory_mb, r.disk_mb
 
 
-class InMemoryState:
+class InMemoryState(CatalogState):
     """A mutable cluster state with the indexes the scheduler needs (allocs by job and node,
     per-node resource usage of non-terminal allocs kept incrementally)."""
 
@@ -101,11 +100,8 @@ class InMemoryState:
         self.deployments: dict[str, Deployment] = {}
         self.job_restarts: dict[str, JobRestart] = {}
         self.scaling: dict[JobKey, JobScalingEvents] = {}
-        # Variables by (namespace, path), their items sealed (drover.model.variables).
-        self.variables: dict[tuple[str, str], VariableEncrypted] = {}
-        # Service registrations by ID, and their IDs by alloc.
-        self.services: dict[str, ServiceRegistration] = {}
-        self._services_by_alloc: dict[str, dict[str, None]] = {}
+        # Variables and service registrations (drover.model.catalogstate).
+        self.init_catalogs()
         self._restarts_by_job: dict[JobKey, dict[str, JobRestart]] = {}
         self._by_job: dict[JobKey, dict[str, Allocation]] = {}
         self._by_node: dict[str, dict[str, Allocation]] = {}
@@ -242,37 +238,6 @@ class InMemoryState:
         self.job_restarts.pop(restart.id, None)
         by_job = self._restarts_by_job.get((restart.namespace, restart.job_id), {})
         by_job.pop(restart.id, None)
-
-    def variable(self, namespace: str, path: str) -> VariableEncrypted | None:
-        return self.variables.get((namespace, path))
-
-    def upsert_variable(self, var: VariableEncrypted) -> None:
-        self.variables[(var.namespace, var.path)] = var
-
-    def delete_variable(self, namespace: str, path: str) -> None:
-        self.variables.pop((namespace, path), None)
-
-    def service(self, service_id: str) -> ServiceRegistration | None:
-        return self.services.get(service_id)
-
-    def upsert_service(self, reg: ServiceRegistration) -> None:
-        self.services[reg.id] = reg
-        self._services_by_alloc.setdefault(reg.alloc_id, {})[reg.id] = None
-
-    def delete_service(self, service_id: str) -> None:
-        reg = self.services.pop(service_id, None)
-        by_alloc = self._services_by_alloc.get(reg.alloc_id) if reg is not None else None
-        if reg is not None and by_alloc is not None:
-            by_alloc.pop(service_id, None)
-            if not by_alloc:
-                del self._services_by_alloc[reg.alloc_id]
-
-    def delete_services_of(self, alloc_ids: Sequence[str], node_id: str) -> None:
-        ids = [i for a in alloc_ids for i in self._services_by_alloc.get(a, ())]
-        if node_id:
-            ids.extend(r.id for r in self.services.values() if r.node_id == node_id)
-        for service_id in dict.fromkeys(ids):
-            self.delete_service(service_id)
 
     # --- what the garbage collector deletes (drover.model.gcreducer) ---
     def alloc_statuses(self, ids: Sequence[str]) -> dict[str, tuple[str, str]]:

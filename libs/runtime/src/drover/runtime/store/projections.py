@@ -27,8 +27,8 @@ from drover.model.jobrestart import JobRestart
 from drover.model.node import Node
 from drover.model.placements import metric_json
 from drover.model.scaling import JobScalingEvents
-from drover.model.serviceregistration import ServiceRegistration
-from drover.model.variables import VariableEncrypted
+from drover.runtime.store.catalogrows import CatalogRows, row_doc
+from drover.runtime.store.catalogrows import Statement as Statement
 from drover.runtime.store.collected import DELETED, CollectedRows
 from drover.runtime.store.touched import written_keys
 from drover.runtime.watches import SERVICES_KEY
@@ -61,8 +61,6 @@ _DIRTY_TABLES = (
 # Tables whose `doc` is `text` (kept as sent, never parsed; see migrations 0002 and 0003), the
 # others' is `jsonb`.
 _TEXT_DOC_TABLES = frozenset({"allocs"})
-# A statement for the raw (psycopg) connection: SQL with %s placeholders, and its parameters.
-Statement = tuple[str, Any]
 # SQL types of the projection columns (for the arrays `_upsert` sends).
 _COLUMN_TYPES = {
     "id": "text",
@@ -83,10 +81,6 @@ _COLUMN_TYPES = {
 }
 
 
-def _doc(obj: BaseModel) -> str:
-    return obj.model_dump_json(by_alias=True)
-
-
 _NO_METRICS = {"metrics"}
 
 
@@ -98,7 +92,7 @@ def _alloc_doc(a: Allocation, metrics_json: Mapping[str, str]) -> str:
     text = metrics_json.get(a.id) if metrics_json else None
     if text is None:
         if a.metrics is None:
-            return _doc(a)
+            return row_doc(a)
         text = metric_json(a.metrics)
     return a.model_dump_json(by_alias=True, exclude=_NO_METRICS)[:-1] + ',"Metrics":' + text + "}"
 
@@ -107,7 +101,7 @@ def _row_json(row: dict[str, Any]) -> str:
     return "{" + ",".join(f'"{c}":' + (v if c == "doc" else json.dumps(v)) for c, v in row.items()) + "}"
 
 
-class SqlState(CollectedRows):
+class SqlState(CatalogRows, CollectedRows):
     """A `StateWriter` for one transaction on `conn`."""
 
     def __init__(self, conn: Connection, *, owns_events: bool = False) -> None:
@@ -128,7 +122,6 @@ class SqlState(CollectedRows):
         self._jobs: dict[tuple[str, str], Any] = {}
         self._job_versions: dict[tuple[str, str, int], Job] = {}
         self._scaling: dict[tuple[str, str], Any] = {}
-        self._variables: dict[tuple[str, str], Any] = {}
         self._allocs: dict[str, Any] = {}
         self._evals: dict[str, Any] = {}
         self._deployments: dict[str, Any] = {}
@@ -140,12 +133,8 @@ class SqlState(CollectedRows):
         # projection write happens under the log's lock), about twice as fast as an upsert.
         self._absent_allocs: set[str] = set()
         self._dirty: dict[str, set[Any]] = {k: set() for k in _DIRTY_TABLES}
-        self._services: dict[str, Any] = {}
-        # Registrations removed by alloc or node (`delete_services_of`), without reading them:
-        # one statement for the batch, however many allocs a plan marks lost.
-        self._service_drop_allocs: set[str] = set()
-        self._service_drop_nodes: set[str] = set()
         self.init_collected()
+        self.init_catalogs()
 
     def take_metrics(self, events: Iterable[Event]) -> None:
         """Note the placement metrics `events` carry as JSON (PlanApplied.metrics_json), for
@@ -228,15 +217,6 @@ class SqlState(CollectedRows):
             JobScalingEvents,
         )
 
-    def variable(self, namespace: str, path: str) -> VariableEncrypted | None:
-        return self._load(
-            self._variables,
-            (namespace, path),
-            "SELECT doc::text FROM variables WHERE namespace = %s AND path = %s",
-            (namespace, path),
-            VariableEncrypted,
-        )
-
     def alloc(self, alloc_id: str) -> Allocation | None:
         return self._load(
             self._allocs, alloc_id, "SELECT doc::text FROM allocs WHERE id = %s", (alloc_id,), Allocation
@@ -276,15 +256,6 @@ class SqlState(CollectedRows):
             self.restarts_by_job[key] = {r[0] for r in rows}
         found = (self.restarts.get(i) for i in sorted(self.restarts_by_job[key]))
         return [r for r in found if r is not None and r is not DELETED]
-
-    def service(self, service_id: str) -> ServiceRegistration | None:
-        return self._load(
-            self._services,
-            service_id,
-            "SELECT doc::text FROM service_registrations WHERE id = %s",
-            (service_id,),
-            ServiceRegistration,
-        )
 
     def assume_absent(self, ids: Iterable[str]) -> None:
         """Take allocs as not in the table without looking (new placements: fresh IDs). Were
@@ -328,14 +299,6 @@ class SqlState(CollectedRows):
         self._scaling[key] = events
         self._dirty["scaling_events"].add(key)
 
-    def upsert_variable(self, var: VariableEncrypted) -> None:
-        self._variables[(var.namespace, var.path)] = var
-        self._dirty["variables"].add((var.namespace, var.path))
-
-    def delete_variable(self, namespace: str, path: str) -> None:
-        self._variables[(namespace, path)] = DELETED
-        self._dirty["variables"].add((namespace, path))
-
     def upsert_eval(self, evaluation: Evaluation) -> None:
         self._evals[evaluation.id] = evaluation
         self._dirty["evals"].add(evaluation.id)
@@ -357,30 +320,13 @@ class SqlState(CollectedRows):
         self.restarts[restart.id] = DELETED
         self._dirty["job_restarts"].add(restart.id)
 
-    def upsert_service(self, reg: ServiceRegistration) -> None:
-        self._services[reg.id] = reg
-        self._dirty["services"].add(reg.id)
-
-    def delete_service(self, service_id: str) -> None:
-        self._services[service_id] = DELETED
-        self._dirty["services"].add(service_id)
-
-    def delete_services_of(self, alloc_ids: Sequence[str], node_id: str) -> None:
-        allocs = set(alloc_ids)
-        for service_id, reg in self._services.items():
-            if reg is not DELETED and (reg.alloc_id in allocs or (node_id and reg.node_id == node_id)):
-                self._services[service_id] = DELETED
-        self._service_drop_allocs |= allocs
-        if node_id:
-            self._service_drop_nodes.add(node_id)
-
     def touched(self) -> tuple[set[str], list[str]]:
         """The keys of what the buffered writes and deletions change, and the categories of
         which every key counts as changed (drover.runtime.watches), for the blocking queries
         waiting on them; read before `flush`."""
         caches = {"allocs": self._allocs, "evals": self._evals, "deployments": self._deployments}
         keys, every = written_keys(self._dirty, self._job_versions, self.restarts, caches)
-        if self._dirty["services"] or self._service_drop_allocs or self._service_drop_nodes:
+        if self.services_touched():
             keys.add(SERVICES_KEY)
         self.collected_keys(keys, name_allocs=not every)
         return keys, every
@@ -394,14 +340,14 @@ class SqlState(CollectedRows):
         self._flush_allocs(writes)
         evals, gone_evals = self._split(self._evals, "evals")
         self._upsert(writes, "evals", ("id",), [
-            {"id": e.id, "namespace": e.namespace, "job_id": e.job_id, "status": e.status, "doc": _doc(e),
+            {"id": e.id, "namespace": e.namespace, "job_id": e.job_id, "status": e.status, "doc": row_doc(e),
              "modify_index": e.modify_index}
             for e in evals
         ])  # fmt: skip
         deps, gone_deps = self._split(self._deployments, "deployments")
         self._upsert(writes, "deployments", ("id",), [
             {"id": d.id, "namespace": d.namespace, "job_id": d.job_id, "create_index": d.create_index,
-             "doc": _doc(d), "modify_index": d.modify_index}
+             "doc": row_doc(d), "modify_index": d.modify_index}
             for d in deps
         ])  # fmt: skip
         for table, gone in (("evals", gone_evals), ("deployments", gone_deps)):
@@ -409,51 +355,22 @@ class SqlState(CollectedRows):
                 writes.append((f"DELETE FROM {table} WHERE id = ANY(%s)", (gone,)))
         self._flush_restarts(writes)
         self._flush_scaling(writes)
-        self._flush_variables(writes)
-        self._flush_services(writes)
+        self.flush_catalogs(writes)
         self.run([*writes, *then])
-
-    def _flush_services(self, writes: list[Statement]) -> None:
-        """The removals by alloc and node first (what the batch wrote after them is in the
-        cache and goes after), then the registrations by ID."""
-        if self._service_drop_allocs or self._service_drop_nodes:
-            writes.append((
-                "DELETE FROM service_registrations WHERE alloc_id = ANY(%s) OR node_id = ANY(%s)",
-                (sorted(self._service_drop_allocs), sorted(self._service_drop_nodes)),
-            ))  # fmt: skip
-            self._service_drop_allocs.clear()
-            self._service_drop_nodes.clear()
-        regs, gone = self._split(self._services, "services")
-        self._upsert(writes, "service_registrations", ("id",), [
-            {"id": r.id, "namespace": r.namespace, "service_name": r.service_name, "node_id": r.node_id,
-             "job_id": r.job_id, "alloc_id": r.alloc_id, "doc": _doc(r), "modify_index": r.modify_index}
-            for r in regs
-        ])  # fmt: skip
-        if gone:
-            writes.append(("DELETE FROM service_registrations WHERE id = ANY(%s)", (gone,)))
 
     def _flush_scaling(self, writes: list[Statement]) -> None:
         events, gone = self._split(self._scaling, "scaling_events")
         self._upsert(writes, "scaling_events", ("namespace", "job_id"), [
-            {"namespace": e.namespace, "job_id": e.job_id, "doc": _doc(e), "modify_index": e.modify_index}
+            {"namespace": e.namespace, "job_id": e.job_id, "doc": row_doc(e), "modify_index": e.modify_index}
             for e in events
         ])  # fmt: skip
         for ns, job_id in gone:
             writes.append(("DELETE FROM scaling_events WHERE namespace = %s AND job_id = %s", (ns, job_id)))
 
-    def _flush_variables(self, writes: list[Statement]) -> None:
-        variables, gone = self._split(self._variables, "variables")
-        self._upsert(writes, "variables", ("namespace", "path"), [
-            {"namespace": v.namespace, "path": v.path, "doc": _doc(v), "modify_index": v.modify_index}
-            for v in variables
-        ])  # fmt: skip
-        for ns, path in gone:
-            writes.append(("DELETE FROM variables WHERE namespace = %s AND path = %s", (ns, path)))
-
     def _flush_restarts(self, writes: list[Statement]) -> None:
         restarts, gone = self._split(self.restarts, "job_restarts")
         self._upsert(writes, "job_restarts", ("id",), [
-            {"id": r.id, "namespace": r.namespace, "job_id": r.job_id, "status": r.status, "doc": _doc(r),
+            {"id": r.id, "namespace": r.namespace, "job_id": r.job_id, "status": r.status, "doc": row_doc(r),
              "create_index": r.create_index, "modify_index": r.modify_index}
             for r in restarts
         ])  # fmt: skip
@@ -462,7 +379,7 @@ class SqlState(CollectedRows):
 
     def _flush_nodes(self, writes: list[Statement]) -> None:
         nodes, gone = self._split(self._nodes, "nodes")
-        rows = [{"id": n.id, "doc": _doc(n), "modify_index": n.modify_index} for n in nodes]
+        rows = [{"id": n.id, "doc": row_doc(n), "modify_index": n.modify_index} for n in nodes]
         self._upsert(writes, "nodes", ("id",), rows)
         if gone:
             writes.append(("DELETE FROM nodes WHERE id = ANY(%s)", (gone,)))
@@ -471,7 +388,7 @@ class SqlState(CollectedRows):
         """The jobs, a purged job's versions with it, and the versions registered."""
         jobs, gone = self._split(self._jobs, "jobs")
         rows = [
-            {"namespace": j.namespace, "id": j.id, "doc": _doc(j), "modify_index": j.modify_index}
+            {"namespace": j.namespace, "id": j.id, "doc": row_doc(j), "modify_index": j.modify_index}
             for j in jobs
         ]
         self._upsert(writes, "jobs", ("namespace", "id"), rows)
@@ -483,7 +400,7 @@ class SqlState(CollectedRows):
                     keys,
                 ))  # fmt: skip
         versions = [
-            {"namespace": j.namespace, "id": j.id, "version": j.version, "doc": _doc(j)}
+            {"namespace": j.namespace, "id": j.id, "version": j.version, "doc": row_doc(j)}
             for (ns, jid, _), j in self._job_versions.items()
             if self._jobs.get((ns, jid)) is not DELETED
         ]

@@ -1,0 +1,50 @@
+"""The in-memory state's catalogues that no scheduling decision reads: Nomad variables (their
+items sealed) and nomad service registrations, by key, each registration also found by its
+alloc so an ended alloc's go in one step. `InMemoryState`'s part (drover.model.state)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from drover.model.serviceregistration import ServiceRegistration
+from drover.model.variables import VariableEncrypted
+
+
+class CatalogState:
+    def init_catalogs(self) -> None:
+        # Variables by (namespace, path), their items sealed (drover.model.variables).
+        self.variables: dict[tuple[str, str], VariableEncrypted] = {}
+        # Service registrations by ID, and their IDs by alloc.
+        self.services: dict[str, ServiceRegistration] = {}
+        self._services_by_alloc: dict[str, dict[str, None]] = {}
+
+    def variable(self, namespace: str, path: str) -> VariableEncrypted | None:
+        return self.variables.get((namespace, path))
+
+    def upsert_variable(self, var: VariableEncrypted) -> None:
+        self.variables[(var.namespace, var.path)] = var
+
+    def delete_variable(self, namespace: str, path: str) -> None:
+        self.variables.pop((namespace, path), None)
+
+    def service(self, service_id: str) -> ServiceRegistration | None:
+        return self.services.get(service_id)
+
+    def upsert_service(self, reg: ServiceRegistration) -> None:
+        self.services[reg.id] = reg
+        self._services_by_alloc.setdefault(reg.alloc_id, {})[reg.id] = None
+
+    def delete_service(self, service_id: str) -> None:
+        reg = self.services.pop(service_id, None)
+        by_alloc = self._services_by_alloc.get(reg.alloc_id) if reg is not None else None
+        if reg is not None and by_alloc is not None:
+            by_alloc.pop(service_id, None)
+            if not by_alloc:
+                del self._services_by_alloc[reg.alloc_id]
+
+    def delete_services_of(self, alloc_ids: Sequence[str], node_id: str) -> None:
+        ids = [i for a in alloc_ids for i in self._services_by_alloc.get(a, ())]
+        if node_id:
+            ids.extend(r.id for r in self.services.values() if r.node_id == node_id)
+        for service_id in dict.fromkeys(ids):
+            self.delete_service(service_id)
