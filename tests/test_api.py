@@ -193,7 +193,8 @@ def test_invalid_blocks_are_each_named_and_nothing_is_written(client: TestClient
         f"{g}: static port 'x' (70000) is outside 1..65535",
         f"{g}: network mode 'overlay' is unknown",
         f"{g}, service 'web': port label 'nope' does not exist",
-        f"{g}, service 'web', check 1: invalid check type 'script', must be one of tcp, http",
+        f"{g}, service 'web', check 1: Service [web]->web or Check service: \"web\" check must specify task "
+        "parameter",
         f"{g}, service 'web', check 1: missing required value interval",
         f"{g}, volume 'data': volume has unrecognized type 'nfs'",
         f"{g}: scaling: maximum count 1 must not be less than minimum count 3",

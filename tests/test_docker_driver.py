@@ -387,3 +387,26 @@ def test_the_task_sees_its_directories_and_host_volumes_mounted(setup: Setup) ->
     assert (setup.tmp / "volume" / "out").read_text() == "from-container\n"
     alloc_dir = setup.tmp / "a1" / "allocs" / alloc["ID"]
     assert (alloc_dir / "alloc" / "data" / "dirs").read_text() == "/local /alloc\n"
+
+
+def test_a_script_check_runs_in_the_container(setup: Setup) -> None:
+    """A script check of a docker task is an exec in its container (Nomad's docker ExecTask):
+    it sees the container's filesystem and environment; its exit code decides its status."""
+    c = setup.c
+    every = {"Type": "script", "Command": "sh", "Interval": S, "Timeout": S}
+    checks = [
+        {**every, "Name": "inside", "Args": ["-c", "test -f /.dockerenv && echo in $NOMAD_TASK_DIR"]},
+        {**every, "Name": "down", "Args": ["-c", "echo down; exit 2"], "OnUpdate": "ignore"},
+    ]
+    service = {"Name": "dscript", "PortLabel": "http", "Provider": "nomad", "Checks": checks}
+    c.put("/v1/jobs", docker_job("dscript", SERVE, task={"Services": [service]}))
+    alloc = running(c, "dscript")
+
+    def results() -> Any:
+        r = {v["Check"]: v for v in c.get(f"/v1/client/allocation/{alloc['ID']}/checks").values()}
+        return all(v["Output"] != "nomad: waiting to run" for v in r.values()) and r
+
+    got = c.wait(results, RUN)
+    assert (got["inside"]["Status"], got["inside"]["Output"]) == ("success", "in /local\n"), got
+    assert (got["down"]["Status"], got["down"]["Output"]) == ("failure", "down\n"), got
+    c.http.delete("/v1/job/dscript?purge=true").raise_for_status()

@@ -1,5 +1,5 @@
-"""Nomad service checks as the client runs them: IDs, modes, targets, thresholds and
-check_restart."""
+"""Nomad service checks as the client runs them: IDs, modes, targets, thresholds, script
+checks' results and check_restart."""
 
 from __future__ import annotations
 
@@ -9,22 +9,28 @@ from typing import Any
 import pytest
 
 from drover.control.client.checks import (
+    OUTPUT_DEADLINE,
+    SCRIPT_OUTPUT_LIMIT,
     STATUS_FAILURE,
     STATUS_PENDING,
     STATUS_SUCCESS,
+    STATUS_WARNING,
+    CheckSpec,
     RestartWatch,
     Threshold,
     alloc_checks,
     check_id,
     check_mode,
     http_status_ok,
+    script_command,
+    script_result,
 )
 from drover.model import Allocation
 from drover.model.allocated import AllocatedResources, AllocatedSharedResources
 from drover.model.durations import SECOND
 from drover.model.job import TaskGroup
 from drover.model.network import AllocatedPortMapping, NetworkResource
-from drover.model.services import ServiceCheck
+from drover.model.services import Service, ServiceCheck
 
 
 def _nomad_id(alloc: str, group: str, c: ServiceCheck) -> str:
@@ -131,3 +137,88 @@ def test_check_restart_counts_failures_after_grace() -> None:
     assert w.observe(STATUS_FAILURE, started + 14 * SECOND, started)
     assert not w.observe(STATUS_FAILURE, started + 15 * SECOND, started)  # counted again from 0
     assert not RestartWatch(limit=0, grace=0).observe(STATUS_FAILURE, started, 0)
+
+
+def test_script_checks_run_in_their_task() -> None:
+    tg = TaskGroup.model_validate({
+        "Name": "web",
+        "Services": [
+            {"Name": "web", "Provider": "nomad", "TaskName": "srv",
+             "Checks": [{"Name": "by-service", "Type": "script", "Command": "true"}]},
+            {"Name": "db", "Provider": "nomad",
+             "Checks": [{"Name": "by-check", "Type": "script", "Command": "true", "TaskName": "side"}]},
+        ],
+        "Tasks": [{"Name": "srv", "Services": [{"Name": "api", "Provider": "nomad",
+                                                 "Checks": [{"Name": "own", "Type": "script", "Command": "x"}]}]},
+                  {"Name": "side"}],
+    })  # fmt: skip
+    specs = alloc_checks(Allocation(id="a1", task_group="web"), tg)
+    assert [(s.check.name, s.script, s.check_task, s.task) for s in specs] == [
+        ("by-service", True, "srv", ""),
+        ("by-check", True, "side", ""),
+        ("own", True, "srv", "srv"),
+    ]
+
+
+def test_script_commands_take_the_task_environment_unsplit() -> None:
+    check = ServiceCheck(
+        type="script", command="${NOMAD_TASK_DIR}/check me", args=["-p", "${PORT}", "${NOPE}"]
+    )
+    env = {"NOMAD_TASK_DIR": "/t/local", "PORT": "80"}
+
+    def replace(text: str) -> str:
+        for k, v in env.items():
+            text = text.replace("${" + k + "}", v)
+        return text
+
+    assert script_command(check, replace) == ["/t/local/check me", "-p", "80", "${NOPE}"]
+
+
+@pytest.mark.parametrize(
+    ("code", "error", "status", "output"),
+    [
+        (0, "", STATUS_SUCCESS, "out"),
+        (1, "", STATUS_WARNING, "out"),
+        (2, "", STATUS_FAILURE, "out"),
+        (127, "", STATUS_FAILURE, "out"),
+        (-9, "", STATUS_FAILURE, "out"),
+        (0, OUTPUT_DEADLINE, STATUS_FAILURE, OUTPUT_DEADLINE),
+        (0, "[Errno 2] No such file or directory: 'nope'", STATUS_FAILURE,
+         "[Errno 2] No such file or directory: 'nope'"),
+    ],
+)  # fmt: skip
+def test_script_results_by_exit_code(code: int, error: str, status: str, output: str) -> None:
+    assert script_result(code, b"out", error) == (status, output)
+
+
+def test_script_output_keeps_its_last_bytes() -> None:
+    long = b"a" * SCRIPT_OUTPUT_LIMIT + b"tail\xff"
+    status, output = script_result(2, long)
+    assert status == STATUS_FAILURE
+    assert len(output.encode()) == SCRIPT_OUTPUT_LIMIT + 2  # the invalid byte replaced
+    assert output.endswith("tail\ufffd") and output.startswith("a")
+
+
+@pytest.mark.parametrize(
+    ("on_update", "status", "passing"),
+    [
+        ("require_healthy", STATUS_SUCCESS, True),
+        ("require_healthy", STATUS_WARNING, False),
+        ("require_healthy", STATUS_PENDING, False),
+        ("ignore_warnings", STATUS_WARNING, True),
+        ("ignore_warnings", STATUS_FAILURE, False),
+    ],
+)
+def test_warnings_pass_only_when_ignored(on_update: str, status: str, passing: bool) -> None:
+    check = ServiceCheck(type="script", command="x", on_update=on_update)
+    assert CheckSpec("id", check, Service(name="s"), "t").passing(status) is passing
+
+
+def test_check_restart_counts_warnings_unless_ignored() -> None:
+    strict, lenient = RestartWatch(limit=2, grace=0), RestartWatch(limit=2, grace=0, ignore_warnings=True)
+    assert not strict.observe(STATUS_WARNING, SECOND, 0)
+    assert strict.observe(STATUS_WARNING, 2 * SECOND, 0)
+    assert not lenient.observe(STATUS_FAILURE, SECOND, 0)
+    assert not lenient.observe(STATUS_WARNING, 2 * SECOND, 0)  # a warning starts over
+    assert not lenient.observe(STATUS_FAILURE, 3 * SECOND, 0)
+    assert lenient.observe(STATUS_FAILURE, 4 * SECOND, 0)

@@ -25,8 +25,9 @@ CHECK_TCP = "tcp"
 CHECK_SCRIPT = "script"
 CHECK_GRPC = "grpc"
 CHECK_TYPES = (CHECK_HTTP, CHECK_TCP, CHECK_SCRIPT, CHECK_GRPC)
-# The check types each provider runs: Nomad's own checks are http and tcp only.
-NOMAD_CHECK_TYPES = (CHECK_TCP, CHECK_HTTP)
+# The check types each provider runs. Nomad runs http and tcp checks itself and script checks
+# only through Consul; Drover, without Consul, runs a nomad service's script checks too.
+NOMAD_CHECK_TYPES = (CHECK_TCP, CHECK_HTTP, CHECK_SCRIPT)
 CONSUL_CHECK_TYPES = (CHECK_GRPC, CHECK_TCP, CHECK_HTTP, CHECK_SCRIPT)
 CHECK_INITIAL_STATUSES = ("passing", "warning", "critical")
 # A Consul service's kind: a typical service ("") or a gateway.

@@ -25,7 +25,7 @@ from typing import Any, TypeVar
 from drover.client.dockergc import LABEL_NODE_ID, DockerCollector
 from drover.client.dockerlogs import LogFollower
 from drover.client.dockeroptions import DockerOptions
-from drover.client.drivers import ExitResult, StartError, TaskContext, kill_signal
+from drover.client.drivers import ExecResult, ExitResult, StartError, TaskContext, kill_signal
 from drover.control.client.dockerspec import (
     LABEL_ALLOC_ID,
     BindMount,
@@ -168,17 +168,19 @@ class DockerHandle:
         """The signal to the container's main process (the engine's kill with a signal)."""
         await self.driver.call(self.driver.api().kill, self.container_id, signal=kill_signal(signal_name))
 
-    async def exec(self, command: list[str], timeout: float) -> tuple[int, bytes]:
-        """Run `command` in the container (a template's change script): its exit code and
-        output; 124 when it outlives `timeout`."""
+    async def exec(self, command: list[str], timeout: float) -> ExecResult:
+        """Run `command` in the container (a script check, a template's change script), as
+        Nomad's docker driver ExecTask does: its exit code and output (stdout and stderr)."""
         api = self.driver.api()
-        exec_id = (await self.driver.call(api.exec_create, self.container_id, command))["Id"]
         try:
+            exec_id = (await self.driver.call(api.exec_create, self.container_id, command))["Id"]
             output = await asyncio.wait_for(self.driver.call(api.exec_start, exec_id), timeout)
+            code = (await self.driver.call(api.exec_inspect, exec_id)).get("ExitCode")
         except TimeoutError:
-            return 124, b""
-        code = (await self.driver.call(api.exec_inspect, exec_id)).get("ExitCode")
-        return int(code if code is not None else -1), bytes(output or b"")
+            return ExecResult(exit_code=-1, timed_out=True)
+        except Exception as e:  # the engine's refusal (no such container, not running)
+            return ExecResult(error=f"failed to exec into task: {e}")
+        return ExecResult(exit_code=int(code if code is not None else -1), output=bytes(output or b""))
 
     def state(self) -> dict[str, Any]:
         return {

@@ -35,6 +35,18 @@ class ExitResult:
 
 
 @dataclass
+class ExecResult:
+    """A command run where a task runs (a script check, a template's change script): its exit
+    code and last output (stdout and stderr together), whether it outlived its timeout, or why
+    it did not run (`error`)."""
+
+    exit_code: int = 0
+    output: bytes = b""
+    timed_out: bool = False
+    error: str = ""
+
+
+@dataclass
 class TaskContext:
     """What a driver that isolates its task needs beyond the task (docker): the alloc, its job
     and node, the alloc's directory, the task's host volume mounts, and a way to add a task
@@ -282,6 +294,39 @@ class RawExecDriver:
         # running under its pid now.
         start_time = state.get("start_time")
         return ProcessHandle(int(state["pid"]), Path(state["exit_file"]), start_time=start_time)
+
+
+async def exec_process(
+    command: list[str], cwd: Path, env: dict[str, str], timeout: float, keep: int
+) -> ExecResult:
+    """`command` as a process of its own group beside a raw_exec task (Nomad's executor
+    ExecScript): the task's environment, its working directory, the last `keep` bytes of its
+    output; killed with its group when it outlives `timeout`."""
+    try:
+        proc = await asyncio.create_subprocess_exec(
+            *command, cwd=cwd, env=env, stdin=asyncio.subprocess.DEVNULL,
+            stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT, start_new_session=True,
+        )  # fmt: skip
+    except OSError as e:
+        return ExecResult(error=str(e))
+    tail = bytearray()
+
+    async def drain() -> None:
+        assert proc.stdout is not None
+        while chunk := await proc.stdout.read(65536):
+            tail.extend(chunk)
+            del tail[:-keep]
+        await proc.wait()
+
+    try:
+        await asyncio.wait_for(drain(), timeout)
+    except TimeoutError:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(proc.pid, signal.SIGKILL)
+        await proc.wait()
+        return ExecResult(exit_code=-1, output=bytes(tail), timed_out=True)
+    code = proc.returncode if proc.returncode is not None else -1
+    return ExecResult(exit_code=code, output=bytes(tail))
 
 
 def driver_for(name: str, enabled: set[str], docker: Driver | None = None) -> Driver | None:

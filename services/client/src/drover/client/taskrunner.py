@@ -13,20 +13,30 @@ import logging
 import os
 import random
 import time
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import httpx
 
 from drover.client import artifacts
 from drover.client.dockerdriver import DockerHandle
-from drover.client.drivers import Driver, ExitResult, StartError, TaskContext, TaskHandle, driver_for
+from drover.client.drivers import (
+    Driver,
+    ExecResult,
+    ExitResult,
+    StartError,
+    TaskContext,
+    TaskHandle,
+    driver_for,
+    exec_process,
+)
 from drover.client.tasktemplates import Change as TemplateChange
 from drover.client.tasktemplates import TaskTemplates, TemplateError, missing_words, script_command
 from drover.client.templatesources import Dep, TemplateSources
 from drover.control.client.lifecycle import task_stage
 from drover.control.client.restarttracker import DONE, RESTART, RestartTracker
-from drover.control.client.taskenv import interpolate, interpolation_maps, task_env
-from drover.control.client.volumes import VolumeError, host_volume_mounts, volume_env
+from drover.control.client.taskenv import interpolate, interpolation_maps, replace_env, task_env
+from drover.control.client.volumes import HostVolumeMount, VolumeError, host_volume_mounts, volume_env
 from drover.model.alloc import TASK_STATE_DEAD, TASK_STATE_PENDING, TASK_STATE_RUNNING, TaskEvent, TaskState
 from drover.model.defaults import DEFAULT_KILL_TIMEOUT, default_restart_policy
 from drover.model.drivers import config_problems
@@ -39,6 +49,8 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("drover.client")
 EVENTS_KEPT = 10
+# The most of a command's output kept when it runs in the task (the executor's CheckBufSize).
+EXEC_OUTPUT_KEPT = 4 * 1024
 
 
 class PrestartError(Exception):
@@ -73,6 +85,10 @@ class TaskRunner:
         self.templates: TaskTemplates | None = None
         self._template_env: dict[str, str] = {}
         self._template_watch: asyncio.Task[None] | None = None
+        # The environment and working directory the task was started with (commands run
+        # beside it see the same); None for a task re-attached after the agent's restart.
+        self.env: dict[str, str] | None = None
+        self.work_dir: Path | None = None
 
     # --- state and events ---
     def _event(self, kind: str, message: str = "", **details: str) -> None:
@@ -164,9 +180,10 @@ class TaskRunner:
             return None
         try:
             task, env, ctx = await self._prestart(driver)
-            self.handle = await driver.start(
-                task, self.alloc.task_dir(self.task), self.alloc.log_dir, env, ctx
-            )
+            task_dir = self.alloc.task_dir(self.task)
+            self.handle = await driver.start(task, task_dir, self.alloc.log_dir, env, ctx)
+            self.env = env
+            self.work_dir = Path(task.config["work_dir"]) if task.config.get("work_dir") else task_dir
         except PrestartError as e:
             self._event(e.kind, str(e))
             recoverable = e.recoverable
@@ -258,11 +275,9 @@ class TaskRunner:
                 raise PrestartError("Setup Failure", f"failed to build the task directory: {e}", False) from e
             self._set_up = True
         try:
-            mounts = host_volume_mounts(task, ar.tg, ar.client.node.host_volumes, ar.alloc.name)
+            mounts, env = self._task_env(driver)
         except VolumeError as e:
             raise PrestartError("Setup Failure", str(e), False) from e
-        dirs = driver.container_dirs or ar.dirs(task)
-        env = task_env(ar.alloc, ar.job, task, ar.client.node, dirs, ar.client.region, volume_env(mounts))
         maps = interpolation_maps(env, ar.client.node, ar.client.region)
         await self._fetch_artifacts(maps)
         if task.templates:
@@ -277,6 +292,15 @@ class TaskRunner:
         )
         ctx = TaskContext(ar.alloc, ar.job, ar.client.node, ar.dir, mounts, self._event)
         return driven, env, ctx
+
+    def _task_env(self, driver: Driver) -> tuple[list[HostVolumeMount], dict[str, str]]:
+        """The task's host volume mounts and its environment (Nomad's), its directories as the
+        driver's task sees them. Raises VolumeError."""
+        ar, task = self.alloc, self.task
+        mounts = host_volume_mounts(task, ar.tg, ar.client.node.host_volumes, ar.alloc.name)
+        dirs = driver.container_dirs or ar.dirs(task)
+        env = task_env(ar.alloc, ar.job, task, ar.client.node, dirs, ar.client.region, volume_env(mounts))
+        return mounts, env
 
     async def _render_templates(self, env: dict[str, str]) -> dict[str, str]:
         """The task's templates rendered and written (drover.client.tasktemplates), waiting while
@@ -334,26 +358,9 @@ class TaskRunner:
     async def _template_script(self, handle: TaskHandle, template: Template) -> None:
         script = template.change_script
         assert script is not None
-        command = script_command(template)
-        timeout = (script.timeout or 5 * SECOND) / SECOND
-        try:
-            if isinstance(handle, DockerHandle):
-                code, _ = await handle.exec(command, timeout)
-            else:
-                proc = await asyncio.create_subprocess_exec(
-                    *command, cwd=self.alloc.task_dir(self.task), env={**os.environ, **self._template_env},
-                    stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.DEVNULL,
-                )  # fmt: skip
-                try:
-                    code = await asyncio.wait_for(proc.wait(), timeout)
-                except TimeoutError:
-                    proc.kill()
-                    code = 124
-        except OSError as e:
-            code, why = -1, str(e)
-        else:
-            why = f"exit code {code}"
-        if code == 0:
+        result = await self.exec(script_command(template), (script.timeout or 5 * SECOND) / SECOND)
+        why = result.error or ("timed out" if result.timed_out else f"exit code {result.exit_code}")
+        if not result.error and not result.timed_out and result.exit_code == 0:
             self._event(
                 "Template", f"Template ran script {script.command} with arguments {script.args} on change"
             )
@@ -379,6 +386,36 @@ class TaskRunner:
                 message = f'failed to download artifact "{art.getter_source}": {e}'
                 raise PrestartError("Failed Artifact Download", message, True) from e
             self._fetched.add(i)
+
+    # --- commands run where the task runs ---
+    def replace_env(self, text: str) -> str:
+        """`text` with the task's environment interpolated (`${NOMAD_TASK_DIR}`...)."""
+        env = self._exec_env()
+        return replace_env(text, *interpolation_maps(env, self.alloc.client.node, self.alloc.client.region))
+
+    def _exec_env(self) -> dict[str, str]:
+        if self.env is None:  # re-attached: the task's own environment (templates' aside)
+            driver = driver_for(self.task.driver, self.alloc.client.drivers, self.alloc.client.docker)
+            try:
+                self.env = self._task_env(driver)[1] if driver is not None else {}
+            except VolumeError:
+                self.env = {}
+        return self.env
+
+    async def exec(self, command: list[str], timeout: float) -> ExecResult:
+        """Run `command` where the task runs, as its driver's Exec does (a script check, a
+        template's change script): in its container for docker, else a process with the
+        task's environment in its working directory."""
+        handle = self.handle
+        if handle is None or self.state.state != TASK_STATE_RUNNING:
+            return ExecResult(error="task is not running")
+        if isinstance(handle, DockerHandle):
+            return await handle.exec(command, timeout)
+        if self.task.driver == "mock":
+            return ExecResult(error="the mock driver does not run commands")
+        cwd = self.work_dir or self.alloc.task_dir(self.task)
+        env = {**os.environ, **self._exec_env()}
+        return await exec_process(command, cwd, env, timeout, EXEC_OUTPUT_KEPT)
 
     # --- stopping ---
     async def _wait_or_stop(self, handle: TaskHandle) -> ExitResult | None:

@@ -1,11 +1,14 @@
-"""Nomad's own service checks (http and tcp, of `provider = "nomad"` services), as the client
-runs them: each check's ID and mode, where it connects, what counts as a success, the
-status it shows after `success_before_passing` / `failures_before_critical`, its result in
-Nomad's form (CheckQueryResult), and when `check_restart` restarts its task."""
+"""Nomad's own service checks (http and tcp, of `provider = "nomad"` services, and script
+checks run in their task as Nomad's script check hook runs them for Consul), as the client
+runs them: each check's ID and mode, where it connects or which task runs it, what counts as
+a success, the status it shows after `success_before_passing` / `failures_before_critical`
+(a script's by its exit code: 0 passing, 1 warning, else critical), its result in Nomad's form
+(CheckQueryResult), and when `check_restart` restarts its task."""
 
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from drover.model.alloc import Allocation
@@ -13,18 +16,31 @@ from drover.model.allocated import AllocatedResources
 from drover.model.base import NomadModel
 from drover.model.job import TaskGroup
 from drover.model.serviceregistration import nomad_services, service_address
-from drover.model.services import NOMAD_CHECK_TYPES, ON_UPDATE_IGNORE, Service, ServiceCheck
+from drover.model.services import (
+    CHECK_SCRIPT,
+    NOMAD_CHECK_TYPES,
+    ON_UPDATE_IGNORE,
+    ON_UPDATE_IGNORE_WARNINGS,
+    Service,
+    ServiceCheck,
+)
 
 MODE_HEALTHINESS = "healthiness"
 MODE_READINESS = "readiness"
 STATUS_SUCCESS = "success"
 STATUS_FAILURE = "failure"
 STATUS_PENDING = "pending"
+# A script check that exited 1 (Consul's warning; Nomad's own checks have none).
+STATUS_WARNING = "warning"
 OUTPUT_WAITING = "nomad: waiting to run"
 OUTPUT_TCP_OK = "nomad: tcp ok"
 OUTPUT_HTTP_OK = "nomad: http ok"
 # Nomad keeps this much of a failing answer's body as the check's output.
 OUTPUT_LIMIT = 3 * 1024
+# And this much of a script's output, its last bytes (the executor's CheckBufSize ring buffer).
+SCRIPT_OUTPUT_LIMIT = 4 * 1024
+# What a script that outlived its timeout reports (Go's context.DeadlineExceeded).
+OUTPUT_DEADLINE = "context deadline exceeded"
 
 
 class CheckQueryResult(NomadModel):
@@ -90,6 +106,23 @@ class CheckSpec:
         spec = self.service.model_copy(update={"port_label": label, "address_mode": mode})
         return service_address(spec, resources)
 
+    @property
+    def script(self) -> bool:
+        return self.check.type.lower() == CHECK_SCRIPT
+
+    @property
+    def check_task(self) -> str:
+        """The task a script check runs in and check_restart restarts: the check's own `task`,
+        else its service's."""
+        return self.check.task_name or self.task or self.service.task_name
+
+    def passing(self, status: str) -> bool:
+        """Whether `status` counts as passing for deployment health: success, or a warning of a
+        check whose on_update ignores warnings."""
+        return status == STATUS_SUCCESS or (
+            status == STATUS_WARNING and self.check.on_update == ON_UPDATE_IGNORE_WARNINGS
+        )
+
     def url(self, host: str, port: int) -> str:
         """An http check's URL: its protocol (http by default), the address and its path."""
         hostport = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
@@ -105,7 +138,8 @@ class CheckSpec:
 
 
 def alloc_checks(alloc: Allocation, tg: TaskGroup) -> list[CheckSpec]:
-    """Every http and tcp check of the alloc's nomad services, its group's and its tasks'."""
+    """Every http, tcp and script check of the alloc's nomad services, its group's and its
+    tasks'."""
     out: list[CheckSpec] = []
     owners = [("", tg.services), *((t.name, t.services) for t in tg.tasks)]
     for task, services in owners:
@@ -119,6 +153,22 @@ def alloc_checks(alloc: Allocation, tg: TaskGroup) -> list[CheckSpec]:
 def http_status_ok(code: int) -> bool:
     """Nomad's: any answer below 400 is a success."""
     return code < 400
+
+
+def script_command(check: ServiceCheck, replace: Callable[[str], str]) -> list[str]:
+    """A script check's command and arguments, each with the task's environment interpolated
+    (`replace`), the command not split: it names the program, as in Nomad."""
+    return [replace(check.command), *(replace(a) for a in check.args)]
+
+
+def script_result(exit_code: int, output: bytes, error: str = "") -> tuple[str, str]:
+    """A script check's status and output (Nomad's script check callback): exit 0 passing,
+    1 warning, anything else critical; a script that did not run or outlived its timeout
+    (`error`) critical, its error as the output. The output keeps its last bytes."""
+    if error:
+        return STATUS_FAILURE, error
+    status = {0: STATUS_SUCCESS, 1: STATUS_WARNING}.get(exit_code, STATUS_FAILURE)
+    return status, output[-SCRIPT_OUTPUT_LIMIT:].decode(errors="replace")
 
 
 @dataclass
@@ -148,10 +198,11 @@ class Threshold:
 class RestartWatch:
     """check_restart: the task is restarted once the check has failed `limit` times in a row,
     counted only after `grace` has passed since the task started (Nomad's checkWatcher). A
-    limit of 0 never restarts."""
+    limit of 0 never restarts. A warning is a failure unless `ignore_warnings`."""
 
     limit: int
     grace: int  # ns
+    ignore_warnings: bool = False
     failures: int = field(default=0)
 
     def observe(self, status: str, now: int, started_at: int) -> bool:
@@ -160,7 +211,7 @@ class RestartWatch:
         if self.limit <= 0 or now < started_at + self.grace:
             self.failures = 0
             return False
-        if status != STATUS_FAILURE:
+        if status != STATUS_FAILURE and (status != STATUS_WARNING or self.ignore_warnings):
             self.failures = 0
             return False
         self.failures += 1

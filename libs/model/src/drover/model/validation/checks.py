@@ -1,6 +1,8 @@
 """A service's checks (structs ServiceCheck validateCommon, validateNomad, validateConsul): the
 rules every check keeps, then those of its service's provider. Nomad runs only http and tcp
-checks itself; Consul's take grpc and script checks too, and pass/fail thresholds."""
+checks itself; Consul's take grpc and script checks too, and pass/fail thresholds. Drover runs a
+nomad service's script checks as well, the one kind of check with a warning status (exit 1),
+so only they may ignore warnings."""
 
 from __future__ import annotations
 
@@ -117,10 +119,11 @@ def _nomad_problems(check: ServiceCheck) -> list[str]:
     out = [
         f"{name} may only be set for Consul service checks" for name, given in consul_only.items() if given
     ]
-    if check.on_update == ON_UPDATE_IGNORE_WARNINGS:
-        out.append(f"on_update may only be {ON_UPDATE_IGNORE_WARNINGS!r} for Consul service checks")
-    if check.check_restart is not None and check.check_restart.ignore_warnings:
-        out.append("ignore_warnings on check_restart is only for Consul service checks")
+    warns = check.type.lower() == CHECK_SCRIPT
+    if check.on_update == ON_UPDATE_IGNORE_WARNINGS and not warns:
+        out.append(f"on_update may only be {ON_UPDATE_IGNORE_WARNINGS!r} for Consul or script checks")
+    if check.check_restart is not None and check.check_restart.ignore_warnings and not warns:
+        out.append("ignore_warnings on check_restart is only for Consul or script checks")
     if check.address_mode == ADDRESS_MODE_DRIVER:
         out.append('address_mode "driver" may only be set for Consul service checks')
     if check.type.lower() == CHECK_HTTP and check.method and check.method.upper() not in _HTTP_METHODS:

@@ -40,7 +40,7 @@ def group_services_at(where: str, tg: TaskGroup) -> list[str]:
     for i, svc in enumerate(tg.services, 1):
         svc_where = f"{where}, {_service_place(svc, i)}"
         out += service_at(svc_where, svc)
-        out += _group_service_at(svc_where, svc, tasks, labels)
+        out += _group_service_at(svc_where, svc, tg.name, tasks, labels)
     out += at(where, _uniqueness_problems(tg))
     providers = sorted({s.provider for _, s in _all_services(tg)})
     if len(providers) > 1:
@@ -104,10 +104,10 @@ def service_at(where: str, svc: Service) -> list[str]:
     return out
 
 
-def _group_service_at(where: str, svc: Service, tasks: set[str], labels: set[str]) -> list[str]:
-    """A group service's: no driver address mode, checks naming tasks of the group, the ports it
-    names. Nomad leaves a group service's port to the client, which fails the alloc; it is
-    refused here at register instead."""
+def _group_service_at(where: str, svc: Service, group: str, tasks: set[str], labels: set[str]) -> list[str]:
+    """A group service's: no driver address mode, checks naming tasks of the group (a script
+    check runs in one: it must name it), the ports it names. Nomad leaves a group service's port
+    to the client, which fails the alloc; it is refused here at register instead."""
     out: list[str] = []
     if svc.address_mode == ADDRESS_MODE_DRIVER:
         out.append(f'{where}: address_mode "driver" is only for services in a task')
@@ -118,9 +118,11 @@ def _group_service_at(where: str, svc: Service, tasks: set[str], labels: set[str
                 out.append(f'{check_at}: address_mode "driver" is only for checks of services in a task')
             if check.task_name not in tasks:
                 out.append(f"{check_at}: refers to non-existent task {check.task_name!r}")
-        elif check.type == CHECK_SCRIPT and not svc.task_name:
+        elif check.type.lower() == CHECK_SCRIPT and not svc.task_name:
+            # Nomad's words, with the name its canonicalization gives a check without one.
+            name = check.name or f'service: "{svc.name}" check'
             out.append(
-                f"{check_at}: a script check of a group service must name its task (service or check task)"
+                f"{check_at}: Service [{group}]->{svc.name} or Check {name} must specify task parameter"
             )
     named = {svc.port_label} if svc.port_label else set()
     named |= {effective_port(c, svc) for c in svc.checks if requires_port(c)}
