@@ -419,3 +419,76 @@ def test_http_checks_send_their_method_headers_and_body(setup: tuple[Cluster, Ag
         "failure", 418, "readiness")  # fmt: skip
     assert checks["right"]["Task"] == "srv" and checks["right"]["Service"] == "probed-api"
     assert c.http.delete("/v1/job/probed?purge=true").status_code == 200
+
+
+def test_an_in_place_update_reaches_the_running_alloc(setup: tuple[Cluster, Agents, Path]) -> None:
+    """A new job version the scheduler updates in place (services and checks only): the same
+    alloc re-registers its services as now defined, drops the removed one, and runs the check
+    added; a check redefined replaces the old one's results."""
+    c, _, _ = setup
+    job = web_job("inplace")
+    c.put("/v1/jobs", job)
+    (alloc,) = running(c, "inplace")
+    (web,) = registrations(c, "inplace-web", 1)
+    registrations(c, "inplace-api", 1)
+    assert web["Tags"] == ["v1", "web"] and c.get(f"/v1/client/allocation/{alloc['ID']}/checks") == {}
+
+    group = job["Job"]["TaskGroups"][0]
+    group["Services"][0]["Tags"] = ["v2"]
+    group["Services"][0]["Checks"] = [
+        {"Name": "alive", "Type": "http", "Path": "/", "Interval": S, "Timeout": S}
+    ]
+    group["Services"].append({"Name": "inplace-new", "PortLabel": "http", "Provider": "nomad"})
+    group["Tasks"][0]["Services"] = []
+    c.put("/v1/jobs", job)
+    c.wait(lambda: c.get("/v1/service/inplace-web")[0]["Tags"] == ["v2"], RUN)
+    (added,) = registrations(c, "inplace-new", 1)
+    assert added["AllocID"] == alloc["ID"] and added["Port"] == web["Port"]
+    (updated,) = allocs(c, "inplace")
+    assert (updated["ID"], updated["JobVersion"]) == (alloc["ID"], 1)
+    (now,) = c.get("/v1/service/inplace-web")
+    assert now["ID"] == web["ID"] and now["ModifyIndex"] > web["ModifyIndex"]
+    c.wait(lambda: c.get("/v1/service/inplace-api") == [], RUN)
+    path = f"/v1/client/allocation/{alloc['ID']}/checks"
+    (result,) = c.wait(lambda: [r for r in c.get(path).values() if r["Status"] == "success"], RUN)
+    assert (result["Check"], result["StatusCode"]) == ("alive", 200)
+
+    # Its path changed: a check of another ID, its own results.
+    group["Services"][0]["Checks"][0]["Path"] = "/missing"
+    c.put("/v1/jobs", job)
+    (redefined,) = c.wait(lambda: [r for r in c.get(path).values() if r.get("StatusCode") == 404], RUN)
+    assert redefined["ID"] != result["ID"] and redefined["Status"] == "failure"
+    assert list(c.get(path)) == [redefined["ID"]]
+    (updated,) = allocs(c, "inplace")
+    assert (updated["ID"], updated["JobVersion"]) == (alloc["ID"], 2)
+    assert c.http.delete("/v1/job/inplace?purge=true").status_code == 200
+
+
+def test_an_alloc_updated_in_place_is_judged_for_its_new_deployment(
+    setup: tuple[Cluster, Agents, Path],
+) -> None:
+    """A count raised with a service's tags changed: the running alloc, updated in place, joins
+    the new deployment, and the agent judges its health for it again (by its check)."""
+    c, _, _ = setup
+    job = checked_job("joined", "/")
+    c.put("/v1/jobs", job)
+    first = c.wait(
+        lambda: (d := c.get("/v1/job/joined/deployment")) and d["Status"] == "successful" and d, RUN
+    )
+    (alloc,) = allocs(c, "joined")
+    group = job["Job"]["TaskGroups"][0]
+    group["Count"] = 2
+    group["Services"][0]["Tags"] = ["v2"]
+    c.put("/v1/jobs", job)
+
+    def succeeded() -> Any:
+        d = c.get("/v1/job/joined/deployment")
+        return d["ID"] != first["ID"] and d["Status"] == "successful" and d
+
+    second = c.wait(succeeded, RUN, describe=lambda: c.get("/v1/job/joined/deployment"))
+    assert second["TaskGroups"]["g"]["HealthyAllocs"] == 2
+    kept = next(a for a in allocs(c, "joined") if a["ID"] == alloc["ID"])
+    assert kept["DeploymentID"] == second["ID"] and kept["DeploymentStatus"]["Healthy"] is True
+    assert kept["JobVersion"] == 1
+    c.wait(lambda: sorted(r["Tags"][0] for r in c.get("/v1/service/joined-web")) == ["v2", "v2"], RUN)
+    assert c.http.delete("/v1/job/joined?purge=true").status_code == 200

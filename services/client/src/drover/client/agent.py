@@ -240,6 +240,7 @@ class Agent:
                 )
             return
         if runner is not None:
+            await self._update(runner, alloc)
             self._restart_if_asked(runner, alloc)
             return
         if alloc.client_terminal():
@@ -263,6 +264,20 @@ class Agent:
         runner.start()
         self.dirty.add(alloc.id)
         self._restart_if_asked(runner, alloc)
+
+    async def _update(self, runner: AllocRunner, alloc: Allocation) -> None:
+        """Hand the runner the alloc the servers changed (a new AllocModifyIndex: an in-place
+        update to a new job version, a new deployment), with that version of its job."""
+        if runner.stopped or alloc.alloc_modify_index <= runner.alloc.alloc_modify_index:
+            return
+        job = await self.job(alloc)
+        if job is None:
+            log.warning("alloc %s: job %s version %d not found", alloc.id, alloc.job_id, alloc.job_version)
+            return
+        if alloc.job_version != runner.alloc.job_version:
+            log.info("alloc %s: updated in place to job version %d", alloc.id, alloc.job_version)
+        runner.update(alloc, job)
+        self.dirty.add(alloc.id)
 
     async def _reattach(self, alloc: Allocation, job: Job, saved: dict[str, Any]) -> dict[str, TaskHandle]:
         """Handles of the alloc's tasks still running from before this agent's restart: raw_exec

@@ -227,6 +227,29 @@ class AllocRunner:
     def persist(self) -> None:
         self._persist()
 
+    def update(self, alloc: Allocation, job: Job) -> None:
+        """Take an update of the alloc from the servers (Nomad's alloc runner Update: an
+        in-place update of its job, a canary promoted): its services are registered as now
+        defined (the registrar reads the alloc and group), its checks change with theirs, each
+        task goes on under its new definition, and its deployment health is judged anew when
+        it joined another deployment. What would change a task's setup is a destructive update
+        (a new alloc), so the same tasks are there."""
+        tg = job.lookup_task_group(alloc.task_group)
+        if self.stopped or tg is None or {t.name for t in tg.tasks} != set(self.tasks):
+            return
+        joined = alloc.deployment_id != self.alloc.deployment_id
+        self.alloc, self.job, self.tg = alloc, job, tg
+        for task in tg.tasks:
+            self.tasks[task.name].task = task
+        self.checks.update()
+        if joined:
+            if self._health_timer is not None:
+                self._health_timer.cancel()
+                self._health_timer = None
+            self.health = None
+            self._health = self._health_tracker()
+        self.changed()
+
     def start(self) -> None:
         self.main = asyncio.create_task(self._run())
         self.checks.start()
