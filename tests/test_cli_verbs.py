@@ -461,14 +461,14 @@ job "unkept" {
       template {
         data        = "hello"
         destination = "local/hello.txt"
-        uid         = 1000
+        vault_grace = "5s"
       }
     }
   }
 }
 """
 
-NOT_CARRIED = ('* group "web": task "web": template 0: Uid is kept but not carried out',)
+NOT_CARRIED = ('* group "web": task "web": template 0: VaultGrace is kept but not carried out',)
 
 
 def test_blocks_drover_does_not_keep_are_named_in_warnings_never_dropped_in_silence(

@@ -7,6 +7,8 @@ for the module."""
 
 from __future__ import annotations
 
+import os
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -249,3 +251,49 @@ def test_a_proxy_template_follows_the_web_services_addresses(setup: tuple[Cluste
     c.http.delete("/v1/job/web").raise_for_status()
     c.wait(lambda: upstreams.read_text() == "", RUN, describe=lambda: upstreams.read_text())
     c.http.delete("/v1/job/proxy").raise_for_status()
+
+
+def test_once_renders_once_and_wait_holds_a_render_until_the_data_is_quiet(
+    setup: tuple[Cluster, Path],
+) -> None:
+    """Three templates of one variable: `once` keeps its first render, one without `wait`
+    follows each change at once, and one with `wait { min = "3s" }` renders only once the
+    variable has been left alone for 3 s (consul-template's quiescence). The files are given
+    to their uid/gid when the agent runs as root; otherwise a task event says it could not."""
+    c, tmp = setup
+    put_var(c, "app/quiet", v="1")
+    read = '{{ with nomadVar "app/quiet" }}{{ .v }}{{ end }}'
+    templates = [
+        {"EmbeddedTmpl": read, "DestPath": "local/once", "Once": True, "Uid": 1234, "Gid": 2345},
+        {"EmbeddedTmpl": read, "DestPath": "local/now", "ChangeMode": "noop", "Splay": 0},
+        {"EmbeddedTmpl": read, "DestPath": "local/waited", "ChangeMode": "noop", "Splay": 0,
+         "Wait": {"Min": 3 * S, "Max": 30 * S}},
+    ]  # fmt: skip
+    c.put("/v1/jobs", templated_job("quiet", "while :; do sleep 0.1; done", templates))
+    alloc = running(c, "quiet")
+    local = task_dir(tmp, alloc["ID"]) / "local"
+
+    def contents() -> tuple[str, str, str]:
+        return tuple((local / name).read_text() for name in ("once", "now", "waited"))  # type: ignore[return-value]
+
+    assert contents() == ("1", "1", "1")
+    stat = (local / "once").stat()
+    if os.geteuid() == 0:
+        assert (stat.st_uid, stat.st_gid) == (1234, 2345)
+    else:
+        assert (stat.st_uid, stat.st_gid) == (os.geteuid(), os.getegid())
+        c.wait(
+            lambda: any("kept the agent's owner" in e["DisplayMessage"] for e in events(c, alloc["ID"])), RUN
+        )
+    assert (local / "now").stat().st_uid == os.geteuid()  # no uid: the agent's
+    put_var(c, "app/quiet", v="2")
+    c.wait(lambda: contents()[1] == "2", RUN)
+    put_var(c, "app/quiet", v="3")
+    last = time.monotonic()
+    c.wait(lambda: contents()[1] == "3", RUN)
+    assert contents()[2] == "1"  # held: the data changed less than 3 s ago
+    c.wait(lambda: contents()[2] == "3", RUN)
+    assert time.monotonic() - last >= 2.9  # quiet for min after the last change, not the first
+    assert contents() == ("1", "3", "3")  # never rendered again
+    assert "Restart Signaled" not in {e["Type"] for e in events(c, alloc["ID"])}
+    c.http.delete("/v1/job/quiet").raise_for_status()

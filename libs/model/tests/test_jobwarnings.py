@@ -48,10 +48,38 @@ def _job(group: dict[str, Any] | None = None, task: dict[str, Any] | None = None
         # Templates are rendered and watched; a field the agent does not act on is named.
         (_job(None, {"Templates": [{"EmbeddedTmpl": "x"}]}), []),
         (
-            _job(None, {"Templates": [{"EmbeddedTmpl": "x", "Uid": 1000, "Once": True}]}),
+            _job(
+                None,
+                {
+                    "Templates": [
+                        {
+                            "EmbeddedTmpl": "x",
+                            "Uid": 1000,
+                            "Gid": 1000,
+                            "Once": True,
+                            "Wait": {"Min": 1, "Max": 2},
+                        }
+                    ]
+                },
+            ),
+            [],
+        ),
+        (
+            _job(
+                None,
+                {
+                    "Templates": [
+                        {
+                            "EmbeddedTmpl": "x",
+                            "VaultGrace": 5,
+                            "ChangeScript": {"Command": "x", "RunOnFirstRender": True},
+                        }
+                    ]
+                },
+            ),
             [
-                f'group "web": task "srv": template 0: Uid {KEPT}',
-                f'group "web": task "srv": template 0: Once {KEPT}',
+                f'group "web": task "srv": template 0: VaultGrace {KEPT}',
+                f'group "web": task "srv": template 0: ChangeScript.RunOnFirstRender {KEPT}',
             ],
         ),
         (_job(None, {"Vault": {"Policies": ["p"]}}), [f'group "web": task "srv": Vault {KEPT}']),

@@ -123,10 +123,6 @@ def _templates(task: Task) -> list[str]:
     out: list[str] = []
     for i, t in enumerate(task.templates):
         fields = {
-            "Uid": t.uid is not None,
-            "Gid": t.gid is not None,
-            "Wait": t.wait is not None,
-            "Once": t.once,
             "VaultGrace": bool(t.vault_grace),
             "ChangeScript.RunOnFirstRender": t.change_script is not None
             and t.change_script.run_on_first_render,

@@ -310,7 +310,13 @@ class TaskRunner:
             if ar.client.api is None:
                 raise PrestartError("Template", "templates need the agent's connection to the servers", False)
             sources = TemplateSources(ar.client.api, ar.alloc.namespace)
-            self.templates = TaskTemplates(self.task, ar.task_dir(self.task), sources, ar.alloc.namespace)
+            self.templates = TaskTemplates(
+                self.task,
+                ar.task_dir(self.task),
+                sources,
+                ar.alloc.namespace,
+                lambda m: self._event("Template", m),
+            )
         self._template_env = dict(env)
 
         def waiting(missing: list[Dep]) -> None:

@@ -1,10 +1,12 @@
 """A task's `template` blocks, as Nomad's template hook runs consul-template: each rendered
-(drover.template) into its destination under the task's directory before the task starts,
-its `env = true` ones into the task's environment; the task waits while a variable a template
-reads does not exist yet ("Missing: ..."). Once the task runs, a change to a service or
-variable a template read renders it again and, if its output changed, applies its
-`change_mode` after a random `splay`: `restart` (any environment template changing restarts
-too), `signal` with `change_signal`, `script`, or `noop`."""
+(drover.template) into its destination under the task's directory before the task starts
+(owned by its `uid`/`gid` where the agent may give it away), its `env = true` ones into the
+task's environment; the task waits while a variable a template reads does not exist yet
+("Missing: ..."). Once the task runs, a change to a service or variable a template read renders
+it again - a `once` template never, one with a `wait` once the data has been quiet for its
+`min` (at most its `max`: drover.control.client.quiescence) - and, if its output changed,
+applies its `change_mode` after a random `splay`: `restart` (any environment template changing
+restarts too), `signal` with `change_signal`, `script`, or `noop`."""
 
 from __future__ import annotations
 
@@ -12,12 +14,14 @@ import asyncio
 import os
 import random
 import shlex
+import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
 from drover.client.templatesources import Dep, TemplateSources
+from drover.control.client.quiescence import Quiescence
 from drover.control.client.templatedata import CachedData, parse_env_file
 from drover.model.durations import SECOND
 from drover.model.job import Task
@@ -65,13 +69,22 @@ def destination(task_dir: Path, template: Template, index: int) -> Path:
 
 
 class TaskTemplates:
-    def __init__(self, task: Task, task_dir: Path, sources: TemplateSources, namespace: str) -> None:
+    def __init__(
+        self,
+        task: Task,
+        task_dir: Path,
+        sources: TemplateSources,
+        namespace: str,
+        warn: Callable[[str], None] = lambda message: None,
+    ) -> None:
         self.task = task
         self.task_dir = task_dir
         self.sources = sources
         self.namespace = namespace
+        self.warn = warn  # a task event for what is not done as asked (an owner not given)
         self.rendered: dict[int, Rendered] = {}
         self.used: list[Dep] = []
+        self._unowned: set[int] = set()  # templates whose uid/gid could not be set (warned once)
 
     def _text(self, template: Template) -> str:
         if template.embedded_tmpl or not template.source_path:
@@ -133,7 +146,7 @@ class TaskTemplates:
                 continue
             if not missing:
                 for i, r in outputs.items():
-                    self._write(r)
+                    self._write(i, r)
                     self.rendered[i] = r
                 return self.env_vars()
             waiting(missing)
@@ -141,10 +154,14 @@ class TaskTemplates:
         return None
 
     def _render_pass(self, env: dict[str, str]) -> tuple[dict[int, Rendered], list[Dep]]:
+        """Every template's output but a `once` one's already rendered (what they read is
+        watched; a once template's is not)."""
         outputs: dict[int, Rendered] = {}
         missing: list[Dep] = []
         used: list[Dep] = []
         for i, template in enumerate(self.task.templates):
+            if template.once and i in self.rendered:
+                continue
             out, deps, lacks = self._render(i, template, env)
             used += [d for d in deps if d not in used]
             missing += [d for d in lacks if d not in missing]
@@ -153,12 +170,29 @@ class TaskTemplates:
         self.used = used
         return outputs, missing
 
-    def _write(self, r: Rendered) -> None:
+    def _write(self, index: int, r: Rendered) -> None:
         r.destination.parent.mkdir(parents=True, exist_ok=True)
         tmp = r.destination.with_name(f".{r.destination.name}.tmp")
         tmp.write_text(r.content)
         tmp.chmod(int(r.template.perms or "0644", 8))
+        self._own(index, r.template, tmp)
         os.replace(tmp, r.destination)
+
+    def _own(self, index: int, template: Template, path: Path) -> None:
+        """Give the file to the template's uid/gid (a negative one, or none, is the agent's).
+        Only root may give a file away: an agent that may not warns once and leaves it its own."""
+        uid, gid = owner(template)
+        if (uid, gid) == (-1, -1):
+            return
+        try:
+            os.chown(path, uid, gid)
+        except PermissionError:
+            if index not in self._unowned:
+                self._unowned.add(index)
+                self.warn(
+                    f"Template {template.dest_path or index} kept the agent's owner: only an agent "
+                    f"running as root can give it uid {uid} gid {gid}"
+                )
 
     def env_vars(self) -> dict[str, str]:
         out: dict[str, str] = {}
@@ -171,32 +205,52 @@ class TaskTemplates:
         self, env: dict[str, str], stop: asyncio.Event, apply: Callable[[Change], Awaitable[None]]
     ) -> None:
         """Until `stop`: wait for what the templates read to change, render them again, write
-        those whose output changed and apply their change modes."""
+        those whose output changed and apply their change modes. A template with a `wait`
+        is held until the data has been quiet long enough (consul-template ticks each one's
+        timer on every change)."""
+        quiet = {
+            i: Quiescence.of(t.wait)
+            for i, t in enumerate(self.task.templates)
+            if t.wait is not None and not t.once
+        }
         while not stop.is_set():
-            changed = await self.sources.changed(self.used, stop)
-            if not changed:
-                continue
+            due = [q.due for q in quiet.values() if q.due is not None]
+            timeout = max(0.0, (min(due) - time.monotonic_ns()) / SECOND) if due else None
+            changed = await self.sources.changed(self.used, stop, timeout)
+            now = time.monotonic_ns()
+            if changed:
+                for q in quiet.values():
+                    q.tick(now)
+            fired = {i for i, q in quiet.items() if q.fire(now)}
+            if changed or fired:
+                await self._rerender(env, set(quiet) - fired, apply)
+
+    async def _rerender(
+        self, env: dict[str, str], held: set[int], apply: Callable[[Change], Awaitable[None]]
+    ) -> None:
+        """Render again and write what changed, but the `held` templates (waiting for quiet);
+        then apply the change modes of those written."""
+        outputs, missing = self._render_pass(env)
+        unread = [d for d in self.used if d not in self.sources.values]
+        if unread:
+            await self.sources.ensure(unread)
             outputs, missing = self._render_pass(env)
-            unread = [d for d in self.used if d not in self.sources.values]
-            if unread:
-                await self.sources.ensure(unread)
-                outputs, missing = self._render_pass(env)
-            if missing:
-                continue  # consul-template keeps the last output until the data is back
-            change = Change()
-            splay = 0
-            for i, r in outputs.items():
-                before = self.rendered.get(i)
-                if before is not None and before.content == r.content:
-                    continue
-                self._write(r)
-                self.rendered[i] = r
-                splay = max(splay, r.template.splay)
-                change = _merged(change, r.template)
-            if change.restart or change.signals or change.scripts:
-                if splay:
-                    await asyncio.sleep(random.uniform(0, splay / SECOND))
-                await apply(change)
+        if missing:
+            return  # consul-template keeps the last output until the data is back
+        change = Change()
+        splay = 0
+        for i, r in outputs.items():
+            before = self.rendered.get(i)
+            if i in held or (before is not None and before.content == r.content):
+                continue
+            self._write(i, r)
+            self.rendered[i] = r
+            splay = max(splay, r.template.splay)
+            change = _merged(change, r.template)
+        if change.restart or change.signals or change.scripts:
+            if splay:
+                await asyncio.sleep(random.uniform(0, splay / SECOND))
+            await apply(change)
 
 
 def _merged(change: Change, template: Template) -> Change:
@@ -208,6 +262,14 @@ def _merged(change: Change, template: Template) -> Change:
     if mode == CHANGE_SCRIPT and template.change_script is not None:
         return Change(change.restart, change.signals, (*change.scripts, template))
     return change
+
+
+def owner(template: Template) -> tuple[int, int]:
+    """The uid and gid a template's file is given (-1: left as it is), as Nomad's template
+    hook hands them to consul-template."""
+    uid = template.uid if template.uid is not None and template.uid >= 0 else -1
+    gid = template.gid if template.gid is not None and template.gid >= 0 else -1
+    return uid, gid
 
 
 def missing_words(dep: Dep, region: str) -> str:

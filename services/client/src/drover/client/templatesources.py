@@ -69,18 +69,23 @@ class TemplateSources:
         todo = [d for d in deps if d not in self.values]
         await asyncio.gather(*(self.fetch(d) for d in todo))
 
-    async def changed(self, deps: list[Dep], stop: asyncio.Event) -> set[Dep]:
+    async def changed(self, deps: list[Dep], stop: asyncio.Event, timeout: float | None = None) -> set[Dep]:
         """Wait until one of `deps` changes (blocking queries on each); those that did. Empty
-        when `stop` is set first."""
+        when `stop` is set first, or `timeout` (s) passes."""
+        deadline = None if timeout is None else asyncio.get_running_loop().time() + timeout
         if not deps:
-            await stop.wait()
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(stop.wait(), timeout)
             return set()
         watches = {asyncio.ensure_future(self._watch(d)): d for d in deps}
         stopper = asyncio.ensure_future(stop.wait())
         try:
             while True:
-                done, _ = await asyncio.wait({*watches, stopper}, return_when=asyncio.FIRST_COMPLETED)
-                if stopper in done:
+                left = None if deadline is None else max(0.0, deadline - asyncio.get_running_loop().time())
+                done, _ = await asyncio.wait(
+                    {*watches, stopper}, timeout=left, return_when=asyncio.FIRST_COMPLETED
+                )
+                if stopper in done or not done:
                     return set()
                 changed = {
                     watches[t] for t in done if not t.cancelled() and t.exception() is None and t.result()
