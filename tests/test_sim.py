@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from drover.model.durations import SECOND as S
 from drover.model.jobrestart import request_id
 
 from .cluster import Cluster
@@ -144,6 +145,22 @@ def test_simulated_nodes_register_their_allocs_nomad_services(cluster: Cluster, 
                 port["Value"],
             )
             assert reg["Tags"] == ["sim"] and reg["Datacenter"] == "dc1"
+        # Updated in place (new tags, a deployment and one more alloc): the same allocs
+        # register the new tags, and are judged healthy for the new deployment.
+        service["Tags"] = ["sim", "v2"]
+        group["Count"] = 4
+        update = {"MaxParallel": 1, "MinHealthyTime": 0, "HealthyDeadline": 30 * S}
+        c.put("/v1/jobs", {"Job": {"ID": "front", "Datacenters": ["dc1"], "Update": update,
+                                   "TaskGroups": [group]}})  # fmt: skip
+        c.wait(lambda: [r["Tags"] for r in c.get("/v1/service/front")] == [["sim", "v2"]] * 4, timeout=30)
+        deployment = c.wait(
+            lambda: (d := c.get("/v1/job/front/deployment")) and d["Status"] == "successful" and d, timeout=30
+        )
+        assert deployment["TaskGroups"]["g"]["HealthyAllocs"] == 4
+        allocs = c.get("/v1/job/front/allocations")
+        assert {r["AllocID"] for r in regs} < {a["ID"] for a in allocs}
+        assert {a["DeploymentID"] for a in allocs} == {deployment["ID"]}
+        regs = c.get("/v1/service/front")
         # One alloc stopped: its registration goes, the others stay.
         gone = regs[0]["AllocID"]
         c.put(f"/v1/allocation/{gone}/stop", {})

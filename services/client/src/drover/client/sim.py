@@ -134,6 +134,8 @@ class Simulator:
         self.registered: dict[str, list[str]] = {}
         self.to_register: dict[str, ServiceRegistration] = {}
         self.to_deregister: list[str] = []
+        # Per running alloc: the AllocModifyIndex and deployment it was last run for.
+        self.versions: dict[str, tuple[int, str]] = {}
 
     async def register(self, concurrency: int = 16) -> None:
         queue = list(self.nodes)
@@ -227,6 +229,7 @@ class Simulator:
         self.to_register.update((r.id, r) for r in work.registrations)
 
     def _deregister(self, alloc_id: str) -> None:
+        self.versions.pop(alloc_id, None)
         for service_id in self.registered.pop(alloc_id, []):
             if self.to_register.pop(service_id, None) is None:
                 self.to_deregister.append(service_id)
@@ -304,22 +307,16 @@ class Simulator:
             return
         if said == "running":
             self._restart_if_asked(aid, a.get("RestartRequest") or {})
+            if a.get("AllocModifyIndex", 0) > self.versions.get(aid, (0, ""))[0]:
+                await self._update(a)
         if said is not None or a["ClientStatus"] in ("complete", "failed", "lost"):
             return
-        job = await self.job(a.get("Namespace", "default"), a["JobID"], a.get("JobVersion", 0))
-        group = next((g for g in (job or {}).get("TaskGroups", []) if g["Name"] == a["TaskGroup"]), None)
+        group = await self._group(a)
         specs = [t for t in (group or {}).get("Tasks", [])]
         names = [t["Name"] for t in specs] or ["task"]
         config: dict[str, Any] = specs[0].get("Config") or {} if specs else {}
-        update = (group or {}).get("Update") or {}
-        judged = (
-            bool(a.get("DeploymentID"))
-            and update.get("MaxParallel", 0) > 0
-            and update.get("HealthCheck") != "manual"
-            and (a.get("DeploymentStatus") or {}).get("Healthy") is None
-        )
-        if judged:
-            self.judging.add(aid)
+        judged = self._judged(a, group)
+        self.versions[aid] = (a.get("AllocModifyIndex", 0), a.get("DeploymentID") or "")
         # A request already there was made before this run of the alloc: not for it.
         tasks = self.tasks[aid] = SimTasks(
             names,
@@ -337,9 +334,46 @@ class Simulator:
         self._register(a, group, names)
         self.stats.allocs_started += 1
         if judged:
-            min_healthy = int(update.get("MinHealthyTime", 0)) / SECOND
-            self._later(min_healthy, lambda: self._healthy(aid))
+            self._judge(aid, group)
         self._arm_finish(aid)
+
+    async def _group(self, a: dict[str, Any]) -> dict[str, Any] | None:
+        job = await self.job(a.get("Namespace", "default"), a["JobID"], a.get("JobVersion", 0))
+        return next((g for g in (job or {}).get("TaskGroups", []) if g["Name"] == a["TaskGroup"]), None)
+
+    def _judged(self, a: dict[str, Any], group: dict[str, Any] | None) -> bool:
+        """Whether the alloc's deployment health is for this client to tell."""
+        update = (group or {}).get("Update") or {}
+        return (
+            bool(a.get("DeploymentID"))
+            and update.get("MaxParallel", 0) > 0
+            and update.get("HealthCheck") != "manual"
+            and (a.get("DeploymentStatus") or {}).get("Healthy") is None
+        )
+
+    def _judge(self, aid: str, group: dict[str, Any] | None) -> None:
+        """Healthy after min_healthy_time, should its tasks still run then."""
+        self.judging.add(aid)
+        min_healthy = int(((group or {}).get("Update") or {}).get("MinHealthyTime", 0)) / SECOND
+        self._later(min_healthy, lambda: self._healthy(aid))
+
+    async def _update(self, a: dict[str, Any]) -> None:
+        """A running alloc the servers changed (an in-place update, as the agent's runner takes
+        it): its services registered as its job version now defines them, and its health told
+        again for a deployment it joined."""
+        aid = a["ID"]
+        deployment = self.versions.get(aid, (0, ""))[1]
+        self.versions[aid] = (a.get("AllocModifyIndex", 0), a.get("DeploymentID") or "")
+        group = await self._group(a)
+        if group is None:
+            return
+        before = set(self.registered.pop(aid, []))
+        self._register(a, group, self.tasks[aid].names)
+        for service_id in before - set(self.registered.get(aid, [])):
+            if self.to_register.pop(service_id, None) is None:
+                self.to_deregister.append(service_id)
+        if (a.get("DeploymentID") or "") != deployment and self._judged(a, group):
+            self._judge(aid, group)
 
     async def report(self, stop: asyncio.Event) -> None:
         while not stop.is_set():
