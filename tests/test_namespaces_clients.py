@@ -31,7 +31,11 @@ def api(database_url: str, nats_url: str, tmp_path: Path) -> Iterator[Cluster]:
 
 def drover(c: Cluster, *args: str, code: int = 0, **env: str) -> str:
     """`drover args...` against the API (NOMAD_ADDR); its output, asserting its exit code."""
-    base = {k: v for k, v in os.environ.items() if k not in ("DROVER_ADDR", "NOMAD_ADDR", "DROVER_NAMESPACE", "NOMAD_NAMESPACE")}
+    base = {
+        k: v
+        for k, v in os.environ.items()
+        if k not in ("DROVER_ADDR", "NOMAD_ADDR", "DROVER_NAMESPACE", "NOMAD_NAMESPACE")
+    }
     p = subprocess.run(
         [DROVER, *args],
         env={**base, "NOMAD_ADDR": str(c.http.base_url), **env},
