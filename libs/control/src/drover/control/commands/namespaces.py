@@ -1,6 +1,13 @@
 """Namespace commands (Nomad's Namespace.UpsertNamespaces and DeleteNamespaces): a namespace
 written whole, and deleted, decided as Nomad decides them. Each appends after the version of
-the namespace's stream it read, so a write and a deletion decided on one read cannot both land."""
+the namespace's stream it read, so a write and a deletion decided on one read cannot both land.
+
+A register is admitted to its namespace when it is decided (drover.control.commands.jobs.prepare)
+and appends to its job's stream alone: one decided while its namespace is being deleted may
+still land (Nomad's state store checks again as it applies; a reducer cannot refuse). The job
+is then in a namespace the catalogue no longer lists, read, stopped and purged by its name as
+any other, until the namespace is written again. Serializing every register of a namespace on
+its stream would make concurrent registers conflict instead."""
 
 from __future__ import annotations
 
