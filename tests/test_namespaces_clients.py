@@ -111,6 +111,10 @@ def test_the_namespace_verbs_and_the_namespace_flag(api: Cluster, tmp_path: Path
     assert drover(c, "namespace", "delete", "prod").strip() == 'Successfully deleted namespace "prod"!'
     assert "can not delete default namespace" in drover(c, "namespace", "delete", "default", code=1)
     assert [n["Name"] for n in c.get("/v1/namespaces")] == ["default", "dev"]
+    # Replayed into fresh projections, the catalogue is the same, `default` included.
+    listed = drover(c, "namespace", "list", "-json")
+    assert "rebuilt projections" in drover(c, "admin", "rebuild", DROVER_DATABASE_URL=c.database_url)
+    assert drover(c, "namespace", "list", "-json") == listed
 
 
 def test_python_nomad_namespace_calls(api: Cluster) -> None:
