@@ -379,7 +379,11 @@ def test_lists_page_as_nomad_s_do(client: TestClient, store: EventStore) -> None
             token = r.headers.get("X-Nomad-NextToken", "")
             if not token:
                 return pages
-            assert token == client.get(path).json()[sum(map(len, pages))]["ID"]  # the next one
+            following = client.get(path).json()[sum(map(len, pages))]  # the next one
+            # Jobs' tokens are Nomad's `<namespace>.<id>`; the others' their ID.
+            assert token == (
+                f"{following['Namespace']}.{following['ID']}" if path == "/v1/jobs" else following["ID"]
+            )
 
     assert walk("/v1/nodes", 2) == [["n0", "n1"], ["n2", "n3"], ["n4"]]
     assert walk("/v1/jobs", 2) == [["a", "b"], ["c"]]

@@ -629,8 +629,9 @@ def test_each_commit_notifies_what_it_changed(
         state, _, res = _scheduled(store, nodes=2, count=3, now=now)
         assert heard() == {
             2: ({"nodes", "node:n0", "node:n1"}, set()),  # one append of two events
-            3: ({"jobs", "job:default/web"}, set()),
-            4: ({"evals", "eval:e0", "job:default/web"}, set()),
+            # The lists of every namespace (`jobs`) and of the job's (`jobs@default`).
+            3: ({"jobs", "jobs@default", "job:default/web"}, set()),
+            4: ({"evals", "evals@default", "eval:e0", "job:default/web"}, set()),
         }
         placed = store.append([plan_applied_event(evaluate_plan(state, res.plan), now)])
         allocs = placed[0].event.allocs  # type: ignore[attr-defined]
@@ -639,7 +640,15 @@ def test_each_commit_notifies_what_it_changed(
         named = alloc_keys_max >= len(allocs)
         assert heard() == {
             5: (
-                {"allocs", "job:default/web", "eval:e0", "deployments", deployment}
+                {
+                    "allocs",
+                    "allocs@default",
+                    "job:default/web",
+                    "eval:e0",
+                    "deployments",
+                    "deployments@default",
+                    deployment,
+                }
                 | ({f"alloc:{a.id}" for a in allocs} if named else set())
                 | {f"node:{a.node_id}" for a in allocs},
                 set() if named else {"alloc"},
@@ -657,6 +666,7 @@ def test_each_commit_notifies_what_it_changed(
             6: (
                 {
                     "allocs",
+                    "allocs@default",
                     "job:default/web",
                     "eval:e0",
                     f"alloc:{first.id}",

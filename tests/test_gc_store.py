@@ -157,6 +157,8 @@ def test_a_collection_notifies_what_it_deleted(
     named_allocs = {f"alloc:{a}" for a in allocs} if alloc_keys_max >= 2 else set()
     assert (
         keys
-        == {"allocs", "evals", "job:default/web", "eval:e0"} | {f"node:{n}" for n in nodes} | named_allocs
+        == {"allocs", "allocs@default", "evals", "evals@default", "job:default/web", "eval:e0"}
+        | {f"node:{n}" for n in nodes}
+        | named_allocs
     )
     assert every == (set() if named_allocs else {"alloc"})

@@ -38,6 +38,8 @@ from drover.model.events import (
     JobRestartStarted,
     JobRestartUpdated,
     JobStabilityUpdated,
+    NamespaceDeleted,
+    NamespaceUpserted,
     NodeDeregistered,
     NodeDrainUpdated,
     NodeEligibilityUpdated,
@@ -57,6 +59,7 @@ from drover.model.events import (
 )
 from drover.model.events.nodes import NodeUpdate
 from drover.model.jobrestart import JobRestart
+from drover.model.namespace import Namespace, NamespaceCapabilities
 from drover.model.reducer import apply
 from drover.model.scaling import ScalingEvent
 from drover.model.serviceregistration import ServiceRegistration
@@ -125,6 +128,15 @@ EXAMPLES: list[Event] = [
         ],
     ),
     ServicesDeregistered(node_id="n1", ids=["s1"]),
+    NamespaceUpserted(
+        namespace=Namespace(
+            name="prod",
+            description="d",
+            meta={"team": "a"},
+            capabilities=NamespaceCapabilities(disabled_task_drivers=["raw_exec"]),
+        )
+    ),
+    NamespaceDeleted(name="prod"),
 ]
 
 
@@ -146,10 +158,10 @@ def test_the_examples_read_rows() -> None:
         apply(state, 1, event)
         if not state.asked:
             silent.append(event.type)
-    # Variables' events read their one row when asked, as scaling events do.
+    # Variables' and namespaces' events read their one row when asked, as scaling events do.
     assert silent == [
         "NodeDeregistered", "ScalingEventRegistered", "VariableUpserted", "VariableLockRenewed", "VariableDeleted",
-        "JobRestartStarted", "ServicesDeregistered",
+        "JobRestartStarted", "ServicesDeregistered", "NamespaceUpserted", "NamespaceDeleted",
     ]  # fmt: skip
 
 

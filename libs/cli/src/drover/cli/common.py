@@ -39,6 +39,8 @@ Detach = Annotated[bool, opt("detach", "Return at once: don't monitor what it st
 # The defaults, for the signatures.
 ADDRESS = DEFAULT_ADDRESS
 NAMESPACE = "default"
+# The namespace that lists every one's (Nomad's `-namespace '*'`).
+ALL_NAMESPACES = "*"
 
 out = Console(highlight=False, soft_wrap=True, emoji=False)
 
@@ -108,10 +110,13 @@ _LISTS = {
 
 def matches(c: Client, kind: str, prefix: str) -> list[dict[str, Any]]:
     """The objects of `kind` whose ID starts with `prefix`; only the one whose ID is `prefix`
-    when there is one (a job "web" beside "web-2")."""
+    when there is one (a job "web" beside "web-2"). Asked in every namespace (`*`), the one
+    found is then read in its own, as Nomad's CLI does."""
     found = list(c.get(_LISTS[kind], prefix=prefix))
-    exact = [o for o in found if o["ID"] == prefix]
-    return exact or found
+    exact = [o for o in found if o["ID"] == prefix] or found
+    if c.namespace == ALL_NAMESPACES and len(exact) == 1 and exact[0].get("Namespace"):
+        c.namespace = exact[0]["Namespace"]
+    return exact
 
 
 def resolve(c: Client, kind: str, prefix: str) -> dict[str, Any]:

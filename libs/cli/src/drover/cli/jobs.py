@@ -14,6 +14,7 @@ from drover.cli import monitor
 from drover.cli.api import ApiError, Client, seg
 from drover.cli.common import (
     ADDRESS,
+    ALL_NAMESPACES,
     NAMESPACE,
     Address,
     Detach,
@@ -36,7 +37,14 @@ from drover.cli.output import as_json as to_json
 SUMMARY_STATES = ("Queued", "Starting", "Running", "Failed", "Complete", "Lost", "Unknown")
 
 
-def job_list_table(jobs: list[dict[str, Any]]) -> str:
+def job_list_table(jobs: list[dict[str, Any]], namespaces: bool = False) -> str:
+    """The jobs as Nomad lists them; `namespaces`: with each one's (a list of every namespace)."""
+    if namespaces:
+        return table(
+            ["ID", "Namespace", "Type", "Priority", "Status", "Submit Date"],
+            [[j["ID"], j.get("Namespace", ""), j["Type"], j["Priority"], j["Status"], date(j.get("SubmitTime", 0))]
+             for j in jobs],
+        )  # fmt: skip
     return table(
         ["ID", "Type", "Priority", "Status", "Submit Date"],
         [[j["ID"], j["Type"], j["Priority"], j["Status"], date(j.get("SubmitTime", 0))] for j in jobs],
@@ -103,11 +111,12 @@ def status(
     with client(address, namespace) as c:
         if job_id is None:
             jobs = c.get("/v1/jobs")
-            echo(to_json(jobs) if as_json else (job_list_table(jobs) if jobs else "No running jobs"))
+            listed = job_list_table(jobs, namespace == ALL_NAMESPACES) if jobs else "No running jobs"
+            echo(to_json(jobs) if as_json else listed)
             return
         found = matches(c, "job", job_id)
         if len(found) > 1:
-            echo(f"Prefix matched multiple jobs\n\n{job_list_table(found)}")
+            echo(f"Prefix matched multiple jobs\n\n{job_list_table(found, namespace == ALL_NAMESPACES)}")
             raise typer.Exit(1)
         if not found:
             raise ApiError(404, f'No job with prefix or ID "{job_id}" found')

@@ -17,6 +17,7 @@ from drover.cli import (
     jobrun,
     jobs,
     logs,
+    namespaces,
     nodes,
     system,
     variables,
@@ -26,7 +27,8 @@ from drover.runtime.settings import Settings
 HELP = """Drover: a cluster scheduler with Nomad's model and API.
 
 The verbs talk to the API at -address, DROVER_ADDR or NOMAD_ADDR (default
-http://127.0.0.1:4646). Flags are spelt as Nomad's (-json) or with two dashes
+http://127.0.0.1:4646), in the namespace -namespace, DROVER_NAMESPACE or
+NOMAD_NAMESPACE (default "default"; '*' lists every namespace's). Flags are spelt as Nomad's (-json) or with two dashes
 (--json). Every read takes -json (the API's JSON); IDs may be unique prefixes.
 
 Exit codes: 0 success; 1 an error (the API's refusal is printed, or the
@@ -71,6 +73,10 @@ _group("node", "Inspect and act on client nodes.",
 _group("deployment", "Inspect and act on deployments.", {
     "list": deployments.list_deployments, "status": deployments.status, "promote": deployments.promote,
     "pause": deployments.pause, "resume": deployments.resume, "fail": deployments.fail,
+})  # fmt: skip
+_group("namespace", "Namespaces: create, inspect and delete them.", {
+    "list": namespaces.list_namespaces, "status": namespaces.status, "apply": namespaces.apply,
+    "delete": namespaces.delete,
 })  # fmt: skip
 _group("system", "Cluster-wide operations.", {"gc": system.gc})
 app.command("status")(system.status)

@@ -1,11 +1,13 @@
 """The in-memory state's catalogues that no scheduling decision reads: Nomad variables (their
-items sealed) and nomad service registrations, by key, each registration also found by its
-alloc so an ended alloc's go in one step. `InMemoryState`'s part (drover.model.state)."""
+items sealed), nomad service registrations and namespaces, by key, each registration also
+found by its alloc so an ended alloc's go in one step. `InMemoryState`'s part
+(drover.model.state)."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
+from drover.model.namespace import Namespace, builtin
 from drover.model.serviceregistration import ServiceRegistration
 from drover.model.variables import VariableEncrypted
 
@@ -17,6 +19,17 @@ class CatalogState:
         # Service registrations by ID, and their IDs by alloc.
         self.services: dict[str, ServiceRegistration] = {}
         self._services_by_alloc: dict[str, dict[str, None]] = {}
+        # Namespaces by name, as written (`default` only once it was).
+        self.namespaces: dict[str, Namespace] = {}
+
+    def namespace(self, name: str) -> Namespace | None:
+        return self.namespaces.get(name) or builtin(name)
+
+    def upsert_namespace(self, ns: Namespace) -> None:
+        self.namespaces[ns.name] = ns
+
+    def delete_namespace(self, name: str) -> None:
+        self.namespaces.pop(name, None)
 
     def variable(self, namespace: str, path: str) -> VariableEncrypted | None:
         return self.variables.get((namespace, path))

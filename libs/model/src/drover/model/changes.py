@@ -13,6 +13,7 @@ from drover.model.deployment import Deployment
 from drover.model.evaluation import Evaluation
 from drover.model.job import Job
 from drover.model.jobrestart import JobRestart
+from drover.model.namespace import Namespace
 from drover.model.node import Node
 from drover.model.scaling import JobScalingEvents
 from drover.model.serviceregistration import ServiceRegistration
@@ -125,6 +126,16 @@ class TrackedState(InMemoryState):
 
     def delete_services_of(self, alloc_ids: Sequence[str], node_id: str) -> None:
         super().delete_services_of(alloc_ids, node_id)  # recorded one by one (delete_service)
+
+    def upsert_namespace(self, ns: Namespace) -> None:
+        if self.changes is not None:
+            self.changes.wrote("namespaces", ns.name)
+        super().upsert_namespace(ns)
+
+    def delete_namespace(self, name: str) -> None:
+        if self.changes is not None:
+            self.changes.removed("namespaces", name, self.namespaces.get(name))
+        super().delete_namespace(name)
 
     def delete_allocs(self, ids: Sequence[str]) -> None:
         if self.changes is not None:

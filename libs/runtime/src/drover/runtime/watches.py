@@ -9,10 +9,12 @@ API wakes only the queries waiting on one of them (`ChangeIndex`).
 Keys: `job:<namespace>/<id>` (the job, its versions, allocs, evals and deployments),
 `node:<id>` (the node and the allocs on it), `alloc:<id>`, `eval:<id>` (the eval and the
 allocs it placed), `deployment:<id>` (the deployment and its allocs), `children:<namespace>/<id>`
-(the job's children: what its summary counts), `var:<namespace>/<path>` (a variable), and one
-per table (`jobs`, `nodes`, `allocs`, `evals`, `deployments`, `variables`) for the lists. Where a
-commit touched more allocs than are worth naming, it names their category (`alloc`) instead:
-every alloc key counts as changed.
+(the job's children: what its summary counts), `var:<namespace>/<path>` (a variable),
+`namespace:<name>` (a namespace), one per table (`jobs`, `nodes`, `allocs`, `evals`,
+`deployments`, `variables`, `namespaces`) for the lists of every namespace, and one per table
+and namespace (`jobs@<namespace>`, ...) for the lists of one. Where a commit touched more
+allocs than are worth naming, it names their category (`alloc`) instead: every alloc key
+counts as changed.
 """
 
 from __future__ import annotations
@@ -57,6 +59,25 @@ def parent_keys(namespace: str, job_id: str) -> list[str]:
 
 # Every change to service registrations (their reads are few and answer from one table).
 SERVICES_KEY = "services"
+# Every change to the namespace catalogue.
+NAMESPACES_KEY = "namespaces"
+# The namespace that stands for every one in a list read (Nomad's sentinel).
+_ALL_NAMESPACES = "*"
+
+
+def namespace_key(name: str) -> str:
+    return f"namespace:{name}"
+
+
+def list_key(table: str, namespace: str) -> str:
+    """The key of `table`'s rows in one namespace (`jobs@prod`); the table's own key (`jobs`)
+    changes with every namespace's."""
+    return f"{table}@{namespace}"
+
+
+def list_keys(table: str, namespace: str) -> list[str]:
+    """What a list read of `table` in `namespace` (`*`: every one) waits on."""
+    return [table] if namespace == _ALL_NAMESPACES else [list_key(table, namespace)]
 
 
 def node_key(node_id: str) -> str:

@@ -31,6 +31,7 @@ from drover.api.routes import (
     jobs,
     jobversions,
     metrics,
+    namespaces,
     nodes,
     parse,
     periodic,
@@ -69,6 +70,7 @@ ROUTERS = (
     metrics,
     events,
     variables,
+    namespaces,
 )
 
 

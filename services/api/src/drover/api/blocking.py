@@ -81,16 +81,21 @@ class Paged:
     next_token: str = ""
 
 
-def paged(request: Request, fetch: Callable[[str, int], list[Any]]) -> Callable[[], Paged]:
+def paged(
+    request: Request,
+    fetch: Callable[[str, int], list[Any]],
+    token: Callable[[Any], str] = lambda item: item.id,
+) -> Callable[[], Paged]:
     """A list read paged as Nomad's are: ?per_page= items (0 or none: all) from the item whose
-    ID is ?next_token=, in ID order; the next page's token goes in X-Nomad-NextToken."""
+    token (its ID, unless `token` says otherwise) is ?next_token=, in that order; the next
+    page's token goes in X-Nomad-NextToken."""
 
     def read() -> Paged:
         per_page = parse_per_page(request.query_params.get("per_page"))
-        token = request.query_params.get("next_token", "")
-        items = fetch(token, per_page + 1 if per_page else 0)
+        start = request.query_params.get("next_token", "")
+        items = fetch(start, per_page + 1 if per_page else 0)
         if per_page and len(items) > per_page:
-            return Paged(items[:per_page], items[per_page].id)
+            return Paged(items[:per_page], token(items[per_page]))
         return Paged(items)
 
     return read

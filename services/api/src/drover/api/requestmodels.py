@@ -58,6 +58,8 @@ class JobRegisterRequest(JobBody):
     job: Job
     enforce_index: StrictBool = False
     job_modify_index: StrictInt = 0
+    # The write request's namespace (Nomad's WriteRequest): ahead of the job's, behind ?namespace=.
+    namespace: StrictStr = ""
 
 
 class JobPlanRequest(JobBody):
@@ -67,6 +69,7 @@ class JobPlanRequest(JobBody):
     job: Job
     diff: StrictBool = False
     policy_override: StrictBool = False
+    namespace: StrictStr = ""
 
 
 class ScalingTarget(Body):
@@ -218,3 +221,30 @@ class JobValidateRequest(JobBody):
     """`POST /v1/validate/job`: the job to validate (nothing is written)."""
 
     job: Job | None = None
+
+
+class NamespaceCapabilitiesBody(Body):
+    enabled_task_drivers: list[StrictStr] | None = None
+    disabled_task_drivers: list[StrictStr] | None = None
+    enabled_network_modes: list[StrictStr] | None = None
+    disabled_network_modes: list[StrictStr] | None = None
+
+
+class NamespaceGovernanceBody(Body):
+    default: StrictStr = ""
+    allowed: list[StrictStr] | None = None
+    denied: list[StrictStr] | None = None
+
+
+class NamespaceRequest(Body):
+    """`PUT /v1/namespace/:name`, `PUT /v1/namespace`: a namespace written whole (Nomad's
+    Namespace; its indexes are the log's, whatever the body says)."""
+
+    name: StrictStr = ""
+    description: StrictStr = ""
+    quota: StrictStr = ""
+    capabilities: NamespaceCapabilitiesBody | None = None
+    node_pool_configuration: NamespaceGovernanceBody | None = None
+    vault_configuration: NamespaceGovernanceBody | None = None
+    consul_configuration: NamespaceGovernanceBody | None = None
+    meta: dict[StrictStr, StrictStr] | None = None

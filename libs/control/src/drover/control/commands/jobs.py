@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import uuid
 from dataclasses import dataclass
+from typing import Protocol
 
 from drover.control.change import Change
 from drover.control.errors import Conflict, Invalid, NotFound
@@ -18,16 +19,25 @@ from drover.model.evaluation import (
 )
 from drover.model.events import JobDeregistered, JobRegistered, NewEvent
 from drover.model.job import job_spec
+from drover.model.namespace import Namespace, job_problems
 from drover.model.scalingpolicy import with_policy_ids
 from drover.model.state import InMemoryState
 from drover.model.validation import validate_job
 from drover.scheduler import SchedulerResult, schedule
 
 
-def prepare(job: Job) -> Job:
-    """The job as submitted, canonicalized (defaults filled) and validated."""
+class NamespaceLookup(Protocol):
+    def namespace(self, name: str) -> Namespace | None: ...
+
+
+def prepare(job: Job, namespaces: NamespaceLookup | None = None) -> Job:
+    """The job as submitted, canonicalized (defaults filled) and validated; with `namespaces`,
+    also admitted to its namespace as Nomad's namespace constraint hook admits it (it must
+    exist and allow the job's task drivers and network modes)."""
     job = canonicalize(job)
     problems = validate_job(job)
+    if namespaces is not None:
+        problems += job_problems(job, namespaces.namespace(job.namespace))
     if problems:
         raise Invalid.of(problems, "Job is invalid:")
     return job

@@ -1,10 +1,10 @@
 """The event catalogue: every change to the cluster is one of these events, appended to the
 log. Each is declared once, in the module of its aggregate (nodes, jobs, scaling, evals, plans,
-allocs, deployments, job restarts, services, collection, variables), with all that it means (drover.model.events.base):
-its stream, its effect on the state, the rows it reads, its Nomad stream events. The log
-position an event gets is the cluster index (Nomad's raft index): the reducer stamps
-CreateIndex / ModifyIndex from it. The table of every type, its writers and its effect is
-docs/events.md.
+allocs, deployments, job restarts, services, collection, variables, namespaces), with all that
+it means (drover.model.events.base): its stream, its effect on the state, the rows it reads,
+its Nomad stream events. The log position an event gets is the cluster index (Nomad's raft
+index): the reducer stamps CreateIndex / ModifyIndex from it. The table of every type, its
+writers and its effect is docs/events.md.
 """
 
 from __future__ import annotations
@@ -43,6 +43,7 @@ from drover.model.events.collection import (
 from drover.model.events.deployments import DeploymentUpdated, DeploymentUpserted
 from drover.model.events.evals import EvalsUpserted
 from drover.model.events.jobs import JobDeregistered, JobRegistered, JobStabilityUpdated
+from drover.model.events.namespaces import NamespaceDeleted, NamespaceUpserted, namespace_stream
 from drover.model.events.nodes import (
     NodeDeregistered,
     NodeDrainUpdated,
@@ -88,6 +89,8 @@ __all__ = [
     "JobRestartStarted",
     "JobRestartUpdated",
     "JobStabilityUpdated",
+    "NamespaceDeleted",
+    "NamespaceUpserted",
     "NewEvent",
     "NodeDeregistered",
     "NodeDrainUpdated",
@@ -113,6 +116,7 @@ __all__ = [
     "encode_event_parts",
     "job_stream",
     "keeps_client_status",
+    "namespace_stream",
     "node_stream",
     "restart_stream",
     "variable_stream",

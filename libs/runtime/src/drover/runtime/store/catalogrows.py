@@ -1,5 +1,6 @@
-"""`SqlState`'s part for the catalogues no scheduling decision reads: the `variables` and
-`service_registrations` rows (drover.model.catalogstate is their in-memory side). A
+"""`SqlState`'s part for the catalogues no scheduling decision reads: the `variables`,
+`service_registrations` and `namespaces` rows (drover.model.catalogstate is their in-memory
+side). A
 registration removed by alloc or node (an alloc ended or lost, a node down) is not read first:
 one statement for the batch, however many allocs a plan marks lost."""
 
@@ -10,6 +11,7 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel
 
+from drover.model.namespace import Namespace, builtin
 from drover.model.serviceregistration import ServiceRegistration
 from drover.model.variables import VariableEncrypted
 from drover.runtime.store.collected import DELETED
@@ -34,6 +36,7 @@ class CatalogRows:
         self._services: dict[str, Any] = {}
         self._service_drop_allocs: set[str] = set()
         self._service_drop_nodes: set[str] = set()
+        self._namespaces: dict[str, Any] = {}
 
     def _load(self, cache: dict[Any, Any], key: Any, sql: str, params: Any, model: type[T]) -> T | None:
         raise NotImplementedError  # SqlState's
@@ -66,6 +69,12 @@ class CatalogRows:
             ServiceRegistration,
         )
 
+    def namespace(self, name: str) -> Namespace | None:
+        found = self._load(
+            self._namespaces, name, "SELECT doc::text FROM namespaces WHERE name = %s", (name,), Namespace
+        )
+        return found or builtin(name)
+
     # --- writes (buffered) ---
     def upsert_variable(self, var: VariableEncrypted) -> None:
         self._variables[(var.namespace, var.path)] = var
@@ -92,6 +101,14 @@ class CatalogRows:
         if node_id:
             self._service_drop_nodes.add(node_id)
 
+    def upsert_namespace(self, ns: Namespace) -> None:
+        self._namespaces[ns.name] = ns
+        self._dirty["namespaces"].add(ns.name)
+
+    def delete_namespace(self, name: str) -> None:
+        self._namespaces[name] = DELETED
+        self._dirty["namespaces"].add(name)
+
     def services_touched(self) -> bool:
         return bool(self._dirty["services"] or self._service_drop_allocs or self._service_drop_nodes)
 
@@ -104,6 +121,12 @@ class CatalogRows:
         for ns, path in gone:
             writes.append(("DELETE FROM variables WHERE namespace = %s AND path = %s", (ns, path)))
         self._flush_services(writes)
+        namespaces, gone = self._split(self._namespaces, "namespaces")
+        self._upsert(writes, "namespaces", ("name",), [
+            {"name": n.name, "doc": row_doc(n), "modify_index": n.modify_index} for n in namespaces
+        ])  # fmt: skip
+        if gone:
+            writes.append(("DELETE FROM namespaces WHERE name = ANY(%s)", (gone,)))
 
     def _flush_services(self, writes: list[Statement]) -> None:
         """The removals by alloc and node first (what the batch wrote after them is in the

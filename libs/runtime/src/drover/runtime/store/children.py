@@ -1,6 +1,6 @@
 """Reads about jobs and their children (dispatched or periodic launches, found by ParentID):
-the children of some jobs, the allocs a summary counts, and the child a dispatch's idempotency
-token names."""
+the jobs' Status derived from their allocs and evals, the children of some jobs, the allocs a
+summary counts, and the child a dispatch's idempotency token names."""
 
 from __future__ import annotations
 
@@ -8,6 +8,39 @@ from sqlalchemy import Connection, text
 
 from drover.model import Job
 from drover.model.events import dispatch_stream
+from drover.model.job import derive_job_status
+
+
+def with_status(conn: Connection, jobs: list[Job]) -> list[Job]:
+    """The jobs (of any namespaces) with Status derived from their allocs and evals now (two
+    grouped queries per namespace)."""
+    by_namespace: dict[str, list[str]] = {}
+    for j in jobs:
+        by_namespace.setdefault(j.namespace, []).append(j.id)
+    allocs: dict[tuple[str, str], bool] = {}
+    evals: dict[tuple[str, str], bool] = {}
+    for ns, ids in by_namespace.items():
+        params = {"ns": ns, "ids": ids}
+        for found, sql in (
+            (allocs, "SELECT job_id, bool_or(NOT (desired_status IN ('stop', 'evict') "
+                     "OR client_status IN ('complete', 'failed', 'lost'))) "
+                     "FROM allocs WHERE namespace = :ns AND job_id = ANY(:ids) GROUP BY job_id"),
+            (evals, "SELECT job_id, bool_or(status NOT IN ('complete', 'failed', 'canceled')) "
+                    "FROM evals WHERE namespace = :ns AND job_id = ANY(:ids) GROUP BY job_id"),
+        ):  # fmt: skip
+            found.update(((ns, r[0]), bool(r[1])) for r in conn.execute(text(sql), params))
+    out = []
+    for j in jobs:
+        key = (j.namespace, j.id)
+        status = derive_job_status(
+            j,
+            has_allocs=key in allocs,
+            live_allocs=allocs.get(key, False),
+            has_evals=key in evals,
+            live_evals=evals.get(key, False),
+        )
+        out.append(j.model_copy(update={"status": status}))
+    return out
 
 
 def children_of(conn: Connection, namespace: str, parent_ids: list[str]) -> list[Job]:

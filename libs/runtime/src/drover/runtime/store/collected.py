@@ -11,7 +11,7 @@ import json
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from drover.runtime.watches import alloc_key, deployment_key, eval_key, job_key, node_key
+from drover.runtime.watches import alloc_key, deployment_key, eval_key, job_key, list_key, node_key
 
 # A row the buffer holds as gone (deleted, or looked up and absent).
 DELETED = object()
@@ -118,7 +118,7 @@ class CollectedRows:
             for row_id, ref in gone.items():
                 if row_id not in dirty:
                     continue
-                keys.update((table, job_key(ref[0], ref[1])))
+                keys.update((table, job_key(ref[0], ref[1]), list_key(table, ref[0])))
                 if table == "allocs":
                     keys.update((node_key(ref[2]), eval_key(ref[3])))
                     if name_allocs:

@@ -45,6 +45,7 @@ PROJECTION_TABLES = (
     "scaling_events",
     "variables",
     "service_registrations",
+    "namespaces",
 )
 # The tables whose rows the writes mark dirty (job versions are kept apart).
 _DIRTY_TABLES = (
@@ -57,6 +58,7 @@ _DIRTY_TABLES = (
     "scaling_events",
     "variables",
     "services",
+    "namespaces",
 )
 # Tables whose `doc` is `text` (kept as sent, never parsed; see migrations 0002 and 0003), the
 # others' is `jsonb`.
@@ -78,6 +80,7 @@ _COLUMN_TYPES = {
     "create_index": "bigint",
     "service_name": "text",
     "alloc_id": "text",
+    "name": "text",
 }
 
 

@@ -15,8 +15,8 @@ from sqlalchemy import Connection, text
 from drover.model import Allocation, Deployment, Evaluation, Job, Node
 from drover.model.alloc import ReplicaAllocation
 from drover.model.events import job_stream, restart_stream, variable_stream
-from drover.model.job import derive_job_status
 from drover.model.jobrestart import JobRestart
+from drover.model.namespace import ALL_NAMESPACES, Namespace
 from drover.model.scaling import JobScalingEvents
 from drover.model.serviceregistration import ServiceRegistration
 from drover.model.state import InMemoryState
@@ -24,6 +24,7 @@ from drover.model.summary import JobSummary, job_summary
 from drover.model.variables import VariableEncrypted
 from drover.runtime.store import children
 from drover.runtime.store.eventstore import EventStore
+from drover.runtime.store.namespacereads import NamespaceReads, split_job_token
 
 _ALLOCS: TypeAdapter[list[Allocation]] = TypeAdapter(list[Allocation])
 S = TypeVar("S", bound=InMemoryState)
@@ -54,6 +55,8 @@ def load_into(store: EventStore, state: S, load_allocs: Callable[[Connection, S]
             state.upsert_variable(VariableEncrypted.model_validate_json(doc))
         for (doc,) in conn.execute(text("SELECT doc::text FROM service_registrations")):
             state.upsert_service(ServiceRegistration.model_validate_json(doc))
+        for (doc,) in conn.execute(text("SELECT doc::text FROM namespaces")):
+            state.upsert_namespace(Namespace.model_validate_json(doc))
         load_allocs(conn, state)
     state.bump(position)
     return state
@@ -99,7 +102,7 @@ def _page(where: list[str], params: dict[str, Any], start: str, limit: int) -> s
     return ""
 
 
-class Reads:
+class Reads(NamespaceReads):
     """The API's reads: documents in Nomad's form, by key, prefix and page."""
 
     def __init__(self, store: EventStore) -> None:
@@ -113,13 +116,21 @@ class Reads:
         return self.store.last_position()
 
     def jobs(self, namespace: str, prefix: str = "", *, start: str = "", limit: int = 0) -> list[Job]:
-        where = ["namespace = :ns", "id LIKE :p"]
-        params: dict[str, Any] = {"ns": namespace, "p": _like_prefix(prefix)}
-        tail = _page(where, params, start, limit)
+        """Jobs by ID prefix, of `namespace` (`*`: every one's, by namespace then ID), from the
+        page token `start` on (Nomad's `<namespace>.<id>`, or an ID: `job_token`)."""
+        where = ["id LIKE :p"]
+        params: dict[str, Any] = {"p": _like_prefix(prefix)}
+        if namespace != ALL_NAMESPACES:
+            where.append("namespace = :ns")
+            params["ns"] = namespace
+        if start:
+            where.append("(namespace, id) >= (:start_ns, :start_id)")
+            params["start_ns"], params["start_id"] = split_job_token(start, namespace)
+        tail = _page([], params, "", limit)
         docs = self._docs(
-            f"SELECT doc::text FROM jobs WHERE {' AND '.join(where)} ORDER BY id{tail}", **params
+            f"SELECT doc::text FROM jobs WHERE {' AND '.join(where)} ORDER BY namespace, id{tail}", **params
         )
-        return self._with_status(namespace, [Job.model_validate_json(d) for d in docs])
+        return self._with_status([Job.model_validate_json(d) for d in docs])
 
     def job(self, namespace: str, job_id: str) -> Job | None:
         """The job's document as registered (its Status not derived: `job_with_status`)."""
@@ -131,7 +142,7 @@ class Reads:
     def job_with_status(self, namespace: str, job_id: str) -> Job | None:
         """The job with its Status derived from its allocs and evals now, as Nomad shows it."""
         job = self.job(namespace, job_id)
-        return self._with_status(namespace, [job])[0] if job is not None else None
+        return self._with_status([job])[0] if job is not None else None
 
     def job_exists(self, namespace: str, job_id: str) -> bool:
         """Whether the job is registered (what its sub-resources check before answering)."""
@@ -154,47 +165,12 @@ class Reads:
             ).one()
         return (Job.model_validate_json(doc) if doc is not None else None), int(version)
 
-    def _with_status(self, namespace: str, jobs: list[Job]) -> list[Job]:
-        """The jobs with Status derived from their allocs and evals now (two grouped queries)."""
+    def _with_status(self, jobs: list[Job]) -> list[Job]:
+        """The jobs with Status derived from their allocs and evals now."""
         if not jobs:
             return jobs
-        ids = [j.id for j in jobs]
         with self.store.reader.connect() as conn:
-            allocs = {
-                r[0]: bool(r[1])
-                for r in conn.execute(
-                    text(
-                        "SELECT job_id, bool_or(NOT (desired_status IN ('stop', 'evict') "
-                        "OR client_status IN ('complete', 'failed', 'lost'))) "
-                        "FROM allocs WHERE namespace = :ns AND job_id = ANY(:ids) GROUP BY job_id"
-                    ),
-                    {"ns": namespace, "ids": ids},
-                )
-            }
-            evals = {
-                r[0]: bool(r[1])
-                for r in conn.execute(
-                    text(
-                        "SELECT job_id, bool_or(status NOT IN ('complete', 'failed', 'canceled')) "
-                        "FROM evals WHERE namespace = :ns AND job_id = ANY(:ids) GROUP BY job_id"
-                    ),
-                    {"ns": namespace, "ids": ids},
-                )
-            }
-        return [
-            j.model_copy(
-                update={
-                    "status": derive_job_status(
-                        j,
-                        has_allocs=j.id in allocs,
-                        live_allocs=allocs.get(j.id, False),
-                        has_evals=j.id in evals,
-                        live_evals=evals.get(j.id, False),
-                    )
-                }
-            )
-            for j in jobs
-        ]
+            return children.with_status(conn, jobs)
 
     def job_summaries(self, namespace: str, jobs: list[Job]) -> dict[str, JobSummary]:
         """Each job's summary by ID: its allocs counted by group and client status, and its
@@ -209,7 +185,7 @@ class Reads:
         for job_id, group, client_status, n in counts:
             allocs[job_id].append((group, client_status, n))
         statuses: dict[str, list[str]] = defaultdict(list)
-        for kid in self._with_status(namespace, kids):
+        for kid in self._with_status(kids):
             statuses[kid.parent_id].append(kid.status)
         return {j.id: job_summary(j, allocs[j.id], statuses[j.id]) for j in jobs}
 
@@ -397,9 +373,15 @@ class Reads:
         docs = self._docs("SELECT doc::text FROM deployments WHERE id = :id", id=deployment_id)
         return Deployment.model_validate_json(docs[0]) if docs else None
 
-    def all_deployments(self, prefix: str = "") -> list[Deployment]:
+    def all_deployments(self, prefix: str = "", namespace: str = ALL_NAMESPACES) -> list[Deployment]:
+        """Deployments by ID prefix, of `namespace` (`*`: every one's), the newest first."""
+        where, params = ["id LIKE :p"], {"p": _like_prefix(prefix)}
+        if namespace != ALL_NAMESPACES:
+            where.append("namespace = :ns")
+            params["ns"] = namespace
         docs = self._docs(
-            "SELECT doc::text FROM deployments WHERE id LIKE :p ORDER BY create_index DESC", p=prefix + "%"
+            f"SELECT doc::text FROM deployments WHERE {' AND '.join(where)} ORDER BY create_index DESC",
+            **params,
         )
         return [Deployment.model_validate_json(d) for d in docs]
 

@@ -13,6 +13,8 @@ from drover.runtime.watches import (
     deployment_key,
     eval_key,
     job_key,
+    list_key,
+    namespace_key,
     node_key,
     parent_keys,
     restart_key,
@@ -37,11 +39,14 @@ def written_keys(
     if jobs:
         keys.add("jobs")
         keys.update(job_key(ns, j) for ns, j in jobs)
+        keys.update(list_key("jobs", ns) for ns, _ in jobs)
     # A version alone (its Stable flag), or the job's scaling events.
     keys.update(job_key(ns, j) for ns, j, _ in job_versions)
     keys.update(job_key(ns, j) for ns, j in dirty["scaling_events"])
     for ns, path in dirty.get("variables", ()):
-        keys.update(("variables", variable_key(ns, path)))
+        keys.update(("variables", variable_key(ns, path), list_key("variables", ns)))
+    for name in dirty.get("namespaces", ()):
+        keys.update(("namespaces", namespace_key(name)))
     for restart_id in dirty["job_restarts"]:
         r = restarts[restart_id]
         keys.update(("job_restarts", restart_key(restart_id)))
@@ -70,11 +75,12 @@ def written_keys(
                     last = seen
                     jobs.add((obj.namespace, obj.job_id))
                     keys.update((job_key(obj.namespace, obj.job_id), eval_key(obj.eval_id)))
+                    keys.add(list_key(table, obj.namespace))
                     if obj.deployment_id:
                         keys.add(deployment_key(obj.deployment_id))
             else:
                 jobs.add((obj.namespace, obj.job_id))
-                keys.add(job_key(obj.namespace, obj.job_id))
+                keys.update((job_key(obj.namespace, obj.job_id), list_key(table, obj.namespace)))
                 keys.add(eval_key(obj.id) if table == "evals" else deployment_key(obj.id))
     for ns, job_id in jobs:
         # A child's change is its parent's summary's (the parent counts its children).

@@ -13,20 +13,28 @@ from drover.api.jsondecode import JsonRoute
 from drover.api.requestmodels import AllocRestartBody
 from drover.api.views import alloc_stub
 from drover.control.commands import allocs
-from drover.runtime.watches import alloc_key
+from drover.model.namespace import ALL_NAMESPACES, DEFAULT_NAMESPACE
+from drover.runtime.watches import alloc_key, list_keys
 
 router = APIRouter(route_class=JsonRoute, tags=["allocations"])
 
 
 @router.get("/v1/allocations")
-async def list_allocs(request: Request, blocking: BlockingDep, prefix: str = "") -> Response:
-    read = paged(request, lambda start, limit: blocking.reads.allocs(prefix=prefix, start=start, limit=limit))
+async def list_allocs(
+    request: Request, blocking: BlockingDep, prefix: str = "", namespace: str = DEFAULT_NAMESPACE
+) -> Response:
+    """The namespace's allocs (`*`: every one's), by ID."""
+    ns = None if namespace == ALL_NAMESPACES else namespace
+    read = paged(
+        request,
+        lambda start, limit: blocking.reads.allocs(namespace=ns, prefix=prefix, start=start, limit=limit),
+    )
 
     def fn() -> Paged:
         page = read()
         return Paged([alloc_stub(a) for a in page.items], page.next_token)
 
-    return await blocking.read(request, fn, ["allocs"])
+    return await blocking.read(request, fn, list_keys("allocs", namespace))
 
 
 @router.get("/v1/allocation/{alloc_id}")

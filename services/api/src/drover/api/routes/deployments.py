@@ -14,14 +14,22 @@ from drover.api.requestmodels import DeploymentPauseRequest, DeploymentPromoteRe
 from drover.api.views import alloc_stub
 from drover.control.commands import deployments
 from drover.control.commands.deployments import DeploymentChanged
-from drover.runtime.watches import deployment_key
+from drover.model.namespace import DEFAULT_NAMESPACE
+from drover.runtime.watches import deployment_key, list_keys
 
 router = APIRouter(route_class=JsonRoute, tags=["deployments"])
 
 
 @router.get("/v1/deployments")
-async def list_deployments(request: Request, blocking: BlockingDep, prefix: str = "") -> Response:
-    return await blocking.read(request, lambda: blocking.reads.all_deployments(prefix), ["deployments"])
+async def list_deployments(
+    request: Request, blocking: BlockingDep, prefix: str = "", namespace: str = DEFAULT_NAMESPACE
+) -> Response:
+    """The namespace's deployments (`*`: every one's), the newest first."""
+    return await blocking.read(
+        request,
+        lambda: blocking.reads.all_deployments(prefix, namespace),
+        list_keys("deployments", namespace),
+    )
 
 
 @router.get("/v1/deployment/{deployment_id}")

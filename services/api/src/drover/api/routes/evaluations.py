@@ -11,30 +11,44 @@ from drover.api.deps import BlockingDep
 from drover.api.errors import ApiError
 from drover.api.jsondecode import JsonRoute
 from drover.api.views import alloc_stub
-from drover.runtime.watches import eval_key
+from drover.model.namespace import ALL_NAMESPACES, DEFAULT_NAMESPACE
+from drover.runtime.watches import eval_key, list_keys
 
 router = APIRouter(route_class=JsonRoute, tags=["evaluations"])
 
 
 @router.get("/v1/evaluations")
-async def list_evals(request: Request, blocking: BlockingDep, prefix: str = "") -> Response:
+async def list_evals(
+    request: Request, blocking: BlockingDep, prefix: str = "", namespace: str = DEFAULT_NAMESPACE
+) -> Response:
+    """The namespace's evals (`*`: every one's), by ID."""
+    ns = None if namespace == ALL_NAMESPACES else namespace
     return await blocking.read(
         request,
-        paged(request, lambda start, limit: blocking.reads.evals(prefix=prefix, start=start, limit=limit)),
-        ["evals"],
+        paged(
+            request,
+            lambda start, limit: blocking.reads.evals(namespace=ns, prefix=prefix, start=start, limit=limit),
+        ),
+        list_keys("evals", namespace),
     )
 
 
 @router.get("/v1/evaluations/count")
 async def count_evals(
-    request: Request, blocking: BlockingDep, prefix: str = "", namespace: str = "default", filter: str = ""
+    request: Request,
+    blocking: BlockingDep,
+    prefix: str = "",
+    namespace: str = DEFAULT_NAMESPACE,
+    filter: str = "",
 ) -> Response:
     """Nomad's eval count: how many evals there are in the namespace ("*": every one) whose ID
     starts with `prefix`."""
     if filter:
         raise ApiError(400, "filter expressions are not supported; count by namespace and prefix")
     return await blocking.read(
-        request, lambda: {"Count": blocking.reads.eval_count(namespace, prefix)}, ["evals"]
+        request,
+        lambda: {"Count": blocking.reads.eval_count(namespace, prefix)},
+        list_keys("evals", namespace),
     )
 
 

@@ -19,38 +19,55 @@ from drover.api.requestmodels import JobPlanRequest, JobRegisterRequest
 from drover.api.views import NO_DEPLOYMENT, alloc_stub, as_json, job_stub
 from drover.control.commands import jobs
 from drover.control.diff.job import plan_diff, version_diffs
+from drover.model import Job
+from drover.model.namespace import DEFAULT_NAMESPACE
+from drover.runtime.store.namespacereads import job_token
 from drover.runtime.store.queries import Reads, load_snapshot
-from drover.runtime.watches import children_key, job_key
+from drover.runtime.watches import children_key, job_key, list_keys
 
 router = APIRouter(route_class=JsonRoute, tags=["jobs"])
 
 
 @router.get("/v1/jobs")
 async def list_jobs(
-    request: Request, blocking: BlockingDep, prefix: str = "", namespace: str = "default"
+    request: Request, blocking: BlockingDep, prefix: str = "", namespace: str = DEFAULT_NAMESPACE
 ) -> Response:
+    """The jobs of the namespace (`*`: of every one, by namespace then ID), paged by Nomad's
+    `<namespace>.<id>` tokens."""
     read = paged(
-        request, lambda start, limit: blocking.reads.jobs(namespace, prefix, start=start, limit=limit)
+        request,
+        lambda start, limit: blocking.reads.jobs(namespace, prefix, start=start, limit=limit),
+        job_token,
     )
 
     def fn() -> Paged:
         page = read()
-        summaries = blocking.reads.job_summaries(namespace, page.items)
-        return Paged([job_stub(j, summaries[j.id]) for j in page.items], page.next_token)
+        summaries = blocking.reads.summaries_by_job(page.items)
+        return Paged([job_stub(j, summaries[(j.namespace, j.id)]) for j in page.items], page.next_token)
 
     # A job's Status is derived from its allocs and evals.
-    return await blocking.read(request, fn, ["jobs", "allocs", "evals"])
+    keys = [k for table in ("jobs", "allocs", "evals") for k in list_keys(table, namespace)]
+    return await blocking.read(request, fn, keys)
 
 
-async def _register(commands: CommandsDep, body: JobRegisterRequest) -> dict[str, Any]:
-    job = jobs.prepare(body.job)
+def in_namespace(request: Request, job: Job, namespace: str) -> Job:
+    """The job in the namespace Nomad writes it to: ?namespace= first, then the request's own
+    Namespace (`namespace`), then the job's (default: `default`)."""
+    chosen = request.query_params.get("namespace") or namespace or job.namespace or DEFAULT_NAMESPACE
+    return job if chosen == job.namespace else job.model_copy(update={"namespace": chosen})
+
+
+async def _register(request: Request, commands: CommandsDep, body: JobRegisterRequest) -> dict[str, Any]:
+    submitted = in_namespace(request, body.job, body.namespace)
     enforce = body.job_modify_index if body.enforce_index else None
 
     def decide(reads: Reads) -> jobs.JobChange:
+        # Admitted against the namespace as it is when the register is decided.
+        job = jobs.prepare(submitted, reads)
         existing, stream_version = reads.job_for_register(job.namespace, job.id)
         return jobs.register(job, existing, stream_version, time.time_ns(), enforce)
 
-    change, positions = await commands.run(decide, span="job.register", what=f"job {job.id} registered")
+    change, positions = await commands.run(decide, span="job.register", what=f"job {submitted.id} registered")
     # A periodic or parameterized job is registered without an eval.
     return {
         "EvalID": change.eval_ids[0] if change.evals else "",
@@ -65,16 +82,18 @@ async def _register(commands: CommandsDep, body: JobRegisterRequest) -> dict[str
 
 @router.put("/v1/jobs")
 @router.post("/v1/jobs")
-async def register_jobs(body: JobRegisterRequest, commands: CommandsDep) -> dict[str, Any]:
-    return await _register(commands, body)
+async def register_jobs(request: Request, body: JobRegisterRequest, commands: CommandsDep) -> dict[str, Any]:
+    return await _register(request, commands, body)
 
 
 @router.put("/v1/job/{job_id:path}")
 @router.post("/v1/job/{job_id:path}")
-async def register_job(job_id: str, body: JobRegisterRequest, commands: CommandsDep) -> dict[str, Any]:
+async def register_job(
+    job_id: str, request: Request, body: JobRegisterRequest, commands: CommandsDep
+) -> dict[str, Any]:
     if body.job.id != job_id:
         raise ApiError(400, "Job ID does not match name")
-    return await _register(commands, body)
+    return await _register(request, commands, body)
 
 
 @router.get("/v1/job/{job_id:path}")
@@ -200,12 +219,13 @@ async def evaluate(job_id: str, commands: CommandsDep, namespace: str = "default
 
 @router.put("/v1/job/{job_id:path}/plan")
 @router.post("/v1/job/{job_id:path}/plan")
-async def plan(job_id: str, body: JobPlanRequest, reads: ReadsDep) -> dict[str, Any]:
-    job = jobs.prepare(body.job)
-    if job.id != job_id:
+async def plan(job_id: str, request: Request, body: JobPlanRequest, reads: ReadsDep) -> dict[str, Any]:
+    submitted = in_namespace(request, body.job, body.namespace)
+    if submitted.id != job_id:
         raise ApiError(400, "Job ID does not match name")
 
     def dry_run() -> dict[str, Any]:
+        job = jobs.prepare(submitted, reads)
         state = load_snapshot(reads.store)
         existing, res = jobs.plan(state, job, time.time_ns())
         return {

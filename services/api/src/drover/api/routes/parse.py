@@ -9,12 +9,14 @@ from typing import Any
 from fastapi import APIRouter
 from pydantic import ValidationError
 
+from drover.api.deps import ReadsDep
 from drover.api.errors import ApiError, problems
 from drover.api.jsondecode import JsonRoute
 from drover.api.requestmodels import JobsParseRequest, JobValidateRequest
 from drover.jobspec import JobspecError, parse
 from drover.model import Job
 from drover.model.canonicalize import canonicalize
+from drover.model.namespace import job_problems
 from drover.model.validation import validate_job
 
 router = APIRouter(route_class=JsonRoute, tags=["jobs"])
@@ -46,11 +48,13 @@ def parse_job(body: JobsParseRequest) -> dict[str, Any]:
 
 @router.put("/v1/validate/job")
 @router.post("/v1/validate/job")
-def validate(body: JobValidateRequest) -> dict[str, Any]:
-    """Every problem a register would refuse the job for, in Nomad's JobValidateResponse."""
+def validate(body: JobValidateRequest, reads: ReadsDep) -> dict[str, Any]:
+    """Every problem a register would refuse the job for, in Nomad's JobValidateResponse: its
+    own, and its namespace's (the job's: Nomad validates a job where it says it goes)."""
     if body.job is None:
         raise ApiError(400, "Job must be specified")
-    found = validate_job(canonicalize(body.job))
+    job = canonicalize(body.job)
+    found = validate_job(job) + job_problems(job, reads.namespace(job.namespace))
     return {
         "DriverConfigValidated": True,
         "ValidationErrors": found or None,

@@ -12,11 +12,13 @@ from drover.api.jsondecode import JsonRoute
 from drover.model.job import ScalingPolicy
 from drover.model.scalingpolicy import job_policies, matching, stub
 from drover.runtime.store.queries import Reads
+from drover.runtime.watches import list_keys
 
 router = APIRouter(route_class=JsonRoute, tags=["scaling"])
 
 
 def _policies(reads: Reads, namespace: str) -> list[ScalingPolicy]:
+    """The policies of the namespace's jobs (`*`: of every one's)."""
     return [p for job in reads.jobs(namespace) for p in job_policies(job)]
 
 
@@ -29,7 +31,7 @@ async def list_policies(
     def fn() -> Any:
         return [stub(p) for p in matching(_policies(blocking.reads, namespace), job, type)]
 
-    return await blocking.read(request, fn, ["jobs"])
+    return await blocking.read(request, fn, list_keys("jobs", namespace))
 
 
 @router.get("/v1/scaling/policy/{policy_id}")
@@ -41,4 +43,4 @@ async def read_policy(
     def fn() -> Any:
         return next((p for p in _policies(blocking.reads, namespace) if p.id == policy_id), None)
 
-    return await blocking.read(request, fn, ["jobs"])
+    return await blocking.read(request, fn, list_keys("jobs", namespace))

@@ -25,7 +25,7 @@ from drover.model.events import VariableLockRenewed, VariableUpserted
 from drover.model.state import InMemoryState
 from drover.model.variables import VariableEncrypted, VariableRequest, lock_settings, set_problems
 from drover.runtime.keyring import Keyring
-from drover.runtime.watches import variable_key
+from drover.runtime.watches import list_keys, variable_key
 
 router = APIRouter(route_class=JsonRoute, tags=["variables"])
 _LOCK_OPS = ("lock-acquire", "lock-renew", "lock-release")
@@ -40,7 +40,9 @@ KeyringDep = Annotated[Keyring, Depends(_keyring)]
 
 
 def _namespace(request: Request, body: VariableRequest | None = None) -> str:
-    return request.query_params.get("namespace") or (body.namespace if body else "") or "default"
+    """The variable's namespace: its own (in a write's body) first, as Nomad's Variables.Apply
+    takes it, then the request's."""
+    return (body.namespace if body else "") or request.query_params.get("namespace") or "default"
 
 
 def _json(content: Any, index: int, status: int = 200) -> Response:
@@ -70,7 +72,7 @@ async def list_variables(request: Request, blocking: BlockingDep, prefix: str = 
 
     index, wait = read_params(request)
     if index:
-        await blocking.watcher.wait_changed(["variables"], index, wait)
+        await blocking.watcher.wait_changed(list_keys("variables", namespace), index, wait)
     current, (found, page) = await asyncio.to_thread(read)
     response = _json(page, current)
     if per_page and len(found) > per_page:
