@@ -18,7 +18,13 @@ from drover.model import Allocation, Deployment, Evaluation, Job, Node
 from drover.model.alloc import AllocRestartRequest, DesiredTransition
 from drover.model.changes import Changes, TrackedState
 from drover.model.deployment import DeploymentState
+from drover.model.acl import ACLToken
 from drover.model.events import (
+    ACLBootstrapped,
+    ACLPolicyDeleted,
+    ACLPolicyUpserted,
+    ACLTokenDeleted,
+    ACLTokenUpserted,
     EVENT_TYPES,
     AllocClientUpdate,
     AllocRestartRequested,
@@ -64,6 +70,14 @@ from drover.model.statewriter import StateWriter
 from drover.model.streamevents import has_stream_events, stream_events
 from drover.model.variables import EncryptedItems
 
+TOKEN = ACLToken(
+    accessor_id="a-1",
+    name="ci",
+    policies=["readonly"],
+    create_time=5,
+    secret_hash="aGFzaA==",
+    sealed_secret=EncryptedItems(key_id="k1", data="c2VhbGVk"),
+)
 DEP = Deployment(id="d1", job_id="web", task_groups={"g": DeploymentState(desired_total=1)})
 ALLOC = Allocation(id="a1", job_id="web", task_group="g", node_id="n1", deployment_id="d1")
 REGISTER_EVAL = Evaluation(id="e1", job_id="web", triggered_by="job-register")
@@ -125,6 +139,11 @@ EXAMPLES: list[Event] = [
         ],
     ),
     ServicesDeregistered(node_id="n1", ids=["s1"]),
+    ACLPolicyUpserted(name="readonly", description="reads", rules='node { policy = "read" }'),
+    ACLPolicyDeleted(name="readonly"),
+    ACLTokenUpserted(token=TOKEN),
+    ACLTokenDeleted(accessor_id=TOKEN.accessor_id),
+    ACLBootstrapped(token=TOKEN.model_copy(update={"type": "management", "policies": [], "global_": True})),
 ]
 
 
@@ -149,7 +168,8 @@ def test_the_examples_read_rows() -> None:
     # Variables' events read their one row when asked, as scaling events do.
     assert silent == [
         "NodeDeregistered", "ScalingEventRegistered", "VariableUpserted", "VariableLockRenewed", "VariableDeleted",
-        "JobRestartStarted", "ServicesDeregistered",
+        "JobRestartStarted", "ServicesDeregistered", "ACLPolicyUpserted", "ACLPolicyDeleted", "ACLTokenUpserted",
+        "ACLTokenDeleted", "ACLBootstrapped",
     ]  # fmt: skip
 
 

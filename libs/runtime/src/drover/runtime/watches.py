@@ -9,10 +9,11 @@ API wakes only the queries waiting on one of them (`ChangeIndex`).
 Keys: `job:<namespace>/<id>` (the job, its versions, allocs, evals and deployments),
 `node:<id>` (the node and the allocs on it), `alloc:<id>`, `eval:<id>` (the eval and the
 allocs it placed), `deployment:<id>` (the deployment and its allocs), `children:<namespace>/<id>`
-(the job's children: what its summary counts), `var:<namespace>/<path>` (a variable), and one
-per table (`jobs`, `nodes`, `allocs`, `evals`, `deployments`, `variables`) for the lists. Where a
-commit touched more allocs than are worth naming, it names their category (`alloc`) instead:
-every alloc key counts as changed.
+(the job's children: what its summary counts), `var:<namespace>/<path>` (a variable), `acl` (any
+ACL policy or token: what the API's resolved tokens are invalidated by), and one per table
+(`jobs`, `nodes`, `allocs`, `evals`, `deployments`, `variables`, `acl_policies`, `acl_tokens`)
+for the lists. Where a commit touched more allocs than are worth naming, it names their
+category (`alloc`) instead: every alloc key counts as changed.
 """
 
 from __future__ import annotations
@@ -57,6 +58,8 @@ def parent_keys(namespace: str, job_id: str) -> list[str]:
 
 # Every change to service registrations (their reads are few and answer from one table).
 SERVICES_KEY = "services"
+# Every change to an ACL policy or token.
+ACL_KEY = "acl"
 
 
 def node_key(node_id: str) -> str:

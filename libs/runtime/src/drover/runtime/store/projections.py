@@ -45,6 +45,8 @@ PROJECTION_TABLES = (
     "scaling_events",
     "variables",
     "service_registrations",
+    "acl_policies",
+    "acl_tokens",
 )
 # The tables whose rows the writes mark dirty (job versions are kept apart).
 _DIRTY_TABLES = (
@@ -57,6 +59,8 @@ _DIRTY_TABLES = (
     "scaling_events",
     "variables",
     "services",
+    "acl_policies",
+    "acl_tokens",
 )
 # Tables whose `doc` is `text` (kept as sent, never parsed; see migrations 0002 and 0003), the
 # others' is `jsonb`.
@@ -78,6 +82,9 @@ _COLUMN_TYPES = {
     "create_index": "bigint",
     "service_name": "text",
     "alloc_id": "text",
+    "name": "text",
+    "accessor_id": "text",
+    "secret_hash": "text",
 }
 
 
