@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from drover.acl import NamedRule, NamespaceRule, PolicyError, VariablesPath, parse
+from drover.acl import NamedRule, NamespaceRule, PolicyError, VariablesPath, parse, rules_json
 from drover.acl import capabilities as caps
 
 READ = caps.NAMESPACE_POLICY_CAPABILITIES["read"]
@@ -283,3 +283,14 @@ def test_strict_parsing_refuses_unknown_and_repeated_keys_lenient_passes_them() 
     policy = parse(UNKNOWN_AND_REPEATED, strict=False)
     assert (policy.agent, policy.node) == ("write", "deny")
     assert [ns.name for ns in policy.namespaces] == ["default", "second"]
+
+
+def test_rules_json_is_the_parsed_policy_in_nomads_names() -> None:
+    doc = rules_json(parse('namespace "d" {\n policy = "deny"\n variables { path "a" { capabilities = ["read"] } }\n}\n'
+                           'node { policy = "read" }\noperator { capabilities = ["snapshot-save"] }'))  # fmt: skip
+    assert doc == {
+        "Namespaces": [{"Name": "d", "Policy": "deny", "Capabilities": ["deny"],
+                        "Variables": {"Paths": [{"PathSpec": "a", "Capabilities": ["read", "list"]}]}}],
+        "NodePools": None, "HostVolumes": None, "Agent": None, "Node": {"Policy": "read"},
+        "Operator": {"Policy": "", "Capabilities": ["snapshot-save"]}, "Sentinel": None, "Quota": None, "Plugin": None,
+    }  # fmt: skip

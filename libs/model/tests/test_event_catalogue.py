@@ -15,17 +15,17 @@ from typing import Any, ClassVar, Literal
 import pytest
 
 from drover.model import Allocation, Deployment, Evaluation, Job, Node
+from drover.model.acl import ACLToken
 from drover.model.alloc import AllocRestartRequest, DesiredTransition
 from drover.model.changes import Changes, TrackedState
 from drover.model.deployment import DeploymentState
-from drover.model.acl import ACLToken
 from drover.model.events import (
+    EVENT_TYPES,
     ACLBootstrapped,
     ACLPolicyDeleted,
     ACLPolicyUpserted,
     ACLTokenDeleted,
     ACLTokenUpserted,
-    EVENT_TYPES,
     AllocClientUpdate,
     AllocRestartRequested,
     AllocsClientUpdated,

@@ -17,6 +17,7 @@ from drover.acl.policy import (
     PolicyError,
     VariablesPath,
     parse,
+    rules_json,
 )
 
 __all__ = [
@@ -31,4 +32,5 @@ __all__ = [
     "VariablesPath",
     "compile_acl",
     "parse",
+    "rules_json",
 ]

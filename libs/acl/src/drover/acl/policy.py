@@ -18,6 +18,7 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass, field
+from typing import Any
 
 from drover.acl import capabilities as caps
 from drover.acl.document import DocumentError, Section, Value, read_document
@@ -326,3 +327,42 @@ _SENTINEL_POLICY_CAPABILITIES: dict[str, tuple[str, ...]] = {
     caps.POLICY_READ: ("sentinel-read",),
     caps.POLICY_WRITE: ("sentinel-read", "sentinel-submit", "sentinel-delete"),
 }
+
+
+def rules_json(policy: Policy) -> dict[str, Any]:
+    """The parsed policy as Nomad answers it in an ACLPolicy's `RulesJSON` (its acl.Policy,
+    capabilities expanded; a rule the policy has not is null)."""
+
+    def named(rule: NamedRule) -> dict[str, Any]:
+        return {"Name": rule.name, "Policy": rule.policy, "Capabilities": list(rule.capabilities)}
+
+    def namespace(rule: NamespaceRule) -> dict[str, Any]:
+        paths = None
+        if rule.variables is not None:
+            paths = {
+                "Paths": [{"PathSpec": p.path, "Capabilities": list(p.capabilities)} for p in rule.variables]
+            }
+        return {
+            "Name": rule.name,
+            "Policy": rule.policy,
+            "Capabilities": list(rule.capabilities),
+            "Variables": paths,
+        }
+
+    def coarse(value: str | None) -> dict[str, str] | None:
+        return None if value is None else {"Policy": value}
+
+    def capability(rule: CapabilityRule | None) -> dict[str, Any] | None:
+        return None if rule is None else {"Policy": rule.policy, "Capabilities": list(rule.capabilities)}
+
+    return {
+        "Namespaces": [namespace(r) for r in policy.namespaces] or None,
+        "NodePools": [named(r) for r in policy.node_pools] or None,
+        "HostVolumes": [named(r) for r in policy.host_volumes] or None,
+        "Agent": coarse(policy.agent),
+        "Node": coarse(policy.node),
+        "Operator": capability(policy.operator),
+        "Sentinel": capability(policy.sentinel),
+        "Quota": coarse(policy.quota),
+        "Plugin": coarse(policy.plugin),
+    }

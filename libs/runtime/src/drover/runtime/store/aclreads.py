@@ -67,7 +67,8 @@ class AclReads:
             params["limit"] = limit
             tail = " LIMIT :limit"
         docs = self._docs(
-            f"SELECT doc::text FROM acl_tokens WHERE {' AND '.join(where)} ORDER BY accessor_id{tail}", **params
+            f"SELECT doc::text FROM acl_tokens WHERE {' AND '.join(where)} ORDER BY accessor_id{tail}",
+            **params,
         )
         return [ACLToken.model_validate_json(d) for d in docs]
 
