@@ -81,9 +81,16 @@ class AclResolver:
         # Parsed policies by (name, ModifyIndex): parsed once however many tokens name them.
         self._parsed: dict[tuple[str, int], Policy] = {}
         self._namespaces: OrderedDict[tuple[str, str], str] = OrderedDict()
+        # The last ACL change this process made itself (known before its notification comes).
+        self._written = 0
 
     def _current(self, index: int) -> bool:
-        return self.changes.last_change(ACL_KEY) <= index
+        return index >= self._written and self.changes.last_change(ACL_KEY) <= index
+
+    def note_change(self, position: int) -> None:
+        """An ACL policy or token this process wrote at `position`: what was read before it is
+        stale from now on, not from when the commit's notification comes back."""
+        self._written = max(self._written, position)
 
     async def resolve(self, secret: str, *, fresh: bool = False) -> Identity | None:
         """The identity of a request carrying `secret` ("" for none), None if refused.

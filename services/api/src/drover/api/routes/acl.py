@@ -24,7 +24,7 @@ from fastapi import APIRouter, Request, Response
 
 from drover.acl import PolicyError, parse, rules_json
 from drover.api.aclguard import identity
-from drover.api.aclresolve import is_uuid
+from drover.api.aclresolve import AclResolver, is_uuid
 from drover.api.blocking import Paged, parse_per_page
 from drover.api.deps import BlockingDep, CommandsDep
 from drover.api.errors import ApiError
@@ -57,8 +57,11 @@ def _keyring(request: Request) -> Keyring:
     return keyring
 
 
-def _written(body: Any, index: int) -> Response:
-    """A write's answer: its JSON (none for a policy's), with the log position it wrote at."""
+def _written(request: Request, body: Any, index: int) -> Response:
+    """A write's answer: its JSON (none for a policy's), with the log position it wrote at,
+    after which this process resolves no token from what it read before."""
+    resolver: AclResolver = request.app.state.acl
+    resolver.note_change(index)
     content = b"" if body is None else json.dumps(body).encode()
     media = "application/json" if body is not None else None
     return Response(content, media_type=media, headers={"X-Nomad-Index": str(index)})
@@ -112,7 +115,7 @@ async def bootstrap(
     event = change.events[0].event
     assert change.token is not None and isinstance(event, ACLBootstrapped)
     token = _stamped(change.token, event, None, positions[-1])
-    return _written(token.api_form(secret_id), positions[-1])
+    return _written(request, token.api_form(secret_id), positions[-1])
 
 
 # --- policies ---
@@ -158,14 +161,14 @@ async def write_policy(name: str, request: Request, commands_: CommandsDep, body
         lambda reads: commands.upsert_policy(reads, name, body.description, body.rules),
         what=f"ACL policy {name} written",
     )
-    return _written(None, positions[-1])
+    return _written(request, None, positions[-1])
 
 
 @router.delete("/v1/acl/policy/{name}")
 async def delete_policy(name: str, request: Request, commands_: CommandsDep) -> Response:
     _enabled(request)
     _, positions = await commands_.run(lambda reads: commands.delete_policy(reads, name))
-    return _written(None, positions[-1])
+    return _written(request, None, positions[-1])
 
 
 # --- tokens ---
@@ -242,7 +245,7 @@ async def _upsert_token(request: Request, commands_: CommandsDep, body: ACLToken
     assert change.token is not None and isinstance(event, ACLTokenUpserted)
     token = _stamped(change.token, event, before[0], positions[-1])
     shown = await asyncio.to_thread(_open, keyring, token)
-    return _written(token.api_form(shown), positions[-1])
+    return _written(request, token.api_form(shown), positions[-1])
 
 
 def _open(keyring: Keyring, token: ACLToken) -> str:
@@ -305,4 +308,4 @@ async def delete_token(accessor_id: str, request: Request, commands_: CommandsDe
     _, positions = await commands_.run(
         lambda reads: commands.delete_token(reads, accessor_id), what=f"ACL token {accessor_id} deleted"
     )
-    return _written(None, positions[-1])
+    return _written(request, None, positions[-1])
