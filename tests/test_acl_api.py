@@ -322,6 +322,11 @@ def test_the_namespace_checked_is_the_jobs_in_the_body_and_the_objects_named(
         answer(client.put("/v1/jobs", params={"namespace": "prod-web"}, json=job("web"), headers=as_(prod)))
         == DENIED
     )
+    # A job naming no namespace is registered in "default", whatever the query says.
+    unnamed = job("web")
+    del unnamed["Job"]["Namespace"]
+    r = client.put("/v1/jobs", params={"namespace": "prod-web"}, json=unnamed, headers=as_(prod))
+    assert answer(r) == DENIED
     assert answer(client.put("/v1/jobs", json=job("web", "prod-secret"), headers=as_(prod))) == DENIED
     assert client.get("/v1/job/web", params={"namespace": "prod-web"}, headers=as_(prod)).status_code == 200
     assert answer(client.get("/v1/job/web", headers=as_(prod))) == DENIED

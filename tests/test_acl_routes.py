@@ -48,7 +48,7 @@ def test_every_entry_is_a_check_the_guard_knows(route: tuple[str, str], need: Ne
     known = {"none", "token", "management", "namespace", "variables", "node", "agent", "operator", "acl"}
     assert need.scopes <= known
     assert need.namespace in ("query", "body", "var-body", "alloc", "eval", "deployment")
-    assert need.filter in ("", "namespace", "variables")
+    assert need.filter in ("", "need", "variables", "read-job")
     # A write taken as PUT or POST has one check for both.
     method, path = route
     if method in ("PUT", "POST"):

@@ -3,8 +3,9 @@ template) -> the capabilities that let it through, any one of them sufficing (an
 with `+` needs all its parts). In Nomad's words (nomad/*_endpoint.go, command/agent/*):
 
 - `namespace:<capability>` in the request's namespace (`?namespace=`, "default"); the entry
-  says when it is the job's in the body (`body`) or the namespace of the alloc, eval or
-  deployment the path names (`alloc`, `eval`, `deployment`), as Nomad checks the object's own
+  says when it is the job's in the body (`body`: its Namespace, else "default", where the
+  handler registers it) or the namespace of the alloc, eval or deployment the path names
+  (`alloc`, `eval`, `deployment`), as Nomad checks the object's own
 - `variables:<list|read|write|destroy>` on the variable path the route names in its namespace
 - `node:read|write`, `agent:read|write`, `operator:read|write|<capability>`
 - `management`: a management token
@@ -35,7 +36,8 @@ class Need:
     # Where the namespace comes from: "query", "body" (the Job's, else the query's), "var-body"
     # (the query's, else the body's Namespace), "alloc", "eval", "deployment".
     namespace: str = "query"
-    # "namespace": list items kept by their Namespace; "variables": by their path's list rule.
+    # A list's items kept by their Namespace: "need" (it grants what this entry asks of a
+    # namespace), or a capability; "variables": by their path's list rule.
     filter: str = ""
     # With ?purge=true (a job's DELETE): what the purge needs instead.
     purge: Need | None = None
@@ -59,7 +61,7 @@ NODE_WRITE = need("node:write")
 CLIENT = NODE_WRITE  # Drover's client routes (/v1/drover/*)
 READ_JOB = need("namespace:read-job")
 # A list across namespaces (`?namespace=*`, or one that lists every namespace's).
-LIST = need("namespace:read-job", filter="namespace")
+LIST = need("namespace:read-job", filter="need")
 SUBMIT = need("namespace:submit-job", "namespace:register-job", ns="body")
 LIFECYCLE = need("namespace:alloc-lifecycle", "namespace:submit-job")
 J = "/v1/job/{job_id:path}"
@@ -83,7 +85,7 @@ ROUTES: dict[tuple[str, str], Need] = {
     ("GET", "/v1/status/leader"): NONE,
     ("GET", "/v1/metrics"): NONE,
     # Jobs (Job.*)
-    ("GET", "/v1/jobs"): need("namespace:list-jobs", filter="namespace"),
+    ("GET", "/v1/jobs"): need("namespace:list-jobs", filter="need"),
     **_both("/v1/jobs", SUBMIT),
     **_both(J, SUBMIT),
     ("GET", J): READ_JOB,
@@ -114,7 +116,7 @@ ROUTES: dict[tuple[str, str], Need] = {
     **_both(f"{J}/dispatch", need("namespace:dispatch-job")),
     # Scaling policies (Scaling.*)
     ("GET", "/v1/scaling/policies"): need(
-        "namespace:list-scaling-policies", "namespace:list-jobs+namespace:read-job", filter="namespace"
+        "namespace:list-scaling-policies", "namespace:list-jobs+namespace:read-job", filter="need"
     ),
     ("GET", "/v1/scaling/policy/{policy_id}"): need(
         "namespace:read-scaling-policy", "namespace:list-jobs+namespace:read-job"
@@ -167,7 +169,7 @@ ROUTES: dict[tuple[str, str], Need] = {
     # Nodes (Node.*): a node's allocs are those the token may read.
     ("GET", "/v1/nodes"): NODE_READ,
     ("GET", "/v1/node/{node_id}"): NODE_READ,
-    ("GET", "/v1/node/{node_id}/allocations"): need("node:read", filter="namespace"),
+    ("GET", "/v1/node/{node_id}/allocations"): need("node:read", filter="read-job"),
     **_both("/v1/node/{node_id}/eligibility", NODE_WRITE),
     **_both("/v1/node/{node_id}/drain", NODE_WRITE),
     **_both("/v1/node/{node_id}/purge", NODE_WRITE),

@@ -74,9 +74,11 @@ class _Check:
             object_id = next(iter(self.scope.get("path_params", {}).values()), "")
             return await self.resolver.namespace_of(source, object_id) or asked
         if source == "body":
+            # Where the handler puts the job: its own Namespace, else "default" (the query's is
+            # not read by a register, plan or validate).
             job = (await self._body()).get("Job")
             named = job.get("Namespace") if isinstance(job, dict) else None
-            return named if isinstance(named, str) and named else asked
+            return named if isinstance(named, str) and named else "default"
         if source == "var-body" and not (self.query.get("namespace") or [""])[0]:
             named = (await self._body()).get("Namespace")
             return named if isinstance(named, str) and named else asked
@@ -150,26 +152,34 @@ class _Check:
         return scope == "token"
 
 
-def _filtered(body: bytes, who: Identity, kind: str) -> bytes:
-    """A list answer without the items the token may not see (their namespace's read-job, or
-    their variable path's list rule)."""
+def _filtered(body: bytes, who: Identity, need: Need) -> bytes:
+    """A list answer without the items the token may not see: by their variable path's list
+    rule, or by their namespace, where the item's namespace must grant what the route's entry
+    asks of a namespace (`filter="need"`) or the capability named."""
     items = json.loads(body)
     if not isinstance(items, list):
         return body
     acl = who.acl
+    if need.filter == "variables":
+        alternatives: tuple[tuple[str, ...], ...] = ()
+    elif need.filter == "need":
+        alternatives = tuple(tuple(op for scope, op in alt if scope == "namespace") for alt in need.any_of)
+    else:
+        alternatives = ((need.filter,),)
 
     def visible(item: Any) -> bool:
         if not isinstance(item, dict) or not isinstance(item.get("Namespace"), str):
             return True
-        if kind == "variables":
-            return acl.allow_variable_operation(item["Namespace"], str(item.get("Path", "")), "list")
-        return acl.allow_namespace_operation(item["Namespace"], "read-job")
+        ns = item["Namespace"]
+        if need.filter == "variables":
+            return acl.allow_variable_operation(ns, str(item.get("Path", "")), "list")
+        return any(all(acl.allow_namespace_operation(ns, op) for op in alt) for alt in alternatives)
 
     kept = [i for i in items if visible(i)]
     return body if len(kept) == len(items) else json.dumps(kept).encode()
 
 
-def _filtering_send(send: Send, who: Identity, kind: str) -> Send:
+def _filtering_send(send: Send, who: Identity, need: Need) -> Send:
     """`send` passing a JSON list answer on filtered (held until its last part)."""
     start: Message | None = None
     parts: list[bytes] = []
@@ -187,7 +197,7 @@ def _filtering_send(send: Send, who: Identity, kind: str) -> Send:
             return
         body = b"".join(parts)
         if start["status"] == 200 and body[:1] == b"[":
-            body = _filtered(body, who, kind)
+            body = _filtered(body, who, need)
         headers = [(k, v) for k, v in start["headers"] if k != b"content-length"]
         headers.append((b"content-length", str(len(body)).encode()))
         await send({**start, "headers": headers})
@@ -215,7 +225,7 @@ def guarded(app: ASGIApp, need: Need, resolver: AclResolver, limit: int) -> ASGI
             await _denied(scope, receive, send)
             return
         if need.filter:
-            send = _filtering_send(send, who, need.filter)
+            send = _filtering_send(send, who, need)
         await app(scope, c.receive, send)
 
     return check
