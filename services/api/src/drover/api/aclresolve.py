@@ -142,6 +142,8 @@ class AclResolver:
         for p in policies:
             key = (p.name, p.modify_index)
             if key not in self._parsed:
+                if len(self._parsed) >= TOKENS_KEPT:
+                    self._parsed.clear()  # versions no token names any more pile up otherwise
                 try:
                     self._parsed[key] = parse(p.rules, strict=False)
                 except PolicyError:
