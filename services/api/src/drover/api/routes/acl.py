@@ -82,15 +82,13 @@ def _secret(keyring: Keyring, accessor_id: str, secret_id: str) -> TokenSecret:
     )
 
 
-def _stamped(
-    token: ACLToken, event: ACLBootstrapped | ACLTokenUpserted, before: ACLToken | None, index: int
-) -> ACLToken:
+def _stamped(event: ACLBootstrapped | ACLTokenUpserted, before: ACLToken | None, index: int) -> ACLToken:
     """The token as the event wrote it at `index` (the reducer, on what it read)."""
     state = InMemoryState()
     if before is not None:
         state.upsert_acl_token(before)
     event.apply_to(state, index)
-    written = state.acl_token(token.accessor_id)
+    written = state.acl_token(event.token.accessor_id)
     assert written is not None
     return written
 
@@ -113,8 +111,8 @@ async def bootstrap(
         lambda reads: commands.bootstrap(reads, secret, reset, time.time_ns()), what="ACL bootstrapped"
     )
     event = change.events[0].event
-    assert change.token is not None and isinstance(event, ACLBootstrapped)
-    token = _stamped(change.token, event, None, positions[-1])
+    assert isinstance(event, ACLBootstrapped)
+    token = _stamped(event, None, positions[-1])
     return _written(request, token.api_form(secret_id), positions[-1])
 
 
@@ -188,7 +186,7 @@ async def list_tokens(request: Request, blocking: BlockingDep, prefix: str = "")
     return await blocking.read(request, fn, ["acl_tokens"])
 
 
-def _request(body: ACLTokenBody, now: int) -> commands.TokenRequest:
+def _request(body: ACLTokenBody) -> commands.TokenRequest:
     """The token the body asks for, its expiry read as Nomad reads it."""
     problems = []
     if body.roles:
@@ -219,8 +217,7 @@ def _request(body: ACLTokenBody, now: int) -> commands.TokenRequest:
 async def _upsert_token(request: Request, commands_: CommandsDep, body: ACLTokenBody) -> Response:
     settings = _enabled(request)
     keyring = _keyring(request)
-    now = time.time_ns()
-    token_request = _request(body, now)
+    token_request = _request(body)
     limits = commands.TokenLimits(
         int(settings.acl_token_min_expiration_ttl * SECOND),
         int(settings.acl_token_max_expiration_ttl * SECOND),
@@ -238,12 +235,12 @@ async def _upsert_token(request: Request, commands_: CommandsDep, body: ACLToken
 
     def decide(reads: Any) -> commands.AclChange:
         before[0] = reads.acl_token(token_request.accessor_id) if token_request.accessor_id else None
-        return commands.upsert_token(reads, token_request, secret, now, limits)
+        return commands.upsert_token(reads, token_request, secret, time.time_ns(), limits)
 
     change, positions = await commands_.run(decide, what="ACL token written")
     event = change.events[0].event
-    assert change.token is not None and isinstance(event, ACLTokenUpserted)
-    token = _stamped(change.token, event, before[0], positions[-1])
+    assert isinstance(event, ACLTokenUpserted)
+    token = _stamped(event, before[0], positions[-1])
     shown = await asyncio.to_thread(_open, keyring, token)
     return _written(request, token.api_form(shown), positions[-1])
 
