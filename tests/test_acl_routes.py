@@ -45,7 +45,8 @@ def test_an_app_with_acls_on_puts_every_route_behind_its_entry() -> None:
     ("route", "need"), sorted(ROUTES.items()), ids=[f"{m} {p}" for m, p in sorted(ROUTES)]
 )
 def test_every_entry_is_a_check_the_guard_knows(route: tuple[str, str], need: Need) -> None:
-    known = {"none", "token", "management", "namespace", "variables", "node", "agent", "operator", "acl"}
+    known = {"none", "token", "management", "namespace", "variables", "node", "agent", "operator", "quota",
+             "plugin", "node_pool", "acl"}  # fmt: skip
     assert need.scopes <= known
     assert need.namespace in ("query", "body", "var-body", "alloc", "eval", "deployment")
     assert need.filter in ("", "need", "variables", "read-job")

@@ -6,8 +6,10 @@ with `+` needs all its parts). In Nomad's words (nomad/*_endpoint.go, command/ag
   says when it is the job's in the body (`body`: its Namespace, else "default", where the
   handler registers it) or the namespace of the alloc, eval or deployment the path names
   (`alloc`, `eval`, `deployment`), as Nomad checks the object's own
+  (`namespace:any`: anything granted there, as reading a namespace needs)
 - `variables:<list|read|write|destroy>` on the variable path the route names in its namespace
-- `node:read|write`, `agent:read|write`, `operator:read|write|<capability>`
+- `node:read|write`, `agent:read|write`, `operator:read|write|<capability>`, `quota:read|write`,
+  `plugin:read|list`, `node_pool:<capability>` (the pool the path names: `{node_pool}`, `{name}`)
 - `management`: a management token
 - `token`: any token that resolves, the anonymous one too (the handler decides the rest:
   the event stream checks each topic, an ACL list shows what the token may see)

@@ -130,14 +130,19 @@ class _Check:
         scope, op = capability
         acl = self.who.acl
         if scope == "namespace":
-            return acl.allow_namespace_operation(await self.namespace(need.namespace), op)
+            ns = await self.namespace(need.namespace)
+            # `any`: anything at all granted there (Nomad's AllowNamespace: reading a namespace).
+            return acl.allow_namespace(ns) if op == "any" else acl.allow_namespace_operation(ns, op)
         if scope == "variables":
             ns = await self.namespace(need.namespace)
             if op == "list":
                 return acl.allow_variable_search(ns)
             return acl.allow_variable_operation(ns, self.scope.get("path_params", {}).get("path", ""), op)
-        if scope in ("node", "agent"):
+        if scope in ("node", "agent", "quota") or (scope == "plugin" and op in ("read", "list")):
             return bool(getattr(acl, f"allow_{scope}_{op}")())
+        if scope == "node_pool":
+            params = self.scope.get("path_params", {})
+            return acl.allow_node_pool_operation(params.get("node_pool", params.get("name", "")), op)
         if scope == "operator":
             if op in ("read", "write"):
                 return bool(getattr(acl, f"allow_operator_{op}")())
