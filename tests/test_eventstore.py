@@ -30,10 +30,16 @@ from drover.model import (
     TaskGroup,
     TaskState,
 )
+from drover.model.acl import ACLToken
 from drover.model.alloc import AllocMetric, AllocRestartRequest
 from drover.model.brokerstate import AllocRecord, BrokerState, apply_for_broker, decode_for_broker
 from drover.model.canonicalize import canonicalize
 from drover.model.events import (
+    ACLBootstrapped,
+    ACLPolicyDeleted,
+    ACLPolicyUpserted,
+    ACLTokenDeleted,
+    ACLTokenUpserted,
     AllocClientUpdate,
     AllocsClientUpdated,
     EvalsUpserted,
@@ -58,6 +64,7 @@ from drover.model.jobrestart import JobRestart, request_id
 from drover.model.scaling import ScalingEvent
 from drover.model.serviceregistration import ServiceRegistration
 from drover.model.state import InMemoryState
+from drover.model.variables import EncryptedItems
 from drover.planner import applier
 from drover.runtime.embedded import EmbeddedPostgres
 from drover.runtime.replica import load_broker_snapshot
@@ -375,7 +382,29 @@ def test_rebuild_reproduces_the_live_projections(
             NodeDeregistered(node_id="n3"),
         ]
     )
+    # ACL policies and tokens: written, written again, deleted; the bootstrap's token.
+    sealed = EncryptedItems(key_id="k1", data="c2VhbGVk")
+    tokens = [
+        ACLToken(accessor_id=f"t{i}", policies=["ro"], secret_hash=f"h{i}", sealed_secret=sealed)
+        for i in range(3)
+    ]
+    store.append(
+        [ACLPolicyUpserted(name="ro", rules='node { policy = "read" }'), ACLPolicyUpserted(name="gone")]
+    )
+    store.append([ACLBootstrapped(token=tokens[0].model_copy(update={"type": "management", "policies": []}))])
+    store.append([ACLTokenUpserted(token=t) for t in tokens[1:]])
+    store.append([ACLPolicyUpserted(name="ro", description="again"), ACLPolicyDeleted(name="gone"),
+                  ACLTokenUpserted(token=tokens[1].model_copy(update={"name": "renamed"})),
+                  ACLTokenDeleted(accessor_id="t2")])  # fmt: skip
     before = store.projection_dump()
+    assert [(row[0], row[1]["Description"]) for row in before["acl_policies"]] == [("ro", "again")]
+    assert [(row[0], row[1], row[2]["Name"]) for row in before["acl_tokens"]] == [
+        ("t0", "h0", ""),
+        ("t1", "h1", "renamed"),
+    ]
+    assert {
+        row[2]["CreateIndex"] < row[2]["ModifyIndex"] for row in before["acl_tokens"] if row[0] == "t1"
+    } == {True}
     assert {row[2]: row[3]["Stable"] for row in before["job_versions"]} == {0: True, 1: False}
     assert len(before["scaling_events"]) == 1 and "n3" not in {row[0] for row in before["nodes"]}
     assert [(row[0], row[3]) for row in before["job_restarts"]] == [("r1", "running")]
@@ -394,6 +423,7 @@ def test_rebuild_reproduces_the_live_projections(
         row[0]: row[6] for row in before["allocs"]
     }
     assert replayed.allocs[live[0].id].client_status == "running"
+    assert set(replayed.acl_tokens) == {"t0", "t1"} and set(replayed.acl_policies) == {"ro"}
     assert replayed.job_version("default", "web", 0).stable  # type: ignore[union-attr]
     assert [e.error for e in replayed.scaling_events("default", "web").scaling_events["web"]] == [True, False]  # type: ignore[union-attr]
     assert replayed.allocs[live[1].id].restart_request == req

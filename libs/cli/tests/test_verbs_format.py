@@ -14,6 +14,7 @@ from drover.cli.allocs import alloc_addresses, task_time
 from drover.cli.common import Problem
 from drover.cli.jobrun import group_updates, load_job, plan_changes, plan_text
 from drover.cli.jobs import allocs_table, job_list_table, summary_table
+from drover.cli.main import take_token
 from drover.cli.monitor import deployment_table
 from drover.cli.nodes import node_table, parse_duration
 from drover.cli.output import ago, date, duration, failed_placements, kv, short, table
@@ -324,3 +325,24 @@ def test_hcl_jobspecs_see_this_machines_files_and_randomness(
     }
     assert meta["here"] == str(tmp_path / "x") and meta["home"] == "/home/ops/y"
     assert len(meta["id"]) == 36 and meta["id"] != load_job(str(spec))["Meta"]["id"]
+
+
+@pytest.mark.parametrize(
+    ("args", "rest", "token"),
+    [
+        (["job", "status"], ["job", "status"], None),
+        (["job", "status", "-token", "t1"], ["job", "status"], "t1"),
+        (["-token=t2", "job", "status", "web"], ["job", "status", "web"], "t2"),
+        (["--token", "t3", "acl", "token", "self", "--token=t4"], ["acl", "token", "self"], "t4"),
+        (["job", "run", "--", "-token", "x"], ["job", "run", "--", "-token", "x"], None),
+        (
+            ["job", "status", "-token"],
+            ["job", "status", "-token"],
+            None,
+        ),  # no value: left to the verb to refuse
+    ],
+)
+def test_the_global_token_flag_is_taken_wherever_it_is(
+    args: list[str], rest: list[str], token: str | None
+) -> None:
+    assert take_token(args) == (rest, token)

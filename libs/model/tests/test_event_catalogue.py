@@ -15,11 +15,17 @@ from typing import Any, ClassVar, Literal
 import pytest
 
 from drover.model import Allocation, Deployment, Evaluation, Job, Node
+from drover.model.acl import ACLToken
 from drover.model.alloc import AllocRestartRequest, DesiredTransition
 from drover.model.changes import Changes, TrackedState
 from drover.model.deployment import DeploymentState
 from drover.model.events import (
     EVENT_TYPES,
+    ACLBootstrapped,
+    ACLPolicyDeleted,
+    ACLPolicyUpserted,
+    ACLTokenDeleted,
+    ACLTokenUpserted,
     AllocClientUpdate,
     AllocRestartRequested,
     AllocsClientUpdated,
@@ -67,6 +73,14 @@ from drover.model.statewriter import StateWriter
 from drover.model.streamevents import has_stream_events, stream_events
 from drover.model.variables import EncryptedItems
 
+TOKEN = ACLToken(
+    accessor_id="a-1",
+    name="ci",
+    policies=["readonly"],
+    create_time=5,
+    secret_hash="aGFzaA==",
+    sealed_secret=EncryptedItems(key_id="k1", data="c2VhbGVk"),
+)
 DEP = Deployment(id="d1", job_id="web", task_groups={"g": DeploymentState(desired_total=1)})
 ALLOC = Allocation(id="a1", job_id="web", task_group="g", node_id="n1", deployment_id="d1")
 REGISTER_EVAL = Evaluation(id="e1", job_id="web", triggered_by="job-register")
@@ -137,6 +151,11 @@ EXAMPLES: list[Event] = [
         )
     ),
     NamespaceDeleted(name="prod"),
+    ACLPolicyUpserted(name="readonly", description="reads", rules='node { policy = "read" }'),
+    ACLPolicyDeleted(name="readonly"),
+    ACLTokenUpserted(token=TOKEN),
+    ACLTokenDeleted(accessor_id=TOKEN.accessor_id),
+    ACLBootstrapped(token=TOKEN.model_copy(update={"type": "management", "policies": [], "global_": True})),
 ]
 
 
@@ -162,6 +181,7 @@ def test_the_examples_read_rows() -> None:
     assert silent == [
         "NodeDeregistered", "ScalingEventRegistered", "VariableUpserted", "VariableLockRenewed", "VariableDeleted",
         "JobRestartStarted", "ServicesDeregistered", "NamespaceUpserted", "NamespaceDeleted",
+        "ACLPolicyUpserted", "ACLPolicyDeleted", "ACLTokenUpserted", "ACLTokenDeleted", "ACLBootstrapped",
     ]  # fmt: skip
 
 

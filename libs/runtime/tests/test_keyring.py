@@ -47,3 +47,36 @@ def test_a_rotation_by_one_process_is_seen_by_another_and_old_keys_still_open(tm
     assert one.open("default", "a", old) == two.open("default", "a", new) == ITEMS
     assert [k["State"] for k in one.list_keys()] == ["inactive", "active"]
     assert len(json.loads(path.read_text())["Keys"]) == 2
+
+
+def test_token_secrets_are_sealed_to_their_accessor_and_hashed_under_a_key_no_rotation_replaces(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "keyring.json"
+    one, two = Keyring(path), Keyring(path)
+    secret = "6c3d3a4e-8f5d-4b8e-9a43-0c1b0d3e2f10"
+    sealed = one.seal_secret("accessor-1", secret)
+    assert secret not in sealed.model_dump_json()
+    assert two.open_secret("accessor-1", sealed) == secret
+    with pytest.raises(KeyringError):
+        two.open_secret("accessor-2", sealed)  # moved to another token
+    # A keyed hash: the same in every process, another under another keyring, never the secret.
+    digest = one.secret_hash(secret)
+    assert digest == two.secret_hash(secret) != one.secret_hash(secret + "x")
+    assert secret not in digest and len(digest) == 64
+    assert Keyring(tmp_path / "other.json").secret_hash(secret) != digest
+    two.rotate()
+    assert Keyring(path).secret_hash(secret) == digest
+    assert Keyring(path).open_secret("accessor-1", sealed) == secret
+
+
+def test_a_keyring_file_written_before_the_hash_key_gets_one_kept_from_then_on(tmp_path: Path) -> None:
+    path = tmp_path / "keyring.json"
+    Keyring(path).ensure()
+    doc = json.loads(path.read_text())
+    del doc["HashKey"]
+    path.write_text(json.dumps(doc))
+    digest = Keyring(path).secret_hash("s")
+    assert "HashKey" in json.loads(path.read_text())
+    assert Keyring(path).secret_hash("s") == digest
+    assert Keyring(path).active().key_id == doc["Active"]

@@ -1,8 +1,10 @@
 """The CLI's HTTP client of Drover's API (Nomad's paths): the few calls the commands make, each
-answer's JSON, and the API's refusals as `ApiError` carrying its plain-text message."""
+answer's JSON, and the API's refusals as `ApiError` carrying its plain-text message. Every
+request carries the ACL token (`-token`, else NOMAD_TOKEN or DROVER_TOKEN) as X-Nomad-Token."""
 
 from __future__ import annotations
 
+import os
 from typing import Any
 from urllib.parse import quote
 
@@ -12,6 +14,29 @@ DEFAULT_ADDRESS = "http://127.0.0.1:4646"
 # How long a blocking query waits on the server; the client waits that and a margin.
 BLOCKING_WAIT = 30.0
 _MARGIN = 15.0
+
+
+# The token the global `-token` names (drover.cli.main), before the environment's.
+_token: str | None = None
+TOKEN_ENV = ("DROVER_TOKEN", "NOMAD_TOKEN")
+
+
+def set_token(token: str) -> None:
+    global _token
+    _token = token
+
+
+def token() -> str:
+    """The ACL token the verbs send ("" for none: the anonymous token)."""
+    if _token is not None:
+        return _token
+    return next((os.environ[k] for k in TOKEN_ENV if os.environ.get(k)), "")
+
+
+def auth_headers() -> dict[str, str]:
+    """The headers that carry the token (none without one), as Nomad's CLI sends it."""
+    secret = token().strip()
+    return {"X-Nomad-Token": secret} if secret else {}
 
 
 def seg(value: str) -> str:
@@ -35,7 +60,9 @@ class Client:
         self.address = address.rstrip("/")
         self.namespace = namespace
         self.http = httpx.Client(
-            base_url=self.address, timeout=httpx.Timeout(30.0, read=BLOCKING_WAIT + _MARGIN)
+            base_url=self.address,
+            timeout=httpx.Timeout(30.0, read=BLOCKING_WAIT + _MARGIN),
+            headers=auth_headers(),
         )
 
     def close(self) -> None:

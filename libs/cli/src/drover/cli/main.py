@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import os
+import sys
 from collections.abc import Callable
 from pathlib import Path
 
 import typer
 
 from drover.cli import (
+    acl,
     allocs,
     deployments,
     evals,
@@ -22,14 +24,16 @@ from drover.cli import (
     system,
     variables,
 )
+from drover.cli.api import set_token
 from drover.runtime.settings import Settings
 
 HELP = """Drover: a cluster scheduler with Nomad's model and API.
 
 The verbs talk to the API at -address, DROVER_ADDR or NOMAD_ADDR (default
 http://127.0.0.1:4646), in the namespace -namespace, DROVER_NAMESPACE or
-NOMAD_NAMESPACE (default "default"; '*' lists every namespace's). Flags are spelt as Nomad's (-json) or with two dashes
-(--json). Every read takes -json (the API's JSON); IDs may be unique prefixes.
+NOMAD_NAMESPACE (default "default"; '*' lists every namespace's), with the ACL token of -token
+(anywhere on the line), NOMAD_TOKEN or DROVER_TOKEN. Flags are spelt as Nomad's (-json) or with
+two dashes (--json). Every read takes -json (the API's JSON); IDs may be unique prefixes.
 
 Exit codes: 0 success; 1 an error (the API's refusal is printed, or the
 address it could not reach); 2 bad usage, and for `job run` allocs that could
@@ -88,6 +92,50 @@ _group("keyring", "The keyring that seals variables.",
        {"list": variables.keyring_list, "rotate": variables.keyring_rotate},
        parent=_group("root", "The cluster's root keys.", {},
                      parent=_group("operator", "Cluster operations.", {})))  # fmt: skip
+
+
+acl_group = _group("acl", "ACL tokens and policies.", {"bootstrap": acl.bootstrap})
+_group("policy", "ACL policies.", {"apply": acl.policy_apply, "list": acl.policy_list, "info": acl.policy_info,
+                                   "delete": acl.policy_delete}, parent=acl_group)  # fmt: skip
+_group("token", "ACL tokens.", {"create": acl.token_create, "list": acl.token_list, "info": acl.token_info,
+                                "self": acl.token_self, "delete": acl.token_delete}, parent=acl_group)  # fmt: skip
+
+# Commands whose arguments are another program's (left as they are).
+_PASSED_ON = ("agent", "sim")
+_TOKEN_FLAGS = ("-token", "--token")
+
+
+def take_token(args: list[str]) -> tuple[list[str], str | None]:
+    """`args` without Nomad's -token flag, wherever it is (`-token X`, `-token=X`, two dashes
+    too), and its value (None when absent); the last one written counts."""
+    out: list[str] = []
+    found: str | None = None
+    i = 0
+    while i < len(args):
+        arg = args[i]
+        name, eq, value = arg.partition("=")
+        if arg == "--":
+            out += args[i:]
+            break
+        if name in _TOKEN_FLAGS and eq:
+            found = value
+        elif arg in _TOKEN_FLAGS and i + 1 < len(args):
+            found = args[i + 1]
+            i += 1
+        else:
+            out.append(arg)
+        i += 1
+    return out, found
+
+
+def main() -> None:
+    """`drover`: the global -token taken out of the command line (every verb sends it)."""
+    args = sys.argv[1:]
+    if not args or args[0] not in _PASSED_ON:
+        args, token = take_token(args)
+        if token is not None:
+            set_token(token)
+    app(args=args, prog_name="drover")
 
 
 def _settings() -> Settings:

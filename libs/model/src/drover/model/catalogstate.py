@@ -1,12 +1,13 @@
 """The in-memory state's catalogues that no scheduling decision reads: Nomad variables (their
 items sealed), nomad service registrations and namespaces, by key, each registration also
-found by its alloc so an ended alloc's go in one step. `InMemoryState`'s part
-(drover.model.state)."""
+found by its alloc so an ended alloc's go in one step, and ACL policies and tokens (their secrets
+hashed and sealed). `InMemoryState`'s part (drover.model.state)."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
+from drover.model.acl import ACLPolicy, ACLToken
 from drover.model.namespace import Namespace, builtin
 from drover.model.serviceregistration import ServiceRegistration
 from drover.model.variables import VariableEncrypted
@@ -21,6 +22,9 @@ class CatalogState:
         self._services_by_alloc: dict[str, dict[str, None]] = {}
         # Namespaces by name, as written (`default` only once it was).
         self.namespaces: dict[str, Namespace] = {}
+        # ACL policies by name, tokens by AccessorID.
+        self.acl_policies: dict[str, ACLPolicy] = {}
+        self.acl_tokens: dict[str, ACLToken] = {}
 
     def namespace(self, name: str) -> Namespace | None:
         return self.namespaces.get(name) or builtin(name)
@@ -61,3 +65,21 @@ class CatalogState:
             ids.extend(r.id for r in self.services.values() if r.node_id == node_id)
         for service_id in dict.fromkeys(ids):
             self.delete_service(service_id)
+
+    def acl_policy(self, name: str) -> ACLPolicy | None:
+        return self.acl_policies.get(name)
+
+    def upsert_acl_policy(self, policy: ACLPolicy) -> None:
+        self.acl_policies[policy.name] = policy
+
+    def delete_acl_policy(self, name: str) -> None:
+        self.acl_policies.pop(name, None)
+
+    def acl_token(self, accessor_id: str) -> ACLToken | None:
+        return self.acl_tokens.get(accessor_id)
+
+    def upsert_acl_token(self, token: ACLToken) -> None:
+        self.acl_tokens[token.accessor_id] = token
+
+    def delete_acl_token(self, accessor_id: str) -> None:
+        self.acl_tokens.pop(accessor_id, None)

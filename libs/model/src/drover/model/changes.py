@@ -8,6 +8,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from drover.model.acl import ACLPolicy, ACLToken
 from drover.model.alloc import Allocation
 from drover.model.deployment import Deployment
 from drover.model.evaluation import Evaluation
@@ -136,6 +137,26 @@ class TrackedState(InMemoryState):
         if self.changes is not None:
             self.changes.removed("namespaces", name, self.namespaces.get(name))
         super().delete_namespace(name)
+
+    def upsert_acl_policy(self, policy: ACLPolicy) -> None:
+        if self.changes is not None:
+            self.changes.wrote("acl_policies", policy.name)
+        super().upsert_acl_policy(policy)
+
+    def delete_acl_policy(self, name: str) -> None:
+        if self.changes is not None:
+            self.changes.removed("acl_policies", name, self.acl_policies.get(name))
+        super().delete_acl_policy(name)
+
+    def upsert_acl_token(self, token: ACLToken) -> None:
+        if self.changes is not None:
+            self.changes.wrote("acl_tokens", token.accessor_id)
+        super().upsert_acl_token(token)
+
+    def delete_acl_token(self, accessor_id: str) -> None:
+        if self.changes is not None:
+            self.changes.removed("acl_tokens", accessor_id, self.acl_tokens.get(accessor_id))
+        super().delete_acl_token(accessor_id)
 
     def delete_allocs(self, ids: Sequence[str]) -> None:
         if self.changes is not None:

@@ -100,7 +100,7 @@ class InMemoryState(CatalogState):
         self.deployments: dict[str, Deployment] = {}
         self.job_restarts: dict[str, JobRestart] = {}
         self.scaling: dict[JobKey, JobScalingEvents] = {}
-        # Variables and service registrations (drover.model.catalogstate).
+        # Variables, service registrations, ACL policies and tokens (drover.model.catalogstate).
         self.init_catalogs()
         self._restarts_by_job: dict[JobKey, dict[str, JobRestart]] = {}
         self._by_job: dict[JobKey, dict[str, Allocation]] = {}

@@ -6,13 +6,19 @@ every value sealed under one still opens; a value is sealed again under the acti
 next write, or by a full rotation's pass.
 
 Each ciphertext is bound to its variable (namespace and path as associated data), so one
-cannot be moved to another path."""
+cannot be moved to another path.
+
+ACL tokens' SecretIDs are sealed the same way (bound to the token's AccessorID), and looked up
+by their keyed hash: HMAC-SHA256 under the file's hash key, one that no rotation replaces (a
+new one would lose every token), created with the file or added to an older file at first use."""
 
 from __future__ import annotations
 
 import base64
 import contextlib
 import fcntl
+import hashlib
+import hmac
 import json
 import os
 import secrets
@@ -66,6 +72,7 @@ class Keyring:
         self._stamp: tuple[int, int] | None = None
         # The active key's ID and every key, replaced together (threads read them unlocked).
         self._loaded: tuple[str, dict[str, RootKey]] = ("", {})
+        self._hash_key = b""
 
     @classmethod
     def from_settings(cls, settings: Settings) -> Keyring:
@@ -83,21 +90,29 @@ class Keyring:
         finally:
             os.close(fd)
 
+    def _read_doc(self) -> dict[str, Any]:
+        doc: dict[str, Any] = json.loads(self.path.read_text())
+        return doc
+
     def _read_file(self) -> tuple[str, dict[str, RootKey]]:
-        doc = json.loads(self.path.read_text())
+        doc = self._read_doc()
         keys = {
             k["KeyID"]: RootKey(k["KeyID"], base64.b64decode(k["Key"]), int(k["CreateTime"]))
             for k in doc["Keys"]
         }
         return str(doc["Active"]), keys
 
-    def _write_file(self, active: str, keys: dict[str, RootKey]) -> None:
+    def _write_file(self, active: str, keys: dict[str, RootKey], hash_key: bytes = b"") -> None:
+        """The file with `active` and `keys`, and the hash key it holds (or `hash_key`)."""
+        if not hash_key and self.path.exists():
+            hash_key = base64.b64decode(self._read_doc().get("HashKey", ""))
         doc = {
             "Active": active,
             "Keys": [
                 {"KeyID": k.key_id, "Key": base64.b64encode(k.key).decode(), "CreateTime": k.create_time}
                 for k in keys.values()
             ],
+            "HashKey": base64.b64encode(hash_key or secrets.token_bytes(32)).decode(),
         }
         tmp = self.path.with_name(f".{self.path.name}.{os.getpid()}.tmp")
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
@@ -160,6 +175,45 @@ class Keyring:
         if key is None:
             raise KeyringError(f"no such key {key_id!r} in the keyring")
         return key
+
+    # --- ACL token secrets ---
+    def hash_key(self) -> bytes:
+        """The key of the secrets' keyed hashes (added to a file written before it existed)."""
+        if not self._hash_key:
+            self.ensure()
+            raw = self._read_doc().get("HashKey", "")
+            if not raw:
+                with self._exclusive():
+                    active, keys = self._read_file()
+                    raw = self._read_doc().get("HashKey", "")
+                    if not raw:
+                        self._write_file(active, keys, secrets.token_bytes(32))
+                        raw = self._read_doc()["HashKey"]
+            self._hash_key = base64.b64decode(raw)
+        return self._hash_key
+
+    def secret_hash(self, secret: str) -> str:
+        """The keyed hash a token is looked up by (HMAC-SHA256, hex)."""
+        return hmac.new(self.hash_key(), secret.encode(), hashlib.sha256).hexdigest()
+
+    def seal_secret(self, accessor_id: str, secret: str) -> EncryptedItems:
+        """A token's SecretID sealed under the active key, bound to its AccessorID."""
+        key = self.active()
+        nonce = secrets.token_bytes(_NONCE)
+        sealed = AESGCM(key.key).encrypt(nonce, secret.encode(), f"acl-token/{accessor_id}".encode())
+        return EncryptedItems(key_id=key.key_id, data=base64.b64encode(nonce + sealed).decode())
+
+    def open_secret(self, accessor_id: str, sealed: EncryptedItems) -> str:
+        raw = base64.b64decode(sealed.data)
+        try:
+            plain = AESGCM(self._key(sealed.key_id).key).decrypt(
+                raw[:_NONCE], raw[_NONCE:], f"acl-token/{accessor_id}".encode()
+            )
+        except KeyringError:
+            raise
+        except Exception as e:
+            raise KeyringError(f"the secret of ACL token {accessor_id} does not decrypt") from e
+        return plain.decode()
 
     # --- sealing ---
     def seal(self, namespace: str, path: str, items: dict[str, str]) -> EncryptedItems:

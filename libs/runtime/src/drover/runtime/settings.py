@@ -17,6 +17,12 @@ class Settings(BaseSettings):
     # The keyring file that seals variables' items (drover.runtime.keyring); unset:
     # <data_dir>/keyring.json. Every API process must read the same one.
     keyring: str = ""
+    # ACLs (Nomad's `acl` block): off by default, as Nomad's; on, every request is checked
+    # against its token's policies (drover.api.access). A token's expiry must lie this many
+    # seconds ahead, at least and at most (Nomad's token_min/max_expiration_ttl, 1m and 24h).
+    acl_enabled: bool = False
+    acl_token_min_expiration_ttl: float = Field(default=60.0, ge=0.0)
+    acl_token_max_expiration_ttl: float = Field(default=24 * 3600.0, gt=0.0)
     api_host: str = "127.0.0.1"
     api_port: int = 4646
     # Largest request body the API accepts (bytes); larger gets 413.

@@ -10,10 +10,11 @@ Keys: `job:<namespace>/<id>` (the job, its versions, allocs, evals and deploymen
 `node:<id>` (the node and the allocs on it), `alloc:<id>`, `eval:<id>` (the eval and the
 allocs it placed), `deployment:<id>` (the deployment and its allocs), `children:<namespace>/<id>`
 (the job's children: what its summary counts), `var:<namespace>/<path>` (a variable),
-`namespace:<name>` (a namespace), one per table (`jobs`, `nodes`, `allocs`, `evals`,
-`deployments`, `variables`, `namespaces`) for the lists of every namespace, and one per table
-and namespace (`jobs@<namespace>`, ...) for the lists of one. Where a commit touched more
-allocs than are worth naming, it names their category (`alloc`) instead: every alloc key
+`namespace:<name>` (a namespace), `acl` (any ACL policy or token: what the API's resolved tokens
+are invalidated by), one per table (`jobs`, `nodes`, `allocs`, `evals`, `deployments`,
+`variables`, `namespaces`, `acl_policies`, `acl_tokens`) for the lists of every namespace, and one
+per table and namespace (`jobs@<namespace>`, ...) for the lists of one. Where a commit touched
+more allocs than are worth naming, it names their category (`alloc`) instead: every alloc key
 counts as changed.
 """
 
@@ -78,6 +79,10 @@ def list_key(table: str, namespace: str) -> str:
 def list_keys(table: str, namespace: str) -> list[str]:
     """What a list read of `table` in `namespace` (`*`: every one) waits on."""
     return [table] if namespace == _ALL_NAMESPACES else [list_key(table, namespace)]
+
+
+# Every change to an ACL policy or token.
+ACL_KEY = "acl"
 
 
 def node_key(node_id: str) -> str:

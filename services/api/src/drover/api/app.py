@@ -13,6 +13,8 @@ from collections.abc import AsyncIterator
 from fastapi import FastAPI
 
 from drover.api import errors
+from drover.api.aclguard import guard_routes
+from drover.api.aclresolve import AclResolver
 from drover.api.blocking import Blocking, IndexWatcher
 from drover.api.commands import Commands
 from drover.api.forward import ClientForwarder
@@ -20,6 +22,7 @@ from drover.api.guard import RequestGuard
 from drover.api.heartbeats import Heartbeats
 from drover.api.metrics import MetricsGatherer
 from drover.api.routes import (
+    acl,
     allocations,
     client,
     clientfs,
@@ -71,6 +74,7 @@ ROUTERS = (
     events,
     variables,
     namespaces,
+    acl,
 )
 
 
@@ -109,6 +113,7 @@ def create_app(settings: Settings, store: EventStore | None = None, *, tune_heap
     app.state.blocking = Blocking(reads, watcher)
     app.state.commands = Commands(store, reads)
     app.state.keyring = Keyring.from_settings(settings)
+    app.state.acl = AclResolver(reads, app.state.keyring, watcher.changes)
     app.state.heartbeats = heartbeats
     app.state.metrics = metrics
     app.state.stream = StreamHub(settings, store, settings.event_feed_idle, settings.event_coalesce)
@@ -123,4 +128,7 @@ def create_app(settings: Settings, store: EventStore | None = None, *, tune_heap
     routes = [route for module in ROUTERS for route in module.router.routes]
     routes.sort(key=lambda route: str(getattr(route, "path", "")).endswith(":path}"))
     app.router.routes.extend(routes)
+    if settings.acl_enabled:
+        # Every route behind its entry of the ACL table (drover.api.access).
+        app.router.routes[:] = guard_routes(app.router.routes, app.state.acl, settings.max_body_bytes)
     return app

@@ -21,6 +21,8 @@ from fastapi.routing import APIRoute
 from drover.api.errors import ApiError
 
 MAX_DEPTH = 64
+# Where the ACL check leaves a body it decoded (a job's namespace).
+_DECODED = "drover.json"
 INT_MIN, INT_MAX = -(2**63), 2**63 - 1
 # Markers in the raw text of what decoding must look into; a body without any is taken as is.
 _ESCAPES = (b"\\u0000", b"\\ud8", b"\\ud9", b"\\uda", b"\\udb", b"\\udc", b"\\udd", b"\\ude", b"\\udf")
@@ -103,6 +105,8 @@ class JsonRequest(Request):
     Content-Length is measured here)."""
 
     async def json(self) -> Any:
+        if not hasattr(self, "_json") and _DECODED in self.scope:
+            self._json = self.scope[_DECODED]  # decoded by the ACL check (drover.api.aclguard)
         if not hasattr(self, "_json"):
             raw = await self.body()
             if len(raw) > self.app.state.settings.max_body_bytes:

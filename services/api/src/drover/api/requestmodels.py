@@ -248,3 +248,37 @@ class NamespaceRequest(Body):
     vault_configuration: NamespaceGovernanceBody | None = None
     consul_configuration: NamespaceGovernanceBody | None = None
     meta: dict[StrictStr, StrictStr] | None = None
+
+
+class ACLPolicyBody(Body):
+    """`PUT /v1/acl/policy/:name`: Nomad's ACLPolicy (its Name must be the path's)."""
+
+    name: StrictStr = ""
+    description: StrictStr = ""
+    rules: StrictStr = ""
+
+
+class ACLRoleLink(Body):
+    id: StrictStr = ""
+    name: StrictStr = ""
+
+
+class ACLTokenBody(Body):
+    """`POST /v1/acl/token[/:accessor]`: Nomad's ACLToken. ExpirationTTL is a Go duration
+    ("1h") or nanoseconds, ExpirationTime an RFC 3339 time."""
+
+    accessor_id: StrictStr = ""
+    secret_id: StrictStr = ""
+    name: StrictStr = ""
+    type: StrictStr = ""
+    policies: list[StrictStr] = Field(default_factory=list)
+    roles: list[ACLRoleLink] = Field(default_factory=list)
+    global_: StrictBool = Field(default=False, alias="Global")
+    expiration_time: StrictStr | StrictInt | None = None
+    expiration_ttl: StrictStr | StrictInt | None = Field(default=None, alias="ExpirationTTL")
+
+
+class ACLBootstrapBody(Body):
+    """`POST /v1/acl/bootstrap`: the management token's SecretID, if the operator chose one."""
+
+    bootstrap_secret: StrictStr = ""

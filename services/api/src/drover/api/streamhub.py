@@ -17,7 +17,7 @@ import asyncio
 import contextlib
 import logging
 from collections import deque
-from collections.abc import AsyncGenerator, Hashable
+from collections.abc import AsyncGenerator, Awaitable, Callable, Hashable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -25,7 +25,7 @@ from nats.aio.client import Client
 
 from drover.api.streamgzip import Piece, piece
 from drover.model.changes import TrackedState
-from drover.model.events import Event, decode_event
+from drover.model.events import EVENT_TYPES, Event, decode_event
 from drover.model.reducer import apply
 from drover.model.streamevents import ALL, matches, stream_event_texts
 from drover.runtime import bus
@@ -44,6 +44,8 @@ RUN_BYTES = 256 * 1024
 # Nomad's words for a subscription the server closed: the client subscribes again (from its
 # last index, with Drover, and misses nothing).
 CLOSED = "subscription closed by server, client must reset state and resubscribe"
+# The events after which every subscription's ACL check is made again.
+ACL_EVENTS = frozenset(name for name in EVENT_TYPES if name.startswith("ACL"))
 
 
 @dataclass(frozen=True)
@@ -95,14 +97,30 @@ class Subscription:
     namespace: str
     # Frames (log positions) it may fall behind by before its stream is closed.
     buffer: int = 4096
+    # With ACLs: the namespaces a `*` subscription is bound to (None: as asked), and its check,
+    # made again after an ACL change (drover.api.streamacl); `acl_version` is the hub's at the
+    # last check, `revoked` set when one fails.
+    namespaces: frozenset[str] | None = None
+    authorize: Callable[[], Awaitable[bool]] | None = None
+    acl_version: int = 0
     queue: asyncio.Queue[Frame] = field(init=False)
     overflowed: bool = False
+    revoked: bool = False
 
     def __post_init__(self) -> None:
         self.queue = asyncio.Queue(self.buffer)
-        self.key = (self.namespace, tuple(sorted((t, tuple(sorted(k))) for t, k in self.topics.items())))
+        bound = tuple(sorted(self.namespaces)) if self.namespaces is not None else None
+        self.key = (
+            self.namespace,
+            bound,
+            tuple(sorted((t, tuple(sorted(k))) for t, k in self.topics.items())),
+        )
         # Every topic, key and namespace: every frame whole, nothing to match.
-        self.everything = self.namespace == ALL and ALL in self.topics.get(ALL, set())
+        self.everything = self.namespace == ALL and ALL in self.topics.get(ALL, set()) and bound is None
+
+    def _within(self, event: dict[str, Any]) -> bool:
+        ns = event["Namespace"]
+        return self.namespaces is None or not ns or ns in self.namespaces
 
     def encode(self, f: Frame) -> bytes | None:
         """The frame's line for this subscriber, None if none of its events is for it."""
@@ -110,7 +128,11 @@ class Subscription:
             return f.line if f.events else None
         if self.key in f.lines:
             return f.lines[self.key]
-        picked = [text for event, text in f.events if matches(event, self.topics, self.namespace)]
+        picked = [
+            text
+            for event, text in f.events
+            if matches(event, self.topics, self.namespace) and self._within(event)
+        ]
         # Every event for it (most frames, for most subscribers): the line built once for all.
         line = None if not picked else f.line if len(picked) == len(f.events) else _line(f.index, picked)
         f.lines[self.key] = line
@@ -137,6 +159,8 @@ class _FeedReplica(Replica):
 
     def reduce(self, position: int, event: Event) -> None:
         assert isinstance(self.state, TrackedState)
+        if event.type in ACL_EVENTS:
+            self.hub.acl_version += 1
         self.hub.publish(describe(self.state, position, event))
 
 
@@ -163,6 +187,8 @@ class StreamHub:
         self._streams = 0
         self._stopping: asyncio.TimerHandle | None = None
         self._stop_task: asyncio.Future[None] | None = None
+        # ACL changes the feed has applied: a subscription checked before one is checked again.
+        self.acl_version = 0
 
     @property
     def position(self) -> int:
@@ -267,6 +293,17 @@ class StreamHub:
         self.subscribers.add(sub)
         return [f for f in self.ring if f.index > sent]
 
+    async def _allowed(self, sub: Subscription) -> bool:
+        """Whether `sub` may go on: its ACL check made again if an ACL token or policy changed
+        since it was last made (a refusal closes the stream, `revoked`)."""
+        if sub.authorize is None or sub.acl_version == self.acl_version:
+            return True
+        sub.acl_version = self.acl_version
+        if await sub.authorize():
+            return True
+        sub.revoked = True
+        return False
+
     def after(self, index: int) -> int:
         """The position a subscription from `index` starts after (0: the feed's, now)."""
         return self.position if index <= 0 else index - 1
@@ -286,21 +323,29 @@ class StreamHub:
             while (backlog := self._join(sub, sent)) is None:
                 replay = replay or _Replay(self.store)
                 for run in _runs(await replay.until(sent, self.position)):
+                    if not await self._allowed(sub):
+                        return
                     sent = run[-1].index
                     yield run
             for run in _runs(backlog):
+                if not await self._allowed(sub):
+                    return
                 sent = run[-1].index
                 yield run
             while not sub.overflowed and not self.closing.is_set():
                 try:
                     waiting = [await _next(sub.queue, heartbeat)]
                 except TimeoutError:
+                    if not await self._allowed(sub):
+                        return
                     yield None
                     continue
                 size = len(waiting[0].line)
                 while size < RUN_BYTES and not sub.queue.empty():
                     waiting.append(sub.queue.get_nowait())
                     size += len(waiting[-1].line)
+                if not await self._allowed(sub):
+                    return
                 if run := [f for f in waiting if f.index > sent]:
                     sent = run[-1].index
                     yield run

@@ -1,7 +1,7 @@
 """The event catalogue: every change to the cluster is one of these events, appended to the
 log. Each is declared once, in the module of its aggregate (nodes, jobs, scaling, evals, plans,
-allocs, deployments, job restarts, services, collection, variables, namespaces), with all that
-it means (drover.model.events.base): its stream, its effect on the state, the rows it reads,
+allocs, deployments, job restarts, services, collection, variables, namespaces, acl), with all
+that it means (drover.model.events.base): its stream, its effect on the state, the rows it reads,
 its Nomad stream events. The log position an event gets is the cluster index (Nomad's raft
 index): the reducer stamps CreateIndex / ModifyIndex from it. The table of every type, its
 writers and its effect is docs/events.md.
@@ -15,6 +15,16 @@ from typing import Annotated, Any
 
 from pydantic import Field, TypeAdapter
 
+from drover.model.events.acl import (
+    ACL_BOOTSTRAP_STREAM,
+    ACLBootstrapped,
+    ACLPolicyDeleted,
+    ACLPolicyUpserted,
+    ACLTokenDeleted,
+    ACLTokenUpserted,
+    acl_policy_stream,
+    acl_token_stream,
+)
 from drover.model.events.allocs import (
     AllocClientUpdate,
     AllocRestartRequested,
@@ -69,7 +79,13 @@ from drover.model.events.variables import (
 from drover.model.placements import attach_metrics
 
 __all__ = [
+    "ACL_BOOTSTRAP_STREAM",
     "EVENT_TYPES",
+    "ACLBootstrapped",
+    "ACLPolicyDeleted",
+    "ACLPolicyUpserted",
+    "ACLTokenDeleted",
+    "ACLTokenUpserted",
     "AllocClientUpdate",
     "AllocRestartRequested",
     "AllocsClientUpdated",
@@ -107,6 +123,8 @@ __all__ = [
     "VariableDeleted",
     "VariableLockRenewed",
     "VariableUpserted",
+    "acl_policy_stream",
+    "acl_token_stream",
     "alloc_collectable",
     "decode_event",
     "decoder",

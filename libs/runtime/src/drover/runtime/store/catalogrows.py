@@ -1,6 +1,6 @@
 """`SqlState`'s part for the catalogues no scheduling decision reads: the `variables`,
-`service_registrations` and `namespaces` rows (drover.model.catalogstate is their in-memory
-side). A
+`service_registrations`, `namespaces`, `acl_policies` and `acl_tokens` rows
+(drover.model.catalogstate is their in-memory side). A
 registration removed by alloc or node (an alloc ended or lost, a node down) is not read first:
 one statement for the batch, however many allocs a plan marks lost."""
 
@@ -11,6 +11,7 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel
 
+from drover.model.acl import ACLPolicy, ACLToken
 from drover.model.namespace import Namespace, builtin
 from drover.model.serviceregistration import ServiceRegistration
 from drover.model.variables import VariableEncrypted
@@ -37,6 +38,8 @@ class CatalogRows:
         self._service_drop_allocs: set[str] = set()
         self._service_drop_nodes: set[str] = set()
         self._namespaces: dict[str, Any] = {}
+        self._acl_policies: dict[str, Any] = {}
+        self._acl_tokens: dict[str, Any] = {}
 
     def _load(self, cache: dict[Any, Any], key: Any, sql: str, params: Any, model: type[T]) -> T | None:
         raise NotImplementedError  # SqlState's
@@ -75,6 +78,20 @@ class CatalogRows:
         )
         return found or builtin(name)
 
+    def acl_policy(self, name: str) -> ACLPolicy | None:
+        return self._load(
+            self._acl_policies, name, "SELECT doc::text FROM acl_policies WHERE name = %s", (name,), ACLPolicy
+        )
+
+    def acl_token(self, accessor_id: str) -> ACLToken | None:
+        return self._load(
+            self._acl_tokens,
+            accessor_id,
+            "SELECT doc::text FROM acl_tokens WHERE accessor_id = %s",
+            (accessor_id,),
+            ACLToken,
+        )
+
     # --- writes (buffered) ---
     def upsert_variable(self, var: VariableEncrypted) -> None:
         self._variables[(var.namespace, var.path)] = var
@@ -109,6 +126,22 @@ class CatalogRows:
         self._namespaces[name] = DELETED
         self._dirty["namespaces"].add(name)
 
+    def upsert_acl_policy(self, policy: ACLPolicy) -> None:
+        self._acl_policies[policy.name] = policy
+        self._dirty["acl_policies"].add(policy.name)
+
+    def delete_acl_policy(self, name: str) -> None:
+        self._acl_policies[name] = DELETED
+        self._dirty["acl_policies"].add(name)
+
+    def upsert_acl_token(self, token: ACLToken) -> None:
+        self._acl_tokens[token.accessor_id] = token
+        self._dirty["acl_tokens"].add(token.accessor_id)
+
+    def delete_acl_token(self, accessor_id: str) -> None:
+        self._acl_tokens[accessor_id] = DELETED
+        self._dirty["acl_tokens"].add(accessor_id)
+
     def services_touched(self) -> bool:
         return bool(self._dirty["services"] or self._service_drop_allocs or self._service_drop_nodes)
 
@@ -127,6 +160,25 @@ class CatalogRows:
         ])  # fmt: skip
         if gone:
             writes.append(("DELETE FROM namespaces WHERE name = ANY(%s)", (gone,)))
+        self._flush_acl(writes)
+
+    def _flush_acl(self, writes: list[Statement]) -> None:
+        """Deletions first: a token deleted and another written with its secret's hash (a
+        bootstrap reset with the same BootstrapSecret) in one batch must not collide."""
+        policies, gone_policies = self._split(self._acl_policies, "acl_policies")
+        tokens, gone_tokens = self._split(self._acl_tokens, "acl_tokens")
+        if gone_policies:
+            writes.append(("DELETE FROM acl_policies WHERE name = ANY(%s)", (gone_policies,)))
+        if gone_tokens:
+            writes.append(("DELETE FROM acl_tokens WHERE accessor_id = ANY(%s)", (gone_tokens,)))
+        self._upsert(writes, "acl_policies", ("name",), [
+            {"name": p.name, "doc": row_doc(p), "modify_index": p.modify_index} for p in policies
+        ])  # fmt: skip
+        self._upsert(writes, "acl_tokens", ("accessor_id",), [
+            {"accessor_id": t.accessor_id, "secret_hash": t.secret_hash, "doc": row_doc(t),
+             "modify_index": t.modify_index}
+            for t in tokens
+        ])  # fmt: skip
 
     def _flush_services(self, writes: list[Statement]) -> None:
         """The removals by alloc and node first (what the batch wrote after them is in the

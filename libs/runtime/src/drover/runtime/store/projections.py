@@ -46,6 +46,8 @@ PROJECTION_TABLES = (
     "variables",
     "service_registrations",
     "namespaces",
+    "acl_policies",
+    "acl_tokens",
 )
 # The tables whose rows the writes mark dirty (job versions are kept apart).
 _DIRTY_TABLES = (
@@ -59,6 +61,8 @@ _DIRTY_TABLES = (
     "variables",
     "services",
     "namespaces",
+    "acl_policies",
+    "acl_tokens",
 )
 # Tables whose `doc` is `text` (kept as sent, never parsed; see migrations 0002 and 0003), the
 # others' is `jsonb`.
@@ -81,6 +85,8 @@ _COLUMN_TYPES = {
     "service_name": "text",
     "alloc_id": "text",
     "name": "text",
+    "accessor_id": "text",
+    "secret_hash": "text",
 }
 
 

@@ -23,6 +23,7 @@ from drover.model.state import InMemoryState
 from drover.model.summary import JobSummary, job_summary
 from drover.model.variables import VariableEncrypted
 from drover.runtime.store import children
+from drover.runtime.store.aclreads import AclReads, load_acl
 from drover.runtime.store.eventstore import EventStore
 from drover.runtime.store.namespacereads import NamespaceReads, split_job_token
 
@@ -57,6 +58,7 @@ def load_into(store: EventStore, state: S, load_allocs: Callable[[Connection, S]
             state.upsert_service(ServiceRegistration.model_validate_json(doc))
         for (doc,) in conn.execute(text("SELECT doc::text FROM namespaces")):
             state.upsert_namespace(Namespace.model_validate_json(doc))
+        load_acl(conn, state)
         load_allocs(conn, state)
     state.bump(position)
     return state
@@ -102,8 +104,9 @@ def _page(where: list[str], params: dict[str, Any], start: str, limit: int) -> s
     return ""
 
 
-class Reads(NamespaceReads):
-    """The API's reads: documents in Nomad's form, by key, prefix and page."""
+class Reads(NamespaceReads, AclReads):
+    """The API's reads: documents in Nomad's form, by key, prefix and page (namespaces':
+    drover.runtime.store.namespacereads; ACL's: drover.runtime.store.aclreads)."""
 
     def __init__(self, store: EventStore) -> None:
         self.store = store

@@ -8,6 +8,7 @@ from typing import Any
 
 from drover.runtime.store.collected import DELETED
 from drover.runtime.watches import (
+    ACL_KEY,
     ALLOC_KEYS_MAX,
     alloc_key,
     deployment_key,
@@ -47,6 +48,9 @@ def written_keys(
         keys.update(("variables", variable_key(ns, path), list_key("variables", ns)))
     for name in dirty.get("namespaces", ()):
         keys.update(("namespaces", namespace_key(name)))
+    for table in ("acl_policies", "acl_tokens"):
+        if dirty.get(table):
+            keys.update((ACL_KEY, table))
     for restart_id in dirty["job_restarts"]:
         r = restarts[restart_id]
         keys.update(("job_restarts", restart_key(restart_id)))

@@ -11,9 +11,12 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Depends, Request
 from fastapi.responses import StreamingResponse
 
+from drover.api.aclguard import identity
+from drover.api.aclresolve import token_from
 from drover.api.blocking import parse_index
 from drover.api.errors import ApiError
 from drover.api.jsondecode import JsonRoute
+from drover.api.streamacl import check_subscription
 from drover.api.streamgzip import Member, accepts_gzip, piece
 from drover.api.streamhub import CLOSED, Frame, StreamHub, Subscription
 from drover.model.streamevents import parse_topics
@@ -33,7 +36,7 @@ async def _hub(request: Request) -> Any:
 StreamHubDep = Annotated[StreamHub, Depends(_hub)]
 
 
-def _params(request: Request) -> tuple[int, Subscription]:
+def _params(request: Request) -> tuple[int, dict[str, set[str]], str]:
     """The subscription asked for; every problem with the query in one 400."""
     problems = []
     index = 0
@@ -45,17 +48,28 @@ def _params(request: Request) -> tuple[int, Subscription]:
     problems += bad
     if problems:
         raise ApiError(400, "\n".join(problems))
-    buffer = request.app.state.settings.event_buffer
-    return index, Subscription(topics, request.query_params.get("namespace") or "default", buffer)
+    return index, topics, request.query_params.get("namespace") or "default"
 
 
 @router.get("/v1/event/stream")
 async def event_stream(request: Request, hub: StreamHubDep) -> StreamingResponse:
-    index, sub = _params(request)
+    index, topics, namespace = _params(request)
     try:
         await hub.start()
     except Exception as e:
         raise ApiError(503, f"the event feed is unavailable: {e}") from e
+    sub = Subscription(topics, namespace, request.app.state.settings.event_buffer)
+    who = identity(request)
+    if who is not None:
+        # Each topic checked as Nomad checks it; again whenever an ACL token or policy changes.
+        version = hub.acl_version
+        allowed, bound, again = await check_subscription(
+            request.app.state.acl, request.app.state.reads, token_from(request.scope["headers"]), who.acl,
+            topics, namespace,
+        )  # fmt: skip
+        if not allowed:
+            raise ApiError(403, "Permission denied")
+        sub = Subscription(topics, namespace, sub.buffer, bound, again, version)
     heartbeat = request.app.state.settings.event_heartbeat
     after = hub.after(index)  # "now" is when the request came, not its first read
     frames = hub.frames(sub, after, heartbeat)
@@ -75,7 +89,7 @@ async def _lines(sub: Subscription, frames: AsyncGenerator[list[Frame] | None]) 
                 yield HEARTBEAT
             elif picked := [line for f in run if (line := sub.encode(f)) is not None]:
                 yield picked[0] if len(picked) == 1 else b"".join(picked)
-        if sub.overflowed:
+        if sub.overflowed or sub.revoked:
             yield OVERFLOWED
     finally:
         # The client left (or the stream ended): the feed stops filling its queue now,
@@ -93,7 +107,7 @@ async def _gzipped(sub: Subscription, frames: AsyncGenerator[list[Frame] | None]
                 yield member.write([HEARTBEAT_GZ])
             elif picked := [p for f in run if (p := sub.piece(f)) is not None]:
                 yield member.write(picked)
-        if sub.overflowed:
+        if sub.overflowed or sub.revoked:
             yield member.write([OVERFLOWED_GZ])
         yield member.end()
     finally:

@@ -1,0 +1,169 @@
+"""Who a request is: its token (X-Nomad-Token, else `Authorization: Bearer`) resolved to its
+ACL, as Nomad's authenticator resolves it. No token is the anonymous token, whose ACL is what
+the policy named `anonymous` grants (nothing without one); a token that is not a UUID, unknown
+or expired is refused, never taken as anonymous.
+
+Tokens are looked up by their secret's keyed hash (drover.runtime.keyring) and cached by it
+with the ACL their policies make; a cached entry holds while no ACL policy or token changed
+after the log position it was read at (the `acl` key of the commits' notifications,
+drover.runtime.watches), so a request costs a hash and two dict lookups. Unknown tokens are
+not cached: one just created on another API process resolves at once."""
+
+from __future__ import annotations
+
+import asyncio
+import hmac
+import re
+import time
+from collections import OrderedDict
+from dataclasses import dataclass
+
+from drover.acl import ACL, MANAGEMENT, Policy, PolicyError, compile_acl, parse
+from drover.model.acl import ANONYMOUS_POLICY, ACLPolicy, ACLToken
+from drover.runtime.keyring import Keyring
+from drover.runtime.store.queries import Reads
+from drover.runtime.watches import ACL_KEY, ChangeIndex
+
+_UUID = re.compile(r"^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$")
+# Objects whose namespace is looked up by ID (it never changes), and how many are remembered.
+_NAMESPACE_TABLES = {"alloc": "allocs", "eval": "evals", "deployment": "deployments"}
+NAMESPACES_KEPT = 100_000
+TOKENS_KEPT = 10_000
+
+
+def is_uuid(text: str) -> bool:
+    return _UUID.match(text) is not None
+
+
+def token_from(headers: list[tuple[bytes, bytes]]) -> str:
+    """The request's token, "" without one (Nomad's parseToken: X-Nomad-Token, trimmed, else
+    the value of an `Authorization: Bearer` header; another scheme is no token)."""
+    bearer = ""
+    for name, value in headers:
+        if name == b"x-nomad-token":
+            token = value.decode("latin-1").strip()
+            if token:
+                return token
+        elif name == b"authorization":
+            scheme, _, rest = value.decode("latin-1").strip().partition(" ")
+            if scheme.lower() == "bearer":
+                bearer = rest.strip()
+    return bearer
+
+
+@dataclass(frozen=True)
+class Identity:
+    """A request's resolved token: its ACL, and the token (None: the anonymous token)."""
+
+    acl: ACL
+    token: ACLToken | None = None
+
+    def holds_policy(self, name: str) -> bool:
+        if self.token is None:
+            return name == ANONYMOUS_POLICY
+        return name in self.token.policies
+
+
+@dataclass(frozen=True)
+class _Entry:
+    index: int
+    token: ACLToken
+    acl: ACL
+
+
+class AclResolver:
+    def __init__(self, reads: Reads, keyring: Keyring, changes: ChangeIndex) -> None:
+        self.reads = reads
+        self.keyring = keyring
+        self.changes = changes
+        self._tokens: OrderedDict[str, _Entry] = OrderedDict()
+        self._anonymous: tuple[int, ACL] | None = None
+        # Parsed policies by (name, ModifyIndex): parsed once however many tokens name them.
+        self._parsed: dict[tuple[str, int], Policy] = {}
+        self._namespaces: OrderedDict[tuple[str, str], str] = OrderedDict()
+        # The last ACL change this process made itself (known before its notification comes).
+        self._written = 0
+
+    def _current(self, index: int) -> bool:
+        return index >= self._written and self.changes.last_change(ACL_KEY) <= index
+
+    def note_change(self, position: int) -> None:
+        """An ACL policy or token this process wrote at `position`: what was read before it is
+        stale from now on, not from when the commit's notification comes back."""
+        self._written = max(self._written, position)
+
+    async def resolve(self, secret: str, *, fresh: bool = False) -> Identity | None:
+        """The identity of a request carrying `secret` ("" for none), None if refused.
+        `fresh`: read again whatever is cached (a stream re-checked on an ACL change, which
+        may be told of it before this process' notification is)."""
+        if not secret:
+            anonymous = self._anonymous
+            if anonymous is None or fresh or not self._current(anonymous[0]):
+                anonymous = self._anonymous = await asyncio.to_thread(self._load_anonymous)
+            return Identity(anonymous[1])
+        if not is_uuid(secret):
+            return None
+        digest = self.keyring.secret_hash(secret)
+        entry = self._tokens.get(digest)
+        if entry is None or fresh or not self._current(entry.index):
+            found = await asyncio.to_thread(self._load_token, digest)
+            if found is None:
+                self._tokens.pop(digest, None)
+                return None
+            entry = self._remember(digest, found)
+        if not hmac.compare_digest(entry.token.secret_hash, digest) or entry.token.expired(time.time_ns()):
+            return None
+        return Identity(entry.acl, entry.token)
+
+    def _remember(self, digest: str, entry: _Entry) -> _Entry:
+        self._tokens[digest] = entry
+        self._tokens.move_to_end(digest)
+        while len(self._tokens) > TOKENS_KEPT:
+            self._tokens.popitem(last=False)
+        return entry
+
+    def _load_anonymous(self) -> tuple[int, ACL]:
+        index = self.reads.index()
+        return index, self._acl_of(self.reads.acl_policies_named([ANONYMOUS_POLICY]))
+
+    def _load_token(self, digest: str) -> _Entry | None:
+        index = self.reads.index()  # first: what is read is at least as new
+        token = self.reads.acl_token_by_hash(digest)
+        if token is None:
+            return None
+        if token.is_management():
+            return _Entry(index, token, MANAGEMENT)
+        return _Entry(index, token, self._acl_of(self.reads.acl_policies_named(token.policies)))
+
+    def _acl_of(self, policies: list[ACLPolicy]) -> ACL:
+        """The ACL the policies make, each parsed leniently (as stored policies are applied);
+        one that no longer parses grants nothing."""
+        parsed = []
+        for p in policies:
+            key = (p.name, p.modify_index)
+            if key not in self._parsed:
+                if len(self._parsed) >= TOKENS_KEPT:
+                    self._parsed.clear()  # versions no token names any more pile up otherwise
+                try:
+                    self._parsed[key] = parse(p.rules, strict=False)
+                except PolicyError:
+                    self._parsed[key] = Policy()
+            parsed.append(self._parsed[key])
+        return compile_acl(parsed)
+
+    async def namespace_of(self, kind: str, object_id: str) -> str | None:
+        """The namespace of an alloc, eval or deployment (None: there is none of that ID)."""
+        key = (kind, object_id)
+        found = self._namespaces.get(key)
+        if found is None:
+            found = await asyncio.to_thread(self._read_namespace, _NAMESPACE_TABLES[kind], object_id)
+            if found is None:
+                return None
+            self._namespaces[key] = found
+            while len(self._namespaces) > NAMESPACES_KEPT:
+                self._namespaces.popitem(last=False)
+        return found
+
+    def _read_namespace(self, table: str, object_id: str) -> str | None:
+        rows = self.reads._docs(f"SELECT namespace FROM {table} WHERE id = :id", id=object_id)
+        return rows[0] if rows else None
