@@ -1,9 +1,10 @@
 """API request benchmark: what one simple request costs the API process.
 
 Every client agent's heartbeat and blocking query, and every CLI call, is such a request. With
-every service running (and idle), 4 threads each send --requests GETs of one kind; reported per
-kind: requests/s, and the API process's CPU (user and system) per request.
-Kinds: a node's document (`/v1/node/:id`) and an unknown job (`/v1/job/:id`, a 404).
+every service running (and idle), 4 threads each send --requests requests of one kind; reported
+per kind: requests/s, and the API process's CPU (user and system) per request.
+Kinds: a node's document (`/v1/node/:id`), an unknown job (`/v1/job/:id`, a 404), and a node's
+heartbeat (`PUT /v1/drover/node/:id/heartbeat`, with the node's secret: the hottest request).
 
     python -m bench.requests --out bench/out/requests.json [--requests 1000]
 """
@@ -21,7 +22,7 @@ import httpx
 from bench import report
 from bench.pipeline import cpu_seconds
 from bench.servers import start
-from tests.cluster import node_json
+from tests.cluster import NODE_SECRET, node_json
 
 THREADS = 4
 
@@ -40,6 +41,9 @@ def main() -> None:
         kinds: dict[str, Callable[[httpx.Client], httpx.Response]] = {
             "node": lambda h: h.get("/v1/node/n0"),
             "unknown_job": lambda h: h.get("/v1/job/nope"),
+            "heartbeat": lambda h: h.put(
+                "/v1/drover/node/n0/heartbeat", headers={"X-Nomad-Token": NODE_SECRET}
+            ),
         }
         result: dict[str, Any] = {"benchmark": "requests", "threads": THREADS, "requests": args.requests}
         for name, send in kinds.items():
@@ -47,7 +51,7 @@ def main() -> None:
             def work(_: int, send: Callable[[httpx.Client], httpx.Response] = send) -> None:
                 with httpx.Client(base_url=base, timeout=30) as h:
                     for _ in range(args.requests):
-                        send(h)
+                        send(h).raise_for_status()
 
             work(0)  # warm
             before = cpu_seconds(api)

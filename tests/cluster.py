@@ -11,12 +11,21 @@ from typing import Any
 
 import httpx
 
+from drover.client.identity import NodeSecretAuth
 from drover.runtime.embedded import free_port, wait_for_port
 from drover.scheduler.lanes import worker_lanes
 
 from .prefork import Process, spawn
 
 SERVICES = ("relay", "broker", "planner", "worker", "leader", "gc", "api")
+# The secret of every node a test registers by hand (node_json): the test is one client
+# speaking for all of them, as drover sim is for its nodes.
+NODE_SECRET = "d7e1c3a0-4b5f-4c2e-9a8d-6f0b1e2c3d4e"
+
+
+def node_auth(secret: str = NODE_SECRET) -> NodeSecretAuth:
+    """What an HTTP client sends its nodes' secret with (on /v1/drover/... only)."""
+    return NodeSecretAuth(secret)
 
 
 class Cluster:
@@ -47,7 +56,7 @@ class Cluster:
             "gc": gcs,
             "api": 1,
         }
-        self.http = httpx.Client(base_url=f"http://127.0.0.1:{self.port}", timeout=30)
+        self.http = httpx.Client(base_url=f"http://127.0.0.1:{self.port}", timeout=30, auth=node_auth())
 
     def env(self) -> dict[str, str]:
         return {
@@ -145,6 +154,7 @@ def node_json(node_id: str, *, cpu: int = 4000, mem: int = 8192, dc: str = "dc1"
     address = {"Family": "ipv4", "Alias": "default", "Address": "127.0.0.1"}
     return {
         "ID": node_id,
+        "SecretID": NODE_SECRET,
         "Name": node_id,
         "Datacenter": dc,
         "Status": "ready",

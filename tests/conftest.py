@@ -29,6 +29,13 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
             item.add_marker(pytest.mark.cluster)
 
 
+@pytest.fixture(scope="session", autouse=True)
+def _data_dir(tmp_path_factory: pytest.TempPathFactory) -> None:
+    """The data directory of every API the tests make in-process (its keyring, the node secret
+    key) in a temp dir, never the checkout's `data/`."""
+    os.environ.setdefault("DROVER_DATA_DIR", str(tmp_path_factory.mktemp("data")))
+
+
 @pytest.fixture(scope="session")
 def postgres(tmp_path_factory: pytest.TempPathFactory) -> Iterator[EmbeddedPostgres | str]:
     external = os.environ.get("DROVER_DATABASE_URL")

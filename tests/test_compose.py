@@ -130,7 +130,8 @@ def check_stack(compose: Any, port: int, tmp_path: Path) -> None:
     base = f"http://{LOOPBACK}:{port}"
     log = (tmp_path / "sim.log").open("wb")
     sim = subprocess.Popen(
-        [sys.executable, "-m", "drover.client.sim", "--api", base, "--nodes", str(NODES), "--prefix", "ct-"],
+        [sys.executable, "-m", "drover.client.sim", "--api", base, "--nodes", str(NODES), "--prefix", "ct-",
+         "--data-dir", str(tmp_path / "sim")],
         stdout=log, stderr=subprocess.STDOUT, env={**os.environ, "PYTHONUNBUFFERED": "1"},
     )  # fmt: skip
     try:

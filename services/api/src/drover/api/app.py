@@ -19,6 +19,7 @@ from drover.api.forward import ClientForwarder
 from drover.api.guard import RequestGuard
 from drover.api.heartbeats import Heartbeats
 from drover.api.metrics import MetricsGatherer
+from drover.api.nodeauth import NodeAuth
 from drover.api.routes import (
     allocations,
     client,
@@ -44,6 +45,7 @@ from drover.api.routes import (
 from drover.api.streamhub import StreamHub
 from drover.runtime import pyheap
 from drover.runtime.keyring import Keyring
+from drover.runtime.nodesecrets import NodeSecretHasher
 from drover.runtime.settings import Settings
 from drover.runtime.store import EventStore, libpq_url
 from drover.runtime.store.queries import Reads
@@ -107,6 +109,7 @@ def create_app(settings: Settings, store: EventStore | None = None, *, tune_heap
     app.state.blocking = Blocking(reads, watcher)
     app.state.commands = Commands(store, reads)
     app.state.keyring = Keyring.from_settings(settings)
+    app.state.node_auth = NodeAuth(NodeSecretHasher.from_settings(settings), reads)
     app.state.heartbeats = heartbeats
     app.state.metrics = metrics
     app.state.stream = StreamHub(settings, store, settings.event_feed_idle, settings.event_coalesce)

@@ -29,6 +29,7 @@ from drover.client.dockerdriver import DockerDriver
 from drover.client.dockerdriver import fingerprint as docker_fingerprint
 from drover.client.drivers import RawExecDriver, TaskHandle
 from drover.client.fingerprint import fingerprint
+from drover.client.identity import NodeSecretAuth, load_or_create_secret
 from drover.client.logserve import LogsApp, bind, serve
 from drover.client.registrar import Registrar
 from drover.client.runner import AllocRunner, ClientContext
@@ -52,7 +53,12 @@ class Agent:
         self.state_dir = self.data_dir / "client"
         self.state_dir.mkdir(parents=True, exist_ok=True)
         self.node_id = self._node_id()
-        self.http = httpx.AsyncClient(base_url=cfg.api, timeout=httpx.Timeout(60.0, connect=5.0))
+        # The node's secret (Nomad's Node.SecretID): registered with, and sent on every request
+        # to the servers' client endpoints; kept, so the node stays this agent's after a restart.
+        self.secret_id = load_or_create_secret(self.state_dir / "secret-id")
+        self.http = httpx.AsyncClient(
+            base_url=cfg.api, timeout=httpx.Timeout(60.0, connect=5.0), auth=NodeSecretAuth(self.secret_id)
+        )
         self.runners: dict[str, AllocRunner] = {}
         self.jobs: dict[tuple[str, str, int], Job] = {}
         self.dirty: set[str] = set()
@@ -115,7 +121,7 @@ class Agent:
     async def register(self, stop: asyncio.Event) -> None:
         node = fingerprint(self.node_id, self.cfg).model_copy(update={"http_addr": self.http_addr})
         self.node = node
-        body = {"Node": node.to_api()}
+        body = {"Node": {**node.to_api(), "SecretID": self.secret_id}}
         while not stop.is_set():
             try:
                 r = await self.http.put("/v1/drover/node/register", json=body)
@@ -126,6 +132,11 @@ class Agent:
                         "registered node %s (%s), heartbeat TTL %.1fs", node.id, node.name, self.ttl / SECOND
                     )
                     return
+                if r.status_code == 403:
+                    raise RuntimeError(
+                        f"register refused: {r.text.strip()}: node {node.id} is registered with another "
+                        f"secret than {self.state_dir / 'secret-id'} holds (purge the node to register it anew)"
+                    )
                 raise RuntimeError(f"register refused: {r.status_code} {r.text}")
             except httpx.HTTPError as e:
                 log.warning("cannot reach the servers to register: %s", e)

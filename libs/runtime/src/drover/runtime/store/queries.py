@@ -24,6 +24,7 @@ from drover.model.summary import JobSummary, job_summary
 from drover.model.variables import VariableEncrypted
 from drover.runtime.store import children
 from drover.runtime.store.eventstore import EventStore
+from drover.runtime.store.identityreads import IdentityReads
 
 _ALLOCS: TypeAdapter[list[Allocation]] = TypeAdapter(list[Allocation])
 S = TypeVar("S", bound=InMemoryState)
@@ -99,8 +100,9 @@ def _page(where: list[str], params: dict[str, Any], start: str, limit: int) -> s
     return ""
 
 
-class Reads:
-    """The API's reads: documents in Nomad's form, by key, prefix and page."""
+class Reads(IdentityReads):
+    """The API's reads: documents in Nomad's form, by key, prefix and page (and what a client's
+    node identity is checked against: IdentityReads)."""
 
     def __init__(self, store: EventStore) -> None:
         self.store = store
