@@ -78,11 +78,11 @@ def create_app(settings: Settings, store: EventStore | None = None, *, tune_heap
     """The API. `tune_heap`: the process's cyclic collector set as the services set theirs
     (drover.runtime.pyheap), for the API's own process: the event stream's feed holds the
     cluster in memory, as a replica does."""
-    store = store or EventStore(settings.database_url, pool_size=10)
+    store = store or EventStore(settings.database(), pool_size=10)
     reads = Reads(store)
-    watcher = IndexWatcher(libpq_url(settings.database_url), store)
+    watcher = IndexWatcher(libpq_url(settings.database()), store)
     heartbeats = Heartbeats(settings, reads)
-    metrics = MetricsGatherer(store, settings.nats_url)
+    metrics = MetricsGatherer(store, settings.nats_url, settings.nats_credentials())
 
     @contextlib.asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
