@@ -12,7 +12,7 @@ import httpx
 import typer
 from rich.console import Console
 
-from drover.cli.api import DEFAULT_ADDRESS, ApiError
+from drover.cli.api import DEFAULT_ADDRESS, ApiError, tls_options
 
 EXIT_STREAM_ERROR = 1  # the server ended the stream with an error (the subscriber fell behind)
 EXIT_REFUSED = 2  # the API refused the request (bad topic or index) or could not be reached
@@ -118,7 +118,10 @@ class Follower:
         timeout = httpx.Timeout(10.0, read=READ_TIMEOUT)
         url = f"{self.address}/v1/event/stream"
         try:
-            with httpx.stream("GET", url, params=[*self.params, ("index", start)], timeout=timeout) as r:
+            tls = tls_options(url)
+            with httpx.stream(
+                "GET", url, params=[*self.params, ("index", start)], timeout=timeout, **tls
+            ) as r:
                 if r.status_code != 200:
                     r.read()
                     raise ApiError(r.status_code, r.text.strip() or f"{r.status_code} {r.reason_phrase}")

@@ -14,7 +14,7 @@ from typing import Annotated, Any
 import httpx
 import typer
 
-from drover.cli.api import DEFAULT_ADDRESS, ApiError, seg
+from drover.cli.api import DEFAULT_ADDRESS, ApiError, seg, tls_options
 
 EXIT_FAILED = 1  # the API refused, nothing matched, or it could not be reached
 EXIT_INTERRUPTED = 130  # Ctrl-C
@@ -101,7 +101,9 @@ class LogReader:
     def __init__(self, address: str, namespace: str) -> None:
         self.address = address.rstrip("/")
         self.namespace = namespace
-        self.http = httpx.Client(base_url=self.address, timeout=httpx.Timeout(30.0, read=READ_TIMEOUT))
+        self.http = httpx.Client(
+            base_url=self.address, timeout=httpx.Timeout(30.0, read=READ_TIMEOUT), **tls_options(self.address)
+        )
 
     def close(self) -> None:
         self.http.close()

@@ -12,6 +12,7 @@ import asyncio
 import contextlib
 import json
 import logging
+import os
 import re
 import shutil
 import socket
@@ -40,6 +41,7 @@ from drover.model.alloc import Allocation
 from drover.model.durations import SECOND
 from drover.model.job import Job
 from drover.model.node import Node
+from drover.runtime.tls import client_tls_options
 
 log = logging.getLogger("drover.client")
 REPORT_EVERY = 0.2
@@ -57,7 +59,10 @@ class Agent:
         # to the servers' client endpoints; kept, so the node stays this agent's after a restart.
         self.secret_id = load_or_create_secret(self.state_dir / "secret-id")
         self.http = httpx.AsyncClient(
-            base_url=cfg.api, timeout=httpx.Timeout(60.0, connect=5.0), auth=NodeSecretAuth(self.secret_id)
+            base_url=cfg.api,
+            timeout=httpx.Timeout(60.0, connect=5.0),
+            auth=NodeSecretAuth(self.secret_id),
+            **client_tls_options(cfg.api, os.environ),  # an https API: NOMAD_CACERT and the rest
         )
         self.runners: dict[str, AllocRunner] = {}
         self.jobs: dict[tuple[str, str, int], Job] = {}

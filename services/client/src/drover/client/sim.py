@@ -24,6 +24,7 @@ import heapq
 import ipaddress
 import json
 import logging
+import os
 import random
 import resource
 import signal
@@ -47,6 +48,7 @@ from drover.model.serviceregistration import ServiceRegistration
 from drover.model.services import SERVICE_PROVIDER_NOMAD
 from drover.runtime.service import run_loop
 from drover.runtime.telemetry import setup_logging
+from drover.runtime.tls import client_tls_options
 
 log = logging.getLogger("drover.sim")
 BATCH = 1000
@@ -121,7 +123,10 @@ class Simulator:
         restart_delay: float = 0.05,
     ) -> None:
         self.http = httpx.AsyncClient(
-            base_url=api, timeout=httpx.Timeout(60.0, connect=5.0), auth=NodeSecretAuth(secret_id)
+            base_url=api,
+            timeout=httpx.Timeout(60.0, connect=5.0),
+            auth=NodeSecretAuth(secret_id),
+            **client_tls_options(api, os.environ),  # an https API: NOMAD_CACERT and the rest
         )
         self.secret_id = secret_id
         self.nodes = nodes
