@@ -38,20 +38,25 @@ def main() -> None:
         cluster.put("/v1/drover/node/register", {"Node": node_json("n0")})
         api = cluster.procs["api"][0].pid
         base = str(cluster.http.base_url)
-        kinds: dict[str, Callable[[httpx.Client], httpx.Response]] = {
-            "node": lambda h: h.get("/v1/node/n0"),
-            "unknown_job": lambda h: h.get("/v1/job/nope"),
-            "heartbeat": lambda h: h.put(
-                "/v1/drover/node/n0/heartbeat", headers={"X-Nomad-Token": NODE_SECRET}
+        # Each kind, and the status every one of its requests must get.
+        kinds: dict[str, tuple[Callable[[httpx.Client], httpx.Response], int]] = {
+            "node": (lambda h: h.get("/v1/node/n0"), 200),
+            "unknown_job": (lambda h: h.get("/v1/job/nope"), 404),
+            "heartbeat": (
+                lambda h: h.put("/v1/drover/node/n0/heartbeat", headers={"X-Nomad-Token": NODE_SECRET}),
+                200,
             ),
         }
         result: dict[str, Any] = {"benchmark": "requests", "threads": THREADS, "requests": args.requests}
-        for name, send in kinds.items():
+        for name, (send, status) in kinds.items():
 
-            def work(_: int, send: Callable[[httpx.Client], httpx.Response] = send) -> None:
+            def work(
+                _: int, send: Callable[[httpx.Client], httpx.Response] = send, status: int = status
+            ) -> None:
                 with httpx.Client(base_url=base, timeout=30) as h:
                     for _ in range(args.requests):
-                        send(h).raise_for_status()
+                        r = send(h)
+                        assert r.status_code == status, (r.status_code, r.text)
 
             work(0)  # warm
             before = cpu_seconds(api)
