@@ -238,3 +238,24 @@ def test_the_secret_is_kept_nowhere_but_its_hash(
     assert stored != hashlib.sha256(MINE.encode()).hexdigest()
     key = tmp_path / "node-secret.key"
     assert key.stat().st_mode & 0o777 == 0o600
+
+
+def test_a_node_registered_before_nodes_had_secrets_takes_the_first_it_registers_with(
+    client: TestClient, store: EventStore
+) -> None:
+    """An upgraded cluster's node has no secret to match: its calls are refused until its
+    agent registers again (the agent does on a 403), and the secret it registers with is its."""
+    from drover.model import Node
+    from drover.model.events import NodeRegistered
+
+    store.append(
+        [
+            NodeRegistered(
+                node=Node.model_validate({k: v for k, v in node_json("old").items() if k != "SecretID"})
+            )
+        ]
+    )
+    assert client.put("/v1/drover/node/old/heartbeat", headers=as_node(MINE)).status_code == 403
+    assert register(client, "old", MINE).status_code == 200
+    assert client.put("/v1/drover/node/old/heartbeat", headers=as_node(MINE)).status_code == 200
+    assert register(client, "old", THEIRS).status_code == 403

@@ -157,7 +157,9 @@ class Agent:
                 return
             try:
                 r = await self.http.put(f"/v1/drover/node/{self.node_id}/heartbeat")
-                if r.status_code == 404:
+                # Unknown (purged, collected), or known without this secret (registered before
+                # nodes had secrets): register again, which says why if it is refused.
+                if r.status_code in (403, 404):
                     await self.register(stop)
                     continue
                 r.raise_for_status()
