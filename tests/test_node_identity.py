@@ -202,8 +202,8 @@ def test_every_client_route_wants_a_secret(client: TestClient, store: EventStore
     bodies = {
         "/v1/drover/heartbeats": {"NodeIDs": ["n1"]},
         "/v1/drover/node/{node_id}/status": {"Status": "ready"},
-        "/v1/drover/allocs/status": {"NodeID": "n1", "Updates": []},
-        "/v1/drover/services": {"NodeID": "n1", "Services": [], "Deregister": []},
+        "/v1/drover/allocs/status": {"Updates": []},  # naming no node: a secret no node has is refused too
+        "/v1/drover/services": {"Services": [], "Deregister": []},
     }
     position = store.last_position()
     for method, path in routes:

@@ -100,6 +100,7 @@ async def allocs_status(
 ) -> dict[str, Any]:
     """The allocs' status as their client reports it: the reporting node (NodeID, an agent's)
     and the node of every alloc reported on must be the caller's."""
+    await caller.require_registered()
     await caller.require_nodes([body.node_id] if body.node_id else [])
     await caller.require_allocs({u.id for u in body.updates})
     change, positions = await commands.run(

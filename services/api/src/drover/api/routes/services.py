@@ -109,6 +109,7 @@ async def client_services(
     """A client registers its allocs' services and removes those of allocs that stopped: the
     reporting node, each registration's node and alloc, and each removed registration's node
     must be the caller's (its node secret: drover.api.nodeauth)."""
+    await caller.require_registered()
     named = {body.node_id} | {r.node_id for r in body.services}
     await caller.require_nodes(sorted(n for n in named if n))
     await caller.require_allocs({r.alloc_id for r in body.services if r.alloc_id})
