@@ -48,7 +48,7 @@ def main() -> None:
         sim = subprocess.Popen(
             [sys.executable, "-m", "drover.client.sim", "--api", str(cluster.http.base_url), "--nodes", str(args.nodes),
              "--datacenters", "2", "--racks", "50", "--drivers", "mock,docker", "--duration", str(args.seconds),
-             "--stats", str(stats_file)],
+             "--stats", str(stats_file), "--data-dir", str(tmp / "sim")],
             env=cluster.env(),
         )  # fmt: skip
         leader = cluster.procs["leader"][0].pid

@@ -41,7 +41,7 @@ from bench import garbage, report, stages
 from bench.report import percentile
 from bench.scheduler import run_case
 from bench.servers import Servers, start
-from tests.cluster import job_json, node_json
+from tests.cluster import job_json, node_auth, node_json
 
 
 def peak_rss_mb(pid: int) -> float:
@@ -200,7 +200,7 @@ def run(args: argparse.Namespace, hooks: Hooks | None = None) -> dict[str, Any]:
     def heartbeat() -> None:
         # The nodes' clients: every node beats every 3 s (batched), as `drover sim` does; the
         # shortest TTL handed out is 10 s, so none is missed.
-        with httpx.Client(base_url=base, timeout=60) as h:
+        with httpx.Client(base_url=base, timeout=60, auth=node_auth()) as h:
             while not beating.wait(3.0):
                 if registered:
                     h.put("/v1/drover/heartbeats", json={"NodeIDs": list(registered)}).raise_for_status()

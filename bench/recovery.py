@@ -36,7 +36,7 @@ import httpx
 
 from bench import report
 from drover.runtime.embedded import free_port
-from tests.cluster import job_json, node_json
+from tests.cluster import job_json, node_auth, node_json
 
 # Which services are killed, in order: (service, which one). A worker is named by its lane
 # (`drover up` gives the first of three workers the large lane), a service run with a standby
@@ -150,7 +150,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
 
         def heartbeat() -> None:
             # The nodes' clients: beats every 3 s (the shortest TTL is 10 s), on through the API's restart.
-            with httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=10) as hb:
+            with httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=10, auth=node_auth()) as hb:
                 while not beating.wait(3.0):
                     with contextlib.suppress(httpx.HTTPError):
                         hb.put("/v1/drover/heartbeats", json={"NodeIDs": nodes})

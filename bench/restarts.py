@@ -173,7 +173,8 @@ def run(servers: Servers, args: argparse.Namespace, result: dict[str, Any]) -> N
     stats = servers.tmp / "sim.json"
     sim = subprocess.Popen(
         [sys.executable, "-m", "drover.client.sim", "--api", str(http.base_url), "--nodes", str(args.nodes),
-         "--racks", "50", "--restart-delay", str(args.restart_delay), "--stats", str(stats)],
+         "--racks", "50", "--restart-delay", str(args.restart_delay), "--stats", str(stats),
+         "--data-dir", str(servers.tmp / "sim")],
         env=cluster.env(),
     )  # fmt: skip
     try:

@@ -29,7 +29,7 @@ from bench.pipeline import cpu_seconds, tree_cpu_seconds
 from bench.report import percentile
 from bench.servers import start
 from drover.runtime.store import EventStore
-from tests.cluster import job_json, node_json
+from tests.cluster import job_json, node_auth, node_json
 
 
 async def _watch(
@@ -123,7 +123,7 @@ def main() -> None:
     beating = threading.Event()
 
     def heartbeat() -> None:
-        with httpx.Client(base_url=base, timeout=60) as h:
+        with httpx.Client(base_url=base, timeout=60, auth=node_auth()) as h:
             while not beating.wait(3.0):
                 h.put("/v1/drover/heartbeats", json={"NodeIDs": nodes}).raise_for_status()
 

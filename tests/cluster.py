@@ -11,12 +11,34 @@ from typing import Any
 
 import httpx
 
+from drover.client.identity import NodeSecretAuth
 from drover.runtime.embedded import free_port, wait_for_port
+from drover.runtime.settings import NatsCredentials, Settings
 from drover.scheduler.lanes import worker_lanes
 
 from .prefork import Process, spawn
 
 SERVICES = ("relay", "broker", "planner", "worker", "leader", "gc", "api")
+# The secret of every node a test registers by hand (node_json): the test is one client
+# speaking for all of them, as drover sim is for its nodes.
+NODE_SECRET = "d7e1c3a0-4b5f-4c2e-9a8d-6f0b1e2c3d4e"
+
+
+def nats_credentials() -> NatsCredentials | None:
+    """What the test's own NATS connections authenticate with: the services' settings (the
+    harness sets them for the session, tests/conftest.py)."""
+    return Settings().nats_credentials()
+
+
+def nats_options() -> dict[str, Any]:
+    """`nats_credentials` as nats-py's connect takes them."""
+    credentials = nats_credentials()
+    return credentials.connect_options() if credentials is not None else {}
+
+
+def node_auth(secret: str = NODE_SECRET) -> NodeSecretAuth:
+    """What an HTTP client sends its nodes' secret with (where no other token is chosen)."""
+    return NodeSecretAuth(secret)
 
 
 class Cluster:
@@ -47,11 +69,13 @@ class Cluster:
             "gc": gcs,
             "api": 1,
         }
-        self.http = httpx.Client(base_url=f"http://127.0.0.1:{self.port}", timeout=30)
+        self.http = httpx.Client(base_url=f"http://127.0.0.1:{self.port}", timeout=30, auth=node_auth())
 
     def env(self) -> dict[str, str]:
+        """The services' environment: the test session's, less libpq's PGPASSWORD (the
+        services connect with their own settings' password: DROVER_DATABASE_PASSWORD_FILE)."""
         return {
-            **os.environ,
+            **{k: v for k, v in os.environ.items() if k != "PGPASSWORD"},
             "DROVER_DATABASE_URL": self.database_url,
             "DROVER_NATS_URL": self.nats_url,
             "DROVER_API_PORT": str(self.port),
@@ -145,6 +169,7 @@ def node_json(node_id: str, *, cpu: int = 4000, mem: int = 8192, dc: str = "dc1"
     address = {"Family": "ipv4", "Alias": "default", "Address": "127.0.0.1"}
     return {
         "ID": node_id,
+        "SecretID": NODE_SECRET,
         "Name": node_id,
         "Datacenter": dc,
         "Status": "ready",

@@ -1,6 +1,12 @@
 """Integration test harness: real PostgreSQL and NATS JetStream servers, started here on free
 ports in temp dirs (or taken from DROVER_DATABASE_URL / DROVER_NATS_URL). A test that cannot get
-a server fails; nothing is skipped."""
+a server fails; nothing is skipped.
+
+Both servers want passwords, as `drover up`'s do: NATS admits its user alone, PostgreSQL wants
+scram-sha-256 of every connection. The services get them from their settings
+(DROVER_NATS_USER and DROVER_NATS_PASSWORD_FILE, DROVER_DATABASE_PASSWORD_FILE, set here for the
+session); the tests' own connections to PostgreSQL from libpq's PGPASSWORD, which the services
+are not given (tests/cluster.py): every test with services proves they connect with theirs."""
 
 from __future__ import annotations
 
@@ -15,7 +21,8 @@ from typing import Any
 import psycopg
 import pytest
 
-from drover.runtime.embedded import EmbeddedNats, EmbeddedPostgres
+from drover.runtime.embedded import NATS_USER, EmbeddedNats, EmbeddedPostgres, kept_password
+from drover.runtime.settings import NatsCredentials, Settings
 from drover.runtime.store import EventStore, migrate
 
 
@@ -29,13 +36,24 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
             item.add_marker(pytest.mark.cluster)
 
 
+@pytest.fixture(scope="session", autouse=True)
+def _data_dir(tmp_path_factory: pytest.TempPathFactory) -> None:
+    """The data directory of every API the tests make in-process (its keyring, the node secret
+    key) in a temp dir, never the checkout's `data/`."""
+    os.environ.setdefault("DROVER_DATA_DIR", str(tmp_path_factory.mktemp("data")))
+
+
 @pytest.fixture(scope="session")
 def postgres(tmp_path_factory: pytest.TempPathFactory) -> Iterator[EmbeddedPostgres | str]:
     external = os.environ.get("DROVER_DATABASE_URL")
     if external:
         yield external
         return
-    server = EmbeddedPostgres(tmp_path_factory.mktemp("pg"), durable=False)
+    root = tmp_path_factory.mktemp("pg")
+    password = kept_password(root / "postgres.password")
+    os.environ["DROVER_DATABASE_PASSWORD_FILE"] = str(root / "postgres.password")
+    os.environ["PGPASSWORD"] = password
+    server = EmbeddedPostgres(root / "server", durable=False, password=password)
     server.start()
     yield server
     server.stop()
@@ -47,10 +65,20 @@ def nats_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[EmbeddedNa
     if external:
         yield external
         return
-    server = EmbeddedNats(tmp_path_factory.mktemp("nats"))
+    root = tmp_path_factory.mktemp("nats")
+    password = kept_password(root / "nats.password")
+    os.environ["DROVER_NATS_USER"] = NATS_USER
+    os.environ["DROVER_NATS_PASSWORD_FILE"] = str(root / "nats.password")
+    server = EmbeddedNats(root / "server", password=password)
     server.start()
     yield server
     server.stop()
+
+
+@pytest.fixture(scope="session")
+def nats_credentials(nats_server: EmbeddedNats | str) -> NatsCredentials | None:
+    """What the tests' own NATS connections authenticate with (the services' settings)."""
+    return Settings().nats_credentials()
 
 
 def _base_url(pg: EmbeddedPostgres | str) -> str:
@@ -122,24 +150,24 @@ async def reset_jetstream(nc: Any) -> Any:
 
 
 @pytest.fixture
-async def js_fresh(nats_url: str):  # type: ignore[no-untyped-def]
+async def js_fresh(nats_url: str, nats_credentials: NatsCredentials | None):  # type: ignore[no-untyped-def]
     """A JetStream context with Drover's streams, emptied for this test (`reset_jetstream`)."""
     from drover.runtime.bus import connect
 
-    nc = await connect(nats_url, "test")
+    nc = await connect(nats_url, "test", nats_credentials)
     yield await reset_jetstream(nc)
     await nc.close()
 
 
 @pytest.fixture(scope="module")
-def module_streams_fresh(nats_url: str) -> None:
+def module_streams_fresh(nats_url: str, nats_credentials: NatsCredentials | None) -> None:
     """Drover's streams emptied, and without consumers, for a module's tests (those that share
     one cluster)."""
 
     async def empty() -> None:
         from drover.runtime.bus import connect
 
-        nc = await connect(nats_url, "test")
+        nc = await connect(nats_url, "test", nats_credentials)
         await reset_jetstream(nc)
         await nc.close()
 

@@ -9,7 +9,7 @@ from typing import Any
 
 import httpx
 
-from .cluster import Cluster
+from .cluster import Cluster, node_auth
 
 NO_LINKS = {"PreviousEval": "", "NextEval": "", "BlockedEval": "", "WaitUntil": 0}
 
@@ -73,7 +73,7 @@ class FakeClients:
     not reported yet is reported running - and healthy, if `healthy` - after `delay` seconds."""
 
     def __init__(self, base_url: str, *, healthy: bool = False, delay: float = 0.2) -> None:
-        self.http = httpx.Client(base_url=base_url, timeout=10)
+        self.http = httpx.Client(base_url=base_url, timeout=10, auth=node_auth())
         self.healthy = healthy
         self.delay = delay
         self.stop = threading.Event()

@@ -10,12 +10,12 @@ from typing import Any
 
 import httpx
 
-from .cluster import node_json
+from .cluster import node_auth, node_json
 
 
 class StandInClients:
     def __init__(self, base_url: str, node_ids: list[str], *, mem: int = 8192) -> None:
-        self.http = httpx.Client(base_url=base_url, timeout=10)
+        self.http = httpx.Client(base_url=base_url, timeout=10, auth=node_auth())
         self.node_ids = list(node_ids)
         for node_id in self.node_ids:
             self.register(node_id, mem=mem)

@@ -21,6 +21,8 @@ from drover.model.events import NodeRegistered, PlanApplied
 from drover.runtime.settings import Settings
 from drover.runtime.store import EventStore
 
+from .cluster import NODE_SECRET, node_json
+
 DENIED = (403, "Permission denied")
 
 
@@ -375,7 +377,7 @@ def test_variables_by_path_rule(client: TestClient, root: dict[str, str]) -> Non
 
 def test_node_agent_and_management_rules(client: TestClient, root: dict[str, str]) -> None:
     nodes = token_for(client, root, 'node { policy = "write" }')
-    register = {"Node": {"ID": "n1", "Datacenter": "dc1"}}
+    register = {"Node": node_json("n1")}
     assert client.put("/v1/drover/node/register", json=register, headers=as_(nodes)).status_code == 200
     assert client.get("/v1/node/n1", headers=as_(nodes)).status_code == 200
     assert answer(client.get("/v1/jobs", headers=as_(nodes))) == DENIED
@@ -383,6 +385,47 @@ def test_node_agent_and_management_rules(client: TestClient, root: dict[str, str
     assert answer(client.put("/v1/system/gc", headers=as_(nodes))) == DENIED
     # Open routes take no token at all, not even a bad one.
     assert client.get("/v1/status/leader", headers={"X-Nomad-Token": "nonsense"}).status_code == 200
+
+
+def test_a_node_registers_with_a_node_write_token_and_its_secret_reads_what_its_agent_reads(
+    client: TestClient, root: dict[str, str], store: EventStore
+) -> None:
+    """Nomad's node introduction: registering takes an ACL token with node:write (the node's
+    own secret only once it is registered); the node's secret is then its client's identity:
+    its own client calls, and the reads of an agent (its allocs, their jobs, the variables and
+    services its templates watch), nothing more."""
+    node = {"X-Nomad-Token": NODE_SECRET}
+    before = store.last_position()
+    assert (
+        answer(client.put("/v1/drover/node/register", json={"Node": node_json("n1")}, headers=node)) == DENIED
+    )
+    assert answer(client.put("/v1/drover/node/register", json={"Node": node_json("n1")})) == DENIED
+    assert store.last_position() == before
+    nodes = token_for(client, root, 'node { policy = "write" }')
+    assert (
+        client.put("/v1/drover/node/register", json={"Node": node_json("n1")}, headers=as_(nodes)).status_code
+        == 200
+    )
+    assert (
+        client.put("/v1/drover/node/register", json={"Node": node_json("n1")}, headers=node).status_code
+        == 200
+    )
+    assert client.put("/v1/jobs", json=job("web"), headers=root).status_code == 200
+    client.put("/v1/var/app/db", json={"Items": {"k": "v"}}, headers=root)
+    for path, params in (("/v1/node/n1/allocations", {}), ("/v1/job/web/versions", {}), ("/v1/var/app/db", {}),
+                         ("/v1/vars", {"prefix": "app"}), ("/v1/services", {}), ("/v1/service/web", {})):  # fmt: skip
+        r = client.get(path, params=params, headers=node)
+        assert r.status_code == 200, (path, r.text)
+    assert client.get("/v1/vars", params={"prefix": "app"}, headers=node).json()[0]["Path"] == "app/db"
+    before = store.last_position()
+    for method, path in (("PUT", "/v1/jobs"), ("PUT", "/v1/var/app/db"), ("GET", "/v1/acl/tokens"),
+                         ("PUT", "/v1/system/gc"), ("DELETE", "/v1/job/web")):  # fmt: skip
+        body = job("web") if path == "/v1/jobs" else {"Items": {"k": "x"}} if "var" in path else None
+        assert answer(client.request(method, path, json=body, headers=node)) == DENIED, (method, path)
+    assert store.last_position() == before
+    # A secret no node registered with is no one: refused, never anonymous.
+    other = {"X-Nomad-Token": str(uuid.uuid4())}
+    assert answer(client.get("/v1/node/n1/allocations", headers=other)) == DENIED
 
 
 def test_acls_are_off_by_default(database_url: str, tmp_path: Path) -> None:

@@ -21,7 +21,7 @@ from drover.runtime.store import EventStore
 from drover.scheduler import evaluate_plan, schedule
 from drover.scheduler.planapply import plan_applied_event
 
-from .cluster import SERVICES, Cluster, job_json, node_json
+from .cluster import SERVICES, Cluster, job_json, node_auth, node_json
 
 # Requests a test left running in the background (`in_background`).
 _BACKGROUND: list[threading.Thread] = []
@@ -39,6 +39,7 @@ def in_background(fn: Callable[[], None]) -> threading.Thread:
 def client(database_url: str, store: EventStore) -> Iterator[TestClient]:
     settings = Settings(database_url=database_url, nats_url="nats://unused", max_body_bytes=64 * 1024)
     with TestClient(create_app(settings, EventStore(database_url))) as c:
+        c.auth = node_auth()  # the secret of the nodes the tests register (node_json)
         try:
             yield c
         finally:

@@ -27,6 +27,8 @@ from drover.runtime.embedded import EmbeddedNats
 from drover.runtime.relay import Relay
 from drover.runtime.store import EventStore, libpq_url
 
+from .cluster import nats_credentials
+
 pytestmark = pytest.mark.cluster  # the subscriber and a relay as processes
 
 
@@ -91,7 +93,9 @@ async def test_redeliveries_and_bodies_in_the_log(
     async def run_once(counts: Counts) -> None:
         trail = Trail(conninfo, conninfo)
         await trail.ensure()
-        broker = build(nats_url, trail, durable="audit-test", ack_wait=2.0, counts=counts)
+        broker = build(
+            nats_url, trail, credentials=nats_credentials(), durable="audit-test", ack_wait=2.0, counts=counts
+        )
         await broker.start()
         try:
             await until(lambda: counts.recorded + counts.repeated >= 50, 30, "every message handled")
@@ -128,7 +132,9 @@ async def test_events_gone_from_the_stream_are_read_from_the_log(
     assert await trail.backfill(batch=7) == 35
     assert await trail.backfill() == 0
     counts = Counts()
-    broker = build(nats_url, trail, durable="audit-test", ack_wait=2.0, counts=counts)
+    broker = build(
+        nats_url, trail, credentials=nats_credentials(), durable="audit-test", ack_wait=2.0, counts=counts
+    )
     await broker.start()
     try:
         await until(lambda: counts.repeated >= 6, 30, "the stream's messages handled")

@@ -12,7 +12,7 @@ from typing import Any
 import httpx
 import pytest
 
-from .cluster import Cluster, job_json, node_json
+from .cluster import Cluster, job_json, node_auth, node_json
 
 
 @pytest.fixture
@@ -28,7 +28,7 @@ class FakeClients:
 
     def __init__(self, base_url: str, delay: float = 0.3) -> None:
         self.delay = delay
-        self.http = httpx.Client(base_url=base_url, timeout=10)
+        self.http = httpx.Client(base_url=base_url, timeout=10, auth=node_auth())
         self.stop = threading.Event()
         self.thread = threading.Thread(target=self._run, daemon=True)
         self.thread.start()

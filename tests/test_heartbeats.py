@@ -16,7 +16,7 @@ from typing import Any
 import httpx
 import pytest
 
-from .cluster import Cluster, job_json, node_json
+from .cluster import Cluster, job_json, node_auth, node_json
 
 ENV = {
     "DROVER_HEARTBEAT_MIN_TTL": "1",
@@ -31,7 +31,7 @@ class Beater:
     def __init__(self, base_url: str) -> None:
         self.nodes: set[str] = set()
         self.stop = threading.Event()
-        self.http = httpx.Client(base_url=base_url, timeout=10)
+        self.http = httpx.Client(base_url=base_url, timeout=10, auth=node_auth())
         self.thread = threading.Thread(target=self._run, daemon=True)
         self.thread.start()
 

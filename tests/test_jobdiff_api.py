@@ -18,7 +18,7 @@ from drover.cli.diffview import format_diff
 from drover.runtime.bus import connect
 from drover.runtime.embedded import EmbeddedNats, EmbeddedPostgres
 
-from .cluster import Cluster, node_json
+from .cluster import Cluster, nats_credentials, node_json
 from .conftest import fresh_database, reset_jetstream
 
 
@@ -39,7 +39,7 @@ def web(
 
 
 async def _reset(nats_url: str) -> None:
-    nc = await connect(nats_url, "test")
+    nc = await connect(nats_url, "test", nats_credentials())
     await reset_jetstream(nc)
     await nc.close()
 

@@ -22,7 +22,7 @@ from drover.runtime.store import EventStore
 from drover.scheduler import evaluate_plan, schedule
 from drover.scheduler.planapply import plan_applied_event
 
-from .cluster import job_json, node_json
+from .cluster import job_json, node_auth, node_json
 
 NOW = 1_700_000_000_000_000_000
 
@@ -31,6 +31,7 @@ NOW = 1_700_000_000_000_000_000
 def client(database_url: str, store: EventStore) -> Iterator[TestClient]:
     settings = Settings(database_url=database_url, nats_url="nats://unused")
     with TestClient(create_app(settings, EventStore(database_url))) as c:
+        c.auth = node_auth()  # the secret of the nodes the tests register (node_json)
         yield c
 
 

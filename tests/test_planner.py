@@ -106,7 +106,7 @@ async def plan_applier(
     stop = asyncio.Event()
     relay = asyncio.create_task(Relay(store, js, libpq_url(database_url)).run(stop))
     service = asyncio.create_task(planner.run(Settings(database_url=database_url, nats_url=nats_url), stop))
-    nc = await connect(nats_url, "test")
+    nc = await connect(nats_url, "test", Settings().nats_credentials())
     try:
         # Wait for the planner to lead and subscribe (an empty plan gets an answer).
         empty = encode_request(PlanRequest(plan=Plan(eval_id="ready", priority=50, job=None)))

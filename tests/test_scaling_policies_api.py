@@ -17,7 +17,7 @@ import pytest
 from drover.runtime.bus import connect
 from drover.runtime.embedded import EmbeddedNats, EmbeddedPostgres
 
-from .cluster import Cluster
+from .cluster import Cluster, nats_credentials
 from .conftest import fresh_database, reset_jetstream
 
 
@@ -40,7 +40,7 @@ def scaled_job(job_id: str, count: int = 2, **scaling: Any) -> dict[str, Any]:
 
 
 async def _reset(nats_url: str) -> None:
-    nc = await connect(nats_url, "test")
+    nc = await connect(nats_url, "test", nats_credentials())
     await reset_jetstream(nc)
     await nc.close()
 

@@ -29,10 +29,13 @@ def cluster(database_url: str, nats_url: str, tmp_path: Path, js_fresh: object) 
     c.stop()
 
 
-def _sim(c: Cluster, stats: Path, nodes: int, *args: str) -> subprocess.Popen[bytes]:
+def _sim(
+    c: Cluster, stats: Path, nodes: int, *args: str, data_dir: Path | None = None
+) -> subprocess.Popen[bytes]:
+    """The simulator, its secret kept in `data_dir` (default: the cluster's log directory's)."""
     return subprocess.Popen(
         [sys.executable, "-m", "drover.client.sim", "--api", str(c.http.base_url), "--nodes", str(nodes),
-         "--stats", str(stats), *args],
+         "--stats", str(stats), "--data-dir", str(data_dir or c.log_dir / "sim"), *args],
         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=c.env(),
     )  # fmt: skip
 
@@ -170,3 +173,29 @@ def test_simulated_nodes_register_their_allocs_nomad_services(cluster: Cluster, 
     finally:
         sim.send_signal(signal.SIGTERM)
         sim.communicate(timeout=30)
+
+
+def test_a_simulator_run_again_keeps_its_nodes_and_no_other_may_take_them(
+    cluster: Cluster, tmp_path: Path
+) -> None:
+    """Its nodes' secret is kept in its data directory: the same simulator, stopped and run
+    again, still speaks for them; one with another secret is refused their IDs."""
+    c = cluster
+
+    def run(data_dir: Path) -> tuple[int, bytes, dict[str, object]]:
+        stats = tmp_path / f"{data_dir.name}.json"
+        sim = _sim(c, stats, 3, "--duration", "4", data_dir=data_dir)
+        out, _ = sim.communicate(timeout=60)
+        return sim.returncode, out, json.loads(stats.read_text()) if stats.exists() else {}
+
+    first = run(tmp_path / "mine")
+    secret = (tmp_path / "mine" / "secret-id").read_text().strip()
+    assert (tmp_path / "mine" / "secret-id").stat().st_mode & 0o777 == 0o600
+    again = run(tmp_path / "mine")
+    assert (tmp_path / "mine" / "secret-id").read_text().strip() == secret
+    for code, out, report in (first, again):
+        assert code == 0, out.decode()
+        assert report["heartbeat_errors"] == 0 and report["heartbeats"] >= 3, report
+    code, out, _ = run(tmp_path / "other")
+    assert code != 0 and b"403" in out, out.decode()
+    assert secret not in c.logs()

@@ -22,7 +22,7 @@ import pytest
 from drover.model.durations import SECOND
 from drover.runtime.bus import EVALS_STREAM
 
-from .cluster import Cluster, job_json, node_json
+from .cluster import Cluster, job_json, nats_options, node_json
 
 WORKERS_CONSUMER = "workers"
 
@@ -31,7 +31,7 @@ def consumer(nats_url: str, durable: str = WORKERS_CONSUMER) -> tuple[int, int]:
     """(deliveries so far, messages delivered and not yet acked) of the workers' consumer."""
 
     async def read() -> tuple[int, int]:
-        nc = await nats.connect(nats_url)
+        nc = await nats.connect(nats_url, **nats_options())
         try:
             info = await nc.jetstream().consumer_info(EVALS_STREAM, durable)
             return info.delivered.consumer_seq or 0, info.num_ack_pending or 0

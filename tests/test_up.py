@@ -4,6 +4,7 @@ run finds the cluster as it was left."""
 
 from __future__ import annotations
 
+import asyncio
 import os
 import re
 import signal
@@ -13,6 +14,8 @@ import time
 from pathlib import Path
 
 import httpx
+import nats
+import psycopg
 import pytest
 
 from drover.cli.up import service_plan
@@ -78,6 +81,7 @@ def test_up_runs_everything_stops_cleanly_and_keeps_its_data(tmp_path: Path) -> 
         # the plan applier, the leader and the garbage collector each have a standby
         for standby in ("planner-1", "leader-1", "gc-1"):
             assert (data_dir / "logs" / f"{standby}.log").exists()
+        _check_passwords(data_dir, children, log)
     finally:
         proc.send_signal(signal.SIGINT)
         assert proc.wait(60) == 0, log.read_text()
@@ -103,6 +107,45 @@ def test_up_runs_everything_stops_cleanly_and_keeps_its_data(tmp_path: Path) -> 
     finally:
         again.send_signal(signal.SIGINT)
         assert again.wait(60) == 0, log.read_text()
+
+
+def _check_passwords(data_dir: Path, children: list[str], log: Path) -> None:
+    """NATS and PostgreSQL want the passwords `drover up` made (files of mode 0600 in the data
+    directory); the services were handed the files, not the passwords: neither is in the file
+    the CLI reads, in a command line, or in the output."""
+    passwords = {name: (data_dir / f"{name}.password").read_text().strip() for name in ("nats", "postgres")}
+    for name in passwords:
+        assert (data_dir / f"{name}.password").stat().st_mode & 0o777 == 0o600
+    env = dict(line.split("=", 1) for line in (data_dir / "cluster.env").read_text().splitlines())
+    assert env["DROVER_NATS_USER"] == "drover" and Path(env["DROVER_NATS_PASSWORD_FILE"]).exists()
+    assert Path(env["DROVER_DATABASE_PASSWORD_FILE"]).exists()
+    nats_url, db_url = env["DROVER_NATS_URL"], env["DROVER_DATABASE_URL"]
+
+    async def nats_admits(**auth: str) -> bool:
+        try:
+            nc = await nats.connect(nats_url, allow_reconnect=False, max_reconnect_attempts=0, **auth)
+        except Exception:
+            return False
+        await nc.close()
+        return True
+
+    assert not asyncio.run(nats_admits())
+    assert not asyncio.run(nats_admits(user="drover", password="not-it"))
+    assert asyncio.run(nats_admits(user="drover", password=passwords["nats"]))
+    conninfo = db_url.replace("postgresql+psycopg://", "postgresql://")
+    with pytest.raises(psycopg.OperationalError, match="password authentication failed"):
+        psycopg.connect(conninfo, password="not-it").close()
+    psycopg.connect(conninfo, password=passwords["postgres"]).close()
+    seen = "\n".join(
+        [(data_dir / "cluster.env").read_text(), log.read_text(errors="replace")]
+        + [
+            Path(f"/proc/{pid}/cmdline").read_bytes().decode(errors="replace")
+            for pid in children
+            if Path(f"/proc/{pid}").exists()
+        ]
+        + [f.read_text(errors="replace") for f in (data_dir / "logs").glob("*.log")]
+    )
+    assert [name for name, pw in passwords.items() if pw in seen] == []
 
 
 def test_the_compose_file_runs_what_drover_up_runs(repo_root: Path) -> None:

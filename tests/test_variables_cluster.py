@@ -24,7 +24,7 @@ from drover.runtime.bus import EVENTS_STREAM
 from drover.runtime.embedded import free_port, wait_for_port
 from drover.runtime.store import EventStore, libpq_url
 
-from .cluster import Cluster
+from .cluster import Cluster, nats_options
 from .prefork import spawn
 
 pytestmark = pytest.mark.cluster
@@ -56,7 +56,7 @@ def ok(c: Cluster, *args: str, stdin: str = "") -> str:
 
 async def stream_bodies(nats_url: str, until: int) -> list[bytes]:
     """Every raw message of the EVENTS stream, once it holds `until` of them."""
-    nc = await nats.connect(nats_url)
+    nc = await nats.connect(nats_url, **nats_options())
     try:
         js = nc.jetstream()
         deadline = time.monotonic() + 30

@@ -3,10 +3,12 @@ purge, with the node-update evals a status change or a purge calls for."""
 
 from __future__ import annotations
 
+import hashlib
+
 import pytest
 
 from drover.control.commands import nodes
-from drover.control.errors import Invalid, NotFound
+from drover.control.errors import Forbidden, Invalid, NotFound
 from drover.model import Job, Node
 from drover.model.events import (
     EvalsUpserted,
@@ -17,8 +19,16 @@ from drover.model.events import (
     NodeStatusUpdated,
 )
 from drover.model.node import DrainSpec, NodeReservedResources
+from drover.model.reducer import apply
 
 from .conftest import NOW, Cluster, alloc, job, node
+
+SECRET = "5e2b7c1a-9d4f-4e3b-8a6c-1f0e2d3c4b5a"
+
+
+def hashed(secret: str) -> str:
+    """A stand-in for the API's keyed hash."""
+    return hashlib.sha256(b"key:" + secret.encode()).hexdigest()
 
 
 @pytest.mark.parametrize(
@@ -35,8 +45,59 @@ from .conftest import NOW, Cluster, alloc, job, node
 )
 def test_register_refuses_with_every_problem(cluster: Cluster, given: Node, problems: list[str]) -> None:
     with pytest.raises(Invalid) as e:
-        nodes.register(cluster.reads, given, NOW)
+        nodes.register(cluster.reads, given, SECRET, hashed, NOW)
     assert e.value.message.splitlines() == ["Node is invalid:", *problems]
+
+
+@pytest.mark.parametrize(
+    ("secret", "problem"),
+    [
+        ("", "Node.SecretID is required"),
+        (None, "Node.SecretID is required"),
+        ("s3cr3t", "Node.SecretID must be a UUID"),
+        (42, "Node.SecretID must be a UUID"),
+        (SECRET + "x", "Node.SecretID must be a UUID"),
+    ],
+)
+def test_register_wants_a_uuid_secret(cluster: Cluster, secret: object, problem: str) -> None:
+    with pytest.raises(Invalid) as e:
+        nodes.register(cluster.reads, Node(datacenter=""), secret, hashed, NOW)
+    assert e.value.message.splitlines() == [
+        "Node is invalid:", "Node.ID is required", problem, "Node.Datacenter is required",
+    ]  # fmt: skip
+
+
+OTHER = "0b9c1f4e-3a6d-4f7b-8e2a-5c1d9e8f7a60"
+
+
+@pytest.mark.parametrize(
+    ("known", "given", "allowed"),
+    [
+        (None, SECRET, True),  # a new node
+        (hashed(SECRET), SECRET, True),  # registered again with its secret
+        (hashed(SECRET), OTHER, False),  # another secret: refused ("node secret ID does not match")
+        ("", OTHER, True),  # registered before nodes had secrets: it takes this one
+    ],
+)
+def test_register_again_only_with_the_nodes_secret(
+    cluster: Cluster, known: str | None, given: str, allowed: bool
+) -> None:
+    if known is not None:
+        apply(cluster.state, 1, NodeRegistered(node=node("n1"), secret_hash=known))
+    if not allowed:
+        with pytest.raises(Forbidden, match="Permission denied"):
+            nodes.register(cluster.reads, node("n1"), given, hashed, NOW)
+        assert cluster.reads.node_secret_hash("n1") == known
+        return
+    change = nodes.register(cluster.reads, node("n1"), given, hashed, NOW)
+    (registered,) = (e.event for e in change.events)
+    assert isinstance(registered, NodeRegistered) and registered.secret_hash == hashed(given)
+    apply(cluster.state, 2, registered)
+    assert cluster.reads.node_secret_hash("n1") == hashed(given)
+    # Only the hash is kept, beside the node: its document and API form carry neither.
+    assert given not in registered.model_dump_json()
+    shown = cluster.state.nodes["n1"].model_dump_json(by_alias=True)
+    assert "Secret" not in shown and hashed(given) not in shown
 
 
 def _system(job_id: str = "sys", **kw: object) -> Job:
@@ -57,7 +118,7 @@ def test_register_evaluates_the_system_jobs_that_take_a_ready_node(
     cluster: Cluster, status: str, jobs: list[Job], evaluated: list[str]
 ) -> None:
     cluster.add(*jobs)
-    change = nodes.register(cluster.reads, node("n1", status=status), NOW)
+    change = nodes.register(cluster.reads, node("n1", status=status), SECRET, hashed, NOW)
     assert isinstance(change.events[0].event, NodeRegistered)
     assert [e.job_id for e in change.evals] == evaluated
     assert all(e.triggered_by == "node-update" and e.node_id == "n1" for e in change.evals)

@@ -86,7 +86,7 @@ ALLOC = Allocation(id="a1", job_id="web", task_group="g", node_id="n1", deployme
 REGISTER_EVAL = Evaluation(id="e1", job_id="web", triggered_by="job-register")
 
 EXAMPLES: list[Event] = [
-    NodeRegistered(node=Node(id="n1")),
+    NodeRegistered(node=Node(id="n1"), secret_hash="ab" * 32),
     NodeStatusUpdated(node_id="n1", status="down"),
     NodeEligibilityUpdated(node_id="n1", eligibility="ineligible"),
     NodeDrainUpdated(node_id="n1", eligibility="ineligible"),

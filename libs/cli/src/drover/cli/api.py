@@ -5,10 +5,13 @@ request carries the ACL token (`-token`, else NOMAD_TOKEN or DROVER_TOKEN) as X-
 from __future__ import annotations
 
 import os
+import ssl
 from typing import Any
 from urllib.parse import quote
 
 import httpx
+
+from drover.runtime.tls import client_tls_options
 
 DEFAULT_ADDRESS = "http://127.0.0.1:4646"
 # How long a blocking query waits on the server; the client waits that and a margin.
@@ -44,6 +47,17 @@ def seg(value: str) -> str:
     return quote(value, safe="")
 
 
+def tls_options(address: str) -> dict[str, Any]:
+    """An https address's TLS, as Nomad's CLI sets it up from NOMAD_CACERT, NOMAD_CLIENT_CERT,
+    NOMAD_CLIENT_KEY and NOMAD_SKIP_VERIFY (drover.runtime.tls); nothing for plain HTTP."""
+    try:
+        return client_tls_options(address, os.environ)
+    except (OSError, ssl.SSLError) as e:  # a file missing, or not a certificate or key
+        raise ApiError(
+            0, f"TLS setup for {address} failed (NOMAD_CACERT, NOMAD_CLIENT_CERT, NOMAD_CLIENT_KEY): {e}"
+        ) from e
+
+
 class ApiError(Exception):
     """The API refused a request (`status` its HTTP status) or could not be reached (0)."""
 
@@ -63,6 +77,7 @@ class Client:
             base_url=self.address,
             timeout=httpx.Timeout(30.0, read=BLOCKING_WAIT + _MARGIN),
             headers=auth_headers(),
+            **tls_options(self.address),
         )
 
     def close(self) -> None:

@@ -12,7 +12,7 @@ import httpx
 import typer
 from rich.console import Console
 
-from drover.cli.api import DEFAULT_ADDRESS, ApiError, auth_headers
+from drover.cli.api import DEFAULT_ADDRESS, ApiError, auth_headers, tls_options
 
 EXIT_STREAM_ERROR = 1  # the server ended the stream with an error (the subscriber fell behind)
 EXIT_REFUSED = 2  # the API refused the request (bad topic or index) or could not be reached
@@ -119,8 +119,9 @@ class Follower:
         url = f"{self.address}/v1/event/stream"
         try:
             headers = auth_headers()
+            tls = tls_options(url)
             with httpx.stream(
-                "GET", url, params=[*self.params, ("index", start)], timeout=timeout, headers=headers
+                "GET", url, params=[*self.params, ("index", start)], timeout=timeout, headers=headers, **tls
             ) as r:
                 if r.status_code != 200:
                     r.read()

@@ -14,7 +14,7 @@ from typing import Annotated, Any
 import httpx
 import typer
 
-from drover.cli.api import DEFAULT_ADDRESS, ApiError, auth_headers, seg
+from drover.cli.api import DEFAULT_ADDRESS, ApiError, auth_headers, seg, tls_options
 
 EXIT_FAILED = 1  # the API refused, nothing matched, or it could not be reached
 EXIT_INTERRUPTED = 130  # Ctrl-C
@@ -102,7 +102,10 @@ class LogReader:
         self.address = address.rstrip("/")
         self.namespace = namespace
         self.http = httpx.Client(
-            base_url=self.address, timeout=httpx.Timeout(30.0, read=READ_TIMEOUT), headers=auth_headers()
+            base_url=self.address,
+            timeout=httpx.Timeout(30.0, read=READ_TIMEOUT),
+            headers=auth_headers(),
+            **tls_options(self.address),
         )
 
     def close(self) -> None:

@@ -189,7 +189,7 @@ def migrate() -> None:
     settings = _settings()
     if not settings.database_url:
         raise typer.BadParameter("set DROVER_DATABASE_URL or start `drover up` first")
-    run_migrations(settings.database_url)
+    run_migrations(settings.database())
     typer.echo(f"the database is at migration {SCHEMA_HEAD}")
 
 
@@ -201,7 +201,7 @@ def rebuild() -> None:
     settings = _settings()
     if not settings.database_url:
         raise typer.BadParameter("set DROVER_DATABASE_URL or start `drover up` first")
-    store = EventStore(settings.database_url)
+    store = EventStore(settings.database())
     last = store.rebuild_projections()
     store.close()
     typer.echo(f"rebuilt projections from {last} events")

@@ -1,7 +1,13 @@
 """`drover up`: a whole local cluster - embedded NATS and PostgreSQL (unless DROVER_NATS_URL /
 DROVER_DATABASE_URL are given), migrations, and every service as its own process (a standby
 plan applier too), restarted if one dies; Ctrl-C stops everything cleanly. Data lives under the
-data directory and survives restarts."""
+data directory and survives restarts.
+
+The embedded servers want passwords, generated at the first start and kept in the data
+directory (`nats.password`, `postgres.password`, mode 0600): the services are handed the files
+(DROVER_NATS_PASSWORD_FILE, DROVER_DATABASE_PASSWORD_FILE), never the passwords in a URL or on a
+command line. A PostgreSQL data directory made before it had a password keeps trusting local
+connections."""
 
 from __future__ import annotations
 
@@ -15,7 +21,7 @@ from pathlib import Path
 
 from rich.console import Console
 
-from drover.runtime.embedded import EmbeddedNats, EmbeddedPostgres
+from drover.runtime.embedded import NATS_USER, EmbeddedNats, EmbeddedPostgres, kept_password, write_private
 from drover.runtime.keyring import Keyring, keyring_path
 from drover.runtime.settings import Settings
 from drover.runtime.store import migrate
@@ -52,31 +58,51 @@ def cluster_env_file(data_dir: Path) -> Path:
     return data_dir / "cluster.env"
 
 
+def embedded_settings(settings: Settings, data_dir: Path) -> tuple[Settings, dict[str, str]]:
+    """`settings` with what the embedded servers are reached with filled in (their URLs, user
+    and password files), and those as the environment the services are given."""
+    env: dict[str, str] = {}
+    if not settings.database_url:
+        env["DROVER_DATABASE_PASSWORD_FILE"] = str(data_dir / "postgres.password")
+    if not settings.nats_url:
+        env["DROVER_NATS_USER"] = NATS_USER
+        env["DROVER_NATS_PASSWORD_FILE"] = str(data_dir / "nats.password")
+    update = {k.removeprefix("DROVER_").lower(): v for k, v in env.items()}
+    return settings.model_copy(update=update), env
+
+
 def run_up(settings: Settings) -> None:
     data_dir = Path(settings.data_dir).resolve()
     data_dir.mkdir(parents=True, exist_ok=True)
     servers: list[EmbeddedPostgres | EmbeddedNats] = []
-    db_url, nats_url = settings.database_url, settings.nats_url
+    settings, env = embedded_settings(settings, data_dir)
     try:
-        if not db_url:
-            pg = EmbeddedPostgres(data_dir / "postgres")
-            db_url = pg.start()
+        if not settings.database_url:
+            password = kept_password(Path(settings.database_password_file))
+            pg = EmbeddedPostgres(data_dir / "postgres", password=password)
+            env["DROVER_DATABASE_URL"] = pg.start()
             servers.append(pg)
-            console.print(f"postgres  {db_url}")
-        if not nats_url:
-            nats = EmbeddedNats(data_dir / "nats")
-            nats_url = nats.start()
+        if not settings.nats_url:
+            password = kept_password(Path(settings.nats_password_file))
+            nats = EmbeddedNats(data_dir / "nats", user=settings.nats_user, password=password)
+            env["DROVER_NATS_URL"] = nats.start()
             servers.append(nats)
-            console.print(f"nats      {nats_url}")
-        migrate(db_url)
-        cluster_env_file(data_dir).write_text(f"DROVER_DATABASE_URL={db_url}\nDROVER_NATS_URL={nats_url}\n")
+        env.setdefault("DROVER_DATABASE_URL", settings.database_url)
+        env.setdefault("DROVER_NATS_URL", settings.nats_url)
+        settings = settings.model_copy(
+            update={"database_url": env["DROVER_DATABASE_URL"], "nats_url": env["DROVER_NATS_URL"]}
+        )
+        # A URL object prints a password it holds as `***`, wherever the URL came from.
+        console.print(f"postgres  {settings.database()!r}")
+        console.print(f"nats      {settings.nats_url}")
+        migrate(settings.database())
+        # What the CLI reads to reach this cluster (drover.cli.main): where the secrets are,
+        # never the secrets (a URL given with its password is written as given).
+        write_private(cluster_env_file(data_dir), "".join(f"{k}={v}\n" for k, v in sorted(env.items())))
         # The variables' keyring, once, before any API process may seal with it: every one
         # reads this file.
         keyring = Keyring(keyring_path(settings).resolve()).ensure()
-        env = {
-            **os.environ, "DROVER_DATABASE_URL": db_url, "DROVER_NATS_URL": nats_url,
-            "DROVER_KEYRING": str(keyring.path),
-        }  # fmt: skip
+        env = {**os.environ, **env, "DROVER_KEYRING": str(keyring.path)}
         logs = data_dir / "logs"
         logs.mkdir(exist_ok=True)
         children = [Child(svc, i) for svc, n in service_plan(settings.workers) for i in range(n)]

@@ -1,6 +1,6 @@
 """Why a command refuses: the request is wrong (`Invalid`, every problem listed), names
-something that does not exist (`NotFound`), or conflicts with a change made meanwhile
-(`Conflict`). A refused command returns no events, so nothing is written."""
+something that does not exist (`NotFound`), conflicts with a change made meanwhile
+(`Conflict`), or comes from a caller that may not make it (`Forbidden`). A refused command returns no events, so nothing is written."""
 
 from __future__ import annotations
 
@@ -28,3 +28,10 @@ class NotFound(CommandError):
 
 class Conflict(CommandError):
     """The object changed between the read and the write; reading again and retrying may do."""
+
+
+class Forbidden(CommandError):
+    """The caller may not make this request (Nomad's "Permission denied")."""
+
+    def __init__(self, message: str = "Permission denied") -> None:
+        super().__init__(message)

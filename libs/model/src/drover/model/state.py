@@ -92,6 +92,8 @@ class InMemoryState(CatalogState):
         self._last_transition: tuple[object, object] = (None, None)
         self._index = 0
         self.nodes: dict[str, Node] = {}
+        # The keyed hashes of the nodes' SecretIDs (NodeRegistered.secret_hash), by node ID.
+        self.node_secret_hashes: dict[str, str] = {}
         self.jobs: dict[JobKey, Job] = {}
         self.job_versions: dict[JobKey, dict[int, Job]] = {}
         self.allocs: dict[str, Allocation] = {}
@@ -196,7 +198,11 @@ class InMemoryState(CatalogState):
 
     def delete_node(self, node_id: str) -> None:
         self.nodes.pop(node_id, None)
+        self.node_secret_hashes.pop(node_id, None)
         self._nodes_changed()
+
+    def set_node_secret_hash(self, node_id: str, secret_hash: str) -> None:
+        self.node_secret_hashes[node_id] = secret_hash
 
     def _nodes_changed(self) -> None:
         self.nodes_version += 1

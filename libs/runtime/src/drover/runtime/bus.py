@@ -25,6 +25,8 @@ from nats.js import JetStreamContext
 from nats.js.api import RetentionPolicy, StorageType, StreamConfig
 from nats.js.errors import BadRequestError
 
+from drover.runtime.settings import NatsCredentials
+
 EVENTS_STREAM = "EVENTS"
 EVENTS_SUBJECT_PREFIX = "drover.events."
 EVALS_STREAM = "EVALS"
@@ -42,8 +44,9 @@ BODY_HEADER = "Drover-Body"
 BODY_IN_LOG = "log"
 
 
-async def connect(url: str, name: str) -> Client:
-    """Connect and keep reconnecting forever: a NATS restart must not kill a service."""
+async def connect(url: str, name: str, credentials: NatsCredentials | None = None) -> Client:
+    """Connect (as `credentials`' user: Settings.nats_credentials) and keep reconnecting
+    forever: a NATS restart must not kill a service."""
     return await nats.connect(
         url,
         name=name,
@@ -51,6 +54,7 @@ async def connect(url: str, name: str) -> Client:
         reconnect_time_wait=0.2,
         connect_timeout=5,
         allow_reconnect=True,
+        **(credentials.connect_options() if credentials is not None else {}),
     )
 
 
@@ -66,10 +70,12 @@ async def close(nc: Client, timeout: float = 3.0) -> None:
     await nc.close()
 
 
-async def connect_streams(url: str, name: str) -> tuple[Client, JetStreamContext]:
+async def connect_streams(
+    url: str, name: str, credentials: NatsCredentials | None = None
+) -> tuple[Client, JetStreamContext]:
     """What every service starts with: a connection (`connect`), its JetStream context, and the
     streams ensured (`ensure_streams`)."""
-    nc = await connect(url, name)
+    nc = await connect(url, name, credentials)
     js = nc.jetstream()
     try:
         await ensure_streams(js)

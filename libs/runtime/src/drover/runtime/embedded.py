@@ -7,8 +7,10 @@ restart a server mid-test.
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import pwd
+import secrets
 import shutil
 import signal
 import socket
@@ -63,17 +65,23 @@ def _run_as() -> tuple[int | None, int | None]:
 
 
 class EmbeddedPostgres:
-    """A PostgreSQL server on 127.0.0.1:<port> with its data in `data_dir` (kept across runs)."""
+    """A PostgreSQL server on 127.0.0.1:<port> with its data in `data_dir` (kept across runs).
+    With a `password`, a new data directory is made to want it (scram-sha-256) of every
+    connection, the socket's too; one made before without stays as it was made (trust)."""
 
-    def __init__(self, data_dir: Path, port: int | None = None, *, durable: bool = True) -> None:
+    def __init__(
+        self, data_dir: Path, port: int | None = None, *, durable: bool = True, password: str = ""
+    ) -> None:
         self.data_dir = Path(data_dir)
         self.port = port or free_port()
         self.durable = durable
+        self.password = password
         self.proc: subprocess.Popen[bytes] | None = None
         self.uid, self.gid = _run_as()
 
     @property
     def url(self) -> str:
+        """Its URL, without the password (DROVER_DATABASE_PASSWORD carries that)."""
         return f"postgresql+psycopg://postgres@127.0.0.1:{self.port}/postgres"
 
     def _chown(self, path: Path) -> None:
@@ -96,21 +104,7 @@ class EmbeddedPostgres:
         if not (pgdata / "PG_VERSION").exists():
             pgdata.mkdir(parents=True, exist_ok=True)
             self._chown(self.data_dir)
-            subprocess.run(
-                [
-                    str(_pg_bin() / "initdb"),
-                    "-D",
-                    str(pgdata),
-                    "--auth=trust",
-                    "-U",
-                    "postgres",
-                    "--encoding=utf8",
-                ],
-                check=True,
-                capture_output=True,
-                user=self.uid,
-                group=self.gid,
-            )
+            self._initdb(pgdata)
         self._chown(self.data_dir)
         (pgdata / "postmaster.pid").unlink(missing_ok=True)
         args = [
@@ -142,6 +136,23 @@ class EmbeddedPostgres:
         self._wait_ready()
         return self.url
 
+    def _initdb(self, pgdata: Path) -> None:
+        """A new cluster; with a password, its superuser's, read by initdb from a file of the
+        server user's alone (never on a command line), removed after."""
+        args = [str(_pg_bin() / "initdb"), "-D", str(pgdata), "-U", "postgres", "--encoding=utf8"]
+        pwfile = self.data_dir / ".initdb-password"
+        if self.password:
+            write_private(pwfile, self.password + "\n")
+            if self.uid is not None and self.gid is not None:
+                os.chown(pwfile, self.uid, self.gid)
+            args += ["--auth=scram-sha-256", f"--pwfile={pwfile}"]
+        else:
+            args.append("--auth=trust")
+        try:
+            subprocess.run(args, check=True, capture_output=True, user=self.uid, group=self.gid)
+        finally:
+            pwfile.unlink(missing_ok=True)
+
     def _wait_ready(self, timeout: float = 60.0) -> None:
         import psycopg
 
@@ -150,8 +161,9 @@ class EmbeddedPostgres:
         while True:
             try:
                 with psycopg.connect(
-                    f"host=127.0.0.1 port={self.port} user=postgres dbname=postgres", connect_timeout=2
-                ):
+                    host="127.0.0.1", port=self.port, user="postgres", dbname="postgres",
+                    password=self.password or None, connect_timeout=2,
+                ):  # fmt: skip
                     return
             except psycopg.OperationalError:
                 if time.monotonic() > deadline:
@@ -184,23 +196,68 @@ def nats_server_binary() -> str:
     return found
 
 
-class EmbeddedNats:
-    """A NATS server with JetStream on 127.0.0.1:<port>, its store in `data_dir`."""
+NATS_USER = "drover"
 
-    def __init__(self, data_dir: Path, port: int | None = None) -> None:
+
+def kept_password(path: Path) -> str:
+    """The password kept in `path` (mode 0600), made first if absent: `drover up` and the
+    tests generate their servers' so, and every service reads it from the file
+    (DROVER_NATS_PASSWORD_FILE, DROVER_DATABASE_PASSWORD_FILE)."""
+    with contextlib.suppress(FileNotFoundError):
+        if password := path.read_text().strip():
+            return password
+    path.parent.mkdir(parents=True, exist_ok=True)
+    password = secrets.token_urlsafe(32)
+    write_private(path, password + "\n")
+    return password
+
+
+def write_private(path: Path, text: str) -> None:
+    """`text` in `path`, readable by its owner alone from the start (never a moment wider)."""
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w") as f:
+        f.write(text)
+    os.replace(tmp, path)
+
+
+class EmbeddedNats:
+    """A NATS server with JetStream on 127.0.0.1:<port>, its store in `data_dir`; with a
+    `password`, it admits user `user` alone (a plain authorization block: every client in the
+    server's global account, where the JetStream streams of a server run without it are too).
+    Its configuration file holds the password and is its owner's alone (mode 0600): the
+    password is never in the server's command line."""
+
+    def __init__(
+        self, data_dir: Path, port: int | None = None, *, user: str = NATS_USER, password: str = ""
+    ) -> None:
         self.data_dir = Path(data_dir)
         self.port = port or free_port()
+        self.user = user
+        self.password = password
         self.proc: subprocess.Popen[bytes] | None = None
 
     @property
     def url(self) -> str:
         return f"nats://127.0.0.1:{self.port}"
 
+    def config(self) -> str:
+        """The server's configuration (JSON is a subset of its format: every value quoted)."""
+        conf: dict[str, object] = {
+            "listen": f"127.0.0.1:{self.port}",
+            "jetstream": {"store_dir": str(self.data_dir)},
+        }
+        if self.password:
+            conf["authorization"] = {"user": self.user, "password": self.password}
+        return json.dumps(conf, indent=2) + "\n"
+
     def start(self) -> str:
         self.data_dir.mkdir(parents=True, exist_ok=True)
+        conf = self.data_dir / "nats.conf"
+        write_private(conf, self.config())
         log = open(self.data_dir / "nats.log", "ab")  # noqa: SIM115 - owned by the child
         self.proc = subprocess.Popen(
-            [nats_server_binary(), "-a", "127.0.0.1", "-p", str(self.port), "-js", "-sd", str(self.data_dir)],
+            [nats_server_binary(), "-c", str(conf)],
             stdout=log,
             stderr=subprocess.STDOUT,
             start_new_session=True,

@@ -171,10 +171,10 @@ async def run_as_leader(
 ) -> None:
     """A single-active service's `run`: connect, stand by until this instance leads
     (`leadership`), then `lead` until `stop` (set when fenced, too); close everything after."""
-    store = EventStore(settings.database_url)
+    store = EventStore(settings.database())
     try:
-        nc, js = await connect_streams(settings.nats_url, role)
-        conninfo = libpq_url(settings.database_url)
+        nc, js = await connect_streams(settings.nats_url, role, settings.nats_credentials())
+        conninfo = libpq_url(settings.database())
         async with leadership(store, conninfo, key, lease, stop, role=role, logger=logger) as epoch:
             try:
                 if epoch is not None:

@@ -35,7 +35,7 @@ def require_schema(name: str, settings: Settings) -> None:
     if not settings.database_url:
         return
     try:
-        check_schema(settings.database_url)
+        check_schema(settings.database())
     except SchemaMismatch as e:
         logging.getLogger(f"drover.{name}").error("%s", e)
         raise SystemExit(2) from None

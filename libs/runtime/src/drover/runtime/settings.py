@@ -1,18 +1,65 @@
-"""Settings from the environment (DROVER_*), shared by every service."""
+"""Settings from the environment (DROVER_*), shared by every service. Secrets (the database's
+and NATS's passwords) are `SecretStr`, or read from a file (`*_FILE`, e.g. a container
+secret), and are never put in a URL: a URL gets printed, logged and put in exceptions."""
 
 from __future__ import annotations
 
-from typing import Literal
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal
 
-from pydantic import Field
+from pydantic import Field, SecretStr
 from pydantic_settings import BaseSettings, SettingsConfigDict
+
+if TYPE_CHECKING:
+    from sqlalchemy.engine import URL
+
+
+@dataclass(frozen=True)
+class NatsCredentials:
+    """A NATS user and password (nats-py's `user`/`password`); the password never printed."""
+
+    user: str
+    password: SecretStr
+
+    def connect_options(self) -> dict[str, Any]:
+        return {"user": self.user, "password": self.password.get_secret_value()}
+
+
+def _secret(value: SecretStr | None, file: str, name: str) -> str:
+    """The secret given as is, else the first line of its file ("" for neither)."""
+    if value is not None and value.get_secret_value():
+        return value.get_secret_value()
+    if not file:
+        return ""
+    try:
+        text = Path(file).read_text().strip()
+    except OSError as e:
+        raise ValueError(f"{name}: cannot read {file}: {e.strerror}") from None
+    return text.splitlines()[0].strip() if text else ""
 
 
 class Settings(BaseSettings):
     model_config = SettingsConfigDict(env_prefix="DROVER_", extra="ignore")
 
+    # PostgreSQL, as a SQLAlchemy URL without its password (postgresql+psycopg://user@host/db);
+    # the password here or in a file (a password still in the URL works, but is not kept out
+    # of what prints the URL).
     database_url: str = ""
+    database_password: SecretStr | None = None
+    database_password_file: str = ""
+    # NATS, and the user and password it wants (`drover up` makes them for its own NATS).
     nats_url: str = ""
+    nats_user: str = ""
+    nats_password: SecretStr | None = None
+    nats_password_file: str = ""
+    # HTTPS for the API (Nomad's tls block: cert_file, key_file, ca_file, verify_https_client):
+    # with a certificate and key the API answers HTTPS alone; with verify_https_client, only to
+    # clients presenting a certificate from the CA (drover.runtime.tls).
+    tls_cert_file: str = ""
+    tls_key_file: str = ""
+    tls_ca_file: str = ""
+    verify_https_client: bool = False
     data_dir: str = "data"
     # The keyring file that seals variables' items (drover.runtime.keyring); unset:
     # <data_dir>/keyring.json. Every API process must read the same one.
@@ -98,3 +145,20 @@ class Settings(BaseSettings):
     # mostly on Postgres and every replica, not on the collector, so it is paced here rather than
     # by the collector's CPU priority (docs/experiments/garbage-collection.md, 2026-11-26).
     gc_busy_rate: float = Field(default=1000.0, ge=0.0)
+
+    def database(self) -> URL:
+        """The database URL with its password set: printed (str, repr), it shows `***`."""
+        from sqlalchemy.engine import make_url
+
+        url = make_url(self.database_url)
+        password = _secret(
+            self.database_password, self.database_password_file, "DROVER_DATABASE_PASSWORD_FILE"
+        )
+        return url.set(password=password) if password else url
+
+    def nats_credentials(self) -> NatsCredentials | None:
+        """What every NATS connection authenticates with (None: NATS wants none)."""
+        password = _secret(self.nats_password, self.nats_password_file, "DROVER_NATS_PASSWORD_FILE")
+        if not self.nats_user and not password:
+            return None
+        return NatsCredentials(self.nats_user, SecretStr(password))

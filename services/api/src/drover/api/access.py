@@ -22,8 +22,10 @@ the token may read (`filter`), as Nomad filters them; the namespace catalogue ke
 token is granted anything in. drover.api.guard applies the table; a
 test walks every route of the app and fails for one the table does not name.
 
-Drover's own client routes (/v1/drover/*) take `node:write`: the agent's (node identities,
-Nomad's AuthenticateClientOnly, come with their own check)."""
+Drover's own client routes (/v1/drover/*) take `node:write`: a node's secret holds it (its
+client's identity, drover.api.aclresolve), and each call is then checked against the nodes it
+speaks for (drover.api.nodeauth); registering a new node takes an ACL token with node:write,
+as Nomad's node introduction does."""
 
 from __future__ import annotations
 

@@ -146,7 +146,9 @@ class _Check:
         if scope == "variables":
             ns = await self.namespace(need.namespace)
             if op == "list":
-                return acl.allow_variable_search(ns)
+                # A node's client lists what its templates watch in any namespace (Nomad's
+                # search finds a namespace's rules by prefix, which `*` is not).
+                return acl.allow_variable_search(ns) or self.who.node
             return acl.allow_variable_operation(ns, self.scope.get("path_params", {}).get("path", ""), op)
         if scope in ("node", "agent", "quota") or (scope == "plugin" and op in ("read", "list")):
             return bool(getattr(acl, f"allow_{scope}_{op}")())

@@ -7,7 +7,12 @@ Tokens are looked up by their secret's keyed hash (drover.runtime.keyring) and c
 with the ACL their policies make; a cached entry holds while no ACL policy or token changed
 after the log position it was read at (the `acl` key of the commits' notifications,
 drover.runtime.watches), so a request costs a hash and two dict lookups. Unknown tokens are
-not cached: one just created on another API process resolves at once."""
+not cached: one just created on another API process resolves at once.
+
+A secret that is no ACL token but a registered node's SecretID (drover.api.nodeauth) is that
+node's client: as Nomad's clients read with their node secret, it holds CLIENT_POLICY (what an
+agent reads: its allocs, their jobs, the services and variables its templates watch) and
+node:write for Drover's client routes, where each call is then checked against its nodes."""
 
 from __future__ import annotations
 
@@ -16,6 +21,7 @@ import hmac
 import re
 import time
 from collections import OrderedDict
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from drover.acl import ACL, MANAGEMENT, Policy, PolicyError, compile_acl, parse
@@ -29,6 +35,18 @@ _UUID = re.compile(r"^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4
 _NAMESPACE_TABLES = {"alloc": "allocs", "eval": "evals", "deployment": "deployments"}
 NAMESPACES_KEPT = 100_000
 TOKENS_KEPT = 10_000
+# What a node's secret grants its client (the agent's reads, and its own client routes).
+CLIENT_POLICY = """
+namespace "*" {
+  policy = "read"
+  variables {
+    path "*" { capabilities = ["read", "list"] }
+  }
+}
+node { policy = "write" }
+"""
+# Seconds a secret found to be a node's is trusted before it is looked up again.
+NODE_SECRET_TTL = 60.0
 
 
 def is_uuid(text: str) -> bool:
@@ -57,6 +75,8 @@ class Identity:
 
     acl: ACL
     token: ACLToken | None = None
+    # A node's client, by its node secret (no ACL token).
+    node: bool = False
 
     def holds_policy(self, name: str) -> bool:
         if self.token is None:
@@ -72,10 +92,21 @@ class _Entry:
 
 
 class AclResolver:
-    def __init__(self, reads: Reads, keyring: Keyring, changes: ChangeIndex) -> None:
+    def __init__(
+        self,
+        reads: Reads,
+        keyring: Keyring,
+        changes: ChangeIndex,
+        node_secret_hash: Callable[[str], str] | None = None,
+    ) -> None:
         self.reads = reads
         self.keyring = keyring
         self.changes = changes
+        # The node secrets' keyed hash (drover.api.nodeauth), and the secrets found to be a
+        # node's (by their ACL digest) with when.
+        self.node_secret_hash = node_secret_hash
+        self._node_secrets: OrderedDict[str, float] = OrderedDict()
+        self._client = Identity(compile_acl([parse(CLIENT_POLICY)]), node=True)
         self._tokens: OrderedDict[str, _Entry] = OrderedDict()
         self._anonymous: tuple[int, ACL] | None = None
         # Parsed policies by (name, ModifyIndex): parsed once however many tokens name them.
@@ -109,11 +140,27 @@ class AclResolver:
             found = await asyncio.to_thread(self._load_token, digest)
             if found is None:
                 self._tokens.pop(digest, None)
-                return None
+                return await self._node_client(secret, digest)
             entry = self._remember(digest, found)
         if not hmac.compare_digest(entry.token.secret_hash, digest) or entry.token.expired(time.time_ns()):
             return None
         return Identity(entry.acl, entry.token)
+
+    async def _node_client(self, secret: str, digest: str) -> Identity | None:
+        """The client identity if `secret` is a registered node's, else None (refused)."""
+        if self.node_secret_hash is None:
+            return None
+        seen = self._node_secrets.get(digest)
+        if seen is None or time.monotonic() - seen > NODE_SECRET_TTL:
+            registered = await asyncio.to_thread(self.reads.secret_registered, self.node_secret_hash(secret))
+            if not registered:
+                self._node_secrets.pop(digest, None)
+                return None
+            self._node_secrets[digest] = time.monotonic()
+            self._node_secrets.move_to_end(digest)
+            while len(self._node_secrets) > TOKENS_KEPT:
+                self._node_secrets.popitem(last=False)
+        return self._client
 
     def _remember(self, digest: str, entry: _Entry) -> _Entry:
         self._tokens[digest] = entry

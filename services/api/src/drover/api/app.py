@@ -21,6 +21,7 @@ from drover.api.forward import ClientForwarder
 from drover.api.guard import RequestGuard
 from drover.api.heartbeats import Heartbeats
 from drover.api.metrics import MetricsGatherer
+from drover.api.nodeauth import NodeAuth
 from drover.api.routes import (
     acl,
     allocations,
@@ -48,6 +49,7 @@ from drover.api.routes import (
 from drover.api.streamhub import StreamHub
 from drover.runtime import pyheap
 from drover.runtime.keyring import Keyring
+from drover.runtime.nodesecrets import NodeSecretHasher
 from drover.runtime.settings import Settings
 from drover.runtime.store import EventStore, libpq_url
 from drover.runtime.store.queries import Reads
@@ -82,11 +84,11 @@ def create_app(settings: Settings, store: EventStore | None = None, *, tune_heap
     """The API. `tune_heap`: the process's cyclic collector set as the services set theirs
     (drover.runtime.pyheap), for the API's own process: the event stream's feed holds the
     cluster in memory, as a replica does."""
-    store = store or EventStore(settings.database_url, pool_size=10)
+    store = store or EventStore(settings.database(), pool_size=10)
     reads = Reads(store)
-    watcher = IndexWatcher(libpq_url(settings.database_url), store)
+    watcher = IndexWatcher(libpq_url(settings.database()), store)
     heartbeats = Heartbeats(settings, reads)
-    metrics = MetricsGatherer(store, settings.nats_url)
+    metrics = MetricsGatherer(store, settings.nats_url, settings.nats_credentials())
 
     @contextlib.asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
@@ -113,7 +115,8 @@ def create_app(settings: Settings, store: EventStore | None = None, *, tune_heap
     app.state.blocking = Blocking(reads, watcher)
     app.state.commands = Commands(store, reads)
     app.state.keyring = Keyring.from_settings(settings)
-    app.state.acl = AclResolver(reads, app.state.keyring, watcher.changes)
+    app.state.node_auth = NodeAuth(NodeSecretHasher.from_settings(settings), reads)
+    app.state.acl = AclResolver(reads, app.state.keyring, watcher.changes, app.state.node_auth.hash)
     app.state.heartbeats = heartbeats
     app.state.metrics = metrics
     app.state.stream = StreamHub(settings, store, settings.event_feed_idle, settings.event_coalesce)

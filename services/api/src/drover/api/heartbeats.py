@@ -43,7 +43,7 @@ class Heartbeats:
         """Tell the heartbeater these nodes beat; raises when NATS cannot be reached."""
         async with self._lock:
             if self._nc is None or self._nc.is_closed:
-                self._nc = await connect(self.settings.nats_url, "api")
+                self._nc = await connect(self.settings.nats_url, "api", self.settings.nats_credentials())
         await self._nc.publish(HEARTBEAT_SUBJECT, json.dumps({"NodeIDs": node_ids, "TTLs": ttls}).encode())
 
     async def close(self) -> None:

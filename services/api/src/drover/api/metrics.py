@@ -18,6 +18,7 @@ from starlette.types import Scope
 from drover.runtime import metrics as service_metrics
 from drover.runtime.bus import connect
 from drover.runtime.metrics import Metrics, Timing
+from drover.runtime.settings import NatsCredentials
 from drover.runtime.store import EventStore
 from drover.runtime.store.metrics import cluster_gauges
 
@@ -49,9 +50,10 @@ class MetricsGatherer:
     """Gathers what a scrape shows: the cluster's gauges, every service's snapshot, the API's
     own metrics."""
 
-    def __init__(self, store: EventStore, nats_url: str) -> None:
+    def __init__(self, store: EventStore, nats_url: str, credentials: NatsCredentials | None = None) -> None:
         self.store = store
         self.nats_url = nats_url
+        self.credentials = credentials
         self.own = Metrics("api")
         self.timings = RequestTimings(self.own)
         self._nc: Client | None = None
@@ -65,7 +67,9 @@ class MetricsGatherer:
         try:
             async with self._lock:
                 if self._nc is None or self._nc.is_closed:
-                    self._nc = await asyncio.wait_for(connect(self.nats_url, "api-metrics"), NATS_TIMEOUT)
+                    self._nc = await asyncio.wait_for(
+                        connect(self.nats_url, "api-metrics", self.credentials), NATS_TIMEOUT
+                    )
             return await asyncio.wait_for(service_metrics.read_all(self._nc.jetstream()), NATS_TIMEOUT)
         except Exception as e:
             log.warning("service metrics unavailable: %s", e)

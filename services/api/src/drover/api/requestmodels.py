@@ -148,9 +148,25 @@ class AllocRestartBody(Body):
 
 
 class NodeRegisterRequest(Body):
-    """`PUT /v1/drover/node/register`: a client registers its node."""
+    """`PUT /v1/drover/node/register`: a client registers its node, with the SecretID it will
+    authenticate with (`Node.SecretID`, a UUID, as Nomad's client generates it). The secret is
+    taken out of the node here: no document of the node ever holds it."""
 
     node: Node
+    _secret_id: object = PrivateAttr(default="")
+
+    @model_validator(mode="wrap")
+    @classmethod
+    def _take_secret(cls, data: Any, handler: ModelWrapValidatorHandler[Any]) -> Any:
+        body = handler(data)
+        node = data.get("Node") if isinstance(data, dict) else None
+        body._secret_id = node.get("SecretID", "") if isinstance(node, dict) else ""
+        return body
+
+    @property
+    def secret_id(self) -> object:
+        """As sent (the command says what is wrong with it)."""
+        return self._secret_id
 
 
 class NodeStatusRequest(Body):

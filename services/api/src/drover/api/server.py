@@ -3,6 +3,7 @@ queries and event streams."""
 
 from __future__ import annotations
 
+import logging
 import socket
 from collections.abc import Callable
 
@@ -12,6 +13,7 @@ from drover.api.app import create_app
 from drover.runtime.service import require_schema
 from drover.runtime.settings import Settings
 from drover.runtime.telemetry import setup_logging
+from drover.runtime.tls import server_tls_problems, uvicorn_tls_options
 
 # Seconds a stop waits for requests in flight before it cancels them.
 GRACEFUL_STOP = 10
@@ -34,6 +36,9 @@ class Server(uvicorn.Server):
 def main() -> None:
     setup_logging("api")
     settings = Settings()
+    if problems := server_tls_problems(settings):
+        logging.getLogger("drover.api").error("TLS settings: %s", "; ".join(problems))
+        raise SystemExit(2)
     require_schema("api", settings)
     app = create_app(settings, tune_heap=True)
     # uvloop and httptools rather than asyncio's loop and h11 (uvicorn's pure-Python parser):
@@ -46,6 +51,7 @@ def main() -> None:
         loop="uvloop",
         http="httptools",
         timeout_graceful_shutdown=GRACEFUL_STOP,
+        **uvicorn_tls_options(settings),
     )
 
     def release() -> None:

@@ -202,7 +202,7 @@ class StreamHub:
         async with self._starting:
             if self._replica is not None:
                 return
-            nc = await bus.connect(self.settings.nats_url, "api-events")
+            nc = await bus.connect(self.settings.nats_url, "api-events", self.settings.nats_credentials())
             try:
                 replica = _FeedReplica(self.store, nc.jetstream(), self)
                 await replica.start()

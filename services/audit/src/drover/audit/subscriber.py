@@ -14,6 +14,7 @@ import logging
 
 from faststream import AckPolicy
 from faststream.nats import ConsumerConfig, DeliverPolicy, JStream, NatsBroker, NatsMessage
+from faststream.security import SASLPlaintext
 
 from drover.audit.trail import Entry, LogMismatch, Trail
 from drover.runtime.bus import (
@@ -25,6 +26,7 @@ from drover.runtime.bus import (
     POSITION_HEADER,
     position_of,
 )
+from drover.runtime.settings import NatsCredentials
 
 log = logging.getLogger("drover.audit")
 
@@ -60,6 +62,7 @@ def build(
     nats_url: str,
     trail: Trail,
     *,
+    credentials: NatsCredentials | None = None,
     durable: str = "audit",
     ack_wait: float = 30.0,
     counts: Counts | None = None,
@@ -68,7 +71,14 @@ def build(
     tally = counts if counts is not None else Counts()
     # Reconnect forever: a NATS restart must not end the subscriber. FastStream's own
     # per-message logging is kept at DEBUG.
-    broker = NatsBroker(nats_url, max_reconnect_attempts=-1, reconnect_time_wait=1, log_level=logging.DEBUG)
+    security = (
+        SASLPlaintext(credentials.user, credentials.password.get_secret_value())
+        if credentials is not None
+        else None
+    )
+    broker = NatsBroker(
+        nats_url, max_reconnect_attempts=-1, reconnect_time_wait=1, log_level=logging.DEBUG, security=security
+    )
 
     # A push consumer in a deliver group named as the durable (one process is what the tests run).
     # Not a pull consumer: FastStream 0.7's fetch loop stops on the plain asyncio timeout nats-py

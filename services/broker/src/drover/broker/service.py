@@ -137,8 +137,8 @@ class BrokerService:
 
 async def run(settings: Settings, stop: asyncio.Event) -> None:
     """The broker until `stop`: its replica, the rules fed from it, and the dispatch loop publishing to EVALS."""
-    store = EventStore(settings.database_url)
-    nc, js = await connect_streams(settings.nats_url, "broker")
+    store = EventStore(settings.database())
+    nc, js = await connect_streams(settings.nats_url, "broker", settings.nats_credentials())
     # Of allocs, the broker keeps only what it reads (drover.model.brokerstate).
     replica = BrokerReplica(store, js)
     # One eval per worker at a time (large-lane workers take `large_lane_depth`): what is not

@@ -20,12 +20,12 @@ from drover.runtime.store import EventStore, libpq_url
 
 async def run(settings: Settings, stop: asyncio.Event) -> None:
     """The relay until `stop` (drover.runtime.relay)."""
-    store = EventStore(settings.database_url, pool_size=1)
-    nc, js = await connect_streams(settings.nats_url, "relay")
+    store = EventStore(settings.database(), pool_size=1)
+    nc, js = await connect_streams(settings.nats_url, "relay", settings.nats_credentials())
     try:
         # The server's own limit: larger events go out without their body.
         max_body = nc.max_payload - 64 * 1024
-        relay = Relay(store, js, libpq_url(settings.database_url), max_body=max_body)
+        relay = Relay(store, js, libpq_url(settings.database()), max_body=max_body)
         metrics = Metrics("relay")
 
         async def collect(f: Metrics) -> None:

@@ -12,6 +12,7 @@ import asyncio
 import contextlib
 import json
 import logging
+import os
 import re
 import shutil
 import socket
@@ -29,6 +30,7 @@ from drover.client.dockerdriver import DockerDriver
 from drover.client.dockerdriver import fingerprint as docker_fingerprint
 from drover.client.drivers import RawExecDriver, TaskHandle
 from drover.client.fingerprint import fingerprint
+from drover.client.identity import NodeSecretAuth, intro_token, load_or_create_secret
 from drover.client.logserve import LogsApp, bind, serve
 from drover.client.registrar import Registrar
 from drover.client.runner import AllocRunner, ClientContext
@@ -39,6 +41,7 @@ from drover.model.alloc import Allocation
 from drover.model.durations import SECOND
 from drover.model.job import Job
 from drover.model.node import Node
+from drover.runtime.tls import client_tls_options
 
 log = logging.getLogger("drover.client")
 REPORT_EVERY = 0.2
@@ -52,7 +55,15 @@ class Agent:
         self.state_dir = self.data_dir / "client"
         self.state_dir.mkdir(parents=True, exist_ok=True)
         self.node_id = self._node_id()
-        self.http = httpx.AsyncClient(base_url=cfg.api, timeout=httpx.Timeout(60.0, connect=5.0))
+        # The node's secret (Nomad's Node.SecretID): registered with, and sent on every request
+        # to the servers' client endpoints; kept, so the node stays this agent's after a restart.
+        self.secret_id = load_or_create_secret(self.state_dir / "secret-id")
+        self.http = httpx.AsyncClient(
+            base_url=cfg.api,
+            timeout=httpx.Timeout(60.0, connect=5.0),
+            auth=NodeSecretAuth(self.secret_id, intro_token(os.environ)),
+            **client_tls_options(cfg.api, os.environ),  # an https API: NOMAD_CACERT and the rest
+        )
         self.runners: dict[str, AllocRunner] = {}
         self.jobs: dict[tuple[str, str, int], Job] = {}
         self.dirty: set[str] = set()
@@ -115,7 +126,7 @@ class Agent:
     async def register(self, stop: asyncio.Event) -> None:
         node = fingerprint(self.node_id, self.cfg).model_copy(update={"http_addr": self.http_addr})
         self.node = node
-        body = {"Node": node.to_api()}
+        body = {"Node": {**node.to_api(), "SecretID": self.secret_id}}
         while not stop.is_set():
             try:
                 r = await self.http.put("/v1/drover/node/register", json=body)
@@ -126,6 +137,11 @@ class Agent:
                         "registered node %s (%s), heartbeat TTL %.1fs", node.id, node.name, self.ttl / SECOND
                     )
                     return
+                if r.status_code == 403:
+                    raise RuntimeError(
+                        f"register refused: {r.text.strip()}: node {node.id} is registered with another "
+                        f"secret than {self.state_dir / 'secret-id'} holds (purge the node to register it anew)"
+                    )
                 raise RuntimeError(f"register refused: {r.status_code} {r.text}")
             except httpx.HTTPError as e:
                 log.warning("cannot reach the servers to register: %s", e)
@@ -141,7 +157,9 @@ class Agent:
                 return
             try:
                 r = await self.http.put(f"/v1/drover/node/{self.node_id}/heartbeat")
-                if r.status_code == 404:
+                # Unknown (purged, collected), or known without this secret (registered before
+                # nodes had secrets): register again, which says why if it is refused.
+                if r.status_code in (403, 404):
                     await self.register(stop)
                     continue
                 r.raise_for_status()

@@ -9,6 +9,8 @@ start_error; anything else runs until stopped), following every node's allocs wi
 blocking query. An operator's restart request on a running alloc is acted on once, as the
 agent does: its tasks are signalled, and --restart-delay later they start again. The nomad
 services of a running alloc are registered, at its node's address, and removed when it ends.
+Every node registers with the one secret the simulator keeps in --data-dir (its requests
+carry it, as an agent's carry its node's): run again, it speaks for the same nodes.
 
     drover sim --nodes 5000 --datacenters 2 --racks 50 --drivers mock,docker --api URL
 """
@@ -22,6 +24,7 @@ import heapq
 import ipaddress
 import json
 import logging
+import os
 import random
 import resource
 import signal
@@ -34,6 +37,7 @@ from urllib.parse import quote
 
 import httpx
 
+from drover.client.identity import NodeSecretAuth, intro_token, load_or_create_secret
 from drover.client.simtasks import SimTasks
 from drover.control.client.services import alloc_registrations
 from drover.model.alloc import Allocation
@@ -44,6 +48,7 @@ from drover.model.serviceregistration import ServiceRegistration
 from drover.model.services import SERVICE_PROVIDER_NOMAD
 from drover.runtime.service import run_loop
 from drover.runtime.telemetry import setup_logging
+from drover.runtime.tls import client_tls_options
 
 log = logging.getLogger("drover.sim")
 BATCH = 1000
@@ -110,9 +115,20 @@ class Stats:
 
 class Simulator:
     def __init__(
-        self, api: str, nodes: list[dict[str, Any]], prefix: str, restart_delay: float = 0.05
+        self,
+        api: str,
+        nodes: list[dict[str, Any]],
+        prefix: str,
+        secret_id: str,
+        restart_delay: float = 0.05,
     ) -> None:
-        self.http = httpx.AsyncClient(base_url=api, timeout=httpx.Timeout(60.0, connect=5.0))
+        self.http = httpx.AsyncClient(
+            base_url=api,
+            timeout=httpx.Timeout(60.0, connect=5.0),
+            auth=NodeSecretAuth(secret_id, intro_token(os.environ)),
+            **client_tls_options(api, os.environ),  # an https API: NOMAD_CACERT and the rest
+        )
+        self.secret_id = secret_id
         self.nodes = nodes
         self.prefix = prefix
         self.next_beat: list[tuple[float, str]] = []
@@ -143,7 +159,9 @@ class Simulator:
         async def one() -> None:
             while queue:
                 node = queue.pop()
-                r = await self.http.put("/v1/drover/node/register", json={"Node": node})
+                r = await self.http.put(
+                    "/v1/drover/node/register", json={"Node": {**node, "SecretID": self.secret_id}}
+                )
                 r.raise_for_status()
                 ttl = int(r.json()["HeartbeatTTL"]) / SECOND
                 # First beat within the first half of the TTL, spread so batches stay even.
@@ -435,7 +453,8 @@ async def run(args: argparse.Namespace, stop: asyncio.Event) -> dict[str, Any]:
         sim_node(i, args.prefix, args.datacenters, args.racks, drivers, args.cpu, args.memory)
         for i in range(args.nodes)
     ]
-    sim = Simulator(args.api, nodes, args.prefix, args.restart_delay)
+    secret_id = load_or_create_secret(Path(args.data_dir) / "secret-id")
+    sim = Simulator(args.api, nodes, args.prefix, secret_id, args.restart_delay)
     t0 = time.monotonic()
     # Heartbeats start with the first registration: the first nodes must not wait for the last.
     loops = [asyncio.create_task(fn(stop)) for fn in (sim.heartbeat, sim.follow_allocs, sim.report)]
@@ -480,6 +499,9 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--cpu", type=int, default=4000, help="MHz per node")
     ap.add_argument("--memory", type=int, default=8192, help="MB per node")
     ap.add_argument("--prefix", default="sim-", help="node ID prefix")
+    ap.add_argument(
+        "--data-dir", default="data/sim", help="where the nodes' secret is kept (default data/sim)"
+    )
     ap.add_argument("--duration", type=float, default=0, help="seconds to run (0: until Ctrl-C)")
     ap.add_argument(
         "--restart-delay",

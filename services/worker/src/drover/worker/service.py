@@ -30,8 +30,8 @@ log = logging.getLogger("drover.worker")
 
 async def run(settings: Settings, stop: asyncio.Event) -> None:
     """Work on evals of the worker's lane (DROVER_WORKER_LANE) until `stop`."""
-    store = EventStore(settings.database_url)
-    nc, js = await connect_streams(settings.nats_url, "worker")
+    store = EventStore(settings.database())
+    nc, js = await connect_streams(settings.nats_url, "worker", settings.nats_credentials())
     replica = Replica(store, js)
     await replica.start()
     metrics = Metrics("worker")

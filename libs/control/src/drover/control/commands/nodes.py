@@ -6,9 +6,13 @@ job with a live alloc on it, one per system job whose datacenters and pool take 
 
 from __future__ import annotations
 
+import hmac
+import re
+from collections.abc import Callable
+
 from drover.control.change import Change
 from drover.control.commands.reads import ClusterReads
-from drover.control.errors import Invalid, NotFound
+from drover.control.errors import Forbidden, Invalid, NotFound
 from drover.control.leader.heartbeat import node_update_evals
 from drover.model import Evaluation, Node
 from drover.model.events import (
@@ -20,25 +24,41 @@ from drover.model.events import (
 )
 from drover.model.node import NODE_ELIGIBLE, NODE_INELIGIBLE, NODE_STATUS_READY, DrainSpec, DrainStrategy
 
+_UUID = re.compile(r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}")
+
 
 def update_evals(reads: ClusterReads, node: Node, now: int) -> list[Evaluation]:
     """The node-update evals for `node` as it is now."""
     return node_update_evals(node, reads.live_jobs_on(node.id), reads.system_jobs(), now)
 
 
-def register(reads: ClusterReads, node: Node, now: int) -> Change:
-    """Register (or re-register) a node; a ready one gets its jobs evaluated."""
+def register(
+    reads: ClusterReads, node: Node, secret_id: object, hash_secret: Callable[[str], str], now: int
+) -> Change:
+    """Register (or re-register) a node with its SecretID (a UUID, as Nomad's client makes
+    it), of which the log keeps only `hash_secret`'s hash; a ready one gets its jobs
+    evaluated. As Nomad's Node.Register, a node registered before keeps its secret: a
+    registration with another is refused (a node registered without one takes this one)."""
     problems = []
     if not node.id:
         problems.append("Node.ID is required")
+    if secret_id == "" or secret_id is None:
+        problems.append("Node.SecretID is required")
+    elif not isinstance(secret_id, str) or not _UUID.fullmatch(secret_id):
+        problems.append("Node.SecretID must be a UUID")
     if not node.datacenter:
         problems.append("Node.Datacenter is required")
     if min(node.capacity()) < 0:
         problems.append("Node reserves more resources than it has")
     if problems:
         raise Invalid.of(problems, "Node is invalid:")
+    assert isinstance(secret_id, str)
+    secret_hash = hash_secret(secret_id)
+    known = reads.node_secret_hash(node.id)
+    if known and not hmac.compare_digest(known, secret_hash):
+        raise Forbidden()
     evals = update_evals(reads, node, now) if node.ready() else []
-    return Change.of([NodeRegistered(node=node)], evals)
+    return Change.of([NodeRegistered(node=node, secret_hash=secret_hash)], evals)
 
 
 def heartbeat(reads: ClusterReads, node_ids: list[str], now: int) -> Change:

@@ -31,6 +31,9 @@ class ClusterReads(Protocol):
 
     def node_statuses(self, node_ids: list[str]) -> dict[str, str]: ...
 
+    # The keyed hash of the node's SecretID ("" for an unknown node).
+    def node_secret_hash(self, node_id: str) -> str: ...
+
     def live_jobs_on(self, node_id: str) -> list[Job]: ...
 
     def system_jobs(self) -> list[Job]: ...
@@ -83,6 +86,9 @@ class StateReads:
 
     def node_statuses(self, node_ids: list[str]) -> dict[str, str]:
         return {n: node.status for n, node in self.nodes_by_id(node_ids).items()}
+
+    def node_secret_hash(self, node_id: str) -> str:
+        return self.state.node_secret_hashes.get(node_id, "")
 
     def live_jobs_on(self, node_id: str) -> list[Job]:
         keys = dict.fromkeys(

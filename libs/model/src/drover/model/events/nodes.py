@@ -13,11 +13,15 @@ if TYPE_CHECKING:
 
 
 class NodeRegistered(Event):
-    """A node registered, or registered again (its computed class filled in)."""
+    """A node registered, or registered again (its computed class filled in). `secret_hash`
+    is the keyed hash of the node's SecretID (drover.runtime.nodesecrets), never the secret:
+    what the node's client requests are checked against. Kept beside the node, not in it, so
+    that no read or stream event of the node carries it."""
 
     type: Literal["NodeRegistered"] = "NodeRegistered"
     nomad_event_type: ClassVar[str | None] = "NodeRegistration"
     node: Node
+    secret_hash: str = ""
 
     def stream(self) -> str:
         return node_stream(self.node.id)
@@ -30,6 +34,8 @@ class NodeRegistered(Event):
             "modify_index": index,
         }
         state.upsert_node(self.node.model_copy(update=update))
+        if self.secret_hash:
+            state.set_node_secret_hash(self.node.id, self.secret_hash)
 
     def reads(self, r: Reads) -> None:
         r.nodes.append(self.node.id)

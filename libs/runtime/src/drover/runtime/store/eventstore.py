@@ -20,7 +20,7 @@ from datetime import datetime
 from typing import Any
 
 import psycopg
-from sqlalchemy import Connection, Engine, create_engine, event, text
+from sqlalchemy import URL, Connection, Engine, create_engine, event, text
 from sqlalchemy.exc import DisconnectionError
 
 from drover.model.events import (
@@ -67,8 +67,11 @@ class FencedError(Exception):
     """The caller's lease epoch is no longer current: it is not the leader any more."""
 
 
-def libpq_url(url: str) -> str:
-    """A SQLAlchemy URL (postgresql+psycopg://...) as plain libpq conninfo."""
+def libpq_url(url: str | URL) -> str:
+    """A SQLAlchemy URL (postgresql+psycopg://...) as plain libpq conninfo, its password in it:
+    for psycopg's connect alone, never to be printed (a URL object prints `***`)."""
+    if isinstance(url, URL):
+        return url.set(drivername="postgresql").render_as_string(hide_password=False)
     return url.replace("postgresql+psycopg://", "postgresql://", 1)
 
 
@@ -187,7 +190,7 @@ def _ping_when_idle(engine: Engine) -> None:
 
 
 class EventStore:
-    def __init__(self, url: str, *, pool_size: int = 5, engine: Engine | None = None) -> None:
+    def __init__(self, url: str | URL, *, pool_size: int = 5, engine: Engine | None = None) -> None:
         if engine is None:
             engine = create_engine(url, pool_size=pool_size, max_overflow=10)
             _ping_when_idle(engine)

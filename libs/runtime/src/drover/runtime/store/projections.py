@@ -128,6 +128,8 @@ class SqlState(CatalogRows, CollectedRows):
         self.metrics_json: dict[str, str] = {}
         self.index: int = 0
         self._nodes: dict[str, Any] = {}
+        # Nodes' SecretID hashes set by this transaction (a column of their rows).
+        self._node_secret_hashes: dict[str, str] = {}
         self._jobs: dict[tuple[str, str], Any] = {}
         self._job_versions: dict[tuple[str, str, int], Job] = {}
         self._scaling: dict[tuple[str, str], Any] = {}
@@ -287,6 +289,10 @@ class SqlState(CatalogRows, CollectedRows):
     def delete_node(self, node_id: str) -> None:
         self._nodes[node_id] = DELETED
         self._dirty["nodes"].add(node_id)
+        self._node_secret_hashes.pop(node_id, None)
+
+    def set_node_secret_hash(self, node_id: str, secret_hash: str) -> None:
+        self._node_secret_hashes[node_id] = secret_hash
 
     def upsert_job(self, job: Job) -> None:
         key = (job.namespace, job.id)
@@ -390,6 +396,14 @@ class SqlState(CatalogRows, CollectedRows):
         nodes, gone = self._split(self._nodes, "nodes")
         rows = [{"id": n.id, "doc": row_doc(n), "modify_index": n.modify_index} for n in nodes]
         self._upsert(writes, "nodes", ("id",), rows)
+        if self._node_secret_hashes:
+            ids, hashes = list(self._node_secret_hashes), list(self._node_secret_hashes.values())
+            self._node_secret_hashes = {}
+            writes.append((
+                "UPDATE nodes SET secret_hash = s.h FROM unnest(%s::text[], %s::text[]) AS s(id, h) "
+                "WHERE nodes.id = s.id",
+                (ids, hashes),
+            ))  # fmt: skip
         if gone:
             writes.append(("DELETE FROM nodes WHERE id = ANY(%s)", (gone,)))
 

@@ -25,6 +25,7 @@ from drover.model.variables import VariableEncrypted
 from drover.runtime.store import children
 from drover.runtime.store.aclreads import AclReads, load_acl
 from drover.runtime.store.eventstore import EventStore
+from drover.runtime.store.identityreads import IdentityReads
 from drover.runtime.store.namespacereads import NamespaceReads, split_job_token
 
 _ALLOCS: TypeAdapter[list[Allocation]] = TypeAdapter(list[Allocation])
@@ -104,9 +105,10 @@ def _page(where: list[str], params: dict[str, Any], start: str, limit: int) -> s
     return ""
 
 
-class Reads(NamespaceReads, AclReads):
+class Reads(NamespaceReads, AclReads, IdentityReads):
     """The API's reads: documents in Nomad's form, by key, prefix and page (namespaces':
-    drover.runtime.store.namespacereads; ACL's: drover.runtime.store.aclreads)."""
+    drover.runtime.store.namespacereads; ACL's: drover.runtime.store.aclreads; what a client's
+    node identity is checked against: drover.runtime.store.identityreads)."""
 
     def __init__(self, store: EventStore) -> None:
         self.store = store

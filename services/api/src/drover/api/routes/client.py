@@ -1,5 +1,7 @@
 """Drover's endpoints for clients (/v1/drover/...): a node agent or the simulator registers
-its nodes, heartbeats, reports node and alloc status, and follows the allocs of many nodes."""
+its nodes, heartbeats, reports node and alloc status, and follows the allocs of many nodes.
+Each request carries the secret its nodes registered with (drover.api.nodeauth); these routes
+take node secrets, never ACL tokens, as Nomad's client RPCs do."""
 
 from __future__ import annotations
 
@@ -13,6 +15,7 @@ from drover.api.deps import BlockingDep, CommandsDep, HeartbeatsDep
 from drover.api.errors import ApiError
 from drover.api.heartbeats import Heartbeats
 from drover.api.jsondecode import JsonRoute
+from drover.api.nodeauth import NodeAuthDep, NodeCallerDep
 from drover.api.requestmodels import (
     AllocsStatusRequest,
     HeartbeatsRequest,
@@ -28,9 +31,15 @@ router = APIRouter(route_class=JsonRoute, tags=["client"])
 @router.put("/v1/drover/node/register")
 @router.post("/v1/drover/node/register")
 async def node_register(
-    body: NodeRegisterRequest, commands: CommandsDep, heartbeats: HeartbeatsDep
+    body: NodeRegisterRequest, commands: CommandsDep, heartbeats: HeartbeatsDep, auth: NodeAuthDep
 ) -> dict[str, Any]:
-    change, positions = await commands.run(lambda reads: nodes.register(reads, body.node, time.time_ns()))
+    """The secret is the body's (Node.SecretID): a node not registered yet has none to match.
+    With ACLs enabled, Nomad's node introduction also wants an ACL token with node:write here
+    (X-Nomad-Token, which registering leaves free): the ACL check goes in front of this."""
+    change, positions = await commands.run(
+        lambda reads: nodes.register(reads, body.node, body.secret_id, auth.hash, time.time_ns())
+    )
+    auth.registered(body.node.id, auth.hash(str(body.secret_id)))
     # Registering counts as a heartbeat: the heartbeater starts the node's clock when it sees the
     # registration in the log (with the longest TTL it could have been handed).
     ttl = await heartbeats.ttl()
@@ -53,7 +62,10 @@ async def _heartbeat(commands: CommandsDep, heartbeats: Heartbeats, node_ids: li
 
 @router.put("/v1/drover/node/{node_id}/heartbeat")
 @router.post("/v1/drover/node/{node_id}/heartbeat")
-async def node_heartbeat(node_id: str, commands: CommandsDep, heartbeats: HeartbeatsDep) -> dict[str, Any]:
+async def node_heartbeat(
+    node_id: str, caller: NodeCallerDep, commands: CommandsDep, heartbeats: HeartbeatsDep
+) -> dict[str, Any]:
+    await caller.require_nodes([node_id])
     out = await _heartbeat(commands, heartbeats, [node_id])
     return {"HeartbeatTTL": out["HeartbeatTTLs"][node_id], "EvalIDs": out["EvalIDs"], "Index": out["Index"]}
 
@@ -61,14 +73,19 @@ async def node_heartbeat(node_id: str, commands: CommandsDep, heartbeats: Heartb
 @router.put("/v1/drover/heartbeats")
 @router.post("/v1/drover/heartbeats")
 async def node_heartbeats(
-    body: HeartbeatsRequest, commands: CommandsDep, heartbeats: HeartbeatsDep
+    body: HeartbeatsRequest, caller: NodeCallerDep, commands: CommandsDep, heartbeats: HeartbeatsDep
 ) -> dict[str, Any]:
-    return await _heartbeat(commands, heartbeats, list(dict.fromkeys(body.node_ids)))
+    node_ids = list(dict.fromkeys(body.node_ids))
+    await caller.require_nodes(node_ids)
+    return await _heartbeat(commands, heartbeats, node_ids)
 
 
 @router.put("/v1/drover/node/{node_id}/status")
 @router.post("/v1/drover/node/{node_id}/status")
-async def node_status(node_id: str, body: NodeStatusRequest, commands: CommandsDep) -> dict[str, Any]:
+async def node_status(
+    node_id: str, body: NodeStatusRequest, caller: NodeCallerDep, commands: CommandsDep
+) -> dict[str, Any]:
+    await caller.require_nodes([node_id])
     change, positions = await commands.run(
         lambda reads: nodes.set_status(reads, node_id, body.status, time.time_ns())
     )
@@ -78,7 +95,14 @@ async def node_status(node_id: str, body: NodeStatusRequest, commands: CommandsD
 
 @router.put("/v1/drover/allocs/status")
 @router.post("/v1/drover/allocs/status")
-async def allocs_status(body: AllocsStatusRequest, commands: CommandsDep) -> dict[str, Any]:
+async def allocs_status(
+    body: AllocsStatusRequest, caller: NodeCallerDep, commands: CommandsDep
+) -> dict[str, Any]:
+    """The allocs' status as their client reports it: the reporting node (NodeID, an agent's)
+    and the node of every alloc reported on must be the caller's."""
+    await caller.require_registered()
+    await caller.require_nodes([body.node_id] if body.node_id else [])
+    await caller.require_allocs({u.id for u in body.updates})
     change, positions = await commands.run(
         lambda reads: allocs.client_update(reads, body.node_id, body.updates, time.time_ns())
     )
@@ -86,10 +110,18 @@ async def allocs_status(body: AllocsStatusRequest, commands: CommandsDep) -> dic
 
 
 @router.get("/v1/drover/allocs/changes")
-async def alloc_changes(request: Request, blocking: BlockingDep, node_prefix: str = "") -> Response:
-    """Allocs changed after ?index= on nodes whose ID starts with ?node_prefix= (a blocking
-    query): how a process hosting many nodes (drover sim) follows their allocs at once."""
+async def alloc_changes(
+    request: Request, caller: NodeCallerDep, blocking: BlockingDep, node_prefix: str = ""
+) -> Response:
+    """Allocs changed after ?index= on the caller's nodes whose ID starts with ?node_prefix=
+    (a blocking query): how a process hosting many nodes (drover sim) follows their allocs at
+    once. Allocs of nodes the caller's secret is not for are left out."""
     since = parse_index(request.query_params.get("index"))
-    return await blocking.read(
-        request, lambda: [alloc_stub(a) for a in blocking.reads.alloc_changes(since, node_prefix)], ["allocs"]
-    )
+    await caller.require_registered()
+
+    def read() -> list[dict[str, Any]]:
+        changed = blocking.reads.alloc_changes(since, node_prefix)
+        owned = caller.owned_now({a.node_id for a in changed})
+        return [alloc_stub(a) for a in changed if a.node_id in owned]
+
+    return await blocking.read(request, read, ["allocs"])

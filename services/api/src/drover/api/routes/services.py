@@ -11,6 +11,7 @@ from fastapi import APIRouter, Request, Response
 from drover.api.deps import BlockingDep, CommandsDep, ReadsDep
 from drover.api.errors import ApiError
 from drover.api.jsondecode import JsonRoute
+from drover.api.nodeauth import NodeCallerDep
 from drover.api.requestmodels import ServicesRequest
 from drover.api.routes.clientfs import ForwarderDep
 from drover.control.commands import services
@@ -102,8 +103,17 @@ async def alloc_checks(alloc_id: str, reads: ReadsDep, forwarder: ForwarderDep) 
 
 @router.put("/v1/drover/services")
 @router.post("/v1/drover/services")
-async def client_services(body: ServicesRequest, commands: CommandsDep) -> dict[str, Any]:
-    """A client registers its allocs' services and removes those of allocs that stopped."""
+async def client_services(
+    body: ServicesRequest, caller: NodeCallerDep, commands: CommandsDep
+) -> dict[str, Any]:
+    """A client registers its allocs' services and removes those of allocs that stopped: the
+    reporting node, each registration's node and alloc, and each removed registration's node
+    must be the caller's (its node secret: drover.api.nodeauth)."""
+    await caller.require_registered()
+    named = {body.node_id} | {r.node_id for r in body.services}
+    await caller.require_nodes(sorted(n for n in named if n))
+    await caller.require_allocs({r.alloc_id for r in body.services if r.alloc_id})
+    await caller.require_services(set(body.deregister))
     if not body.services and not body.deregister:
         return {"Index": 0}
     _, positions = await commands.run(

@@ -11,8 +11,7 @@ config = context.config
 
 
 def run() -> None:
-    url = config.get_main_option("sqlalchemy.url")
-    assert url is not None
+    url = config.attributes["url"]
     engine = create_engine(url, poolclass=pool.NullPool)
     with engine.connect() as conn:
         context.configure(connection=conn, target_metadata=None)
