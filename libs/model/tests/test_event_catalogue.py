@@ -41,12 +41,15 @@ from drover.model.events import (
     NodeDeregistered,
     NodeDrainUpdated,
     NodeEligibilityUpdated,
+    NodePoolDeleted,
+    NodePoolUpserted,
     NodeRegistered,
     NodesCollected,
     NodeStatusUpdated,
     PlanApplied,
     Reads,
     ScalingEventRegistered,
+    SchedulerConfigUpdated,
     ServicesDeregistered,
     ServicesRegistered,
     VariableDeleted,
@@ -57,8 +60,10 @@ from drover.model.events import (
 )
 from drover.model.events.nodes import NodeUpdate
 from drover.model.jobrestart import JobRestart
+from drover.model.nodepool import NodePool
 from drover.model.reducer import apply
 from drover.model.scaling import ScalingEvent
+from drover.model.schedulerconfig import SchedulerConfiguration
 from drover.model.serviceregistration import ServiceRegistration
 from drover.model.statewriter import StateWriter
 from drover.model.streamevents import has_stream_events, stream_events
@@ -125,6 +130,9 @@ EXAMPLES: list[Event] = [
         ],
     ),
     ServicesDeregistered(node_id="n1", ids=["s1"]),
+    SchedulerConfigUpdated(config=SchedulerConfiguration(scheduler_algorithm="spread")),
+    NodePoolUpserted(pool=NodePool(name="gpu", description="GPU nodes")),
+    NodePoolDeleted(name="gpu"),
 ]
 
 
@@ -149,7 +157,7 @@ def test_the_examples_read_rows() -> None:
     # Variables' events read their one row when asked, as scaling events do.
     assert silent == [
         "NodeDeregistered", "ScalingEventRegistered", "VariableUpserted", "VariableLockRenewed", "VariableDeleted",
-        "JobRestartStarted", "ServicesDeregistered",
+        "JobRestartStarted", "ServicesDeregistered", "SchedulerConfigUpdated", "NodePoolDeleted",
     ]  # fmt: skip
 
 
@@ -191,6 +199,10 @@ class _ReadsRecorder(TrackedState):
         self._ask("restarts_of", (namespace, job_id))
         return super().job_restarts_of(namespace, job_id)
 
+    def node_pool(self, name: str) -> NodePool | None:
+        self._ask("node_pools", name)
+        return super().node_pool(name)
+
     def alloc_statuses(self, ids: Sequence[str]) -> dict[str, tuple[str, str]]:
         self._ask("refs:allocs", *ids)
         return super().alloc_statuses(ids)
@@ -205,7 +217,7 @@ class _ReadsRecorder(TrackedState):
 
 
 def _declared_rows(r: Reads) -> Iterator[tuple[str, Any]]:
-    for table in ("allocs", "evals", "deployments", "nodes", "jobs", "restarts", "restarts_of"):
+    for table in ("allocs", "evals", "deployments", "nodes", "jobs", "restarts", "restarts_of", "node_pools"):
         yield from ((table, k) for k in getattr(r, table))
     yield from (("allocs", k) for k in r.new)
     for table, keys in r.refs.items():

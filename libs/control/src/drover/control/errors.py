@@ -28,3 +28,7 @@ class NotFound(CommandError):
 
 class Conflict(CommandError):
     """The object changed between the read and the write; reading again and retrying may do."""
+
+
+class Forbidden(CommandError):
+    """The cluster refuses the request as it is configured (Nomad answers 403)."""

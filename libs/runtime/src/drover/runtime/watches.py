@@ -57,6 +57,9 @@ def parent_keys(namespace: str, job_id: str) -> list[str]:
 
 # Every change to service registrations (their reads are few and answer from one table).
 SERVICES_KEY = "services"
+# Every change to the node pools, and to the scheduler configuration.
+NODE_POOLS_KEY = "node_pools"
+SCHEDULER_CONFIG_KEY = "scheduler_config"
 
 
 def node_key(node_id: str) -> str:

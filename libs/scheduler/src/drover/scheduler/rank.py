@@ -3,12 +3,14 @@ mean (Nomad's ScoreNormalizationIterator). Scores are computed for a whole vecto
 nodes at once with NumPy, so scoring hundreds of nodes costs about as much as scoring one.
 
 Stages, in Nomad's order: binpack, job anti-affinity, reschedule penalty, node affinity, spread.
+The first stage's fit is the scheduler configuration's algorithm (Nomad's "binpack" score
+either way): binpack's best fit (fuller nodes first) or spread's worst fit (emptier first).
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -49,6 +51,42 @@ def binpack_score(
     free_mem = 1.0 - (used_mem + ask_mem) * inv_mem
     total = math.exp(free_cpu * _LN10) + math.exp(free_mem * _LN10)
     return min(max(20.0 - total, 0.0), BINPACK_MAX_FIT_SCORE) / BINPACK_MAX_FIT_SCORE
+
+
+def spread_fit_scores(
+    used_cpu: FloatArray,
+    used_mem: FloatArray,
+    inv_cpu: FloatArray,
+    inv_mem: FloatArray,
+    ask_cpu: float,
+    ask_mem: float,
+) -> FloatArray:
+    """Spread fit of placing the ask on each node (Nomad's ScoreFitSpread, a worst fit):
+    (10^free_cpu + 10^free_mem) - 2, clamped to [0, 18], over 18. Emptier nodes score higher."""
+    free_cpu = 1.0 - (used_cpu + ask_cpu) * inv_cpu
+    free_mem = 1.0 - (used_mem + ask_mem) * inv_mem
+    total = np.exp(free_cpu * _LN10) + np.exp(free_mem * _LN10)
+    out: FloatArray = np.clip(total - 2.0, 0.0, BINPACK_MAX_FIT_SCORE) / BINPACK_MAX_FIT_SCORE
+    return out
+
+
+def spread_fit_score(
+    used_cpu: float, used_mem: float, inv_cpu: float, inv_mem: float, ask_cpu: float, ask_mem: float
+) -> float:
+    """`spread_fit_scores` for one node, in plain floats."""
+    free_cpu = 1.0 - (used_cpu + ask_cpu) * inv_cpu
+    free_mem = 1.0 - (used_mem + ask_mem) * inv_mem
+    total = math.exp(free_cpu * _LN10) + math.exp(free_mem * _LN10)
+    return min(max(total - 2.0, 0.0), BINPACK_MAX_FIT_SCORE) / BINPACK_MAX_FIT_SCORE
+
+
+FitScores = Callable[[FloatArray, FloatArray, FloatArray, FloatArray, float, float], FloatArray]
+FitScore = Callable[[float, float, float, float, float, float], float]
+
+
+def fit_functions(spread: bool) -> tuple[FitScores, FitScore]:
+    """The fit stage's vector and scalar scoring for the configured algorithm."""
+    return (spread_fit_scores, spread_fit_score) if spread else (binpack_scores, binpack_score)
 
 
 def anti_affinity_scores(collisions: IntArray, desired_count: int) -> FloatArray:

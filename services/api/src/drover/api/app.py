@@ -20,6 +20,7 @@ from drover.api.guard import RequestGuard
 from drover.api.heartbeats import Heartbeats
 from drover.api.metrics import MetricsGatherer
 from drover.api.routes import (
+    agent,
     allocations,
     client,
     clientfs,
@@ -31,9 +32,12 @@ from drover.api.routes import (
     jobs,
     jobversions,
     metrics,
+    nodepools,
     nodes,
+    operator,
     parse,
     periodic,
+    regions,
     scaling,
     scalingpolicies,
     services,
@@ -41,6 +45,7 @@ from drover.api.routes import (
     system,
     variables,
 )
+from drover.api.servers import Servers
 from drover.api.streamhub import StreamHub
 from drover.runtime import pyheap
 from drover.runtime.keyring import Keyring
@@ -61,8 +66,13 @@ ROUTERS = (
     allocations,
     evaluations,
     deployments,
+    # Before nodes: /v1/node/{node_id} would take /v1/node/pools.
+    nodepools,
     nodes,
     status,
+    regions,
+    agent,
+    operator,
     system,
     client,
     clientfs,
@@ -81,17 +91,23 @@ def create_app(settings: Settings, store: EventStore | None = None, *, tune_heap
     watcher = IndexWatcher(libpq_url(settings.database_url), store)
     heartbeats = Heartbeats(settings, reads)
     metrics = MetricsGatherer(store, settings.nats_url)
+    servers = Servers(settings)
 
     @contextlib.asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         task = asyncio.create_task(watcher.run())
         stop = asyncio.Event()
+        announcing = asyncio.create_task(servers.announce(stop))
         if tune_heap:
             pyheap.tune()
             heap_upkeep = asyncio.create_task(pyheap.maintain(stop))
         yield
         stop.set()
         task.cancel()
+        # Marked left when NATS answers; a stop never waits long on it.
+        if not (await asyncio.wait([announcing], timeout=2.0))[0]:
+            announcing.cancel()
+        await servers.close()
         if tune_heap:
             await heap_upkeep
         await heartbeats.close()
@@ -108,6 +124,7 @@ def create_app(settings: Settings, store: EventStore | None = None, *, tune_heap
     app.state.commands = Commands(store, reads)
     app.state.keyring = Keyring.from_settings(settings)
     app.state.heartbeats = heartbeats
+    app.state.servers = servers
     app.state.metrics = metrics
     app.state.stream = StreamHub(settings, store, settings.event_feed_idle, settings.event_coalesce)
     app.state.client_forwarder = ClientForwarder()

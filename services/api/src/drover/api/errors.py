@@ -11,7 +11,7 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import PlainTextResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from drover.control.errors import CommandError, Conflict, Invalid, NotFound
+from drover.control.errors import CommandError, Conflict, Forbidden, Invalid, NotFound
 
 # How a type problem reads: "<field> must be <words>".
 _MUST_BE = {
@@ -29,7 +29,7 @@ _MUST_BE = {
     "model_attributes_type": "a JSON object",
 }
 _NOT_AN_OBJECT = {"missing", "dict_type", "model_type", "model_attributes_type"}
-_STATUS: dict[type[CommandError], int] = {Invalid: 400, NotFound: 404, Conflict: 409}
+_STATUS: dict[type[CommandError], int] = {Invalid: 400, NotFound: 404, Conflict: 409, Forbidden: 403}
 
 
 class ApiError(HTTPException):

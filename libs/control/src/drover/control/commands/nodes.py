@@ -19,6 +19,7 @@ from drover.model.events import (
     NodeStatusUpdated,
 )
 from drover.model.node import NODE_ELIGIBLE, NODE_INELIGIBLE, NODE_STATUS_READY, DrainSpec, DrainStrategy
+from drover.model.nodepool import NODE_POOL_ALL, NODE_POOL_DEFAULT, name_problems
 
 
 def update_evals(reads: ClusterReads, node: Node, now: int) -> list[Evaluation]:
@@ -27,8 +28,13 @@ def update_evals(reads: ClusterReads, node: Node, now: int) -> list[Evaluation]:
 
 
 def register(reads: ClusterReads, node: Node, now: int) -> Change:
-    """Register (or re-register) a node; a ready one gets its jobs evaluated."""
-    problems = []
+    """Register (or re-register) a node; a ready one gets its jobs evaluated. Its pool need not
+    exist: the first node registering into one creates it (drover.model.events.nodes)."""
+    if not node.node_pool:
+        node = node.model_copy(update={"node_pool": NODE_POOL_DEFAULT})
+    problems = [f"invalid node pool: {p}" for p in name_problems(node.node_pool)]
+    if node.node_pool == NODE_POOL_ALL:
+        problems.append(f'node is not allowed to register in node pool "{NODE_POOL_ALL}"')
     if not node.id:
         problems.append("Node.ID is required")
     if not node.datacenter:

@@ -1,6 +1,6 @@
 """The event catalogue: every change to the cluster is one of these events, appended to the
 log. Each is declared once, in the module of its aggregate (nodes, jobs, scaling, evals, plans,
-allocs, deployments, job restarts, services, collection, variables), with all that it means (drover.model.events.base):
+allocs, deployments, job restarts, services, collection, variables, operator), with all that it means (drover.model.events.base):
 its stream, its effect on the state, the rows it reads, its Nomad stream events. The log
 position an event gets is the cluster index (Nomad's raft index): the reducer stamps
 CreateIndex / ModifyIndex from it. The table of every type, its writers and its effect is
@@ -50,6 +50,13 @@ from drover.model.events.nodes import (
     NodeRegistered,
     NodeStatusUpdated,
 )
+from drover.model.events.operatorconfig import (
+    SCHEDULER_CONFIG_STREAM,
+    NodePoolDeleted,
+    NodePoolUpserted,
+    SchedulerConfigUpdated,
+    node_pool_stream,
+)
 from drover.model.events.plans import PlanApplied, ReplicaPlanApplied
 from drover.model.events.restarts import (
     JobRestartDeleted,
@@ -69,6 +76,7 @@ from drover.model.placements import attach_metrics
 
 __all__ = [
     "EVENT_TYPES",
+    "SCHEDULER_CONFIG_STREAM",
     "AllocClientUpdate",
     "AllocRestartRequested",
     "AllocsClientUpdated",
@@ -92,6 +100,8 @@ __all__ = [
     "NodeDeregistered",
     "NodeDrainUpdated",
     "NodeEligibilityUpdated",
+    "NodePoolDeleted",
+    "NodePoolUpserted",
     "NodeRegistered",
     "NodeStatusUpdated",
     "NodesCollected",
@@ -99,6 +109,7 @@ __all__ = [
     "Reads",
     "ReplicaPlanApplied",
     "ScalingEventRegistered",
+    "SchedulerConfigUpdated",
     "ServicesDeregistered",
     "ServicesRegistered",
     "VariableDeleted",
@@ -113,6 +124,7 @@ __all__ = [
     "encode_event_parts",
     "job_stream",
     "keeps_client_status",
+    "node_pool_stream",
     "node_stream",
     "restart_stream",
     "variable_stream",

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, ClassVar, Literal
 
 from drover.model.events.base import Event, Reads, node_stream
+from drover.model.events.operatorconfig import ensure_pool
 from drover.model.events.services import drop_services_of
 from drover.model.node import NODE_STATUS_DOWN, DrainStrategy, Node, compute_class
 
@@ -13,7 +14,8 @@ if TYPE_CHECKING:
 
 
 class NodeRegistered(Event):
-    """A node registered, or registered again (its computed class filled in)."""
+    """A node registered, or registered again (its computed class filled in); its pool is
+    created if there is none yet, as Nomad's node upsert does."""
 
     type: Literal["NodeRegistered"] = "NodeRegistered"
     nomad_event_type: ClassVar[str | None] = "NodeRegistration"
@@ -29,10 +31,12 @@ class NodeRegistered(Event):
             "create_index": old.create_index if old else index,
             "modify_index": index,
         }
+        ensure_pool(state, self.node.node_pool, index)
         state.upsert_node(self.node.model_copy(update=update))
 
     def reads(self, r: Reads) -> None:
         r.nodes.append(self.node.id)
+        r.node_pools.append(self.node.node_pool)
 
 
 class NodeUpdate(Event):

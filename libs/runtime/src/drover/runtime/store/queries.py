@@ -17,13 +17,16 @@ from drover.model.alloc import ReplicaAllocation
 from drover.model.events import job_stream, restart_stream, variable_stream
 from drover.model.job import derive_job_status
 from drover.model.jobrestart import JobRestart
+from drover.model.nodepool import NodePool
 from drover.model.scaling import JobScalingEvents
+from drover.model.schedulerconfig import SchedulerConfiguration
 from drover.model.serviceregistration import ServiceRegistration
 from drover.model.state import InMemoryState
 from drover.model.summary import JobSummary, job_summary
 from drover.model.variables import VariableEncrypted
 from drover.runtime.store import children
 from drover.runtime.store.eventstore import EventStore
+from drover.runtime.store.operatorreads import OperatorReads
 
 _ALLOCS: TypeAdapter[list[Allocation]] = TypeAdapter(list[Allocation])
 S = TypeVar("S", bound=InMemoryState)
@@ -54,6 +57,10 @@ def load_into(store: EventStore, state: S, load_allocs: Callable[[Connection, S]
             state.upsert_variable(VariableEncrypted.model_validate_json(doc))
         for (doc,) in conn.execute(text("SELECT doc::text FROM service_registrations")):
             state.upsert_service(ServiceRegistration.model_validate_json(doc))
+        for (doc,) in conn.execute(text("SELECT doc::text FROM scheduler_config")):
+            state.set_scheduler_config(SchedulerConfiguration.model_validate_json(doc))
+        for (doc,) in conn.execute(text("SELECT doc::text FROM node_pools")):
+            state.upsert_node_pool(NodePool.model_validate_json(doc))
         load_allocs(conn, state)
     state.bump(position)
     return state
@@ -99,8 +106,9 @@ def _page(where: list[str], params: dict[str, Any], start: str, limit: int) -> s
     return ""
 
 
-class Reads:
-    """The API's reads: documents in Nomad's form, by key, prefix and page."""
+class Reads(OperatorReads):
+    """The API's reads: documents in Nomad's form, by key, prefix and page (the operator's
+    settings: drover.runtime.store.operatorreads)."""
 
     def __init__(self, store: EventStore) -> None:
         self.store = store

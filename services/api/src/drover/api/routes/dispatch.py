@@ -14,6 +14,7 @@ from drover.api.jsondecode import JsonRoute
 from drover.api.requestmodels import JobDispatchRequest
 from drover.control.commands import dispatch
 from drover.control.commands.dispatch import DispatchChange, DispatchRequest
+from drover.control.commands.operator import Admission
 from drover.runtime.store.queries import Reads
 
 router = APIRouter(route_class=JsonRoute, tags=["jobs"])
@@ -43,7 +44,12 @@ async def dispatch_job(
             else (None, 0)
         )
         return dispatch.dispatch(
-            reads.job(namespace, job_id), req, token_child, token_version, time.time_ns()
+            reads.job(namespace, job_id),
+            req,
+            token_child,
+            token_version,
+            time.time_ns(),
+            admission=Admission(reads.scheduler_config()),
         )
 
     change, positions = await commands.run(decide, span="job.dispatch", what=f"job {job_id} dispatched")

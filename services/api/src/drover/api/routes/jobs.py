@@ -18,6 +18,7 @@ from drover.api.jsondecode import JsonRoute
 from drover.api.requestmodels import JobPlanRequest, JobRegisterRequest
 from drover.api.views import NO_DEPLOYMENT, alloc_stub, as_json, job_stub
 from drover.control.commands import jobs
+from drover.control.commands.operator import Admission
 from drover.control.diff.job import plan_diff, version_diffs
 from drover.runtime.store.queries import Reads, load_snapshot
 from drover.runtime.watches import children_key, job_key
@@ -48,7 +49,9 @@ async def _register(commands: CommandsDep, body: JobRegisterRequest) -> dict[str
 
     def decide(reads: Reads) -> jobs.JobChange:
         existing, stream_version = reads.job_for_register(job.namespace, job.id)
-        return jobs.register(job, existing, stream_version, time.time_ns(), enforce)
+        # ACL: a management token goes through RejectJobRegistration (Admission.management).
+        admission = Admission(*reads.admission(job.node_pool))
+        return jobs.register(job, existing, stream_version, time.time_ns(), enforce, admission=admission)
 
     change, positions = await commands.run(decide, span="job.register", what=f"job {job.id} registered")
     # A periodic or parameterized job is registered without an eval.
@@ -56,7 +59,7 @@ async def _register(commands: CommandsDep, body: JobRegisterRequest) -> dict[str
         "EvalID": change.eval_ids[0] if change.evals else "",
         "EvalCreateIndex": positions[1] if change.evals else 0,
         "JobModifyIndex": positions[0],
-        "Warnings": body.warnings,
+        "Warnings": body.warnings_with(change.warnings),
         "Index": positions[-1],
         "LastContact": 0,
         "KnownLeader": True,
@@ -206,6 +209,8 @@ async def plan(job_id: str, body: JobPlanRequest, reads: ReadsDep) -> dict[str, 
         raise ApiError(400, "Job ID does not match name")
 
     def dry_run() -> dict[str, Any]:
+        # Admitted as a register would be (Nomad's plan runs the admission hooks too).
+        warnings = Admission(*reads.admission(job.node_pool)).admit(job)
         state = load_snapshot(reads.store)
         existing, res = jobs.plan(state, job, time.time_ns())
         return {
@@ -214,7 +219,7 @@ async def plan(job_id: str, body: JobPlanRequest, reads: ReadsDep) -> dict[str, 
             "JobModifyIndex": existing.job_modify_index if existing else 0,
             "CreatedEvals": as_json(res.create_evals),
             "Diff": plan_diff(existing, job, res.plan.annotations) if body.diff else None,
-            "Warnings": body.warnings,
+            "Warnings": body.warnings_with(warnings),
             "Index": state.index,
         }
 

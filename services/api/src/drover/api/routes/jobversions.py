@@ -14,6 +14,7 @@ from drover.api.requestmodels import JobRevertRequest, JobStabilityRequest
 from drover.control.change import Change
 from drover.control.commands import jobversions
 from drover.control.commands.jobs import JobChange
+from drover.control.commands.operator import Admission
 from drover.control.errors import Invalid
 from drover.runtime.store.queries import Reads
 
@@ -31,8 +32,17 @@ async def revert(
         raise Invalid.of(problems)
 
     def decide(reads: Reads) -> JobChange:
+        # Admitted as a register of the version reverted to (its pool must still exist).
+        job = reads.job_version(namespace, job_id, body.job_version) or reads.job(namespace, job_id)
+        admission = Admission(*reads.admission(job.node_pool)) if job is not None else None
         return jobversions.revert(
-            reads, namespace, job_id, body.job_version, body.enforce_prior_version, time.time_ns()
+            reads,
+            namespace,
+            job_id,
+            body.job_version,
+            body.enforce_prior_version,
+            time.time_ns(),
+            admission=admission,
         )
 
     change, positions = await commands.run(decide, span="job.revert", what=f"job {job_id} reverted")

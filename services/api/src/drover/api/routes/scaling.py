@@ -13,6 +13,7 @@ from drover.api.jsondecode import JsonRoute
 from drover.api.requestmodels import ScalingRequest
 from drover.control.commands import scaling
 from drover.control.commands.jobs import JobChange
+from drover.control.commands.operator import Admission
 from drover.model.scaling import scale_status
 from drover.runtime.store.queries import Reads
 from drover.runtime.watches import job_key
@@ -57,7 +58,16 @@ async def scale(
     def decide(reads: Reads) -> JobChange:
         job, version = reads.job(namespace, job_id), reads.job_stream_version(namespace, job_id)
         deployment = reads.active_deployment(namespace, job_id) if req.count is not None else None
-        return scaling.scale(job, job_id, namespace, req, version, time.time_ns(), deployment)
+        return scaling.scale(
+            job,
+            job_id,
+            namespace,
+            req,
+            version,
+            time.time_ns(),
+            deployment,
+            admission=Admission(reads.scheduler_config()),
+        )
 
     change, positions = await commands.run(decide)
     assert change.job is not None
