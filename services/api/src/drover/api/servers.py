@@ -44,6 +44,9 @@ _PROTOCOL = {
 }
 NATS_TIMEOUT = 2
 POSTGRES_TIMEOUT = 2
+# After NATS failed to answer, reads of the members answer this server alone for this long
+# before trying again (the health check always tries).
+RETRY_AFTER = 5.0
 
 
 def advertised_addr(settings: Settings) -> str:
@@ -90,13 +93,21 @@ class Servers:
         self.started = time.time()
         self._nc: Client | None = None
         self._lock = asyncio.Lock()
+        self._failed_at = -RETRY_AFTER
 
-    async def _js(self) -> JetStreamContext:
+    async def _js(self, *, retry: bool = True) -> JetStreamContext:
+        """The connection's JetStream; `retry` False: none while the last attempt failed lately."""
         async with self._lock:
             if self._nc is None or self._nc.is_closed:
-                self._nc = await asyncio.wait_for(
-                    connect(self.settings.nats_url, "api-members"), NATS_TIMEOUT
-                )
+                if not retry and time.monotonic() - self._failed_at < RETRY_AFTER:
+                    raise ConnectionError("NATS did not answer lately")
+                try:
+                    self._nc = await asyncio.wait_for(
+                        connect(self.settings.nats_url, "api-members"), NATS_TIMEOUT
+                    )
+                except Exception:
+                    self._failed_at = time.monotonic()
+                    raise
         return self._nc.jetstream()
 
     async def announce(self, stop: asyncio.Event) -> None:
@@ -124,9 +135,9 @@ class Servers:
         """Every server known, by ID, this one alive whatever NATS answers."""
         found: dict[str, dict[str, Any]] = {}
         try:
-            found = await asyncio.wait_for(members.read_all(await self._js()), NATS_TIMEOUT)
+            found = await asyncio.wait_for(members.read_all(await self._js(retry=False)), NATS_TIMEOUT)
         except Exception as e:
-            log.warning("server members unavailable: %s", e)
+            log.debug("server members unavailable: %s", e)
         found[self.id] = {**self.record, "Status": members.STATUS_ALIVE}
         return found
 

@@ -110,6 +110,11 @@ class Admission:
         """Refuse `job` if registrations are off or its pool does not exist; the warnings it
         gets (memory_max ignored without memory oversubscription)."""
         self.allow_registration()
+        return self.check(job)
+
+    def check(self, job: Job) -> list[str]:
+        """`admit` without the registration switch (a plan's: Nomad plans while registrations
+        are refused, through the same admission hooks)."""
         if self.pool is None:
             raise Invalid(f"job {_q(job.id)} is in nonexistent node pool {_q(job.node_pool)}")
         return memory_max_warnings(job, effective_config(self.config, self.pool))

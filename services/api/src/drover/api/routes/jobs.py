@@ -210,7 +210,7 @@ async def plan(job_id: str, body: JobPlanRequest, reads: ReadsDep) -> dict[str, 
 
     def dry_run() -> dict[str, Any]:
         # Admitted as a register would be (Nomad's plan runs the admission hooks too).
-        warnings = Admission(*reads.admission(job.node_pool)).admit(job)
+        warnings = Admission(*reads.admission(job.node_pool)).check(job)
         state = load_snapshot(reads.store)
         existing, res = jobs.plan(state, job, time.time_ns())
         return {
