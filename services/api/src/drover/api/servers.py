@@ -61,6 +61,11 @@ def advertised_addr(settings: Settings) -> str:
     return "127.0.0.1"
 
 
+def leader_addr(settings: Settings) -> str:
+    """What `/v1/status/leader` answers: this server's address and port."""
+    return f"{advertised_addr(settings)}:{settings.api_port}"
+
+
 def node_name(settings: Settings) -> str:
     return settings.node_name or socket.gethostname()
 

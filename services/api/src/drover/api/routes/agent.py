@@ -13,13 +13,9 @@ from fastapi import APIRouter, Query, Response
 from drover.api.deps import ReadsDep, ServersDep, SettingsDep
 from drover.api.errors import ApiError
 from drover.api.jsondecode import JsonRoute
-from drover.api.servers import agent_config, agent_stats
+from drover.api.servers import agent_config, agent_stats, leader_addr
 
 router = APIRouter(route_class=JsonRoute, tags=["agent"])
-
-
-def _leader(settings: SettingsDep) -> str:
-    return f"{settings.api_host}:{settings.api_port}"
 
 
 @router.get("/v1/agent/self")
@@ -28,7 +24,7 @@ async def agent_self(settings: SettingsDep, servers: ServersDep, reads: ReadsDep
     return {
         "config": agent_config(settings),
         "member": {**servers.record, "Status": "alive"},
-        "stats": agent_stats(member_list, reads.index(), _leader(settings)),
+        "stats": agent_stats(member_list, reads.index(), leader_addr(settings)),
     }
 
 

@@ -7,13 +7,14 @@ from fastapi import APIRouter
 
 from drover.api.deps import ServersDep, SettingsDep
 from drover.api.jsondecode import JsonRoute
+from drover.api.servers import leader_addr
 
 router = APIRouter(route_class=JsonRoute, tags=["status"])
 
 
 @router.get("/v1/status/leader")
 async def leader(settings: SettingsDep) -> str:
-    return f"{settings.api_host}:{settings.api_port}"
+    return leader_addr(settings)
 
 
 @router.get("/v1/status/peers")
