@@ -197,12 +197,12 @@ def read_pool_spec(path: str, as_json_input: bool) -> dict[str, Any]:
     content = sys.stdin.read() if path == "-" else Path(path).read_text()
     if as_json_input:
         try:
-            spec = json.loads(content)
+            given = json.loads(content)
         except ValueError as e:
             raise Problem(f"Failed to parse input content: {e}") from None
-        if not isinstance(spec, dict):
+        if not isinstance(given, dict):
             raise Problem("Failed to parse input content: a node pool is a JSON object")
-        return spec
+        return given
     try:
         doc = parse_document(content, filename="stdin.nomad.hcl" if path == "-" else path)
     except JobspecError as e:
