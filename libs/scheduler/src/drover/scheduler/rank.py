@@ -25,6 +25,32 @@ BINPACK_MAX_FIT_SCORE = 18.0
 _LN10 = float(np.log(10.0))
 
 
+def _fit_totals(
+    used_cpu: FloatArray,
+    used_mem: FloatArray,
+    inv_cpu: FloatArray,
+    inv_mem: FloatArray,
+    ask_cpu: float,
+    ask_mem: float,
+) -> FloatArray:
+    """10^free_cpu + 10^free_mem after placing the ask on each node, where free = 1 -
+    used/capacity: 2 on a node the ask fills, 20 on an empty one (Nomad's fit scores'
+    common part). Capacities come inverted (0 for a node without any)."""
+    free_cpu = 1.0 - (used_cpu + ask_cpu) * inv_cpu
+    free_mem = 1.0 - (used_mem + ask_mem) * inv_mem
+    total: FloatArray = np.exp(free_cpu * _LN10) + np.exp(free_mem * _LN10)
+    return total
+
+
+def _fit_total(
+    used_cpu: float, used_mem: float, inv_cpu: float, inv_mem: float, ask_cpu: float, ask_mem: float
+) -> float:
+    """`_fit_totals` for one node, in plain floats."""
+    free_cpu = 1.0 - (used_cpu + ask_cpu) * inv_cpu
+    free_mem = 1.0 - (used_mem + ask_mem) * inv_mem
+    return math.exp(free_cpu * _LN10) + math.exp(free_mem * _LN10)
+
+
 def binpack_scores(
     used_cpu: FloatArray,
     used_mem: FloatArray,
@@ -33,12 +59,9 @@ def binpack_scores(
     ask_cpu: float,
     ask_mem: float,
 ) -> FloatArray:
-    """Binpack fit of placing the ask on each node: 20 - (10^free_cpu + 10^free_mem), clamped to
-    [0, 18], over 18, where free = 1 - used/capacity after placing. Fuller nodes score higher.
-    Capacities come inverted (0 for a node without any)."""
-    free_cpu = 1.0 - (used_cpu + ask_cpu) * inv_cpu
-    free_mem = 1.0 - (used_mem + ask_mem) * inv_mem
-    total = np.exp(free_cpu * _LN10) + np.exp(free_mem * _LN10)
+    """Binpack fit of placing the ask on each node (Nomad's ScoreFitBinPack, a best fit):
+    20 - the fit total, clamped to [0, 18], over 18. Fuller nodes score higher."""
+    total = _fit_totals(used_cpu, used_mem, inv_cpu, inv_mem, ask_cpu, ask_mem)
     out: FloatArray = np.clip(20.0 - total, 0.0, BINPACK_MAX_FIT_SCORE) / BINPACK_MAX_FIT_SCORE
     return out
 
@@ -47,9 +70,7 @@ def binpack_score(
     used_cpu: float, used_mem: float, inv_cpu: float, inv_mem: float, ask_cpu: float, ask_mem: float
 ) -> float:
     """`binpack_scores` for one node, in plain floats."""
-    free_cpu = 1.0 - (used_cpu + ask_cpu) * inv_cpu
-    free_mem = 1.0 - (used_mem + ask_mem) * inv_mem
-    total = math.exp(free_cpu * _LN10) + math.exp(free_mem * _LN10)
+    total = _fit_total(used_cpu, used_mem, inv_cpu, inv_mem, ask_cpu, ask_mem)
     return min(max(20.0 - total, 0.0), BINPACK_MAX_FIT_SCORE) / BINPACK_MAX_FIT_SCORE
 
 
@@ -61,11 +82,9 @@ def spread_fit_scores(
     ask_cpu: float,
     ask_mem: float,
 ) -> FloatArray:
-    """Spread fit of placing the ask on each node (Nomad's ScoreFitSpread, a worst fit):
-    (10^free_cpu + 10^free_mem) - 2, clamped to [0, 18], over 18. Emptier nodes score higher."""
-    free_cpu = 1.0 - (used_cpu + ask_cpu) * inv_cpu
-    free_mem = 1.0 - (used_mem + ask_mem) * inv_mem
-    total = np.exp(free_cpu * _LN10) + np.exp(free_mem * _LN10)
+    """Spread fit of placing the ask on each node (Nomad's ScoreFitSpread, a worst fit): the
+    fit total - 2, clamped to [0, 18], over 18. Emptier nodes score higher."""
+    total = _fit_totals(used_cpu, used_mem, inv_cpu, inv_mem, ask_cpu, ask_mem)
     out: FloatArray = np.clip(total - 2.0, 0.0, BINPACK_MAX_FIT_SCORE) / BINPACK_MAX_FIT_SCORE
     return out
 
@@ -74,9 +93,7 @@ def spread_fit_score(
     used_cpu: float, used_mem: float, inv_cpu: float, inv_mem: float, ask_cpu: float, ask_mem: float
 ) -> float:
     """`spread_fit_scores` for one node, in plain floats."""
-    free_cpu = 1.0 - (used_cpu + ask_cpu) * inv_cpu
-    free_mem = 1.0 - (used_mem + ask_mem) * inv_mem
-    total = math.exp(free_cpu * _LN10) + math.exp(free_mem * _LN10)
+    total = _fit_total(used_cpu, used_mem, inv_cpu, inv_mem, ask_cpu, ask_mem)
     return min(max(total - 2.0, 0.0), BINPACK_MAX_FIT_SCORE) / BINPACK_MAX_FIT_SCORE
 
 

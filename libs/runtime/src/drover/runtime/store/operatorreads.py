@@ -1,20 +1,31 @@
-"""The API's reads of what the operator sets (`Reads`' part): the scheduler configuration, the
-node pools (the built-in ones merged in), a pool's nodes and jobs, and what a register asks of
-them in one query (`admission`)."""
+"""The reads of what the operator sets: the API's (`Reads`' part) - the scheduler
+configuration, the node pools (the built-in ones merged in), a pool's nodes and jobs, and what a
+register asks of them in one query (`admission`) - and a replica's snapshot of them
+(`load_operator`)."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from sqlalchemy import text
+from sqlalchemy import Connection, text
 
 from drover.model import Job, Node
 from drover.model.events import SCHEDULER_CONFIG_STREAM, node_pool_stream
 from drover.model.nodepool import BUILTIN_NODE_POOLS, NODE_POOL_ALL, NodePool, builtin_pool
+from drover.model.operatorstate import OperatorState
 from drover.model.schedulerconfig import DEFAULT_SCHEDULER_CONFIGURATION, SchedulerConfiguration
 from drover.runtime.store.eventstore import EventStore
+from drover.runtime.store.sqlparts import like_prefix, page_on_id
 
 _VERSION = "(SELECT coalesce(max(version), 0) FROM events WHERE stream = :s)"
+
+
+def load_operator(conn: Connection, state: OperatorState) -> None:
+    """The scheduler configuration and the node pools into a replica's state (`load_into`)."""
+    for (doc,) in conn.execute(text("SELECT doc::text FROM scheduler_config")):
+        state.set_scheduler_config(SchedulerConfiguration.model_validate_json(doc))
+    for (doc,) in conn.execute(text("SELECT doc::text FROM node_pools")):
+        state.upsert_node_pool(NodePool.model_validate_json(doc))
 
 
 class OperatorReads:
@@ -61,18 +72,17 @@ class OperatorReads:
 
     def node_pools(self, prefix: str = "") -> list[NodePool]:
         """Every pool whose name starts with `prefix`, the built-in ones too, by name."""
-        like = prefix.replace("\\", "\\\\").replace("%", r"\%").replace("_", r"\_") + "%"
-        docs = self._docs("SELECT doc::text FROM node_pools WHERE name LIKE :p", p=like)
+        docs = self._docs("SELECT doc::text FROM node_pools WHERE name LIKE :p", p=like_prefix(prefix))
         pools = [NodePool.model_validate_json(d) for d in docs]
         pools += [p for name, p in BUILTIN_NODE_POOLS.items() if name.startswith(prefix)]
         return sorted(pools, key=lambda p: p.name)
 
     def pool_nodes(self, name: str, *, start: str = "", limit: int = 0) -> list[Node]:
         """The pool's nodes by ID (`all`: every node), paged from ID `start`."""
-        where, params = ["id >= :start"], {"start": start, "pool": name}
+        where, params = ["true"], {"pool": name}
         if name != NODE_POOL_ALL:
             where.append("doc->>'NodePool' = :pool")
-        tail = f" LIMIT {int(limit)}" if limit else ""
+        tail = page_on_id(where, params, start, limit)
         docs = self._docs(
             f"SELECT doc::text FROM nodes WHERE {' AND '.join(where)} ORDER BY id{tail}", **params
         )

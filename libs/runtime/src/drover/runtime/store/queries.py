@@ -17,16 +17,16 @@ from drover.model.alloc import ReplicaAllocation
 from drover.model.events import job_stream, restart_stream, variable_stream
 from drover.model.job import derive_job_status
 from drover.model.jobrestart import JobRestart
-from drover.model.nodepool import NodePool
 from drover.model.scaling import JobScalingEvents
-from drover.model.schedulerconfig import SchedulerConfiguration
 from drover.model.serviceregistration import ServiceRegistration
 from drover.model.state import InMemoryState
 from drover.model.summary import JobSummary, job_summary
 from drover.model.variables import VariableEncrypted
 from drover.runtime.store import children
 from drover.runtime.store.eventstore import EventStore
-from drover.runtime.store.operatorreads import OperatorReads
+from drover.runtime.store.operatorreads import OperatorReads, load_operator
+from drover.runtime.store.sqlparts import like_prefix as _like_prefix
+from drover.runtime.store.sqlparts import page_on_id as _page
 
 _ALLOCS: TypeAdapter[list[Allocation]] = TypeAdapter(list[Allocation])
 S = TypeVar("S", bound=InMemoryState)
@@ -57,10 +57,7 @@ def load_into(store: EventStore, state: S, load_allocs: Callable[[Connection, S]
             state.upsert_variable(VariableEncrypted.model_validate_json(doc))
         for (doc,) in conn.execute(text("SELECT doc::text FROM service_registrations")):
             state.upsert_service(ServiceRegistration.model_validate_json(doc))
-        for (doc,) in conn.execute(text("SELECT doc::text FROM scheduler_config")):
-            state.set_scheduler_config(SchedulerConfiguration.model_validate_json(doc))
-        for (doc,) in conn.execute(text("SELECT doc::text FROM node_pools")):
-            state.upsert_node_pool(NodePool.model_validate_json(doc))
+        load_operator(conn, state)
         load_allocs(conn, state)
     state.bump(position)
     return state
@@ -90,25 +87,8 @@ def alloc_records(conn: Connection) -> Iterator[tuple[str, str, str, str, str, s
         yield row[0], row[1], row[2], row[3], row[4], row[5]
 
 
-def _like_prefix(prefix: str) -> str:
-    """A LIKE pattern matching `prefix` literally at the start."""
-    return prefix.replace("\\", "\\\\").replace("%", r"\%").replace("_", r"\_") + "%"
-
-
-def _page(where: list[str], params: dict[str, Any], start: str, limit: int) -> str:
-    """Keyset paging on ID: rows from ID `start` on, at most `limit` (0: all)."""
-    if start:
-        where.append("id >= :start")
-        params["start"] = start
-    if limit:
-        params["limit"] = limit
-        return " LIMIT :limit"
-    return ""
-
-
 class Reads(OperatorReads):
-    """The API's reads: documents in Nomad's form, by key, prefix and page (the operator's
-    settings: drover.runtime.store.operatorreads)."""
+    """The API's reads: documents in Nomad's form, by key, prefix and page (operatorreads: the operator's)."""
 
     def __init__(self, store: EventStore) -> None:
         self.store = store
