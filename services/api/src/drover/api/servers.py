@@ -95,7 +95,6 @@ class Servers:
         self.settings = settings
         self.id = str(uuid.uuid4())
         self.record = self_record(settings, self.id)
-        self.started = time.time()
         self._nc: Client | None = None
         self._lock = asyncio.Lock()
         self._failed_at = -RETRY_AFTER
@@ -123,7 +122,7 @@ class Servers:
             try:
                 js = await self._js()
                 await asyncio.wait_for(
-                    members.put(js, self.id, {**self.record, "Status": "alive"}), NATS_TIMEOUT
+                    members.put(js, self.id, {**self.record, "Status": members.STATUS_ALIVE}), NATS_TIMEOUT
                 )
                 failing = False
             except Exception as e:
@@ -161,11 +160,11 @@ class Servers:
         """Let a failed server go (Nomad's force-leave); an alive one stays, as Serf's does."""
         js = await self._js()
         for key, record in (await self.records()).items():
-            if record["Name"] == name and (record["Status"] != members.STATUS_ALIVE):
+            if record["Name"] == name and record["Status"] != members.STATUS_ALIVE:
                 await members.remove(js, key, record, prune=prune)
 
     async def health(self) -> str:
-        """ "" when this server can do its work; otherwise why not, naming the backing server."""
+        """Why this server cannot do its work, naming the backing server; "" when it can."""
         problems = await asyncio.gather(self._postgres(), self._nats())
         return "; ".join(p for p in problems if p)
 
@@ -189,7 +188,7 @@ class Servers:
             assert self._nc is not None
             await self._nc.flush(timeout=NATS_TIMEOUT)
         except Exception as e:
-            return f"NATS unreachable: {e or type(e).__name__}"
+            return f"NATS unreachable: {str(e) or type(e).__name__}"
         return ""
 
     async def close(self) -> None:
@@ -227,13 +226,13 @@ def agent_config(settings: Settings) -> dict[str, Any]:
     }
 
 
-def agent_stats(member_list: list[dict[str, Any]], index: int, leader_addr: str) -> dict[str, dict[str, str]]:
+def agent_stats(member_list: list[dict[str, Any]], index: int, leader: str) -> dict[str, dict[str, str]]:
     """Nomad's agent stats (every value a string): this server's role, the log it serves as the
     raft index, its members, and the runtime."""
     count = {s: sum(1 for m in member_list if m["Status"] == s) for s in ("alive", "failed", "left")}
     return {
         "nomad": {
-            "server": "true", "leader": "true", "leader_addr": leader_addr, "bootstrap": "false",
+            "server": "true", "leader": "true", "leader_addr": leader, "bootstrap": "false",
             "known_regions": "1",
         },
         "raft": {

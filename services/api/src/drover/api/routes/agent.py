@@ -5,6 +5,7 @@ requests (`servers`) answer 501 as a Nomad server does."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 from typing import Annotated, Any
 
@@ -14,6 +15,7 @@ from drover.api.deps import ReadsDep, ServersDep, SettingsDep
 from drover.api.errors import ApiError
 from drover.api.jsondecode import JsonRoute
 from drover.api.servers import agent_config, agent_stats, leader_addr
+from drover.runtime.members import STATUS_ALIVE
 
 router = APIRouter(route_class=JsonRoute, tags=["agent"])
 
@@ -21,10 +23,11 @@ router = APIRouter(route_class=JsonRoute, tags=["agent"])
 @router.get("/v1/agent/self")
 async def agent_self(settings: SettingsDep, servers: ServersDep, reads: ReadsDep) -> dict[str, Any]:
     member_list = await servers.members()
+    index = await asyncio.to_thread(reads.index)
     return {
         "config": agent_config(settings),
-        "member": {**servers.record, "Status": "alive"},
-        "stats": agent_stats(member_list, reads.index(), leader_addr(settings)),
+        "member": {**servers.record, "Status": STATUS_ALIVE},
+        "stats": agent_stats(member_list, index, leader_addr(settings)),
     }
 
 

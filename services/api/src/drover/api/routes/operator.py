@@ -4,6 +4,7 @@ peers: drover.api.servers)."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 from typing import Any
 
@@ -14,6 +15,7 @@ from drover.api.errors import ApiError
 from drover.api.jsondecode import JsonRoute
 from drover.api.requestmodels import SchedulerConfigRequest
 from drover.control.commands import operator
+from drover.runtime.members import STATUS_ALIVE
 from drover.runtime.store.queries import Reads
 from drover.runtime.watches import SCHEDULER_CONFIG_KEY
 
@@ -67,9 +69,9 @@ def _json(body: dict[str, Any], index: int) -> Response:
 async def raft_configuration(servers: ServersDep, blocking: BlockingDep) -> dict[str, Any]:
     """Nomad's RaftConfigurationResponse: every live API server a voter, this one the leader
     (each answers as the leader: /v1/status/leader)."""
-    live = [m for m in await servers.members() if m["Status"] == "alive"]
+    live = [m for m in await servers.members() if m["Status"] == STATUS_ALIVE]
     return {
-        "Index": blocking.reads.index(),
+        "Index": await asyncio.to_thread(blocking.reads.index),
         "Servers": [
             {
                 "ID": m["Tags"].get("id", ""),
@@ -104,7 +106,7 @@ async def remove_raft_peer(servers: ServersDep, address: str = "", id: str = "")
         raise ApiError(
             404, f"{'id' if id else 'address'} {id or address!r} was not found in the Raft configuration"
         )
-    if any(m["Status"] == "alive" for m in found):
+    if any(m["Status"] == STATUS_ALIVE for m in found):
         raise ApiError(409, f"server {found[0]['Name']} is alive: it leaves the configuration when it stops")
     for m in found:
         await servers.force_leave(m["Name"], prune=True)
