@@ -18,7 +18,6 @@ from pydantic import (
     StringConstraints,
     model_validator,
 )
-from pydantic_core import PydanticCustomError
 
 from drover.model import Job, Node
 from drover.model.base import NomadModel
@@ -231,7 +230,7 @@ class JobValidateRequest(JobBody):
 def _algorithm(value: str) -> str:
     problems = algorithm_problems(value)
     if problems:
-        raise PydanticCustomError("scheduler_algorithm", problems[0].split(" (")[0])
+        raise ValueError(problems[0].split(" (")[0])
     return value
 
 

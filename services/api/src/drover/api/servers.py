@@ -19,14 +19,13 @@ import time
 import uuid
 from typing import Any
 
-import psycopg
 from nats.aio.client import Client
 from nats.js import JetStreamContext
 
 from drover.runtime import members
 from drover.runtime.bus import connect
 from drover.runtime.settings import Settings
-from drover.runtime.store import libpq_url
+from drover.runtime.store.ping import postgres_problem
 
 log = logging.getLogger("drover.api.servers")
 
@@ -169,18 +168,8 @@ class Servers:
         return "; ".join(p for p in problems if p)
 
     async def _postgres(self) -> str:
-        def check() -> None:
-            with psycopg.connect(
-                libpq_url(self.settings.database_url), connect_timeout=POSTGRES_TIMEOUT
-            ) as conn:
-                conn.execute("SELECT 1")
-
-        try:
-            await asyncio.to_thread(check)
-        except Exception as e:
-            # The driver's first line names the host and the failure, never the password.
-            return "PostgreSQL unreachable: " + (str(e).strip().splitlines() or ["no answer"])[0]
-        return ""
+        problem = await asyncio.to_thread(postgres_problem, self.settings.database_url, POSTGRES_TIMEOUT)
+        return f"PostgreSQL unreachable: {problem}" if problem else ""
 
     async def _nats(self) -> str:
         try:
