@@ -1,6 +1,6 @@
 """The event catalogue: every change to the cluster is one of these events, appended to the
 log. Each is declared once, in the module of its aggregate (nodes, jobs, scaling, evals, plans,
-allocs, deployments, job restarts, services, collection, variables, operator), with all that it means (drover.model.events.base):
+allocs, deployments, job restarts, services, collection, variables, operatorconfig), with all that it means (drover.model.events.base):
 its stream, its effect on the state, the rows it reads, its Nomad stream events. The log
 position an event gets is the cluster index (Nomad's raft index): the reducer stamps
 CreateIndex / ModifyIndex from it. The table of every type, its writers and its effect is
