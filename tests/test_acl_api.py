@@ -437,3 +437,25 @@ def test_acls_are_off_by_default(database_url: str, tmp_path: Path) -> None:
         assert answer(c.get("/v1/acl/token/self")) == (400, "ACL support disabled")
         assert c.get("/v1/jobs", headers={"X-Nomad-Token": "whatever"}).status_code == 200
         assert c.put("/v1/jobs", json=job("web")).status_code == 200
+
+
+def test_reject_job_registration_lets_a_management_token_through(
+    client: TestClient, root: dict[str, str], store: EventStore
+) -> None:
+    """Nomad's registrationsAreAllowed: with RejectJobRegistration set, only a management
+    token registers; another token, even one that may submit jobs, is refused."""
+    writer = token_for(client, root, 'namespace "default" { policy = "write" }')
+    config = {"SchedulerAlgorithm": "binpack", "RejectJobRegistration": True}
+    assert (
+        client.put("/v1/operator/scheduler/configuration", json=config, headers=as_(writer)).status_code
+        == 403
+    )
+    assert client.put("/v1/operator/scheduler/configuration", json=config, headers=root).status_code == 200
+    before = store.last_position()
+    r = client.put("/v1/jobs", json=job("web"), headers=as_(writer))
+    assert answer(r) == (
+        403,
+        "Job registration, dispatch, and scale are disabled by the scheduler configuration",
+    )
+    assert store.last_position() == before
+    assert client.put("/v1/jobs", json=job("web"), headers=root).status_code == 200

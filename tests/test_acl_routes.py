@@ -49,7 +49,7 @@ def test_every_entry_is_a_check_the_guard_knows(route: tuple[str, str], need: Ne
              "plugin", "node_pool", "acl"}  # fmt: skip
     assert need.scopes <= known
     assert need.namespace in ("query", "body", "var-body", "path", "alloc", "eval", "deployment")
-    assert need.filter in ("", "need", "variables", "namespaces", "read-job")
+    assert need.filter in ("", "need", "variables", "namespaces", "node_pools", "read-job")
     # A write taken as PUT or POST has one check for both.
     method, path = route
     if method in ("PUT", "POST"):

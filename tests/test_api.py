@@ -597,6 +597,10 @@ def test_openapi_documents_every_request_body(client: TestClient) -> None:
         "/v1/node/{node_id}/purge",
         "/v1/system/gc",
         "/v1/operator/keyring/rotate",
+        # Query parameters alone, as Nomad's: ?address=, ?node=&prune=.
+        "/v1/agent/join",
+        "/v1/agent/force-leave",
+        "/v1/agent/servers",
     }
     job = doc["components"]["schemas"]["Job"]["properties"]
     assert {"ID", "TaskGroups", "Datacenters"} <= set(job)

@@ -77,6 +77,11 @@ BODIES = (
 )
 
 
+# 5xx answers that are the answer, as Nomad gives it: the health check of an API without NATS
+# to reach, and a client agent's request to a server-only agent.
+ANSWERED_5XX = {("/v1/agent/health", 500): "NATS unreachable", ("/v1/agent/servers", 501): "Invalid method"}
+
+
 @pytest.fixture
 def client(database_url: str, store: EventStore) -> Iterator[TestClient]:
     settings = Settings(database_url=database_url, nats_url="nats://unused", max_body_bytes=256 * 1024)
@@ -127,7 +132,7 @@ def test_every_route_refuses_bad_input_without_a_5xx_or_a_write(
                 requests += [(path, body) for body in BODIES if takes == b"" or body not in (b"", b"null")]
             for url, body in requests:
                 r = client.request(method, url, content=body)
-                if r.status_code >= 500:
+                if r.status_code >= 500 and ANSWERED_5XX.get((template, r.status_code), "\0") not in r.text:
                     failures.append(f"{method} {url} {(body or b'')[:60]!r}: {r.status_code} {r.text[:200]}")
     assert failures == []
     assert store.last_position() == before

@@ -212,7 +212,7 @@ def test_every_problem_with_a_query_in_one_400(feed: Cluster, store: EventStore)
     assert r.text.splitlines() == [
         "Invalid index: a non-negative integer",
         "Invalid topic 'Job:a:b': expected Topic or Topic:Key",
-        "Unknown topic 'Jobs': one of Job, Evaluation, Allocation, Deployment, Node, JobRestart, Service, *",
+        "Unknown topic 'Jobs': one of Job, Evaluation, Allocation, Deployment, Node, JobRestart, Service, NodePool, *",
     ]
     assert store.last_position() == before
 

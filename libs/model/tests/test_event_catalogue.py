@@ -49,12 +49,15 @@ from drover.model.events import (
     NodeDeregistered,
     NodeDrainUpdated,
     NodeEligibilityUpdated,
+    NodePoolDeleted,
+    NodePoolUpserted,
     NodeRegistered,
     NodesCollected,
     NodeStatusUpdated,
     PlanApplied,
     Reads,
     ScalingEventRegistered,
+    SchedulerConfigUpdated,
     ServicesDeregistered,
     ServicesRegistered,
     VariableDeleted,
@@ -66,8 +69,10 @@ from drover.model.events import (
 from drover.model.events.nodes import NodeUpdate
 from drover.model.jobrestart import JobRestart
 from drover.model.namespace import Namespace, NamespaceCapabilities
+from drover.model.nodepool import NodePool
 from drover.model.reducer import apply
 from drover.model.scaling import ScalingEvent
+from drover.model.schedulerconfig import SchedulerConfiguration
 from drover.model.serviceregistration import ServiceRegistration
 from drover.model.statewriter import StateWriter
 from drover.model.streamevents import has_stream_events, stream_events
@@ -156,6 +161,9 @@ EXAMPLES: list[Event] = [
     ACLTokenUpserted(token=TOKEN),
     ACLTokenDeleted(accessor_id=TOKEN.accessor_id),
     ACLBootstrapped(token=TOKEN.model_copy(update={"type": "management", "policies": [], "global_": True})),
+    SchedulerConfigUpdated(config=SchedulerConfiguration(scheduler_algorithm="spread")),
+    NodePoolUpserted(pool=NodePool(name="gpu", description="GPU nodes")),
+    NodePoolDeleted(name="gpu"),
 ]
 
 
@@ -182,6 +190,7 @@ def test_the_examples_read_rows() -> None:
         "NodeDeregistered", "ScalingEventRegistered", "VariableUpserted", "VariableLockRenewed", "VariableDeleted",
         "JobRestartStarted", "ServicesDeregistered", "NamespaceUpserted", "NamespaceDeleted",
         "ACLPolicyUpserted", "ACLPolicyDeleted", "ACLTokenUpserted", "ACLTokenDeleted", "ACLBootstrapped",
+        "SchedulerConfigUpdated", "NodePoolDeleted",
     ]  # fmt: skip
 
 
@@ -223,6 +232,10 @@ class _ReadsRecorder(TrackedState):
         self._ask("restarts_of", (namespace, job_id))
         return super().job_restarts_of(namespace, job_id)
 
+    def node_pool(self, name: str) -> NodePool | None:
+        self._ask("node_pools", name)
+        return super().node_pool(name)
+
     def alloc_statuses(self, ids: Sequence[str]) -> dict[str, tuple[str, str]]:
         self._ask("refs:allocs", *ids)
         return super().alloc_statuses(ids)
@@ -237,7 +250,7 @@ class _ReadsRecorder(TrackedState):
 
 
 def _declared_rows(r: Reads) -> Iterator[tuple[str, Any]]:
-    for table in ("allocs", "evals", "deployments", "nodes", "jobs", "restarts", "restarts_of"):
+    for table in ("allocs", "evals", "deployments", "nodes", "jobs", "restarts", "restarts_of", "node_pools"):
         yield from ((table, k) for k in getattr(r, table))
     yield from (("allocs", k) for k in r.new)
     for table, keys in r.refs.items():

@@ -26,11 +26,16 @@ from drover.model.events import (
     NodeDeregistered,
     NodeDrainUpdated,
     NodeEligibilityUpdated,
+    NodePoolDeleted,
+    NodePoolUpserted,
     NodeRegistered,
     NodeStatusUpdated,
     PlanApplied,
+    SchedulerConfigUpdated,
 )
 from drover.model.jobrestart import JobRestart
+from drover.model.nodepool import NodePool
+from drover.model.schedulerconfig import SchedulerConfiguration
 from drover.model.streamevents import matches, parse_topics, stream_event_texts, stream_events
 
 DEP = Deployment(id="d1", job_id="web", task_groups={"g": DeploymentState(desired_total=1)})
@@ -97,7 +102,20 @@ LOG: list[tuple[Event, list[tuple[str, str, str, str, list[str] | None]], tuple[
         [("JobRestart", "JobRestartStarted", "r1", "default", ["web"])],
         ("JobRestart", "JobID", "web"),
     ),
+    # A node registering into a pool nobody created creates it: the pool is streamed too.
+    (
+        NodeRegistered(node=Node(id="n2", node_pool="gpu")),
+        [("Node", "NodeRegistration", "n2", "", None), ("NodePool", "NodeRegistration", "gpu", "", None)],
+        ("NodePool", "Name", "gpu"),
+    ),
+    (
+        NodePoolUpserted(pool=NodePool(name="gpu", description="GPUs")),
+        [("NodePool", "NodePoolUpserted", "gpu", "", None)],
+        ("NodePool", "Description", "GPUs"),
+    ),
+    (NodePoolDeleted(name="gpu"), [("NodePool", "NodePoolDeleted", "gpu", "", None)], ("NodePool", "Description", "GPUs")),
     # No stream events for what Nomad's stream does not carry.
+    (SchedulerConfigUpdated(config=SchedulerConfiguration(scheduler_algorithm="spread")), [], None),
     (EvalsCollected(evals=["nope"]), [], None),
     # A purge and a deregistration describe the object as it was last.
     (JobDeregistered(namespace="default", job_id="web", purge=True), [("Job", "JobDeregistered", "web", "default", None)], ("Job", "ID", "web")),

@@ -21,6 +21,7 @@ from drover.cli import (
     logs,
     namespaces,
     nodes,
+    operator,
     system,
     variables,
 )
@@ -72,8 +73,13 @@ alloc = _group("alloc", "Inspect and act on allocations.",
                {"status": allocs.status, "stop": allocs.stop, "restart": allocs.restart})  # fmt: skip
 alloc.command("logs", help=logs.HELP, no_args_is_help=True)(logs.logs)
 _group("eval", "Inspect evaluations.", {"list": evals.list_evals, "status": evals.status})
-_group("node", "Inspect and act on client nodes.",
-       {"status": nodes.status, "drain": nodes.drain, "eligibility": nodes.eligibility})  # fmt: skip
+node = _group("node", "Inspect and act on client nodes.",
+              {"status": nodes.status, "drain": nodes.drain, "eligibility": nodes.eligibility})  # fmt: skip
+_group("pool", "Node pools: named sets of nodes jobs are placed in.", {
+    "list": operator.pool_list, "info": operator.pool_info, "apply": operator.pool_apply,
+    "delete": operator.pool_delete, "nodes": operator.pool_nodes, "jobs": operator.pool_jobs,
+}, parent=node)  # fmt: skip
+_group("server", "The cluster's servers (its API processes).", {"members": operator.server_members})
 _group("deployment", "Inspect and act on deployments.", {
     "list": deployments.list_deployments, "status": deployments.status, "promote": deployments.promote,
     "pause": deployments.pause, "resume": deployments.resume, "fail": deployments.fail,
@@ -88,10 +94,12 @@ _group("event", "Follow the cluster's events.", {}).command("tail", help=events.
 _group("var", "Nomad Variables: secrets by path, sealed with the keyring.", {
     "put": variables.put, "get": variables.get, "list": variables.list_vars, "purge": variables.purge,
 })  # fmt: skip
+operator_group = _group("operator", "Cluster operations.", {})
 _group("keyring", "The keyring that seals variables.",
        {"list": variables.keyring_list, "rotate": variables.keyring_rotate},
-       parent=_group("root", "The cluster's root keys.", {},
-                     parent=_group("operator", "Cluster operations.", {})))  # fmt: skip
+       parent=_group("root", "The cluster's root keys.", {}, parent=operator_group))  # fmt: skip
+_group("scheduler", "The scheduler configuration.",
+       {"get-config": operator.get_config, "set-config": operator.set_config}, parent=operator_group)  # fmt: skip
 
 
 acl_group = _group("acl", "ACL tokens and policies.", {"bootstrap": acl.bootstrap})

@@ -31,7 +31,8 @@ class Conflict(CommandError):
 
 
 class Forbidden(CommandError):
-    """The caller may not make this request (Nomad's "Permission denied")."""
+    """The caller may not make this request (Nomad's "Permission denied"), or the cluster
+    refuses it as it is configured (Nomad answers 403)."""
 
     def __init__(self, message: str = "Permission denied") -> None:
         super().__init__(message)

@@ -16,7 +16,9 @@ from drover.model.job import Job
 from drover.model.jobrestart import JobRestart
 from drover.model.namespace import Namespace
 from drover.model.node import Node
+from drover.model.nodepool import NodePool
 from drover.model.scaling import JobScalingEvents
+from drover.model.schedulerconfig import SchedulerConfiguration
 from drover.model.serviceregistration import ServiceRegistration
 from drover.model.state import InMemoryState
 from drover.model.variables import VariableEncrypted
@@ -114,6 +116,21 @@ class TrackedState(InMemoryState):
         if self.changes is not None:
             self.changes.removed("variables", (namespace, path), self.variables.get((namespace, path)))
         super().delete_variable(namespace, path)
+
+    def set_scheduler_config(self, config: SchedulerConfiguration) -> None:
+        if self.changes is not None:
+            self.changes.wrote("scheduler_config", "")
+        super().set_scheduler_config(config)
+
+    def upsert_node_pool(self, pool: NodePool) -> None:
+        if self.changes is not None:
+            self.changes.wrote("node_pools", pool.name)
+        super().upsert_node_pool(pool)
+
+    def delete_node_pool(self, name: str) -> None:
+        if self.changes is not None:
+            self.changes.removed("node_pools", name, self.node_pools.get(name))
+        super().delete_node_pool(name)
 
     def upsert_service(self, reg: ServiceRegistration) -> None:
         if self.changes is not None:

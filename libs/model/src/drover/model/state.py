@@ -17,7 +17,9 @@ from drover.model.catalogstate import CatalogState
 from drover.model.job import Resources
 from drover.model.jobrestart import JobRestart
 from drover.model.node import compute_class
+from drover.model.operatorstate import OperatorState
 from drover.model.scaling import JobScalingEvents
+from drover.model.schedulerconfig import SchedulerConfiguration
 
 JobKey = tuple[str, str]
 # One shared (empty) fields-set for compacted allocs; see InMemoryState._compact.
@@ -64,6 +66,10 @@ class StateSnapshot(Protocol):
 
     def deployment(self, deployment_id: str) -> Deployment | None: ...
 
+    # The scheduler configuration a job of the pool is placed with (the pool's overrides on
+    # the cluster's).
+    def config_for_pool(self, name: str) -> SchedulerConfiguration: ...
+
 
 def holds_ports(a: Allocation) -> bool:
     """Whether the alloc was given host ports (its AllocatedResources name any)."""
@@ -76,7 +82,7 @@ def _usage(a: Allocation) -> tuple[int, int, int]:
     return r.cpu, r.memory_mb, r.disk_mb
 
 
-class InMemoryState(CatalogState):
+class InMemoryState(CatalogState, OperatorState):
     """A mutable cluster state with the indexes the scheduler needs (allocs by job and node,
     per-node resource usage of non-terminal allocs kept incrementally)."""
 
@@ -104,6 +110,8 @@ class InMemoryState(CatalogState):
         self.scaling: dict[JobKey, JobScalingEvents] = {}
         # Variables, service registrations, ACL policies and tokens (drover.model.catalogstate).
         self.init_catalogs()
+        # The scheduler configuration and the node pools (drover.model.operatorstate).
+        self.init_operator()
         self._restarts_by_job: dict[JobKey, dict[str, JobRestart]] = {}
         self._by_job: dict[JobKey, dict[str, Allocation]] = {}
         self._by_node: dict[str, dict[str, Allocation]] = {}

@@ -31,8 +31,9 @@ TOPIC_TABLES = (
     ("Allocation", "allocs"),
     ("JobRestart", "job_restarts"),
     ("Service", "services"),
+    ("NodePool", "node_pools"),
 )
-TOPICS = ("Job", "Evaluation", "Allocation", "Deployment", "Node", "JobRestart", "Service")
+TOPICS = ("Job", "Evaluation", "Allocation", "Deployment", "Node", "JobRestart", "Service", "NodePool")
 # Service registrations are typed by what happened to them (Nomad's ServiceRegistration and
 # ServiceDeregistration), whichever event did it: a node down or an alloc ended removes them too.
 _SERVICE_TYPES = ("ServiceRegistration", "ServiceDeregistration")
@@ -63,6 +64,8 @@ def _event(
 def _describe(topic: str, typ: str, index: int, obj: Any, doc: Any) -> dict[str, Any]:
     if topic == "Node":
         return _event(topic, typ, obj.id, "", [], index, doc)
+    if topic == "NodePool":
+        return _event(topic, typ, obj.name, "", [], index, doc)
     if topic == "Job":
         return _event(topic, typ, obj.id, obj.namespace, [], index, doc)
     if topic in ("Evaluation", "Allocation"):
@@ -156,6 +159,7 @@ def _getters(state: TrackedState) -> dict[str, Callable[[Any], Any]]:
         "allocs": state.allocs.get,
         "job_restarts": state.job_restarts.get,
         "services": state.services.get,
+        "node_pools": state.node_pools.get,
     }
 
 

@@ -72,6 +72,14 @@ class Settings(BaseSettings):
     acl_token_max_expiration_ttl: float = Field(default=24 * 3600.0, gt=0.0)
     api_host: str = "127.0.0.1"
     api_port: int = 4646
+    # This API server as Nomad names a server (/v1/agent/self, /v1/agent/members, /v1/regions):
+    # its region and datacenter (Nomad's defaults), its node name (unset: the host's name) and
+    # the address other servers and clients reach it at (unset: api_host, or the host's own
+    # address when api_host listens on every interface).
+    region: str = "global"
+    datacenter: str = "dc1"
+    node_name: str = ""
+    advertise_addr: str = ""
     # Largest request body the API accepts (bytes); larger gets 413.
     max_body_bytes: int = 8 * 1024 * 1024
     # /v1/event/stream: frames a subscriber may fall behind by before its stream is closed, and

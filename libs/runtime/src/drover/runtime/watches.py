@@ -83,6 +83,9 @@ def list_keys(table: str, namespace: str) -> list[str]:
 
 # Every change to an ACL policy or token.
 ACL_KEY = "acl"
+# Every change to the node pools, and to the scheduler configuration.
+NODE_POOLS_KEY = "node_pools"
+SCHEDULER_CONFIG_KEY = "scheduler_config"
 
 
 def node_key(node_id: str) -> str:

@@ -1,5 +1,7 @@
 """What a placement gives its alloc (Nomad's AllocatedResources): each task's CPU and memory,
-its lifecycle, the group's disk, and the network with the ports assigned on the node."""
+its lifecycle, the group's disk, and the network with the ports assigned on the node. A task's
+memory_max is given only where the scheduler configuration allows memory oversubscription
+(Nomad's BinPackIterator): otherwise the task is limited to its memory."""
 
 from __future__ import annotations
 
@@ -15,15 +17,17 @@ from drover.model.job import TaskGroup
 from drover.model.network import NETWORK_MODE_HOST, AllocatedPortMapping, NetworkResource, Port
 
 
-def group_allocation(tg: TaskGroup) -> AllocatedResources:
-    """The part every alloc of the group shares: tasks, lifecycles and disk, no ports."""
+def group_allocation(tg: TaskGroup, oversubscription: bool = False) -> AllocatedResources:
+    """The part every alloc of the group shares: tasks, lifecycles and disk, no ports; each
+    task's memory_max with `oversubscription` alone."""
     disk = tg.ephemeral_disk.size_mb if tg.ephemeral_disk is not None else 0
     return AllocatedResources(
         tasks={
             t.name: AllocatedTaskResources(
                 cpu=AllocatedCpuResources(cpu_shares=t.resources.cpu),
                 memory=AllocatedMemoryResources(
-                    memory_mb=t.resources.memory_mb, memory_max_mb=t.resources.memory_max_mb
+                    memory_mb=t.resources.memory_mb,
+                    memory_max_mb=t.resources.memory_max_mb if oversubscription else 0,
                 ),
             )
             for t in tg.tasks
@@ -61,10 +65,12 @@ def with_ports(
     )
 
 
-def updated_in_place(tg: TaskGroup, old: AllocatedResources | None) -> AllocatedResources:
+def updated_in_place(
+    tg: TaskGroup, old: AllocatedResources | None, oversubscription: bool = False
+) -> AllocatedResources:
     """An alloc updated in place: the group's new task resources, its network and ports as
     they were given (a change of ports is a destructive update, never an in-place one)."""
-    base = group_allocation(tg)
+    base = group_allocation(tg, oversubscription)
     if old is None or not (old.shared.networks or old.shared.ports):
         return base
     shared = base.shared.model_copy(update={"networks": old.shared.networks, "ports": old.shared.ports})

@@ -21,6 +21,8 @@
   small eval is out, and (`small_quiet`) none has been for a while: while small jobs keep
   coming, every one of them is scheduled and committed beside one large eval at most.
 - Evals with WaitUntil in the future are held until then.
+- Paused (the scheduler configuration's PauseEvalBroker), it hands out nothing and cancels
+  nothing: evals keep queueing, and go out in the usual order once it is unpaused.
 - Core evals (type `_core`) are left alone: the garbage collector runs them (drover.gc), Nomad's
   `_core` queue served by its leader.
 - Blocked evals: one per job (a newer one cancels the older). They are released when capacity
@@ -181,6 +183,8 @@ class EvalBroker:
         self.last_unblock: dict[str, int] = {}
         self.last_unblock_any = 0
         self._cancel: list[Evaluation] = []
+        # Set while the scheduler configuration pauses the broker (PauseEvalBroker).
+        self.paused = False
 
     # --- what the log says ---
     def upsert(self, evaluation: Evaluation, now: int, cost: int = 1) -> None:
@@ -261,6 +265,8 @@ class EvalBroker:
 
     # --- what to do now ---
     def due(self, now: int) -> BrokerOutcome:
+        if self.paused:
+            return BrokerOutcome()
         while self.delayed and self.delayed[0][0] <= now:
             _, eid = heapq.heappop(self.delayed)
             evaluation = self.delayed_evals.pop(eid, None)

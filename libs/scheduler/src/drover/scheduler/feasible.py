@@ -21,6 +21,7 @@ from drover.model.alloc import AllocMetric
 from drover.model.job import Constraint, Job, TaskGroup
 from drover.model.network import NetworkResource
 from drover.model.node import NODE_ELIGIBLE, NODE_STATUS_READY, Node, compute_class
+from drover.model.nodepool import NODE_POOL_ALL  # Nomad's built-in pool that spans every pool
 from drover.model.state import InMemoryState, StateSnapshot, has_flat_usage
 from drover.model.volumes import VOLUME_TYPE_HOST
 from drover.scheduler.constraints import DISTINCT_OPERANDS, is_escaped, matches
@@ -41,7 +42,6 @@ __all__ = [
     "task_group_drivers",
 ]
 
-NODE_POOL_ALL = "all"  # Nomad's built-in pool that spans every pool
 FILTER_MISSING_DRIVERS = "missing drivers"  # Nomad's FilterConstraintDrivers
 FILTER_HOST_VOLUMES = "missing compatible host volumes"  # Nomad's FilterConstraintHostVolumes
 

@@ -6,8 +6,7 @@ plan and, on a partial commit, runs it again on a newer snapshot.
 
 from __future__ import annotations
 
-import hashlib
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 
 import numpy as np
 
@@ -25,17 +24,14 @@ from drover.model import (
 from drover.model.alloc import ALLOC_CLIENT_PENDING, ALLOC_DESIRED_RUN, ALLOC_DESIRED_STOP
 from drover.model.allocated import AllocatedResources
 from drover.model.base import copy_with
-from drover.model.defaults import default_reschedule_policy
-from drover.model.evaluation import (
-    EVAL_STATUS_BLOCKED,
-    EVAL_STATUS_COMPLETE,
-    TRIGGER_QUEUED_ALLOCS,
-)
+from drover.model.defaults import DEFAULT_NODE_POOL, default_reschedule_policy
 from drover.model.node import NODE_STATUS_DISCONNECTED, NODE_STATUS_DOWN
 from drover.scheduler.allocated import group_allocation, updated_in_place, with_ports
 from drover.scheduler.feasible import FeasibilityChecker, node_in_job_pool, ready_nodes_table
 from drover.scheduler.nodetable import NodeTable
+from drover.scheduler.outcome import eval_seed, finish_failed
 from drover.scheduler.plan import Plan, SchedulerResult
+from drover.scheduler.preemption import claim_preempted, preempt_for_group
 from drover.scheduler.reconciler import (
     ALLOC_IN_PLACE,
     ClusterState,
@@ -49,55 +45,6 @@ from drover.scheduler.reschedule import new_reschedule_tracker
 from drover.scheduler.stack import GroupStack, Selection, SelectOptions, score_meta
 from drover.scheduler.state import StateSnapshot
 from drover.scheduler.update import tasks_updated
-
-BLOCKED_EVAL_FAILED_PLACEMENTS = "created to place remaining allocations"
-
-
-def eval_seed(evaluation: Evaluation, index: int) -> int:
-    """Randomness is seeded from the eval (and the snapshot it runs on), never global."""
-    h = hashlib.blake2b(f"{evaluation.id}/{index}".encode(), digest_size=8).digest()
-    return int.from_bytes(h, "big")
-
-
-def finish_failed(
-    evaluation: Evaluation,
-    plan: Plan,
-    creates: list[Evaluation],
-    *,
-    failed: bool,
-    class_eligibility: dict[str, bool],
-    escaped: bool,
-    new_id: Callable[[], str],
-    now: int,
-) -> SchedulerResult:
-    """The result of a pass, given whether some placements failed: a blocked eval is created
-    (one per job, TriggeredBy queued-allocs) - or, when the eval being processed is itself the
-    blocked one, it is re-blocked with fresh class eligibility instead."""
-    if failed and evaluation.status == EVAL_STATUS_BLOCKED:
-        evaluation.class_eligibility = class_eligibility
-        evaluation.escaped_computed_class = escaped
-        return SchedulerResult(plan=plan, eval=evaluation, create_evals=creates, reblock=True)
-    evaluation.status = EVAL_STATUS_COMPLETE
-    blocked: Evaluation | None = None
-    if failed:
-        blocked = Evaluation(
-            id=new_id(),
-            namespace=evaluation.namespace,
-            priority=evaluation.priority,
-            type=evaluation.type,
-            triggered_by=TRIGGER_QUEUED_ALLOCS,
-            job_id=evaluation.job_id,
-            job_modify_index=evaluation.job_modify_index,
-            status=EVAL_STATUS_BLOCKED,
-            status_description=BLOCKED_EVAL_FAILED_PLACEMENTS,
-            previous_eval=evaluation.id,
-            class_eligibility=class_eligibility,
-            escaped_computed_class=escaped,
-            create_time=now,
-            modify_time=now,
-        )
-        evaluation.blocked_eval = blocked.id
-    return SchedulerResult(plan=plan, eval=evaluation, create_evals=creates, blocked_eval=blocked)
 
 
 def tainted_nodes(state: StateSnapshot, allocs: list[Allocation]) -> dict[str, Node | None]:
@@ -140,6 +87,10 @@ class GenericScheduler:
         self.rng = np.random.default_rng(seed)
         self.job: Job | None = state.job(evaluation.namespace, evaluation.job_id)
         self.batch = (self.job.type if self.job else evaluation.type) == "batch"
+        # The scheduler configuration for the job's pool: the fit algorithm, the node limit,
+        # memory_max, and whether the job's type may preempt.
+        self.config = state.config_for_pool(self.job.node_pool if self.job else DEFAULT_NODE_POOL)
+        self.preemption = self.config.preemption_config.enabled_for("batch" if self.batch else "service")
         self.plan = Plan(
             eval_id=evaluation.id, priority=evaluation.priority, job=self.job, snapshot_index=state.index
         )
@@ -189,7 +140,15 @@ class GenericScheduler:
                 a for allocs in self.plan.node_allocation.values() for a in allocs if a.job_id == self.job.id
             ]
             st = GroupStack(
-                table, self._order, self.job, tg, self._checker, _dedupe(live), self.batch, self.full_scan
+                table,
+                self._order,
+                self.job,
+                tg,
+                self._checker,
+                _dedupe(live),
+                self.batch,
+                self.full_scan,
+                self.config,
             )
             self._stacks[tg.name] = st
         return st
@@ -261,7 +220,9 @@ class GenericScheduler:
                 "eval_id": self.eval.id,
                 "job_version": job.version,
                 "resources": new_res,
-                "allocated_resources": updated_in_place(tg, existing.allocated_resources),
+                "allocated_resources": updated_in_place(
+                    tg, existing.allocated_resources, self.config.memory_oversubscription_enabled
+                ),
                 "desired_description": ALLOC_IN_PLACE,
             }
         )
@@ -353,6 +314,8 @@ class GenericScheduler:
             if ports is not None:
                 break
             sel = stack.select(options)
+        if sel is None and self.preemption:
+            sel = preempt_for_group(self.plan, stack, self.state)
         if sel is None:
             if stop_prev is not None:
                 self._pop_stop(stop_prev)
@@ -361,9 +324,12 @@ class GenericScheduler:
             return
         given = None
         if ports is not None and stack.ports.network is not None:
-            base = self._alloc_template(tg).allocated_resources or group_allocation(tg)
+            base = self._alloc_template(tg).allocated_resources or group_allocation(
+                tg, self.config.memory_oversubscription_enabled
+            )
             given = with_ports(base, stack.ports.network, *ports)
         alloc = self._new_alloc(req, sel, given)
+        alloc = claim_preempted(self.plan, alloc)
         self.plan.append_alloc(alloc)
         self._ensure_table().add_usage(alloc.node_id, alloc, 1)
         for st in self._stacks.values():
@@ -390,7 +356,7 @@ class GenericScheduler:
                 job_version=self.job.version,
                 task_group=tg.name,
                 resources=self._resources(tg),
-                allocated_resources=group_allocation(tg),
+                allocated_resources=group_allocation(tg, self.config.memory_oversubscription_enabled),
                 desired_status=ALLOC_DESIRED_RUN,
                 client_status=ALLOC_CLIENT_PENDING,
                 create_time=self.now,

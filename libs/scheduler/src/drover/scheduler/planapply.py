@@ -21,6 +21,7 @@ from drover.model.events import PlanApplied
 from drover.model.job import Job
 from drover.model.node import NODE_ELIGIBLE, Node
 from drover.model.reducer import apply
+from drover.model.schedulerconfig import SchedulerConfiguration
 from drover.model.state import has_flat_usage, holds_ports
 from drover.scheduler.netindex import NetworkIndex
 from drover.scheduler.plan import Plan, PlanResult
@@ -334,3 +335,6 @@ class PendingPlacements:
 
     def deployment(self, deployment_id: str) -> Deployment | None:
         return self.base.deployment(deployment_id)
+
+    def config_for_pool(self, name: str) -> SchedulerConfiguration:
+        return self.base.config_for_pool(name)

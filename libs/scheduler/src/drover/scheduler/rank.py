@@ -3,12 +3,14 @@ mean (Nomad's ScoreNormalizationIterator). Scores are computed for a whole vecto
 nodes at once with NumPy, so scoring hundreds of nodes costs about as much as scoring one.
 
 Stages, in Nomad's order: binpack, job anti-affinity, reschedule penalty, node affinity, spread.
+The first stage's fit is the scheduler configuration's algorithm (Nomad's "binpack" score
+either way): binpack's best fit (fuller nodes first) or spread's worst fit (emptier first).
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -23,6 +25,32 @@ BINPACK_MAX_FIT_SCORE = 18.0
 _LN10 = float(np.log(10.0))
 
 
+def _fit_totals(
+    used_cpu: FloatArray,
+    used_mem: FloatArray,
+    inv_cpu: FloatArray,
+    inv_mem: FloatArray,
+    ask_cpu: float,
+    ask_mem: float,
+) -> FloatArray:
+    """10^free_cpu + 10^free_mem after placing the ask on each node, where free = 1 -
+    used/capacity: 2 on a node the ask fills, 20 on an empty one (Nomad's fit scores'
+    common part). Capacities come inverted (0 for a node without any)."""
+    free_cpu = 1.0 - (used_cpu + ask_cpu) * inv_cpu
+    free_mem = 1.0 - (used_mem + ask_mem) * inv_mem
+    total: FloatArray = np.exp(free_cpu * _LN10) + np.exp(free_mem * _LN10)
+    return total
+
+
+def _fit_total(
+    used_cpu: float, used_mem: float, inv_cpu: float, inv_mem: float, ask_cpu: float, ask_mem: float
+) -> float:
+    """`_fit_totals` for one node, in plain floats."""
+    free_cpu = 1.0 - (used_cpu + ask_cpu) * inv_cpu
+    free_mem = 1.0 - (used_mem + ask_mem) * inv_mem
+    return math.exp(free_cpu * _LN10) + math.exp(free_mem * _LN10)
+
+
 def binpack_scores(
     used_cpu: FloatArray,
     used_mem: FloatArray,
@@ -31,12 +59,9 @@ def binpack_scores(
     ask_cpu: float,
     ask_mem: float,
 ) -> FloatArray:
-    """Binpack fit of placing the ask on each node: 20 - (10^free_cpu + 10^free_mem), clamped to
-    [0, 18], over 18, where free = 1 - used/capacity after placing. Fuller nodes score higher.
-    Capacities come inverted (0 for a node without any)."""
-    free_cpu = 1.0 - (used_cpu + ask_cpu) * inv_cpu
-    free_mem = 1.0 - (used_mem + ask_mem) * inv_mem
-    total = np.exp(free_cpu * _LN10) + np.exp(free_mem * _LN10)
+    """Binpack fit of placing the ask on each node (Nomad's ScoreFitBinPack, a best fit):
+    20 - the fit total, clamped to [0, 18], over 18. Fuller nodes score higher."""
+    total = _fit_totals(used_cpu, used_mem, inv_cpu, inv_mem, ask_cpu, ask_mem)
     out: FloatArray = np.clip(20.0 - total, 0.0, BINPACK_MAX_FIT_SCORE) / BINPACK_MAX_FIT_SCORE
     return out
 
@@ -45,10 +70,40 @@ def binpack_score(
     used_cpu: float, used_mem: float, inv_cpu: float, inv_mem: float, ask_cpu: float, ask_mem: float
 ) -> float:
     """`binpack_scores` for one node, in plain floats."""
-    free_cpu = 1.0 - (used_cpu + ask_cpu) * inv_cpu
-    free_mem = 1.0 - (used_mem + ask_mem) * inv_mem
-    total = math.exp(free_cpu * _LN10) + math.exp(free_mem * _LN10)
+    total = _fit_total(used_cpu, used_mem, inv_cpu, inv_mem, ask_cpu, ask_mem)
     return min(max(20.0 - total, 0.0), BINPACK_MAX_FIT_SCORE) / BINPACK_MAX_FIT_SCORE
+
+
+def spread_fit_scores(
+    used_cpu: FloatArray,
+    used_mem: FloatArray,
+    inv_cpu: FloatArray,
+    inv_mem: FloatArray,
+    ask_cpu: float,
+    ask_mem: float,
+) -> FloatArray:
+    """Spread fit of placing the ask on each node (Nomad's ScoreFitSpread, a worst fit): the
+    fit total - 2, clamped to [0, 18], over 18. Emptier nodes score higher."""
+    total = _fit_totals(used_cpu, used_mem, inv_cpu, inv_mem, ask_cpu, ask_mem)
+    out: FloatArray = np.clip(total - 2.0, 0.0, BINPACK_MAX_FIT_SCORE) / BINPACK_MAX_FIT_SCORE
+    return out
+
+
+def spread_fit_score(
+    used_cpu: float, used_mem: float, inv_cpu: float, inv_mem: float, ask_cpu: float, ask_mem: float
+) -> float:
+    """`spread_fit_scores` for one node, in plain floats."""
+    total = _fit_total(used_cpu, used_mem, inv_cpu, inv_mem, ask_cpu, ask_mem)
+    return min(max(total - 2.0, 0.0), BINPACK_MAX_FIT_SCORE) / BINPACK_MAX_FIT_SCORE
+
+
+FitScores = Callable[[FloatArray, FloatArray, FloatArray, FloatArray, float, float], FloatArray]
+FitScore = Callable[[float, float, float, float, float, float], float]
+
+
+def fit_functions(spread: bool) -> tuple[FitScores, FitScore]:
+    """The fit stage's vector and scalar scoring for the configured algorithm."""
+    return (spread_fit_scores, spread_fit_score) if spread else (binpack_scores, binpack_score)
 
 
 def anti_affinity_scores(collisions: IntArray, desired_count: int) -> FloatArray:

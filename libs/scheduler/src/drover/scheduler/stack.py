@@ -6,7 +6,8 @@ cache, and per placement only resource fit, distinct_* and scores are evaluated,
 
 Like Nomad, candidates are visited in a random order (seeded from the eval) and only a limited
 window is scored: batch 2, service max(2, ceil(log2 n)); groups with spread or affinity score
-max(count, 100). `full_scan=True` scores every feasible node instead.
+max(count, the configuration's node limit, 100 by default). `full_scan=True` scores every
+feasible node instead. The fit stage is the configuration's algorithm: binpack or spread.
 """
 
 from __future__ import annotations
@@ -21,6 +22,11 @@ from drover.model import Allocation, AllocMetric, Job, Node, NodeScoreMeta, Spre
 from drover.model.base import copy_with
 from drover.model.job import CONSTRAINT_DISTINCT_HOSTS
 from drover.model.network import AllocatedPortMapping
+from drover.model.schedulerconfig import (
+    DEFAULT_SCHEDULER_CONFIGURATION,
+    SCHEDULER_ALGORITHM_SPREAD,
+    SchedulerConfiguration,
+)
 from drover.scheduler.constraints import is_escaped, matches, resolve_target
 from drover.scheduler.feasible import FeasibilityChecker, distinct_constraints
 from drover.scheduler.groupports import GroupPorts
@@ -32,8 +38,7 @@ from drover.scheduler.rank import (
     IntArray,
     ScoreBreakdown,
     anti_affinity_scores,
-    binpack_score,
-    binpack_scores,
+    fit_functions,
     limit_window,
     limit_window_array,
 )
@@ -44,9 +49,6 @@ from drover.scheduler.spread import SpreadState, build_spread
 _SCALAR_ROWS = 8
 # Limit windows of at most this many candidates are chosen in plain Python (GroupStack._choose).
 _SCALAR_WINDOW = 64
-# Jobs with spread or affinity score at least this many nodes per placement (Nomad's
-# default node limit for feasibility checks), so that spread has candidates enough to even out.
-SPREAD_MIN_LIMIT = 100
 
 
 @dataclass
@@ -77,6 +79,7 @@ class GroupStack:
         job_allocs: Iterable[Allocation],
         batch: bool,
         full_scan: bool = False,
+        config: SchedulerConfiguration = DEFAULT_SCHEDULER_CONFIGURATION,
     ) -> None:
         self.table = table
         self.order = order
@@ -85,6 +88,10 @@ class GroupStack:
         self.tg = tg
         self.batch = batch
         self.full_scan = full_scan
+        self.config = config
+        self._fit_scores, self._fit_score = fit_functions(
+            config.effective_algorithm() == SCHEDULER_ALGORITHM_SPREAD
+        )
         n = len(table)
         if table.class_rows is not None:
             feas = checker.check_rows(tg, table.nodes, table.class_rows)
@@ -107,8 +114,8 @@ class GroupStack:
         self.ports = GroupPorts(table, tg, f"{job.id}/{tg.name}/{order[:8].tolist()}")
 
         self.limit = self._limit(int(self.feasible.sum()))
-        # Per-row caches refreshed from the table's change log: fit mask, binpack score and
-        # anti-affinity score of placing one more alloc of this group on the row.
+        # Per-row caches refreshed from the table's change log: fit mask, fit score (binpack's
+        # or spread's) and anti-affinity score of placing one more alloc of this group on the row.
         self._fits: BoolArray = np.zeros(n, dtype=bool)
         self._binpack: FloatArray = np.zeros(n)
         self._anti: FloatArray = np.zeros(n)
@@ -215,7 +222,9 @@ class GroupStack:
         if not self.batch and feasible_nodes > 0:
             limit = max(limit, math.ceil(math.log2(max(len(self.table), 1))))
         if self.has_affinity or self.spreads:
-            limit = max(self.tg.count, SPREAD_MIN_LIMIT)
+            # Spread and affinity need candidates enough to even out (Nomad's
+            # NodeLimitForFeasibilityChecks).
+            limit = max(self.tg.count, self.config.node_limit())
         return limit
 
     # --- plan bookkeeping ---
@@ -269,7 +278,7 @@ class GroupStack:
         t = self.table
         sel: IntArray | slice = slice(None) if rows is None else rows
         self._fits[sel] = self._compute_fits(rows)
-        self._binpack[sel] = binpack_scores(
+        self._binpack[sel] = self._fit_scores(
             t.used_cpu[sel], t.used_mem[sel], t.inv_cpu[sel], t.inv_mem[sel], self.ask_cpu, self.ask_mem
         )
         self._anti[sel] = anti_affinity_scores(self.tg_count[sel], self.tg.count)
@@ -277,7 +286,7 @@ class GroupStack:
     def _refresh_row(self, row: int) -> None:
         """`_refresh` for one row, in plain floats: a placement changes one row, and a dozen
         NumPy calls on one-element arrays cost several times this. Same formulas as
-        `_compute_fits`, `binpack_scores` and `anti_affinity_scores` (without distinct_property,
+        `_compute_fits`, the fit scores and `anti_affinity_scores` (without distinct_property,
         which refreshes every row)."""
         t = self.table
         used_cpu, used_mem = float(t.used_cpu[row]), float(t.used_mem[row])
@@ -294,7 +303,7 @@ class GroupStack:
         if self.distinct_hosts_group and tg_count != 0:
             fits = False
         self._fits[row] = fits
-        self._binpack[row] = binpack_score(
+        self._binpack[row] = self._fit_score(
             used_cpu, used_mem, float(t.inv_cpu[row]), float(t.inv_mem[row]), self.ask_cpu, self.ask_mem
         )
         self._anti[row] = -(tg_count + 1.0) / max(self.tg.count, 1) if tg_count > 0 else 0.0

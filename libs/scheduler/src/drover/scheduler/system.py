@@ -4,7 +4,8 @@ Allocs on nodes that are down or gone are lost; on draining nodes they stop (unl
 ignores system jobs); new and changed nodes get placements; job updates roll out at most
 `update.max_parallel` per eval, with a rolling-update follow-up eval after `stagger` (the eval's
 NextEval). A node that is feasible but full may preempt allocs of jobs at least 10 priority lower
-(the plan applier gives the preempted jobs their evals).
+(the plan applier gives the preempted jobs their evals), if the scheduler configuration lets the
+job's type preempt (Nomad's default: system jobs, not sysbatch ones).
 """
 
 from __future__ import annotations
@@ -17,25 +18,23 @@ from drover.model import Allocation, AllocMetric, Evaluation, Job, Node, TaskGro
 from drover.model.alloc import (
     ALLOC_CLIENT_LOST,
     ALLOC_CLIENT_PENDING,
-    ALLOC_DESIRED_EVICT,
     ALLOC_DESIRED_RUN,
     ALLOC_DESIRED_STOP,
 )
 from drover.model.evaluation import EVAL_STATUS_PENDING, TRIGGER_ROLLING_UPDATE
+from drover.model.job import Resources
 from drover.scheduler.allocated import group_allocation, updated_in_place, with_ports
 from drover.scheduler.feasible import FeasibilityChecker, ready_nodes_table
-from drover.scheduler.generic import eval_seed, finish_failed
 from drover.scheduler.names import alloc_name
 from drover.scheduler.netindex import PortAsk, group_network
 from drover.scheduler.nodetable import NodeTable
+from drover.scheduler.outcome import eval_seed, finish_failed
 from drover.scheduler.plan import DesiredUpdates, Plan, SchedulerResult
+from drover.scheduler.preemption import choose_victims, evictable, free_on, mark_preempted_by, preempt
 from drover.scheduler.reconciler import ALLOC_LOST, ALLOC_NOT_NEEDED, ALLOC_UPDATING, new_uuid_fn
 from drover.scheduler.state import StateSnapshot
 from drover.scheduler.update import tasks_updated
 
-# Preemption may only take allocs of jobs at least this much lower in priority (Nomad).
-PREEMPTION_PRIORITY_DELTA = 10
-ALLOC_PREEMPTED = "Preempted by alloc ID {}"
 NODE_DRAINING = "alloc not needed as node is draining"
 
 
@@ -66,19 +65,26 @@ class SystemScheduler:
         evaluation: Evaluation,
         now: int,
         *,
-        preemption: bool = True,
+        preemption: bool | None = None,
         job_priority: Callable[[Allocation], int] | None = None,
     ) -> None:
         self.state = state
         self.eval = evaluation
         self.now = now
-        self.preemption = preemption
         seed = eval_seed(evaluation, state.index)
         self.new_id = new_uuid_fn(seed)
         self._port_rng = random.Random(seed)
         self._port_asks: dict[str, PortAsk | None] = {}  # by task group, read once per eval
         self.job: Job | None = state.job(evaluation.namespace, evaluation.job_id)
         self.sysbatch = (self.job.type if self.job else evaluation.type) == "sysbatch"
+        # The scheduler configuration for the job's pool: whether it may preempt (unless told),
+        # and whether memory_max is given.
+        self.config = state.config_for_pool(self.job.node_pool if self.job else "default")
+        self.preemption = (
+            preemption
+            if preemption is not None
+            else self.config.preemption_config.enabled_for("sysbatch" if self.sysbatch else "system")
+        )
         self.plan = Plan(
             eval_id=evaluation.id, priority=evaluation.priority, job=self.job, snapshot_index=state.index
         )
@@ -194,7 +200,9 @@ class SystemScheduler:
                         update={
                             "job_version": job.version,
                             "eval_id": self.eval.id,
-                            "allocated_resources": updated_in_place(tg, existing.allocated_resources),
+                            "allocated_resources": updated_in_place(
+                                tg, existing.allocated_resources, self.config.memory_oversubscription_enabled
+                            ),
                         }
                     )
                 )
@@ -239,21 +247,15 @@ class SystemScheduler:
         job, table = p.job, p.table
         row = table.row[node.id]
         ask = tg.combined_resources()
-        if not _fits(table, row, ask.cpu, ask.memory_mb, ask.disk_mb):
-            victims = (
-                self._preempt(table, row, job, node, ask.cpu, ask.memory_mb, ask.disk_mb)
-                if self.preemption
-                else None
-            )
-            if victims is None:
-                self._record_failure(table, tg, row, ask.cpu, ask.memory_mb, ask.disk_mb, p.by_dc, p.in_pool)
-                if counted:
-                    # Asked for but not placed: Place counts it, QueuedAllocations holds it.
-                    self._desired(tg.name).place += 1
-                return
-            for v in victims:
-                table.add_usage(v.node_id, v, -1)
-        given = group_allocation(tg)
+        if not _fits(table, row, ask.cpu, ask.memory_mb, ask.disk_mb) and not (
+            self.preemption and self._preempt(table, row, job, node, ask)
+        ):
+            self._record_failure(table, tg, row, ask.cpu, ask.memory_mb, ask.disk_mb, p.by_dc, p.in_pool)
+            if counted:
+                # Asked for but not placed: Place counts it, QueuedAllocations holds it.
+                self._desired(tg.name).place += 1
+            return
+        given = group_allocation(tg, self.config.memory_oversubscription_enabled)
         ports = self._port_ask(tg)
         if ports is not None:
             got = table.network_index(row).assign(ports, self._port_rng)
@@ -281,14 +283,8 @@ class SystemScheduler:
             modify_time=self.now,
             previous_allocation=previous.id if previous is not None else "",
         )
-        pending = self.plan.node_preemptions.get(node.id, [])
-        if pending:
-            ids = [pre.id for pre in pending if not pre.preempted_by_allocation]
-            for pre in pending:
-                if not pre.preempted_by_allocation:
-                    pre.preempted_by_allocation = alloc.id
-                    pre.desired_description = ALLOC_PREEMPTED.format(alloc.id)
-            alloc.preempted_allocations = ids
+        if self.plan.node_preemptions.get(node.id):
+            alloc.preempted_allocations = mark_preempted_by(self.plan, node.id, alloc.id)
         self.plan.append_alloc(alloc)
         table.add_usage(node.id, alloc, 1)
         if counted:
@@ -301,38 +297,17 @@ class SystemScheduler:
             self._port_asks[tg.name] = PortAsk.of(net) if net is not None and net.ports() else None
         return self._port_asks[tg.name]
 
-    def _preempt(
-        self, table: NodeTable, row: int, job: Job, node: Node, cpu: int, mem: int, disk: int
-    ) -> list[Allocation] | None:
-        """Lowest-priority allocs first, only of jobs at least 10 priority lower, never this
-        job's own, until the ask fits. None when even that is not enough."""
-        already = {a.id for lst in self.plan.node_update.values() for a in lst}
-        already |= {a.id for lst in self.plan.node_preemptions.values() for a in lst}
-        candidates = [
-            a
-            for a in self.state.allocs_by_node(node.id)
-            if not a.terminal_status()
-            and a.id not in already
-            and a.job_id != job.id
-            and self._job_priority(a) <= job.priority - PREEMPTION_PRIORITY_DELTA
-        ]
-        candidates.sort(key=lambda a: (self._job_priority(a), -a.resources.memory_mb, -a.resources.cpu, a.id))
-        free_cpu = table.cap_cpu[row] - table.used_cpu[row]
-        free_mem = table.cap_mem[row] - table.used_mem[row]
-        free_disk = table.cap_disk[row] - table.used_disk[row]
-        chosen: list[Allocation] = []
-        for a in candidates:
-            if free_cpu >= cpu and free_mem >= mem and free_disk >= disk:
-                break
-            chosen.append(a)
-            free_cpu += a.resources.cpu
-            free_mem += a.resources.memory_mb
-            free_disk += a.resources.disk_mb
-        if not (free_cpu >= cpu and free_mem >= mem and free_disk >= disk):
-            return None
-        for a in chosen:
-            self.plan.append_preemption(a.model_copy(update={"desired_status": ALLOC_DESIRED_EVICT}))
-        return chosen
+    def _preempt(self, table: NodeTable, row: int, job: Job, node: Node, ask: Resources) -> bool:
+        """Evict what preemption takes on the node for `ask` to fit (drover.scheduler.preemption);
+        False when even that is not enough."""
+        live = evictable(self.plan, self.state.allocs_by_node(node.id))
+        victims = choose_victims(
+            live, job, self._job_priority, free_on(table, row), (ask.cpu, ask.memory_mb, ask.disk_mb)
+        )
+        if victims is None:
+            return False
+        preempt(self.plan, table, victims)
+        return True
 
     def _record_failure(
         self,

@@ -191,6 +191,29 @@ ROUTES: dict[tuple[str, str], Need] = {
     # The event stream: each topic as Nomad's Event.Stream checks it (drover.api.streamacl).
     ("GET", "/v1/event/stream"): TOKEN,
     # Variables (Variables.*): by path rule; the list keeps the paths the token may list.
+    # The cluster's own endpoints (command/agent/agent_endpoint.go, operator_endpoint.go).
+    ("GET", "/v1/agent/self"): need("agent:read"),
+    ("GET", "/v1/agent/members"): NODE_READ,
+    ("GET", "/v1/agent/health"): NONE,
+    ("GET", "/v1/regions"): NONE,
+    ("GET", "/v1/status/peers"): NONE,
+    **_both("/v1/agent/join", need("agent:write")),
+    **_both("/v1/agent/force-leave", need("agent:write")),
+    ("GET", "/v1/agent/servers"): need("agent:read"),
+    **_both("/v1/agent/servers", need("agent:write")),
+    ("GET", "/v1/operator/raft/configuration"): need("operator:read"),
+    ("DELETE", "/v1/operator/raft/peer"): need("operator:write"),
+    ("GET", "/v1/operator/scheduler/configuration"): need("operator:read"),
+    **_both("/v1/operator/scheduler/configuration", need("operator:write")),
+    # Node pools (nomad/node_pool_endpoint.go): listed where readable, each by its name's rule; a
+    # pool named in the body only is written by management here.
+    ("GET", "/v1/node/pools"): need("token", filter="node_pools"),
+    **_both("/v1/node/pools", MANAGEMENT),
+    ("GET", "/v1/node/pool/{name}"): need("node_pool:read"),
+    **_both("/v1/node/pool/{name}", need("node_pool:write")),
+    ("DELETE", "/v1/node/pool/{name}"): need("node_pool:delete"),
+    ("GET", "/v1/node/pool/{name}/nodes"): need("node_pool:read+node:read"),
+    ("GET", "/v1/node/pool/{name}/jobs"): need("node_pool:read+namespace:list-jobs", filter="need"),
     # Namespaces: listed where the token is granted anything, read there, written by management
     # (nomad/namespace_endpoint.go).
     ("GET", "/v1/namespaces"): need("token", filter="namespaces"),

@@ -36,6 +36,14 @@ def identity(request: Request) -> Identity | None:
     return found
 
 
+def is_management(request: Request) -> bool:
+    """Whether the request holds a management token. With ACLs off none does: Nomad treats
+    every request as management then, so that its RejectJobRegistration refuses nothing
+    without ACLs; here the switch refuses everyone's registrations (docs/operator.md)."""
+    who = identity(request)
+    return who is not None and who.acl.management
+
+
 async def _denied(scope: Scope, receive: Receive, send: Send) -> None:
     await PlainTextResponse(DENIED, status_code=403)(scope, receive, send)
 
@@ -177,7 +185,7 @@ def _filtered(body: bytes, who: Identity, need: Need) -> bytes:
     if not isinstance(items, list):
         return body
     acl = who.acl
-    if need.filter in ("variables", "namespaces"):
+    if need.filter in ("variables", "namespaces", "node_pools"):
         alternatives: tuple[tuple[str, ...], ...] = ()
     elif need.filter == "need":
         alternatives = tuple(tuple(op for scope, op in alt if scope == "namespace") for alt in need.any_of)
@@ -188,6 +196,9 @@ def _filtered(body: bytes, who: Identity, need: Need) -> bytes:
         if need.filter == "namespaces":
             # The namespace catalogue: those the token is granted anything in (AllowNamespace).
             return not isinstance(item, dict) or acl.allow_namespace(str(item.get("Name", "")))
+        if need.filter == "node_pools":
+            name = str(item.get("Name", "")) if isinstance(item, dict) else ""
+            return acl.allow_node_pool_operation(name, "read")
         if not isinstance(item, dict) or not isinstance(item.get("Namespace"), str):
             return True
         ns = item["Namespace"]

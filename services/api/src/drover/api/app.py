@@ -24,6 +24,7 @@ from drover.api.metrics import MetricsGatherer
 from drover.api.nodeauth import NodeAuth
 from drover.api.routes import (
     acl,
+    agent,
     allocations,
     client,
     clientfs,
@@ -36,9 +37,12 @@ from drover.api.routes import (
     jobversions,
     metrics,
     namespaces,
+    nodepools,
     nodes,
+    operator,
     parse,
     periodic,
+    regions,
     scaling,
     scalingpolicies,
     services,
@@ -46,6 +50,7 @@ from drover.api.routes import (
     system,
     variables,
 )
+from drover.api.servers import Servers
 from drover.api.streamhub import StreamHub
 from drover.runtime import pyheap
 from drover.runtime.keyring import Keyring
@@ -67,8 +72,13 @@ ROUTERS = (
     allocations,
     evaluations,
     deployments,
+    # Before nodes: /v1/node/{node_id} would take /v1/node/pools.
+    nodepools,
     nodes,
     status,
+    regions,
+    agent,
+    operator,
     system,
     client,
     clientfs,
@@ -89,17 +99,23 @@ def create_app(settings: Settings, store: EventStore | None = None, *, tune_heap
     watcher = IndexWatcher(libpq_url(settings.database()), store)
     heartbeats = Heartbeats(settings, reads)
     metrics = MetricsGatherer(store, settings.nats_url, settings.nats_credentials())
+    servers = Servers(settings)
 
     @contextlib.asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         task = asyncio.create_task(watcher.run())
         stop = asyncio.Event()
+        announcing = asyncio.create_task(servers.announce(stop))
         if tune_heap:
             pyheap.tune()
             heap_upkeep = asyncio.create_task(pyheap.maintain(stop))
         yield
         stop.set()
         task.cancel()
+        # Marked left when NATS answers; a stop never waits long on it.
+        if not (await asyncio.wait([announcing], timeout=2.0))[0]:
+            announcing.cancel()
+        await servers.close()
         if tune_heap:
             await heap_upkeep
         await heartbeats.close()
@@ -118,6 +134,7 @@ def create_app(settings: Settings, store: EventStore | None = None, *, tune_heap
     app.state.node_auth = NodeAuth(NodeSecretHasher.from_settings(settings), reads)
     app.state.acl = AclResolver(reads, app.state.keyring, watcher.changes, app.state.node_auth.hash)
     app.state.heartbeats = heartbeats
+    app.state.servers = servers
     app.state.metrics = metrics
     app.state.stream = StreamHub(settings, store, settings.event_feed_idle, settings.event_coalesce)
     app.state.client_forwarder = ClientForwarder()

@@ -12,6 +12,7 @@ from fastapi import Depends, Request
 from drover.api.blocking import Blocking
 from drover.api.commands import Commands
 from drover.api.heartbeats import Heartbeats
+from drover.api.servers import Servers
 from drover.runtime.settings import Settings
 from drover.runtime.store.queries import Reads
 
@@ -30,3 +31,4 @@ CommandsDep = Annotated[Commands, Depends(_from_state("commands"))]
 ReadsDep = Annotated[Reads, Depends(_from_state("reads"))]
 HeartbeatsDep = Annotated[Heartbeats, Depends(_from_state("heartbeats"))]
 SettingsDep = Annotated[Settings, Depends(_from_state("settings"))]
+ServersDep = Annotated[Servers, Depends(_from_state("servers"))]

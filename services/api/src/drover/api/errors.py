@@ -66,6 +66,8 @@ def problems(errors: Sequence[Any]) -> list[str]:
             out.append(f"{prefix}{'.'.join(path)} must be {_MUST_BE[kind]}{_got(e)}")
         elif kind == "literal_error":
             out.append(f"{prefix}{'.'.join(path)} must be {e['ctx']['expected']}{_got(e)}")
+        elif kind == "value_error":  # a validator's own words
+            out.append(f"{prefix}{'.'.join(path)}: {e['msg'].removeprefix('Value error, ')}{_got(e)}")
         else:
             out.append(f"{prefix}{'.'.join(path)}: {e['msg']}{_got(e)}")
     return out

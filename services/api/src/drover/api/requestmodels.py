@@ -7,6 +7,7 @@ from __future__ import annotations
 from typing import Annotated, Any, Literal
 
 from pydantic import (
+    AfterValidator,
     ConfigDict,
     Field,
     ModelWrapValidatorHandler,
@@ -22,6 +23,8 @@ from drover.model import Job, Node
 from drover.model.base import NomadModel
 from drover.model.events import AllocClientUpdate
 from drover.model.jobwarnings import job_warnings
+from drover.model.nodepool import NodePool
+from drover.model.schedulerconfig import SchedulerConfiguration, algorithm_problems
 from drover.model.serviceregistration import ServiceRegistration
 from drover.model.unkept import format_warnings, unkept_in_job
 
@@ -47,8 +50,12 @@ class JobBody(Body):
 
     @property
     def warnings(self) -> str:
+        return self.warnings_with([])
+
+    def warnings_with(self, more: list[str]) -> str:
+        """The body's warnings and `more` (what the command found: drover.control.commands.operator)."""
         job = getattr(self, "job", None)
-        return format_warnings(self._unkept + (job_warnings(job) if job is not None else []))
+        return format_warnings(self._unkept + (job_warnings(job) if job is not None else []) + more)
 
 
 class JobRegisterRequest(JobBody):
@@ -298,3 +305,57 @@ class ACLBootstrapBody(Body):
     """`POST /v1/acl/bootstrap`: the management token's SecretID, if the operator chose one."""
 
     bootstrap_secret: StrictStr = ""
+
+
+def _algorithm(value: str) -> str:
+    problems = algorithm_problems(value)
+    if problems:
+        raise ValueError(problems[0].split(" (")[0])
+    return value
+
+
+Algorithm = Annotated[StrictStr, AfterValidator(_algorithm)]
+
+
+class PreemptionConfigBody(Body):
+    system_scheduler_enabled: StrictBool = False
+    sys_batch_scheduler_enabled: StrictBool = False
+    batch_scheduler_enabled: StrictBool = False
+    service_scheduler_enabled: StrictBool = False
+
+
+class SchedulerConfigRequest(Body):
+    """`PUT /v1/operator/scheduler/configuration`: the scheduler configuration, set whole (a
+    member left out is off, as Nomad's decoder leaves it); its indexes are ignored."""
+
+    scheduler_algorithm: Algorithm = ""
+    preemption_config: PreemptionConfigBody = Field(default_factory=PreemptionConfigBody)
+    memory_oversubscription_enabled: StrictBool = False
+    reject_job_registration: StrictBool = False
+    pause_eval_broker: StrictBool = False
+    node_limit_for_feasibility_checks: Annotated[StrictInt, Field(ge=0)] = 0
+    create_index: StrictInt = 0
+    modify_index: StrictInt = 0
+
+    def config(self) -> SchedulerConfiguration:
+        return SchedulerConfiguration.model_validate(
+            self.model_dump(exclude={"create_index", "modify_index"})
+        )
+
+
+class NodePoolSchedulerConfigBody(Body):
+    scheduler_algorithm: Algorithm = ""
+    memory_oversubscription_enabled: StrictBool | None = None
+
+
+class NodePoolRequest(Body):
+    """`PUT /v1/node/pool/:name`: a node pool, written whole (Nomad's NodePool)."""
+
+    name: StrictStr = ""
+    description: StrictStr = ""
+    meta: dict[StrictStr, StrictStr] | None = None
+    scheduler_configuration: NodePoolSchedulerConfigBody | None = None
+    node_identity_ttl: StrictInt | StrictStr | None = Field(default=None, alias="NodeIdentityTTL")
+
+    def pool(self) -> NodePool:
+        return NodePool.model_validate(self.model_dump(exclude_none=True))

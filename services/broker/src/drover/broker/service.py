@@ -14,7 +14,7 @@ from typing import Any
 
 from drover.model.durations import SECOND
 from drover.model.evaluation import Evaluation
-from drover.model.events import EvalsUpserted, Event
+from drover.model.events import EvalsUpserted, Event, SchedulerConfigUpdated
 from drover.runtime.bus import (
     EVALS_LARGE_SUBJECT,
     EVALS_SUBJECT,
@@ -64,6 +64,7 @@ class BrokerService:
 
     def seed(self) -> None:
         """Queue every eval of the replica not yet done (after a start or restart)."""
+        self.follow_config()
         now = time.time_ns()
         for evaluation in sorted(self.replica.state.evals.values(), key=lambda e: e.create_index):
             if not evaluation.terminal_status():
@@ -71,6 +72,8 @@ class BrokerService:
 
     def on_event(self, position: int, event: Event, meta: dict[str, Any]) -> None:
         """The replica applied `event` at `position`: take in its evals or capacity signals."""
+        if isinstance(event, SchedulerConfigUpdated):
+            self.follow_config()
         now = time.time_ns()
         state = self.replica.state
         carried = event.evals_made()
@@ -89,6 +92,13 @@ class BrokerService:
             for node_class in unblocked_classes(state, event):
                 self.broker.unblock(node_class, position)
         self.wake.set()
+
+    def follow_config(self) -> None:
+        """Pause or unpause as the scheduler configuration says (Nomad's PauseEvalBroker)."""
+        paused = self.replica.state.scheduler_config().pause_eval_broker
+        if paused != self.broker.paused:
+            log.info("eval broker %s by the scheduler configuration", "paused" if paused else "unpaused")
+            self.broker.paused = paused
 
     async def dispatch(
         self,

@@ -36,6 +36,7 @@ from drover.control.client.dockerspec import (
     parse_image,
 )
 from drover.control.client.taskenv import TaskDirs
+from drover.model.allocated import AllocatedResources
 from drover.model.durations import SECOND, parse_duration
 from drover.model.job import LogConfig, Task
 from drover.model.node import DriverInfo
@@ -307,7 +308,7 @@ class DockerDriver:
             host_volumes=[BindMount(m.host_path, m.task_path, m.read_only) for m in ctx.mounts],
             cpu_shares=task.resources.cpu, total_compute=node.node_resources.cpu.cpu_shares,
             cpu_cores=node.node_resources.cpu.total_cpu_cores,
-            memory_mb=task.resources.memory_mb, memory_max_mb=task.resources.memory_max_mb,
+            memory_mb=task.resources.memory_mb, memory_max_mb=_memory_max(task, resources),
             kill_signal=signal, allow_privileged=self.options.allow_privileged,
             volumes_enabled=self.options.volumes_enabled,
         )  # fmt: skip
@@ -467,3 +468,10 @@ def _engine_words(e: Exception) -> str:
 
 
 __all__ = ["CONTAINER_DIRS", "DockerDriver", "DockerHandle", "DockerOptions", "fingerprint"]
+
+
+def _memory_max(task: Task, resources: AllocatedResources | None) -> int:
+    """The task's memory_max as its placement gave it: 0 (its memory is its limit) unless the
+    scheduler configuration allowed memory oversubscription (drover.scheduler.allocated)."""
+    given = resources.tasks.get(task.name) if resources is not None else None
+    return given.memory.memory_max_mb if given is not None else task.resources.memory_max_mb

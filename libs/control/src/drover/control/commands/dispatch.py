@@ -10,6 +10,7 @@ import uuid
 from dataclasses import dataclass, field
 
 from drover.control.change import Change
+from drover.control.commands.operator import Admission
 from drover.control.errors import Invalid, NotFound
 from drover.model import Job
 from drover.model.defaults import MAX_PRIORITY, MIN_PRIORITY
@@ -83,10 +84,19 @@ def request_problems(job: Job, req: DispatchRequest) -> list[str]:
 
 
 def dispatch(
-    job: Job | None, req: DispatchRequest, token_child: Job | None, token_version: int, now: int
+    job: Job | None,
+    req: DispatchRequest,
+    token_child: Job | None,
+    token_version: int,
+    now: int,
+    *,
+    admission: Admission | None = None,
 ) -> DispatchChange:
     """Dispatch `job` with `req`. `token_child` is the child already dispatched with the
-    request's idempotency token, if any, read when the token's stream was at `token_version`."""
+    request's idempotency token, if any, read when the token's stream was at `token_version`;
+    with `admission`, only while the scheduler configuration allows registrations."""
+    if admission is not None:
+        admission.allow_registration()
     if job is None:
         raise NotFound("parameterized job not found")
     if not job.is_parameterized():

@@ -5,10 +5,11 @@ version rule), deregister and evaluate; scaling is `drover.control.commands.scal
 from __future__ import annotations
 
 import uuid
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Protocol
 
 from drover.control.change import Change
+from drover.control.commands.operator import Admission
 from drover.control.errors import Conflict, Invalid, NotFound
 from drover.model import Job
 from drover.model.canonicalize import canonicalize
@@ -54,9 +55,10 @@ def next_version(existing: Job | None, job: Job) -> int:
 
 @dataclass
 class JobChange(Change):
-    """A change to a job: `job` as it is after it."""
+    """A change to a job: `job` as it is after it, and the warnings its register gets."""
 
     job: Job | None = None
+    warnings: list[str] = field(default_factory=list)
 
 
 def update_problems(existing: Job | None, job: Job) -> list[str]:
@@ -78,12 +80,21 @@ def update_problems(existing: Job | None, job: Job) -> list[str]:
 
 
 def register(
-    job: Job, existing: Job | None, stream_version: int, now: int, enforce_index: int | None = None
+    job: Job,
+    existing: Job | None,
+    stream_version: int,
+    now: int,
+    enforce_index: int | None = None,
+    *,
+    admission: Admission | None = None,
 ) -> JobChange:
     """Register `job` (prepared) over `existing`, whose stream is at `stream_version`: the job
     at its next version, and a job-register eval (none for a periodic or parameterized job,
     which only its children run). With `enforce_index` (Nomad's EnforceIndex), only if the
-    job's JobModifyIndex is that (0: only if there is no such job)."""
+    job's JobModifyIndex is that (0: only if there is no such job). With `admission` (an
+    operator's request; the cluster's own registers have none), only as the scheduler
+    configuration and the job's node pool admit it."""
+    warnings = admission.admit(job) if admission is not None else []
     if enforce_index is not None:
         check_index(existing, enforce_index)
     problems = update_problems(existing, job)
@@ -94,7 +105,7 @@ def register(
     job = job.model_copy(update={"version": next_version(existing, job), "submit_time": now})
     evals = [] if job.launches_children() else [job_eval(job, TRIGGER_JOB_REGISTER, now)]
     change = Change.of([NewEvent(JobRegistered(job=job), expected_version=stream_version)], evals)
-    return JobChange(change.events, change.evals, job)
+    return JobChange(change.events, change.evals, job, warnings)
 
 
 def check_index(existing: Job | None, index: int) -> None:

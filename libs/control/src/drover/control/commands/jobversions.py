@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from drover.control.change import Change
 from drover.control.commands.jobs import JobChange, register
+from drover.control.commands.operator import Admission
 from drover.control.commands.reads import ClusterReads
 from drover.control.errors import Conflict, Invalid, NotFound
 from drover.model import Job
@@ -45,10 +46,13 @@ def revert(
     version: int,
     enforce_prior_version: int | None,
     now: int,
+    *,
+    admission: Admission | None = None,
 ) -> JobChange:
     """Register version `version` of the job again, as its next version (Nomad's job revert):
     not stable, since it has not been deployed as that version. With `enforce_prior_version`,
-    only if the job is at that version now (check and set)."""
+    only if the job is at that version now (check and set); with `admission`, as a register
+    is admitted."""
     job = _job(reads, namespace, job_id)
     if version == job.version:
         raise Invalid("can't revert to current version")
@@ -56,7 +60,7 @@ def revert(
     if enforce_prior_version is not None and job.version != enforce_prior_version:
         raise Conflict(f"Current job has version {job.version}; enforcing version {enforce_prior_version}")
     reverted = target.model_copy(update={"stable": False})
-    return register(reverted, job, reads.job_stream_version(namespace, job_id), now)
+    return register(reverted, job, reads.job_stream_version(namespace, job_id), now, admission=admission)
 
 
 def set_stability(reads: ClusterReads, namespace: str, job_id: str, version: int, stable: bool) -> Change:

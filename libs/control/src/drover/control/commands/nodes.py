@@ -23,6 +23,7 @@ from drover.model.events import (
     NodeStatusUpdated,
 )
 from drover.model.node import NODE_ELIGIBLE, NODE_INELIGIBLE, NODE_STATUS_READY, DrainSpec, DrainStrategy
+from drover.model.nodepool import NODE_POOL_ALL, NODE_POOL_DEFAULT, name_problems
 
 _UUID = re.compile(r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}")
 
@@ -38,8 +39,14 @@ def register(
     """Register (or re-register) a node with its SecretID (a UUID, as Nomad's client makes
     it), of which the log keeps only `hash_secret`'s hash; a ready one gets its jobs
     evaluated. As Nomad's Node.Register, a node registered before keeps its secret: a
-    registration with another is refused (a node registered without one takes this one)."""
-    problems = []
+    registration with another is refused (a node registered without one takes this one). Its
+    pool need not exist: the first node registering into one creates it
+    (drover.model.events.nodes)."""
+    if not node.node_pool:
+        node = node.model_copy(update={"node_pool": NODE_POOL_DEFAULT})
+    problems = [f"invalid node pool: {p}" for p in name_problems(node.node_pool)]
+    if node.node_pool == NODE_POOL_ALL:
+        problems.append(f'node is not allowed to register in node pool "{NODE_POOL_ALL}"')
     if not node.id:
         problems.append("Node.ID is required")
     if secret_id == "" or secret_id is None:

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from drover.control.commands.jobs import JobChange
+from drover.control.commands.operator import Admission
 from drover.control.errors import Conflict, Invalid, NotFound
 from drover.model import Deployment, Job
 from drover.model.evaluation import TRIGGER_SCALING, job_eval
@@ -61,9 +62,14 @@ def scale(
     stream_version: int,
     now: int,
     deployment: Deployment | None = None,
+    *,
+    admission: Admission | None = None,
 ) -> JobChange:
     """Scale `job` (`job_id` in `namespace`, None if there is none), whose stream is at
-    `stream_version`, as `req` asks; `deployment` is its active one, if any."""
+    `stream_version`, as `req` asks; `deployment` is its active one, if any. With `admission`,
+    only while the scheduler configuration allows registrations."""
+    if admission is not None:
+        admission.allow_registration()
     problems = request_problems(req, job_id, namespace)
     if job is None:
         if problems:

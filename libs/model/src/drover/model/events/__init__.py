@@ -1,10 +1,10 @@
 """The event catalogue: every change to the cluster is one of these events, appended to the
 log. Each is declared once, in the module of its aggregate (nodes, jobs, scaling, evals, plans,
-allocs, deployments, job restarts, services, collection, variables, namespaces, acl), with all
-that it means (drover.model.events.base): its stream, its effect on the state, the rows it reads,
-its Nomad stream events. The log position an event gets is the cluster index (Nomad's raft
-index): the reducer stamps CreateIndex / ModifyIndex from it. The table of every type, its
-writers and its effect is docs/events.md.
+allocs, deployments, job restarts, services, collection, variables, namespaces, acl,
+operatorconfig), with all that it means (drover.model.events.base): its stream, its effect on
+the state, the rows it reads, its Nomad stream events. The log position an event gets is the
+cluster index (Nomad's raft index): the reducer stamps CreateIndex / ModifyIndex from it. The
+table of every type, its writers and its effect is docs/events.md.
 """
 
 from __future__ import annotations
@@ -61,6 +61,13 @@ from drover.model.events.nodes import (
     NodeRegistered,
     NodeStatusUpdated,
 )
+from drover.model.events.operatorconfig import (
+    SCHEDULER_CONFIG_STREAM,
+    NodePoolDeleted,
+    NodePoolUpserted,
+    SchedulerConfigUpdated,
+    node_pool_stream,
+)
 from drover.model.events.plans import PlanApplied, ReplicaPlanApplied
 from drover.model.events.restarts import (
     JobRestartDeleted,
@@ -81,6 +88,7 @@ from drover.model.placements import attach_metrics
 __all__ = [
     "ACL_BOOTSTRAP_STREAM",
     "EVENT_TYPES",
+    "SCHEDULER_CONFIG_STREAM",
     "ACLBootstrapped",
     "ACLPolicyDeleted",
     "ACLPolicyUpserted",
@@ -111,6 +119,8 @@ __all__ = [
     "NodeDeregistered",
     "NodeDrainUpdated",
     "NodeEligibilityUpdated",
+    "NodePoolDeleted",
+    "NodePoolUpserted",
     "NodeRegistered",
     "NodeStatusUpdated",
     "NodesCollected",
@@ -118,6 +128,7 @@ __all__ = [
     "Reads",
     "ReplicaPlanApplied",
     "ScalingEventRegistered",
+    "SchedulerConfigUpdated",
     "ServicesDeregistered",
     "ServicesRegistered",
     "VariableDeleted",
@@ -135,6 +146,7 @@ __all__ = [
     "job_stream",
     "keeps_client_status",
     "namespace_stream",
+    "node_pool_stream",
     "node_stream",
     "restart_stream",
     "variable_stream",

@@ -42,6 +42,8 @@ class Reads:
     # Placements the scheduler just created (CreateIndex 0: a fresh ID), taken as absent when
     # `trust_new` is set.
     new: list[str] = field(default_factory=list)
+    # Node pools by name (the built-in ones are never rows).
+    node_pools: list[str] = field(default_factory=list)
     # Rows the garbage collector's events delete, looked up by reference (no documents).
     refs: dict[str, list[str]] = field(default_factory=dict)
     trust_new: bool = False

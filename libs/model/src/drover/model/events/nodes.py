@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, ClassVar, Literal
 
 from drover.model.events.base import Event, Reads, node_stream
+from drover.model.events.operatorconfig import ensure_pool
 from drover.model.events.services import drop_services_of
 from drover.model.node import NODE_STATUS_DOWN, DrainStrategy, Node, compute_class
 
@@ -13,10 +14,11 @@ if TYPE_CHECKING:
 
 
 class NodeRegistered(Event):
-    """A node registered, or registered again (its computed class filled in). `secret_hash`
-    is the keyed hash of the node's SecretID (drover.runtime.nodesecrets), never the secret:
-    what the node's client requests are checked against. Kept beside the node, not in it, so
-    that no read or stream event of the node carries it."""
+    """A node registered, or registered again (its computed class filled in); its pool is
+    created if there is none yet, as Nomad's node upsert does. `secret_hash` is the keyed hash
+    of the node's SecretID (drover.runtime.nodesecrets), never the secret: what the node's
+    client requests are checked against. Kept beside the node, not in it, so that no read or
+    stream event of the node carries it."""
 
     type: Literal["NodeRegistered"] = "NodeRegistered"
     nomad_event_type: ClassVar[str | None] = "NodeRegistration"
@@ -33,12 +35,14 @@ class NodeRegistered(Event):
             "create_index": old.create_index if old else index,
             "modify_index": index,
         }
+        ensure_pool(state, self.node.node_pool, index)
         state.upsert_node(self.node.model_copy(update=update))
         if self.secret_hash:
             state.set_node_secret_hash(self.node.id, self.secret_hash)
 
     def reads(self, r: Reads) -> None:
         r.nodes.append(self.node.id)
+        r.node_pools.append(self.node.node_pool)
 
 
 class NodeUpdate(Event):

@@ -13,6 +13,7 @@ from pydantic import BaseModel
 from drover.model import Allocation, Deployment, Evaluation, Job, Node
 from drover.model.events import Event, Reads
 from drover.model.jobrestart import JobRestart
+from drover.model.nodepool import NodePool, builtin_pool
 from drover.runtime.store.collected import DELETED, refs_query
 from drover.runtime.store.projections import SqlState, Statement
 
@@ -95,13 +96,15 @@ def prefetch_query(state: SqlState, w: Reads) -> Prefetch | None:
         ("deployments", state._deployments, list(set(w.deployments)), Deployment),
         ("nodes", state._nodes, list(set(w.nodes)), Node),
         ("job_restarts", state.restarts, list(set(w.restarts)), JobRestart),
+        ("node_pools", state._node_pools, [n for n in set(w.node_pools) if not builtin_pool(n)], NodePool),
     ]
     parts: list[str] = []
     params: list[Any] = []
     for table, cache, ids, _ in wanted:
         ids[:] = [i for i in ids if i and i not in cache]
         if ids:
-            parts.append(f"SELECT '{table}', '', id, doc::text FROM {table} WHERE id = ANY(%s)")
+            key = "name" if table == "node_pools" else "id"
+            parts.append(f"SELECT '{table}', '', {key}, doc::text FROM {table} WHERE {key} = ANY(%s)")
             params.append(ids)
     job_keys = [k for k in set(w.jobs) if k not in state._jobs]
     if job_keys:

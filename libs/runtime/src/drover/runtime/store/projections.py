@@ -30,6 +30,7 @@ from drover.model.scaling import JobScalingEvents
 from drover.runtime.store.catalogrows import CatalogRows, row_doc
 from drover.runtime.store.catalogrows import Statement as Statement
 from drover.runtime.store.collected import DELETED, CollectedRows
+from drover.runtime.store.operatorrows import OperatorRows
 from drover.runtime.store.touched import written_keys
 from drover.runtime.watches import SERVICES_KEY
 
@@ -48,6 +49,8 @@ PROJECTION_TABLES = (
     "namespaces",
     "acl_policies",
     "acl_tokens",
+    "scheduler_config",
+    "node_pools",
 )
 # The tables whose rows the writes mark dirty (job versions are kept apart).
 _DIRTY_TABLES = (
@@ -110,7 +113,7 @@ def _row_json(row: dict[str, Any]) -> str:
     return "{" + ",".join(f'"{c}":' + (v if c == "doc" else json.dumps(v)) for c, v in row.items()) + "}"
 
 
-class SqlState(CatalogRows, CollectedRows):
+class SqlState(CatalogRows, CollectedRows, OperatorRows):
     """A `StateWriter` for one transaction on `conn`."""
 
     def __init__(self, conn: Connection, *, owns_events: bool = False) -> None:
@@ -146,6 +149,7 @@ class SqlState(CatalogRows, CollectedRows):
         self._dirty: dict[str, set[Any]] = {k: set() for k in _DIRTY_TABLES}
         self.init_collected()
         self.init_catalogs()
+        self.init_operator()
 
     def take_metrics(self, events: Iterable[Event]) -> None:
         """Note the placement metrics `events` carry as JSON (PlanApplied.metrics_json), for
@@ -343,6 +347,7 @@ class SqlState(CatalogRows, CollectedRows):
         keys, every = written_keys(self._dirty, self._job_versions, self.restarts, caches)
         if self.services_touched():
             keys.add(SERVICES_KEY)
+        self.operator_keys(keys)
         self.collected_keys(keys, name_allocs=not every)
         return keys, every
 
@@ -371,6 +376,7 @@ class SqlState(CatalogRows, CollectedRows):
         self._flush_restarts(writes)
         self._flush_scaling(writes)
         self.flush_catalogs(writes)
+        self.flush_operator(writes)
         self.run([*writes, *then])
 
     def _flush_scaling(self, writes: list[Statement]) -> None:

@@ -27,6 +27,9 @@ from drover.runtime.store.aclreads import AclReads, load_acl
 from drover.runtime.store.eventstore import EventStore
 from drover.runtime.store.identityreads import IdentityReads
 from drover.runtime.store.namespacereads import NamespaceReads, split_job_token
+from drover.runtime.store.operatorreads import OperatorReads, load_operator
+from drover.runtime.store.sqlparts import like_prefix as _like_prefix
+from drover.runtime.store.sqlparts import page_on_id as _page
 
 _ALLOCS: TypeAdapter[list[Allocation]] = TypeAdapter(list[Allocation])
 S = TypeVar("S", bound=InMemoryState)
@@ -60,6 +63,7 @@ def load_into(store: EventStore, state: S, load_allocs: Callable[[Connection, S]
         for (doc,) in conn.execute(text("SELECT doc::text FROM namespaces")):
             state.upsert_namespace(Namespace.model_validate_json(doc))
         load_acl(conn, state)
+        load_operator(conn, state)
         load_allocs(conn, state)
     state.bump(position)
     return state
@@ -89,26 +93,11 @@ def alloc_records(conn: Connection) -> Iterator[tuple[str, str, str, str, str, s
         yield row[0], row[1], row[2], row[3], row[4], row[5]
 
 
-def _like_prefix(prefix: str) -> str:
-    """A LIKE pattern matching `prefix` literally at the start."""
-    return prefix.replace("\\", "\\\\").replace("%", r"\%").replace("_", r"\_") + "%"
-
-
-def _page(where: list[str], params: dict[str, Any], start: str, limit: int) -> str:
-    """Keyset paging on ID: rows from ID `start` on, at most `limit` (0: all)."""
-    if start:
-        where.append("id >= :start")
-        params["start"] = start
-    if limit:
-        params["limit"] = limit
-        return " LIMIT :limit"
-    return ""
-
-
-class Reads(NamespaceReads, AclReads, IdentityReads):
+class Reads(NamespaceReads, AclReads, IdentityReads, OperatorReads):
     """The API's reads: documents in Nomad's form, by key, prefix and page (namespaces':
     drover.runtime.store.namespacereads; ACL's: drover.runtime.store.aclreads; what a client's
-    node identity is checked against: drover.runtime.store.identityreads)."""
+    node identity is checked against: drover.runtime.store.identityreads; the operator's:
+    drover.runtime.store.operatorreads)."""
 
     def __init__(self, store: EventStore) -> None:
         self.store = store

@@ -6,14 +6,16 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from fastapi import APIRouter
+from fastapi import APIRouter, Request
 
+from drover.api.aclguard import is_management
 from drover.api.deps import CommandsDep
 from drover.api.errors import ApiError
 from drover.api.jsondecode import JsonRoute
 from drover.api.requestmodels import JobDispatchRequest
 from drover.control.commands import dispatch
 from drover.control.commands.dispatch import DispatchChange, DispatchRequest
+from drover.control.commands.operator import Admission
 from drover.runtime.store.queries import Reads
 
 router = APIRouter(route_class=JsonRoute, tags=["jobs"])
@@ -23,6 +25,7 @@ router = APIRouter(route_class=JsonRoute, tags=["jobs"])
 @router.post("/v1/job/{job_id:path}/dispatch")
 async def dispatch_job(
     job_id: str,
+    request: Request,
     commands: CommandsDep,
     body: JobDispatchRequest | None = None,
     namespace: str = "default",
@@ -36,6 +39,8 @@ async def dispatch_job(
         idempotency_token=idempotency_token,
     )  # fmt: skip
 
+    management = is_management(request)
+
     def decide(reads: Reads) -> DispatchChange:
         token_child, token_version = (
             reads.dispatched_with_token(namespace, job_id, idempotency_token)
@@ -43,7 +48,12 @@ async def dispatch_job(
             else (None, 0)
         )
         return dispatch.dispatch(
-            reads.job(namespace, job_id), req, token_child, token_version, time.time_ns()
+            reads.job(namespace, job_id),
+            req,
+            token_child,
+            token_version,
+            time.time_ns(),
+            admission=Admission(reads.scheduler_config(), management=management),
         )
 
     change, positions = await commands.run(decide, span="job.dispatch", what=f"job {job_id} dispatched")

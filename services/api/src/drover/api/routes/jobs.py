@@ -11,6 +11,7 @@ from typing import Any
 
 from fastapi import APIRouter, Request, Response
 
+from drover.api.aclguard import is_management
 from drover.api.blocking import Paged, paged
 from drover.api.deps import BlockingDep, CommandsDep, ReadsDep
 from drover.api.errors import ApiError
@@ -18,6 +19,7 @@ from drover.api.jsondecode import JsonRoute
 from drover.api.requestmodels import JobPlanRequest, JobRegisterRequest
 from drover.api.views import NO_DEPLOYMENT, alloc_stub, as_json, job_stub
 from drover.control.commands import jobs
+from drover.control.commands.operator import Admission
 from drover.control.diff.job import plan_diff, version_diffs
 from drover.model import Job
 from drover.model.namespace import DEFAULT_NAMESPACE
@@ -61,11 +63,15 @@ async def _register(request: Request, commands: CommandsDep, body: JobRegisterRe
     submitted = in_namespace(request, body.job, body.namespace)
     enforce = body.job_modify_index if body.enforce_index else None
 
+    management = is_management(request)
+
     def decide(reads: Reads) -> jobs.JobChange:
         # Admitted against the namespace as it is when the register is decided.
         job = jobs.prepare(submitted, reads)
         existing, stream_version = reads.job_for_register(job.namespace, job.id)
-        return jobs.register(job, existing, stream_version, time.time_ns(), enforce)
+        # A management token goes through RejectJobRegistration (Nomad's allowedRegistration).
+        admission = Admission(*reads.admission(job.node_pool), management=management)
+        return jobs.register(job, existing, stream_version, time.time_ns(), enforce, admission=admission)
 
     change, positions = await commands.run(decide, span="job.register", what=f"job {submitted.id} registered")
     # A periodic or parameterized job is registered without an eval.
@@ -73,7 +79,7 @@ async def _register(request: Request, commands: CommandsDep, body: JobRegisterRe
         "EvalID": change.eval_ids[0] if change.evals else "",
         "EvalCreateIndex": positions[1] if change.evals else 0,
         "JobModifyIndex": positions[0],
-        "Warnings": body.warnings,
+        "Warnings": body.warnings_with(change.warnings),
         "Index": positions[-1],
         "LastContact": 0,
         "KnownLeader": True,
@@ -226,6 +232,8 @@ async def plan(job_id: str, request: Request, body: JobPlanRequest, reads: Reads
 
     def dry_run() -> dict[str, Any]:
         job = jobs.prepare(submitted, reads)
+        # Admitted as a register would be (Nomad's plan runs the admission hooks too).
+        warnings = Admission(*reads.admission(job.node_pool)).check(job)
         state = load_snapshot(reads.store)
         existing, res = jobs.plan(state, job, time.time_ns())
         return {
@@ -234,7 +242,7 @@ async def plan(job_id: str, request: Request, body: JobPlanRequest, reads: Reads
             "JobModifyIndex": existing.job_modify_index if existing else 0,
             "CreatedEvals": as_json(res.create_evals),
             "Diff": plan_diff(existing, job, res.plan.annotations) if body.diff else None,
-            "Warnings": body.warnings,
+            "Warnings": body.warnings_with(warnings),
             "Index": state.index,
         }
 

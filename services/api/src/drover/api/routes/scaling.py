@@ -8,11 +8,13 @@ from typing import Any
 
 from fastapi import APIRouter, Request, Response
 
+from drover.api.aclguard import is_management
 from drover.api.deps import BlockingDep, CommandsDep
 from drover.api.jsondecode import JsonRoute
 from drover.api.requestmodels import ScalingRequest
 from drover.control.commands import scaling
 from drover.control.commands.jobs import JobChange
+from drover.control.commands.operator import Admission
 from drover.model.scaling import scale_status
 from drover.runtime.store.queries import Reads
 from drover.runtime.watches import job_key
@@ -41,7 +43,7 @@ async def read_scale_status(
 @router.put("/v1/job/{job_id:path}/scale")
 @router.post("/v1/job/{job_id:path}/scale")
 async def scale(
-    job_id: str, body: ScalingRequest, commands: CommandsDep, namespace: str = "default"
+    job_id: str, request: Request, body: ScalingRequest, commands: CommandsDep, namespace: str = "default"
 ) -> dict[str, Any]:
     req = scaling.ScaleRequest(
         group=body.target.group,
@@ -54,10 +56,21 @@ async def scale(
         target_namespace=body.target.namespace,
     )
 
+    management = is_management(request)
+
     def decide(reads: Reads) -> JobChange:
         job, version = reads.job(namespace, job_id), reads.job_stream_version(namespace, job_id)
         deployment = reads.active_deployment(namespace, job_id) if req.count is not None else None
-        return scaling.scale(job, job_id, namespace, req, version, time.time_ns(), deployment)
+        return scaling.scale(
+            job,
+            job_id,
+            namespace,
+            req,
+            version,
+            time.time_ns(),
+            deployment,
+            admission=Admission(reads.scheduler_config(), management=management),
+        )
 
     change, positions = await commands.run(decide)
     assert change.job is not None
