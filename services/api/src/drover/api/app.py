@@ -12,7 +12,7 @@ from collections.abc import AsyncIterator
 
 from fastapi import FastAPI
 
-from drover.api import errors
+from drover.api import errors, ui
 from drover.api.blocking import Blocking, IndexWatcher
 from drover.api.commands import Commands
 from drover.api.forward import ClientForwarder
@@ -123,4 +123,7 @@ def create_app(settings: Settings, store: EventStore | None = None, *, tune_heap
     routes = [route for module in ROUTERS for route in module.router.routes]
     routes.sort(key=lambda route: str(getattr(route, "path", "")).endswith(":path}"))
     app.router.routes.extend(routes)
+    # The web console's pages (drover.api.ui), added the same way.
+    app.router.routes.extend(ui.routes())
+    ui.install(app)
     return app

@@ -24,6 +24,7 @@ from drover.model.summary import JobSummary, job_summary
 from drover.model.variables import VariableEncrypted
 from drover.runtime.store import children
 from drover.runtime.store.eventstore import EventStore
+from drover.runtime.store.listreads import ListReads
 from drover.runtime.store.namespacereads import NamespaceReads, split_job_token
 
 _ALLOCS: TypeAdapter[list[Allocation]] = TypeAdapter(list[Allocation])
@@ -102,8 +103,9 @@ def _page(where: list[str], params: dict[str, Any], start: str, limit: int) -> s
     return ""
 
 
-class Reads(NamespaceReads):
-    """The API's reads: documents in Nomad's form, by key, prefix and page."""
+class Reads(NamespaceReads, ListReads):
+    """The API's reads: documents in Nomad's form, by key, prefix and page (the console's
+    filtered pages and counts: `ListReads`)."""
 
     def __init__(self, store: EventStore) -> None:
         self.store = store
