@@ -81,10 +81,11 @@ def like_anywhere(fragment: str) -> str:
 
 
 def _paged(
-    rows: list[tuple[str, Any]], limit: int, backwards: bool, token: Any
+    rows: list[tuple[str, Any]], limit: int, backwards: bool, started: bool, token: Any
 ) -> tuple[list[Any], str, str]:
     """(items, after, before) of a page read `limit + 1` rows deep; `backwards` when it was read
-    in reverse order (a previous page), `token` making each row's token."""
+    in reverse order (a previous page), `started` when it began at a token (the first page
+    did not: it has no previous one), `token` making each row's token."""
     more = len(rows) > limit
     rows = rows[:limit]
     if backwards:
@@ -95,7 +96,7 @@ def _paged(
     first, last = token(rows[0]), token(rows[-1])
     if backwards:
         return items, last, first if more else ""
-    return items, last if more else "", first
+    return items, last if more else "", first if started else ""
 
 
 class ListReads:
@@ -150,7 +151,7 @@ class ListReads:
         for _, doc, st in self._rows(sql, params):
             job = Job.model_validate_json(doc)
             rows.append((f"{job.namespace}/{job.id}", job.model_copy(update={"status": st})))
-        items, nxt, prev = _paged(rows, limit, backwards, lambda r: r[0])
+        items, nxt, prev = _paged(rows, limit, backwards, bool(token), lambda r: r[0])
         return Page(items, nxt, prev)
 
     def node_page(
@@ -190,7 +191,7 @@ class ListReads:
             f"ORDER BY coalesce(doc->>'Name', '') {order}, id {order} LIMIT :limit"
         )
         rows = [(r[0], Node.model_validate_json(r[1])) for r in self._rows(sql, params)]
-        items, nxt, prev = _paged(rows, limit, backwards, lambda r: r[0])
+        items, nxt, prev = _paged(rows, limit, backwards, bool(token), lambda r: r[0])
         return Page(items, nxt, prev)
 
     def eval_page(
@@ -200,16 +201,17 @@ class ListReads:
         status: str = "",
         triggered_by: str = "",
         job: str = "",
+        job_id: str = "",
         after: str = "",
         before: str = "",
         limit: int = 25,
     ) -> Page[Evaluation]:
-        """Evaluations, the newest first (by CreateIndex, then ID), `job` an ID fragment;
-        tokens are eval IDs."""
+        """Evaluations, the newest first (by CreateIndex, then ID), of the job `job_id`, or of
+        the jobs whose ID holds `job`; tokens are eval IDs."""
         return self._newest_first(
             "evals",
             Evaluation,
-            {"namespace": namespace, "status": status, "doc->>'TriggeredBy'": triggered_by},
+            {"namespace": namespace, "job_id": job_id, "status": status, "doc->>'TriggeredBy'": triggered_by},
             ("job_id ILIKE :q", like_anywhere(job)) if job else None,
             after,
             before,
@@ -272,7 +274,7 @@ class ListReads:
             f"ORDER BY {created} {order}, id {order} LIMIT :limit"
         )
         rows = [(r[0], model.model_validate_json(r[1])) for r in self._rows(sql, params)]
-        items, nxt, prev = _paged(rows, limit, backwards, lambda r: r[0])
+        items, nxt, prev = _paged(rows, limit, backwards, bool(token), lambda r: r[0])
         return Page(items, nxt, prev)
 
     def health(self) -> Health:

@@ -84,7 +84,7 @@ def _allocations(reads: Reads, args: Mapping[str, Any]) -> Context:
 
 
 def _evaluations(reads: Reads, args: Mapping[str, Any]) -> Context:
-    return {"evals": reads.eval_page(namespace=args["ns"], job=args["job_id"], limit=10).items}
+    return {"evals": reads.eval_page(namespace=args["ns"], job_id=args["job_id"], limit=10).items}
 
 
 def _versions(reads: Reads, args: Mapping[str, Any]) -> Context:

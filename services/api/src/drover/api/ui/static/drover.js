@@ -11,14 +11,20 @@
   var lastRefresh = {};                           // fragment id -> time of its last refresh
   var pending = {};                               // fragment id -> timer of a refresh to come
 
+  // The index, also on the page (what a reconnect resumes from; tests read it).
+  function seen(e) {
+    index = Math.max(index, Number(e.lastEventId) || 0);
+    body.dataset.index = String(index);
+  }
+
   function fragments() { return Array.prototype.slice.call(document.querySelectorAll("[data-topics]")); }
 
   function topicsOf(el) { return (el.dataset.topics || "").split(/\s+/).filter(Boolean); }
 
   function allTopics() {
-    var seen = {};
-    fragments().forEach(function (el) { topicsOf(el).forEach(function (t) { seen[t] = true; }); });
-    return Object.keys(seen).sort();
+    var found = {};
+    fragments().forEach(function (el) { topicsOf(el).forEach(function (t) { found[t] = true; }); });
+    return Object.keys(found).sort();
   }
 
   function setLive(state, text) {
@@ -42,7 +48,7 @@
   }
 
   function onChange(e) {
-    index = Math.max(index, Number(e.lastEventId) || 0);
+    seen(e);
     var hit = {};
     e.data.split(" ").forEach(function (t) { hit[t] = true; });
     fragments().forEach(function (el) {
@@ -67,9 +73,9 @@
       setLive("live", "Live");
     });
     source.addEventListener("change", onChange);
-    source.addEventListener("index", function (e) { index = Math.max(index, Number(e.lastEventId) || 0); });
+    source.addEventListener("index", seen);
     source.addEventListener("resync", function (e) {
-      index = Math.max(index, Number(e.lastEventId) || 0);
+      seen(e);
       refreshAll();
     });
     source.onerror = function () {
