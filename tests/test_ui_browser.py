@@ -15,6 +15,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -110,6 +111,29 @@ def test_a_registered_job_appears_and_its_allocs_turn_running_without_a_reload(
     expect(row.locator(".count.running")).to_have_text("3 running", timeout=30_000)
     assert page.evaluate("window.__sameDocument") is True  # updated in place, never reloaded
     # One connection for the tab at any time (it reopens, resuming, when the rows' topics change).
+    assert page.evaluate("window.__es") == {"open": 1, "max": 1}
+
+    # A burst: the list is fetched again at most once a second, however many events arrive.
+    fetched: list[float] = []
+    page.on("request", lambda r: fetched.append(time.monotonic()) if "fragment=jobs" in r.url else None)
+    for i in range(8):
+        c.put("/v1/jobs", job_json(f"burst-{i}", 1, rolling=False))
+    expect(page.locator('tr[data-job^="burst-"]')).to_have_count(8)
+    # (Refreshes are spaced by a second when asked for; a request may leave a little late.)
+    gaps = [b - a for a, b in zip(fetched, fetched[1:], strict=False)]
+    assert fetched and all(g >= 0.6 for g in gaps) and len(fetched) <= 2 + sum(gaps), gaps
+
+    # A hidden tab holds no connection; shown again, it resumes from the index it had.
+    hide = "hidden => { Object.defineProperty(document, 'hidden', {value: hidden, configurable: true}); " \
+           "document.dispatchEvent(new Event('visibilitychange')); }"  # fmt: skip
+    page.evaluate(hide, True)
+    expect(page.locator("#live")).to_have_attribute("data-state", "paused")
+    assert page.evaluate("window.__es.open") == 0
+    index = page.evaluate("document.body.dataset.index")
+    with page.expect_request(lambda r: "/ui/events" in r.url) as reopened:
+        page.evaluate(hide, False)
+    assert f"last={index}" in reopened.value.url
+    expect(page.locator("#live")).to_have_attribute("data-state", "live")
     assert page.evaluate("window.__es") == {"open": 1, "max": 1}
 
     # The job's page follows its allocs too.
