@@ -10,6 +10,7 @@ it); without it these tests skip, except under CI, where they fail."""
 
 from __future__ import annotations
 
+import itertools
 import os
 import shutil
 import signal
@@ -60,7 +61,9 @@ def page(cluster: Cluster) -> Iterator[Page]:
     of its own, and the cluster's async fixtures must have set up before it."""
     with sync_playwright() as p:
         browser = p.chromium.launch(executable_path=CHROMIUM, args=ARGS)
-        context = browser.new_context(base_url=str(cluster.http.base_url), viewport={"width": 1280, "height": 800})
+        context = browser.new_context(
+            base_url=str(cluster.http.base_url), viewport={"width": 1280, "height": 800}
+        )
         context.set_default_timeout(20_000)
         yield context.new_page()
         context.close()
@@ -120,7 +123,7 @@ def test_a_registered_job_appears_and_its_allocs_turn_running_without_a_reload(
         c.put("/v1/jobs", job_json(f"burst-{i}", 1, rolling=False))
     expect(page.locator('tr[data-job^="burst-"]')).to_have_count(8)
     # (Refreshes are spaced by a second when asked for; a request may leave a little late.)
-    gaps = [b - a for a, b in zip(fetched, fetched[1:], strict=False)]
+    gaps = [b - a for a, b in itertools.pairwise(fetched)]
     assert fetched and all(g >= 0.6 for g in gaps) and len(fetched) <= 2 + sum(gaps), gaps
 
     # A hidden tab holds no connection; shown again, it resumes from the index it had.
