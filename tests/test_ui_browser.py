@@ -219,7 +219,8 @@ def test_the_event_stream_resumes_from_the_last_index_after_the_api_restarts(
     # And it is live again.
     c.put("/v1/job/db/scale", {"Count": 3, "Target": {"Group": "web"}})
     expect(page.locator("#f-summary tr[data-group='web'] td").first).to_have_text("3")
-    expect(page.locator('#f-allocations tr[data-status="running"]')).to_have_count(3, timeout=30_000)
+    c.wait(lambda: len(_running(c, "db")) == 3, timeout=30)
+    expect(page.locator('#f-allocations tr[data-status="running"]')).to_have_count(3)
 
 
 def test_chromium_is_found_where_ci_installs_it() -> None:

@@ -244,3 +244,26 @@ def test_ago() -> None:
     assert ago(int((now - 90) * 1e9), now) == "1m ago"
     assert ago(int((now - 3 * 3600) * 1e9), now) == "3h ago"
     assert ago(0, now) == "-"
+
+
+def test_a_live_refresh_is_answered_from_a_read_at_least_as_new_as_its_event(
+    client: TestClient, store: EventStore
+) -> None:
+    """Tabs woken by one event ask for its index (`at`): the first read serves them all, and a
+    later event's index is never answered with an older read."""
+    _job(client, store, "web", 2, rolling=False)
+    url = "/ui/jobs/web@default"
+    at = store.last_position()
+    r = client.get(url, params={"fragment": "summary", "at": at})
+    assert 'data-group="web"' in r.text and "<td>2</td>" in r.text
+    client.put("/v1/job/web/scale", json={"Count": 5, "Target": {"Group": "web"}})
+    # Another tab woken by the same (older) event: the read already made answers it.
+    assert "<td>2</td>" in client.get(url, params={"fragment": "summary", "at": at}).text
+    # The scale's own event: a new read.
+    fresh = client.get(url, params={"fragment": "summary", "at": store.last_position()}).text
+    assert "<td>5</td>" in fresh and "<td>2</td>" not in fresh
+    # Each answer carries its own session's token, never another's.
+    other = TestClient(client.app)
+    mine = re.search(r'name="csrf_token" value="([^"]+)"', fresh).group(1)
+    theirs = other.get(url, params={"fragment": "summary", "at": store.last_position()}).text
+    assert mine not in theirs and 'name="csrf_token"' in theirs

@@ -13,6 +13,7 @@ import asyncio
 import base64
 import json
 import time
+from collections import OrderedDict
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -114,7 +115,7 @@ ENV = _env()
 
 def _query(request: Request, **changes: str) -> str:
     """The request's query with `changes` (an empty value removes the parameter)."""
-    params = {k: v for k, v in request.query_params.items() if k != "fragment"}
+    params = {k: v for k, v in request.query_params.items() if k not in ("fragment", "at")}
     params.update(changes)
     q = urlencode({k: v for k, v in params.items() if v})
     return "?" + q if q else ""
@@ -147,6 +148,38 @@ def _finish(request: Request, response: Response) -> Response:
     return response
 
 
+class Loads:
+    """What a fragment's loader read, by the URL it was read for, with the log index read before
+    it. A live refresh names the index that woke it (`?at=N`) and is answered from a load at N
+    or later when there is one: every tab woken by one event then costs one read, not one each
+    (what it renders - its forms' CSRF token - stays per request)."""
+
+    def __init__(self, size: int = 512) -> None:
+        self.size = size
+        self._entries: OrderedDict[str, tuple[int, Context | None]] = OrderedDict()
+
+    def get(self, key: str, at: int) -> tuple[int, Context | None] | None:
+        hit = self._entries.get(key)
+        if hit is None or hit[0] < at:
+            return None
+        self._entries.move_to_end(key)
+        return hit
+
+    def put(self, key: str, index: int, ctx: Context | None) -> None:
+        self._entries[key] = (index, ctx)
+        self._entries.move_to_end(key)
+        while len(self._entries) > self.size:
+            self._entries.popitem(last=False)
+
+
+def _loads(request: Request) -> Loads:
+    state = request.app.state
+    if not hasattr(state, "ui_loads"):
+        state.ui_loads = Loads()
+    loads: Loads = state.ui_loads
+    return loads
+
+
 def _wrap(request: Request, fragment: Fragment, ctx: Context) -> Markup:
     """The fragment's HTML in its live wrapper: what htmx swaps in whole."""
     inner = Markup(ENV.get_template(fragment.template).render(ctx))
@@ -173,7 +206,15 @@ async def page(
         # The index first: what the page shows is at least as new as the index the tab resumes from.
         return reads.index(), [f.load(reads, args) for f in chosen]
 
-    index, loaded = await asyncio.to_thread(load)
+    at = request.query_params.get("at", "")
+    key = request.url.path + _query(request, fragment=wanted or "", at="")
+    hit = _loads(request).get(key, int(at)) if wanted and at.isdigit() and at.isascii() else None
+    if hit is not None:
+        index, loaded = hit[0], [hit[1]]
+    else:
+        index, loaded = await asyncio.to_thread(load)
+        if wanted:
+            _loads(request).put(key, index, loaded[0])
     base = base_context(request)
     if any(c is None for c in loaded):
         return not_found(request, base)

@@ -43,7 +43,13 @@
       delete pending[id];
       lastRefresh[id] = Date.now();
       var el = document.getElementById(id);
-      if (el && window.htmx) window.htmx.trigger(el, "drover:refresh");
+      if (!el || !window.htmx) return;
+      // The index that woke it: the server answers from a read at least that new, shared
+      // with every tab woken by the same event.
+      var url = el.getAttribute("hx-get") + "&at=" + index;
+      // Its own request queue (htmx queues by source element: one shared source would drop all
+      // but the last of fragments refreshed together).
+      window.htmx.ajax("GET", url, { source: el, target: el, swap: "outerHTML" });
     }, wait);
   }
 
