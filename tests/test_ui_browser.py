@@ -152,7 +152,10 @@ def test_a_registered_job_appears_and_its_allocs_turn_running_without_a_reload(
         for name, url in pages.items():
             page.goto(url)
             expect(page.locator("#live")).to_have_attribute("data-state", "live")
-            page.screenshot(path=str(shots / f"{name}-{scheme}.png"))
+            if name == "allocation":  # every client judged, loaded as the details open
+                page.click("details.why summary")
+                expect(page.locator("#f-why")).to_contain_text("4 of 4 clients pass")
+            page.screenshot(path=str(shots / f"{name}-{scheme}.png"), full_page=name == "allocation")
     # The system's scheme is followed; the toggle (`t`) overrides it and is kept in a cookie.
     bg = "getComputedStyle(document.body).backgroundColor"
     dark_bg = page.evaluate(bg)

@@ -267,3 +267,35 @@ def test_a_live_refresh_is_answered_from_a_read_at_least_as_new_as_its_event(
     mine = re.search(r'name="csrf_token" value="([^"]+)"', fresh).group(1)
     theirs = other.get(url, params={"fragment": "summary", "at": store.last_position()}).text
     assert mine not in theirs and 'name="csrf_token"' in theirs
+
+
+def test_placement_failures_name_the_clients_ruled_out_and_why(client: TestClient, store: EventStore) -> None:
+    _node(client, "node-a")
+    _node(client, "node-b")
+    client.put("/v1/node/node-b/eligibility", json={"Eligibility": "ineligible"})
+    body = job_json("win", 1)
+    body["Job"]["Constraints"] = [{"LTarget": "${attr.kernel.name}", "RTarget": "windows", "Operand": "="}]
+    client.put("/v1/jobs", json=body)
+    _place(store, client.get("/v1/job/win/evaluations").json()[0]["ID"])
+
+    page = client.get("/ui/jobs/win@default").text
+    assert 'data-failed-group="web"' in page and "1 unplaced" in page
+    why = client.get("/ui/jobs/win@default", params={"fragment": "why", "group": "web"}).text
+    assert len(re.findall(r"<h4>", why)) == 2  # a reason each
+    assert re.search(
+        r"<h4>1 client: <code>ineligible for scheduling</code></h4>\s*<ul[^>]*><li><a href=\"/ui/nodes/node-b\"",
+        why,
+    )
+    assert re.search(
+        r"<h4>1 client: <code>\$\{attr.kernel.name\} = windows</code></h4>\s*<ul[^>]*><li><a href=\"/ui/nodes/node-a\"",
+        why,
+    ), why
+    assert "0 of 2 clients pass" in why
+
+    # An alloc's page loads the same judgement when asked (its <details> opened).
+    _place(store, _job(client, store, "web", 1, rolling=False))
+    alloc = client.get("/v1/job/web/allocations").json()[0]["ID"]
+    page = client.get(f"/ui/allocations/{alloc}").text
+    assert 'hx-trigger="toggle once from:closest details"' in page and "node-b" not in page
+    why = client.get(f"/ui/allocations/{alloc}", params={"fragment": "why"}).text
+    assert "1 of 2 clients pass" in why and 'href="/ui/nodes/node-b"' in why

@@ -47,6 +47,9 @@ class Fragment:
     template: str
     load: Loader
     topics: Callable[[Context], list[str]]
+    # Loaded only when asked for (opening the <details> around it), and not kept live: for what
+    # costs more than a page should (every client judged).
+    lazy: bool = False
 
 
 def ago(ns_or_dt: int | datetime | None, now: float | None = None) -> str:
@@ -184,7 +187,7 @@ def _wrap(request: Request, fragment: Fragment, ctx: Context) -> Markup:
     """The fragment's HTML in its live wrapper: what htmx swaps in whole."""
     inner = Markup(ENV.get_template(fragment.template).render(ctx))
     url = request.url.path + _query(request, fragment=fragment.name)
-    topics = " ".join(sorted(set(fragment.topics(ctx))))
+    topics = "" if fragment.lazy else " ".join(sorted(set(fragment.topics(ctx))))
     return Markup(
         ENV.get_template("fragment.html").render(name=fragment.name, url=url, topics=topics, inner=inner)
     )
@@ -198,7 +201,7 @@ async def page(
     `?fragment=`, that fragment alone. A loader returning None means the page's object is not
     there: 404."""
     wanted = request.query_params.get("fragment")
-    chosen = [f for f in fragments if f.name == wanted] if wanted else fragments
+    chosen = [f for f in fragments if f.name == wanted] if wanted else [f for f in fragments if not f.lazy]
     if wanted and not chosen:
         return _finish(request, HTMLResponse("unknown fragment", status_code=404))
 
@@ -223,6 +226,10 @@ async def page(
         html = _wrap(request, chosen[0], contexts[0])
         return _finish(request, HTMLResponse(html))
     rendered = {f.name: _wrap(request, f, c) for f, c in zip(chosen, contexts, strict=True)}
+    for f in fragments:
+        if f.lazy:
+            url = request.url.path + _query(request, fragment=f.name)
+            rendered[f.name] = Markup(ENV.get_template("lazy.html").render(name=f.name, url=url))
     ctx = {**base, **args, **extra, "fragments": rendered, "index": index}
     for c in contexts:
         ctx.update({k: v for k, v in c.items() if k not in ctx})

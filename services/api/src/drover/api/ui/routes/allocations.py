@@ -13,6 +13,7 @@ from fastapi import APIRouter, Request, Response
 from drover.api.deps import CommandsDep, ReadsDep
 from drover.api.ui.access import MayAllocLifecycle
 from drover.api.ui.csrf import CsrfChecked
+from drover.api.ui.placement import judge
 from drover.api.ui.render import Context, Fragment, page
 from drover.api.ui.routes.jobs import act
 from drover.control.commands import allocs
@@ -33,12 +34,26 @@ def _alloc(reads: Reads, args: Mapping[str, Any]) -> Context | None:
     return {"alloc": alloc, "node": node, "scored": nodes}
 
 
+def _why(reads: Reads, args: Mapping[str, Any]) -> Context | None:
+    """Every client judged for the alloc's group, in the job version it runs."""
+    alloc = reads.alloc(args["alloc_id"])
+    if alloc is None:
+        return None
+    job = reads.job_version(alloc.namespace, alloc.job_id, alloc.job_version) or reads.job(
+        alloc.namespace, alloc.job_id
+    )
+    group = job.lookup_task_group(alloc.task_group) if job is not None else None
+    verdicts = judge(job, group, reads.nodes()) if job is not None and group is not None else None
+    return {"verdicts": verdicts, "group": alloc.task_group}
+
+
 def _topics(ctx: Context) -> list[str]:
     return [f"Allocation:{ctx['alloc_id']}"]
 
 
 FRAGMENTS = [
     Fragment("alloc", "fragments/alloc.html", _alloc, _topics),
+    Fragment("why", "fragments/why.html", _why, _topics, lazy=True),
 ]
 
 

@@ -15,6 +15,7 @@ from drover.api.deps import CommandsDep, ReadsDep
 from drover.api.ui.access import MayScaleJob, MaySubmitJob
 from drover.api.ui.csrf import CsrfChecked
 from drover.api.ui.forms import fields
+from drover.api.ui.placement import judge
 from drover.api.ui.render import Context, Fragment, done, page, split_ref
 from drover.control.change import Change
 from drover.control.commands import deployments, jobs, scaling
@@ -87,6 +88,23 @@ def _evaluations(reads: Reads, args: Mapping[str, Any]) -> Context:
     return {"evals": reads.eval_page(namespace=args["ns"], job_id=args["job_id"], limit=10).items}
 
 
+def _failures(reads: Reads, args: Mapping[str, Any]) -> Context:
+    """The placement failures of the job's latest evaluation that had some (a blocked eval
+    waits with them until capacity frees up)."""
+    evals = reads.eval_page(namespace=args["ns"], job_id=args["job_id"], limit=10).items
+    failed = next((e for e in evals if e.failed_tg_allocs), None)
+    return {"failed_eval": failed}
+
+
+def _why(reads: Reads, args: Mapping[str, Any]) -> Context | None:
+    """Every client judged for one group (`?group=`) of the job as it is."""
+    job = reads.job(args["ns"], args["job_id"])
+    if job is None:
+        return None
+    group = job.lookup_task_group(args["group"])
+    return {"verdicts": None if group is None else judge(job, group, reads.nodes()), "group": args["group"]}
+
+
 def _versions(reads: Reads, args: Mapping[str, Any]) -> Context:
     return {"versions": reads.job_versions(args["ns"], args["job_id"])[:10]}
 
@@ -98,6 +116,8 @@ def _keyed(*topics: str) -> Any:
 JOB = [
     Fragment("summary", "fragments/job_summary.html", _summary, _keyed("Job", "Allocation")),
     Fragment("deployment", "fragments/job_deployment.html", _deployment, _keyed("Deployment", "Job")),
+    Fragment("failures", "fragments/job_failures.html", _failures, _keyed("Evaluation")),
+    Fragment("why", "fragments/why.html", _why, _keyed("Node"), lazy=True),
     Fragment("allocations", "fragments/job_allocs.html", _allocations, _keyed("Allocation")),
     Fragment("evaluations", "fragments/job_evals.html", _evaluations, _keyed("Evaluation")),
     Fragment("versions", "fragments/job_versions.html", _versions, _keyed("Job")),
@@ -106,11 +126,12 @@ JOB = [
 
 @router.get("/ui/jobs/{ref:path}", include_in_schema=False)
 async def job_page(
-    ref: str, request: Request, reads: ReadsDep, alloc_status: str = "", after: str = "", before: str = ""
-) -> Response:
+    ref: str, request: Request, reads: ReadsDep, alloc_status: str = "", after: str = "", before: str = "",
+    group: str = "",
+) -> Response:  # fmt: skip
     ns, job_id = split_ref(ref)
     args = {"ns": ns, "job_id": job_id, "ref": ref, "alloc_status": alloc_status, "after": after,
-            "before": before}  # fmt: skip
+            "before": before, "group": group}  # fmt: skip
     return await page(request, reads, "job.html", JOB, args, title=f"Job {job_id}")
 
 
