@@ -14,7 +14,7 @@ still moves its id on, at most once a second (`event: index`)."""
 from __future__ import annotations
 
 import time
-from collections.abc import AsyncGenerator, AsyncIterator
+from collections.abc import AsyncGenerator
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, Request
@@ -96,7 +96,7 @@ async def events(request: Request, hub: StreamHubDep) -> StreamingResponse:
 
 async def _stream(
     hub: StreamHub, sub: Subscription, frames: AsyncGenerator[list[Frame] | None], after: int
-) -> AsyncIterator[bytes]:
+) -> AsyncGenerator[bytes]:
     ticked = time.monotonic()
     try:
         yield f"retry: {RETRY_MS}\n".encode() + message("hello", after, str(after))
