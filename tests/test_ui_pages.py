@@ -299,3 +299,40 @@ def test_placement_failures_name_the_clients_ruled_out_and_why(client: TestClien
     assert 'hx-trigger="toggle once from:closest details"' in page and "node-b" not in page
     why = client.get(f"/ui/allocations/{alloc}", params={"fragment": "why"}).text
     assert "1 of 2 clients pass" in why and 'href="/ui/nodes/node-b"' in why
+
+
+def test_one_function_decides_what_a_request_may_do(
+    client: TestClient, store: EventStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The seam ACLs will fill: `access.may` hides each control and refuses its action."""
+    from drover.api.ui import access
+
+    _node(client, "node-a")
+    _place(store, _job(client, store, "web", 1, rolling=False))
+    token = _csrf(client, "/ui/jobs/web@default")
+    asked: list[tuple[str, str]] = []
+
+    def read_only(request: Any, capability: str, namespace: str = "default") -> bool:
+        asked.append((capability, namespace))
+        return False
+
+    monkeypatch.setattr(access, "may", read_only)
+    page = client.get("/ui/jobs/web@default").text
+    assert "/ui/job/stop/" not in page and "/ui/job/scale/" not in page
+    assert "/ui/node/drain/" not in client.get("/ui/nodes").text
+    before = store.last_position()
+    r = client.post("/ui/job/stop/web@default", data={"csrf_token": token})
+    assert r.status_code == 403 and store.last_position() == before
+    assert ("submit-job", "default") in asked and ("node:write", "default") in asked
+
+
+def test_an_action_goes_back_only_to_a_console_page(client: TestClient, store: EventStore) -> None:
+    _node(client, "node-a")
+    token = _csrf(client, "/ui/nodes")
+    form = {"csrf_token": token, "eligible": "false"}
+    here = client.post("/ui/node/eligibility/node-a", data=form, follow_redirects=False,
+                       headers={"Referer": "http://testserver/ui/nodes?status=ready"})  # fmt: skip
+    assert here.headers["location"] == "/ui/nodes?status=ready"
+    away = client.post("/ui/node/eligibility/node-a", data=form, follow_redirects=False,
+                       headers={"Referer": "http://elsewhere.example/ui/nodes"})  # fmt: skip
+    assert away.headers["location"] == "/ui/nodes/node-a"

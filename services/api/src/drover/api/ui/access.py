@@ -28,8 +28,9 @@ def require(capability: str) -> object:
     """A dependency refusing (403) a request whose token may not do `capability`."""
 
     async def check(request: Request) -> None:
-        namespace = request.query_params.get("namespace", "default")
-        if not may(request, capability, namespace):
+        # A job's routes name it as `<id>@<namespace>`; the rest act on no namespace's object.
+        _, _, namespace = str(request.path_params.get("ref", "")).rpartition("@")
+        if not may(request, capability, namespace or "default"):
             raise ApiError(403, "Permission denied")
 
     return Depends(check)

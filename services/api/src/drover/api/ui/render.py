@@ -19,14 +19,17 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlencode
+from urllib.parse import urlencode, urlsplit
 
 import jinja2
 from fastapi import Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from markupsafe import Markup
 
+from drover.api.commands import Commands
 from drover.api.ui import access, csrf
+from drover.control.change import Change
+from drover.control.errors import CommandError
 from drover.model.summary import JobSummary
 from drover.runtime.store.queries import Reads
 
@@ -240,6 +243,29 @@ def not_found(request: Request, base: Context | None = None) -> Response:
     ctx = base or base_context(request)
     html = ENV.get_template("notfound.html").render({**ctx, "index": 0})
     return _finish(request, HTMLResponse(html, status_code=404))
+
+
+def back_to(request: Request, prefix: str, default: str) -> str:
+    """Where the form was posted from (the Referer's path and query), if it is a console page
+    under `prefix`; else `default`. Never another site."""
+    referer = urlsplit(request.headers.get("referer", ""))
+    if referer.netloc and referer.netloc != request.headers.get("host", ""):
+        return default
+    if referer.path.startswith(prefix):
+        return referer.path + ("?" + referer.query if referer.query else "")
+    return default
+
+
+async def act(
+    request: Request, commands: Commands, decide: Callable[[Reads], Change], back: str, what: str
+) -> Response:
+    """Run one command as its /v1 route does (drover.api.commands), and go back to `back`
+    saying how it went (a refusal in the command's words)."""
+    try:
+        await commands.run(decide)
+    except CommandError as e:
+        return done(request, back, e.message, "error")
+    return done(request, back, what)
 
 
 def done(request: Request, to: str, text: str, kind: str = "ok") -> Response:

@@ -14,8 +14,7 @@ from drover.api.deps import CommandsDep, ReadsDep
 from drover.api.ui.access import MayAllocLifecycle
 from drover.api.ui.csrf import CsrfChecked
 from drover.api.ui.placement import judge
-from drover.api.ui.render import Context, Fragment, page
-from drover.api.ui.routes.jobs import act
+from drover.api.ui.render import Context, Fragment, act, page
 from drover.control.commands import allocs
 from drover.runtime.store.queries import Reads
 

@@ -10,16 +10,15 @@ from typing import Any
 
 from fastapi import APIRouter, Request, Response
 
-from drover.api.commands import Commands
 from drover.api.deps import CommandsDep, ReadsDep
 from drover.api.ui.access import MayScaleJob, MaySubmitJob
 from drover.api.ui.csrf import CsrfChecked
 from drover.api.ui.forms import fields
 from drover.api.ui.placement import judge
-from drover.api.ui.render import Context, Fragment, done, page, split_ref
+from drover.api.ui.render import Context, Fragment, act, done, page, split_ref
 from drover.control.change import Change
 from drover.control.commands import deployments, jobs, scaling
-from drover.control.errors import CommandError, NotFound
+from drover.control.errors import NotFound
 from drover.model.job import JOB_STATUS_DEAD, JOB_STATUS_PENDING, JOB_STATUS_RUNNING
 from drover.runtime.store.queries import Reads
 
@@ -136,15 +135,6 @@ async def job_page(
 
 
 # ---- actions --------------------------------------------------------------------------------
-
-
-async def act(request: Request, commands: Commands, decide: Any, back: str, what: str) -> Response:
-    """Run one command as its /v1 route does, and go back to `back` saying how it went."""
-    try:
-        await commands.run(decide)
-    except CommandError as e:
-        return done(request, back, e.message, "error")
-    return done(request, back, what)
 
 
 def _job_url(ref: str) -> str:

@@ -13,8 +13,7 @@ from drover.api.deps import CommandsDep, ReadsDep
 from drover.api.ui.access import MayWriteNode
 from drover.api.ui.csrf import CsrfChecked
 from drover.api.ui.forms import fields, flag
-from drover.api.ui.render import Context, Fragment, done, page
-from drover.api.ui.routes.jobs import act
+from drover.api.ui.render import Context, Fragment, act, back_to, done, page
 from drover.control.commands import nodes
 from drover.model.durations import parse_duration
 from drover.model.node import DrainSpec
@@ -76,8 +75,7 @@ async def node_page(
 
 def _back(request: Request, node_id: str) -> str:
     """Back where the form was: the list (with its filters) or the node's page."""
-    referer = request.headers.get("referer", "")
-    return referer if "/ui/nodes" in referer else f"/ui/nodes/{node_id}"
+    return back_to(request, "/ui/nodes", f"/ui/nodes/{node_id}")
 
 
 @router.post("/ui/node/eligibility/{node_id}", include_in_schema=False)

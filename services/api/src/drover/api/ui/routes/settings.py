@@ -8,7 +8,7 @@ from fastapi.responses import RedirectResponse
 
 from drover.api.ui.csrf import CsrfChecked
 from drover.api.ui.forms import fields
-from drover.api.ui.render import THEME_COOKIE, THEMES
+from drover.api.ui.render import THEME_COOKIE, THEMES, back_to
 
 router = APIRouter()
 
@@ -16,8 +16,7 @@ router = APIRouter()
 @router.post("/ui/theme", include_in_schema=False)
 async def theme(request: Request, _c: CsrfChecked) -> RedirectResponse:
     theme = (await fields(request)).get("theme", "")
-    back = request.headers.get("referer", "/ui/")
-    response = RedirectResponse(back if "/ui" in back else "/ui/", status_code=303)
+    response = RedirectResponse(back_to(request, "/ui/", "/ui/"), status_code=303)
     if theme in THEMES:
         response.set_cookie(THEME_COOKIE, theme, samesite="lax", path="/", max_age=365 * 86400)
     else:
