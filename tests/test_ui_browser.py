@@ -124,7 +124,7 @@ def test_a_registered_job_appears_and_its_allocs_turn_running_without_a_reload(
     expect(page.locator('tr[data-job^="burst-"]')).to_have_count(8)
     # (Refreshes are spaced by a second when asked for; a request may leave a little late.)
     gaps = [b - a for a, b in itertools.pairwise(fetched)]
-    assert fetched and all(g >= 0.6 for g in gaps) and len(fetched) <= 2 + sum(gaps), gaps
+    assert fetched and all(g >= 0.5 for g in gaps) and len(fetched) <= 2 + sum(gaps), gaps
 
     # A hidden tab holds no connection; shown again, it resumes from the index it had.
     hide = "hidden => { Object.defineProperty(document, 'hidden', {value: hidden, configurable: true}); " \
@@ -216,7 +216,7 @@ def test_the_event_stream_resumes_from_the_last_index_after_the_api_restarts(
     c.spawn("api")
     wait_for_port(c.port, 60, proc=c.procs["api"][-1])
     # The browser reconnects by itself, resuming after the last index it saw.
-    page.wait_for_function("document.body.dataset.sseOpens === '2'", timeout=30_000)
+    page.wait_for_function("Number(document.body.dataset.sseOpens) >= 2", timeout=30_000)
     assert int(page.evaluate("document.body.dataset.sseFrom")) == last
     expect(page.locator("#live")).to_have_attribute("data-state", "live")
     # And it is live again.
