@@ -5,7 +5,8 @@ Stop works and a forged post is refused; the event stream resumes from the tab's
 (Last-Event-ID) after the API restarts. Screenshots of the main pages, light and dark, go to
 $DROVER_UI_SCREENSHOTS (docs/ui/ keeps the README's).
 
-Never `playwright install`: the pinned Playwright drives /usr/bin/chromium (`.ci/run` installs
+The pages run under their Content-Security-Policy here (no inline script, no eval): waits are
+functions, not strings. Never `playwright install`: the pinned Playwright drives /usr/bin/chromium (`.ci/run` installs
 it); without it these tests skip, except under CI, where they fail."""
 
 from __future__ import annotations
@@ -104,6 +105,9 @@ def test_a_registered_job_appears_and_its_allocs_turn_running_without_a_reload(
 ) -> None:
     c = cluster
     page.add_init_script(COUNT_EVENT_SOURCES)
+    errors: list[str] = []
+    page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
+    page.on("pageerror", lambda e: errors.append(str(e)))
     page.goto("/ui/jobs")
     expect(page.locator("#live")).to_have_attribute("data-state", "live")
     page.evaluate("window.__sameDocument = true")
@@ -168,6 +172,8 @@ def test_a_registered_job_appears_and_its_allocs_turn_running_without_a_reload(
     page.keyboard.press("g")
     page.keyboard.press("j")
     expect(page).to_have_url(f"{c.http.base_url}/ui/jobs")
+    # Nothing failed on the way: no script error, nothing the Content-Security-Policy refused.
+    assert errors == [], errors
 
 
 def test_stop_from_the_job_page_and_a_forged_post_is_refused(page: Page, cluster: Cluster) -> None:
@@ -208,7 +214,7 @@ def test_the_event_stream_resumes_from_the_last_index_after_the_api_restarts(
     first = int(page.evaluate("document.body.dataset.index"))
     c.put("/v1/job/db/scale", {"Count": 2, "Target": {"Group": "web"}})
     expect(page.locator("#f-summary tr[data-group='web'] td").first).to_have_text("2")
-    page.wait_for_function(f"Number(document.body.dataset.index) > {first}")
+    page.wait_for_function(f"() => Number(document.body.dataset.index) > {first}")
     last = int(page.evaluate("document.body.dataset.index"))
 
     c.kill("api")
@@ -216,7 +222,7 @@ def test_the_event_stream_resumes_from_the_last_index_after_the_api_restarts(
     c.spawn("api")
     wait_for_port(c.port, 60, proc=c.procs["api"][-1])
     # The browser reconnects by itself, resuming after the last index it saw.
-    page.wait_for_function("Number(document.body.dataset.sseOpens) >= 2", timeout=30_000)
+    page.wait_for_function("() => Number(document.body.dataset.sseOpens) >= 2", timeout=30_000)
     assert int(page.evaluate("document.body.dataset.sseFrom")) == last
     expect(page.locator("#live")).to_have_attribute("data-state", "live")
     # And it is live again.

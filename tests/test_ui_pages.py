@@ -73,6 +73,10 @@ def test_every_page_renders_its_objects_and_names_their_topics(client: TestClien
 
     r = client.get("/ui/")
     assert r.status_code == 200 and "text/html" in r.headers["content-type"]
+    assert (
+        "frame-ancestors 'none'" in r.headers["content-security-policy"]
+        and r.headers["x-frame-options"] == "DENY"
+    )
     assert 'id="f-health"' in r.text and "JobRegistered" in r.text  # recent activity, from the log
     assert re.search(r'<body data-index="(\d+)"', r.text).group(1) == str(store.last_position())
 
