@@ -58,6 +58,7 @@ bench: install
 	$(RUN) python -m bench.recovery --out bench/out/recovery.json
 	$(RUN) python -m bench.docker --out bench/out/docker.json
 	$(RUN) python -m bench.templates --out bench/out/templates.json
+	$(RUN) python -m bench.ui --out bench/out/ui.json
 	$(RUN) python -m bench.table
 
 clean:

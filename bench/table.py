@@ -292,6 +292,29 @@ FIGURES: dict[str, list[Figure]] = {
         Figure("rendered again, p99 (the renders share one client process)", ("rerendered_ms", "p99"), "ms"),
         Figure("API CPU for the fan-out", ("api_cpu_s",), "CPU-s"),
     ],
+    "ui": [
+        Figure(
+            "web console, 10,000 jobs / 5,000 nodes / 100,000 allocs: the jobs page, API CPU",
+            ("pages", "jobs", "api_cpu_ms"),
+            "ms",
+            ("<", 50),
+        ),
+        Figure(
+            "the jobs page filtered by status (every job's derived), API CPU",
+            ("pages", "jobs (status=pending)", "api_cpu_ms"),
+            "ms",
+            ("<", 50),
+        ),
+        Figure("the same, PostgreSQL's CPU", ("pages", "jobs (status=pending)", "db_cpu_ms"), "ms"),
+        Figure("a job's page, API CPU", ("pages", "job", "api_cpu_ms"), "ms", ("<", 50)),
+        Figure("the nodes page, API CPU", ("pages", "nodes", "api_cpu_ms"), "ms", ("<", 50)),
+        Figure("the overview, API CPU", ("pages", "overview", "api_cpu_ms"), "ms", ("<", 50)),
+        Figure(
+            "the overview, PostgreSQL's CPU (counts over every alloc)",
+            ("pages", "overview", "db_cpu_ms"),
+            "ms",
+        ),
+    ],
     "docker": [
         Figure("{count} docker allocs on one agent: started", ("containers_per_s",), "containers/s"),
         Figure("the agent's CPU per container started", ("agent_cpu_ms_per_container",), "ms"),

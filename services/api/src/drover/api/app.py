@@ -12,7 +12,7 @@ from collections.abc import AsyncIterator
 
 from fastapi import FastAPI
 
-from drover.api import errors
+from drover.api import errors, ui
 from drover.api.aclguard import guard_routes
 from drover.api.aclresolve import AclResolver
 from drover.api.blocking import Blocking, IndexWatcher
@@ -149,6 +149,11 @@ def create_app(settings: Settings, store: EventStore | None = None, *, tune_heap
     routes.sort(key=lambda route: str(getattr(route, "path", "")).endswith(":path}"))
     app.router.routes.extend(routes)
     if settings.acl_enabled:
-        # Every route behind its entry of the ACL table (drover.api.access).
+        # Every route behind its entry of the ACL table (drover.api.access). The web console
+        # has no sign-in yet: with ACLs on it is not served.
         app.router.routes[:] = guard_routes(app.router.routes, app.state.acl, settings.max_body_bytes)
+    else:
+        # The web console's pages (drover.api.ui), added the same way.
+        app.router.routes.extend(ui.routes())
+        ui.install(app)
     return app

@@ -1,7 +1,7 @@
 """What every request passes before it is routed: a body over the limit is refused (413)
 before it is read, and a path or query holding a NUL character (which no stored text may hold)
 is refused (400). Every body is JSON, whatever its content type says (`curl -d` sends a form
-type), as Nomad's agent reads it.
+type), as Nomad's agent reads it - except the web console's (/ui/), whose actions are forms.
 
 Every request it passes on is timed for `GET /v1/metrics` (`observe(scope, seconds)`, with the
 route the router matched in the scope).
@@ -55,13 +55,15 @@ class RequestGuard:
                 self.observe(scope, time.perf_counter() - start)
             return
         headers = []
+        form = scope["path"].startswith("/ui/")
         for name, value in scope["headers"]:
             if name == b"content-length" and value.isdigit() and int(value) > self.limit:
                 await PlainTextResponse("Request body too large", status_code=413)(scope, receive, send)
                 return
-            if name != b"content-type":
+            if name != b"content-type" or form:
                 headers.append((name, value))
-        headers.append(_JSON)
+        if not form:
+            headers.append(_JSON)
         start = time.perf_counter()
         scope = {**scope, "headers": headers}
         try:

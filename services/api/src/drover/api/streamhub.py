@@ -60,6 +60,8 @@ class Frame:
     lines: dict[Hashable, bytes | None] = field(default_factory=dict, compare=False)
     # The same, compressed for the subscribers that take gzip (drover.api.streamgzip).
     pieces: dict[Hashable, Piece | None] = field(default_factory=dict, compare=False)
+    # The topics each kind of console subscription finds in it (drover.api.ui.live).
+    hits: dict[Hashable, frozenset[str]] = field(default_factory=dict, compare=False)
 
 
 def frame(index: int, texts: list[tuple[dict[str, Any], bytes]]) -> Frame:
@@ -309,17 +311,25 @@ class StreamHub:
         return self.position if index <= 0 else index - 1
 
     async def frames(
-        self, sub: Subscription, sent: int, heartbeat: float
+        self, sub: Subscription, sent: int, heartbeat: float, *, replay_log: bool = True
     ) -> AsyncGenerator[list[Frame] | None]:
         """Every frame after position `sent`, in order, each once: from the log until the feed
         is reached, then the feed's; None when `heartbeat` seconds pass without one. Frames come
         in runs: those already waiting go out together (one write to the socket, not one each).
-        Ends when the subscriber falls its buffer behind, or the API stops."""
+        Ends when the subscriber falls its buffer behind, or the API stops.
+
+        Without `replay_log`, positions the ring no longer holds are skipped rather than read
+        from the log (which replays it from its start): the subscriber joins the feed where it
+        is, told so by an empty run first (the console refreshes what it shows instead)."""
         replay: _Replay | None = None
         self._opened()
         try:
             # The feed may have stopped, idle, since the request started it: it starts again.
             await self.start()
+            if not replay_log and self._join(sub, sent) is None:
+                sent = self.position
+                self.subscribers.add(sub)
+                yield []
             while (backlog := self._join(sub, sent)) is None:
                 replay = replay or _Replay(self.store)
                 for run in _runs(await replay.until(sent, self.position)):

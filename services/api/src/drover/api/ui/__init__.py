@@ -1,0 +1,32 @@
+"""The web console at /ui/: pages rendered on the server (Jinja2) from the same reads and
+commands as /v1, kept live by one server-sent-events connection per tab (`live`), with htmx
+re-fetching the fragments an event names. One router per page family (`routes`)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from fastapi import FastAPI
+from fastapi.responses import RedirectResponse
+from starlette.routing import BaseRoute, Mount
+from starlette.staticfiles import StaticFiles
+
+from drover.api.ui import live
+from drover.api.ui.routes import allocations, evaluations, jobs, nodes, overview, settings
+
+ROUTERS = (live, overview, jobs, allocations, nodes, evaluations, settings)
+STATIC = Path(__file__).parent / "static"
+
+
+def routes() -> list[BaseRoute]:
+    """The console's routes, to be added to the app itself (as the API's are)."""
+    out: list[BaseRoute] = [r for module in ROUTERS for r in module.router.routes]
+    out.append(Mount("/ui/static", StaticFiles(directory=STATIC), name="ui-static"))
+    return out
+
+
+def install(app: FastAPI) -> None:
+    async def home() -> RedirectResponse:
+        return RedirectResponse("/ui/", status_code=307)
+
+    app.add_api_route("/ui", home, include_in_schema=False)

@@ -1,0 +1,42 @@
+"""What the console lets a request do: the one question every control and action asks, so that
+ACL tokens (Nomad's capabilities, e.g. `submit-job`, `alloc-lifecycle`, `node:write`) answer it
+in one place once they exist. Today every request may do everything, as an API without ACLs
+lets it."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import Depends, Request
+
+from drover.api.errors import ApiError
+
+# The capabilities the console's controls ask for, in Nomad's words.
+READ_JOB = "read-job"
+SUBMIT_JOB = "submit-job"
+SCALE_JOB = "scale-job"
+ALLOC_LIFECYCLE = "alloc-lifecycle"
+NODE_WRITE = "node:write"
+
+
+def may(request: Request, capability: str, namespace: str = "default") -> bool:
+    """Whether the request's token may do `capability` in `namespace`."""
+    return True
+
+
+def require(capability: str) -> object:
+    """A dependency refusing (403) a request whose token may not do `capability`."""
+
+    async def check(request: Request) -> None:
+        # A job's routes name it as `<id>@<namespace>`; the rest act on no namespace's object.
+        _, _, namespace = str(request.path_params.get("ref", "")).rpartition("@")
+        if not may(request, capability, namespace or "default"):
+            raise ApiError(403, "Permission denied")
+
+    return Depends(check)
+
+
+MaySubmitJob = Annotated[None, require(SUBMIT_JOB)]
+MayScaleJob = Annotated[None, require(SCALE_JOB)]
+MayAllocLifecycle = Annotated[None, require(ALLOC_LIFECYCLE)]
+MayWriteNode = Annotated[None, require(NODE_WRITE)]

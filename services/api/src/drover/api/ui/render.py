@@ -1,0 +1,292 @@
+"""Rendering: one Jinja2 environment (autoescaped, templates compiled once), the filters the
+templates share, and the page/fragment scheme every page family uses.
+
+A page is a list of fragments. Each fragment has a template, a loader (the reads it needs, run
+in a worker thread with the others of the page) and the event-stream topics it shows
+(`Topic:Key`, `*` for every key). A page renders them all; `?fragment=<name>` on the page's URL
+renders that one alone, which is what htmx fetches when the tab's event stream names one of its
+topics (drover.api.ui.live, static/drover.js)."""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import json
+import time
+from collections import OrderedDict
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlencode, urlsplit
+
+import jinja2
+from fastapi import Request
+from fastapi.responses import HTMLResponse, RedirectResponse, Response
+from markupsafe import Markup
+
+from drover.api.commands import Commands
+from drover.api.ui import access, csrf
+from drover.control.change import Change
+from drover.control.errors import CommandError
+from drover.model.summary import JobSummary
+from drover.runtime.store.queries import Reads
+
+TEMPLATES = Path(__file__).parent / "templates"
+HTMX = "htmx-2.0.11.min.js"
+THEME_COOKIE = "drover_theme"
+FLASH_COOKIE = "drover_flash"
+THEMES = ("light", "dark")
+
+# Scripts only from the console's own files (no inline script, no eval: htmx runs without
+# them), its pages never framed by another site (clickjacking its buttons) nor posting elsewhere.
+SECURITY_HEADERS = {
+    "Content-Security-Policy": "default-src 'self'; img-src 'self' data:; style-src 'self' 'unsafe-inline'; "
+    "frame-ancestors 'none'; form-action 'self'; base-uri 'none'",
+    "X-Frame-Options": "DENY",
+    "X-Content-Type-Options": "nosniff",
+    "Referrer-Policy": "same-origin",
+}
+
+Context = dict[str, Any]
+# None: the page's object is not there (a 404).
+Loader = Callable[[Reads, Mapping[str, Any]], Context | None]
+
+
+@dataclass(frozen=True)
+class Fragment:
+    name: str
+    template: str
+    load: Loader
+    topics: Callable[[Context], list[str]]
+    # Loaded only when asked for (opening the <details> around it), and not kept live: for what
+    # costs more than a page should (every client judged).
+    lazy: bool = False
+
+
+def ago(ns_or_dt: int | datetime | None, now: float | None = None) -> str:
+    """`3m ago`, `2h ago`, `5d ago` for a time in Unix nanoseconds (or a datetime)."""
+    if not ns_or_dt:
+        return "-"
+    then = ns_or_dt.timestamp() if isinstance(ns_or_dt, datetime) else ns_or_dt / 1e9
+    seconds = int((now if now is not None else time.time()) - then)
+    if seconds < 0:
+        return "in " + ago(int((now or time.time()) * 1e9), then).removesuffix(" ago")
+    for unit, size in (("d", 86400), ("h", 3600), ("m", 60)):
+        if seconds >= size:
+            return f"{seconds // size}{unit} ago"
+    return f"{seconds}s ago"
+
+
+def timestamp(ns_or_dt: int | datetime | None) -> str:
+    """The time in UTC, ISO 8601 to the second (what a `<time datetime>` carries)."""
+    if not ns_or_dt:
+        return ""
+    dt = ns_or_dt if isinstance(ns_or_dt, datetime) else datetime.fromtimestamp(ns_or_dt / 1e9, UTC)
+    return dt.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def short(id_: str) -> str:
+    """An ID's first 8 characters, as Nomad's tables show them."""
+    return id_[:8]
+
+
+def totals(summary: JobSummary) -> dict[str, int]:
+    """A job summary's alloc counts over all its groups, by status."""
+    out = dict.fromkeys(("queued", "starting", "running", "failed", "lost", "complete", "unknown"), 0)
+    for group in summary.summary.values():
+        for k in out:
+            out[k] += getattr(group, k)
+    return out
+
+
+def job_ref(namespace: str, job_id: str) -> str:
+    """A job's reference in console URLs, Nomad's UI's `<id>@<namespace>`."""
+    return f"{job_id}@{namespace}"
+
+
+def split_ref(ref: str) -> tuple[str, str]:
+    """(namespace, ID) of a `job_ref` (no namespace: `default`)."""
+    job_id, at, namespace = ref.rpartition("@")
+    return (namespace, job_id) if at and namespace else ("default", ref)
+
+
+def _env() -> jinja2.Environment:
+    env = jinja2.Environment(
+        loader=jinja2.FileSystemLoader(TEMPLATES),
+        autoescape=True,
+        trim_blocks=True,
+        lstrip_blocks=True,
+        undefined=jinja2.StrictUndefined,
+        auto_reload=False,
+    )
+    env.filters.update(ago=ago, timestamp=timestamp, short=short)
+    env.globals.update(job_ref=job_ref, totals=totals, htmx=HTMX)
+    return env
+
+
+ENV = _env()
+
+
+def _query(request: Request, **changes: str) -> str:
+    """The request's query with `changes` (an empty value removes the parameter)."""
+    params = {k: v for k, v in request.query_params.items() if k not in ("fragment", "at")}
+    params.update(changes)
+    q = urlencode({k: v for k, v in params.items() if v})
+    return "?" + q if q else ""
+
+
+def base_context(request: Request) -> Context:
+    theme = request.cookies.get(THEME_COOKIE, "")
+    flash = None
+    if raw := request.cookies.get(FLASH_COOKIE):
+        try:
+            flash = json.loads(base64.urlsafe_b64decode(raw.encode()))
+        except ValueError:
+            flash = None
+    return {
+        "request": request,
+        "path": request.url.path,
+        "theme": theme if theme in THEMES else "",
+        "csrf_token": csrf.token(request),
+        "can": lambda capability, namespace="default": access.may(request, capability, namespace),
+        "query": lambda **changes: _query(request, **changes),
+        "flash": flash if isinstance(flash, dict) else None,
+    }
+
+
+def _finish(request: Request, response: Response) -> Response:
+    csrf.remember(request, response)
+    if FLASH_COOKIE in request.cookies:
+        response.delete_cookie(FLASH_COOKIE, path="/ui")
+    response.headers["Cache-Control"] = "no-store"
+    response.headers.update(SECURITY_HEADERS)
+    return response
+
+
+class Loads:
+    """What a fragment's loader read, by the URL it was read for, with the log index read before
+    it. A live refresh names the index that woke it (`?at=N`) and is answered from a load at N
+    or later when there is one: every tab woken by one event then costs one read, not one each
+    (what it renders - its forms' CSRF token - stays per request)."""
+
+    def __init__(self, size: int = 512) -> None:
+        self.size = size
+        self._entries: OrderedDict[str, tuple[int, Context | None]] = OrderedDict()
+
+    def get(self, key: str, at: int) -> tuple[int, Context | None] | None:
+        hit = self._entries.get(key)
+        if hit is None or hit[0] < at:
+            return None
+        self._entries.move_to_end(key)
+        return hit
+
+    def put(self, key: str, index: int, ctx: Context | None) -> None:
+        self._entries[key] = (index, ctx)
+        self._entries.move_to_end(key)
+        while len(self._entries) > self.size:
+            self._entries.popitem(last=False)
+
+
+def _loads(request: Request) -> Loads:
+    state = request.app.state
+    if not hasattr(state, "ui_loads"):
+        state.ui_loads = Loads()
+    loads: Loads = state.ui_loads
+    return loads
+
+
+def _wrap(request: Request, fragment: Fragment, ctx: Context) -> Markup:
+    """The fragment's HTML in its live wrapper: what htmx swaps in whole."""
+    inner = Markup(ENV.get_template(fragment.template).render(ctx))
+    url = request.url.path + _query(request, fragment=fragment.name)
+    topics = "" if fragment.lazy else " ".join(sorted(set(fragment.topics(ctx))))
+    return Markup(
+        ENV.get_template("fragment.html").render(name=fragment.name, url=url, topics=topics, inner=inner)
+    )
+
+
+async def page(
+    request: Request, reads: Reads, template: str, fragments: list[Fragment], args: Mapping[str, Any],
+    **extra: Any,
+) -> Response:  # fmt: skip
+    """The page `template` with every fragment rendered into `fragments.<name>`, or, given
+    `?fragment=`, that fragment alone. A loader returning None means the page's object is not
+    there: 404."""
+    wanted = request.query_params.get("fragment")
+    chosen = [f for f in fragments if f.name == wanted] if wanted else [f for f in fragments if not f.lazy]
+    if wanted and not chosen:
+        return _finish(request, HTMLResponse("unknown fragment", status_code=404))
+
+    def load() -> tuple[int, list[Context | None]]:
+        # The index first: what the page shows is at least as new as the index the tab resumes from.
+        return reads.index(), [f.load(reads, args) for f in chosen]
+
+    at = request.query_params.get("at", "")
+    key = request.url.path + _query(request, fragment=wanted or "", at="")
+    hit = _loads(request).get(key, int(at)) if wanted and at.isdigit() and at.isascii() else None
+    if hit is not None:
+        index, loaded = hit[0], [hit[1]]
+    else:
+        index, loaded = await asyncio.to_thread(load)
+        if wanted:
+            _loads(request).put(key, index, loaded[0])
+    base = base_context(request)
+    if any(c is None for c in loaded):
+        return not_found(request, base)
+    contexts = [{**base, **args, **extra, **c} for c in loaded if c is not None]
+    if wanted:
+        html = _wrap(request, chosen[0], contexts[0])
+        return _finish(request, HTMLResponse(html))
+    rendered = {f.name: _wrap(request, f, c) for f, c in zip(chosen, contexts, strict=True)}
+    for f in fragments:
+        if f.lazy:
+            url = request.url.path + _query(request, fragment=f.name)
+            rendered[f.name] = Markup(ENV.get_template("lazy.html").render(name=f.name, url=url))
+    ctx = {**base, **args, **extra, "fragments": rendered, "index": index}
+    for c in contexts:
+        ctx.update({k: v for k, v in c.items() if k not in ctx})
+    return _finish(request, HTMLResponse(ENV.get_template(template).render(ctx)))
+
+
+def not_found(request: Request, base: Context | None = None) -> Response:
+    ctx = base or base_context(request)
+    html = ENV.get_template("notfound.html").render({**ctx, "index": 0})
+    return _finish(request, HTMLResponse(html, status_code=404))
+
+
+def back_to(request: Request, prefix: str, default: str) -> str:
+    """Where the form was posted from (the Referer's path and query), if it is a console page
+    under `prefix`; else `default`. Never another site."""
+    referer = urlsplit(request.headers.get("referer", ""))
+    if referer.netloc and referer.netloc != request.headers.get("host", ""):
+        return default
+    if referer.path.startswith(prefix):
+        return referer.path + ("?" + referer.query if referer.query else "")
+    return default
+
+
+async def act(
+    request: Request, commands: Commands, decide: Callable[[Reads], Change], back: str, what: str
+) -> Response:
+    """Run one command as its /v1 route does (drover.api.commands), and go back to `back`
+    saying how it went (a refusal in the command's words)."""
+    try:
+        await commands.run(decide)
+    except CommandError as e:
+        return done(request, back, e.message, "error")
+    return done(request, back, what)
+
+
+def done(request: Request, to: str, text: str, kind: str = "ok") -> Response:
+    """Post/redirect/get: back to `to`, with `text` shown once there."""
+    response = RedirectResponse(to, status_code=303)
+    response.set_cookie(
+        FLASH_COOKIE,
+        base64.urlsafe_b64encode(json.dumps({"kind": kind, "text": text}).encode()).decode(),
+        samesite="strict",
+        path="/ui",
+        max_age=60,
+    )
+    return response

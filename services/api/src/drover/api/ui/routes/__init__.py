@@ -1,0 +1,1 @@
+"""The console's page families, a router each."""

@@ -1,0 +1,82 @@
+"""/ui/allocations/<id>: an alloc - its task states and events, ports and addresses, the
+reschedule chain and the placement metrics - with stop and restart, each running the command
+its /v1 route runs."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping
+from typing import Any
+
+from fastapi import APIRouter, Request, Response
+
+from drover.api.deps import CommandsDep, ReadsDep
+from drover.api.ui.access import MayAllocLifecycle
+from drover.api.ui.csrf import CsrfChecked
+from drover.api.ui.placement import judge
+from drover.api.ui.render import Context, Fragment, act, page
+from drover.control.commands import allocs
+from drover.runtime.store.queries import Reads
+
+router = APIRouter()
+
+
+def _alloc(reads: Reads, args: Mapping[str, Any]) -> Context | None:
+    alloc = reads.alloc(args["alloc_id"])
+    if alloc is None:
+        return None
+    node = reads.node(alloc.node_id) if alloc.node_id else None
+    nodes = {}
+    if alloc.metrics is not None:
+        # The nodes the scheduler scored, by name (the scores name them by ID).
+        nodes = reads.nodes_by_id([s.node_id for s in alloc.metrics.score_meta_data])
+    return {"alloc": alloc, "node": node, "scored": nodes}
+
+
+def _why(reads: Reads, args: Mapping[str, Any]) -> Context | None:
+    """Every client judged for the alloc's group, in the job version it runs."""
+    alloc = reads.alloc(args["alloc_id"])
+    if alloc is None:
+        return None
+    job = reads.job_version(alloc.namespace, alloc.job_id, alloc.job_version) or reads.job(
+        alloc.namespace, alloc.job_id
+    )
+    group = job.lookup_task_group(alloc.task_group) if job is not None else None
+    verdicts = judge(job, group, reads.nodes()) if job is not None and group is not None else None
+    return {"verdicts": verdicts, "group": alloc.task_group}
+
+
+def _topics(ctx: Context) -> list[str]:
+    return [f"Allocation:{ctx['alloc_id']}"]
+
+
+FRAGMENTS = [
+    Fragment("alloc", "fragments/alloc.html", _alloc, _topics),
+    Fragment("why", "fragments/why.html", _why, _topics, lazy=True),
+]
+
+
+@router.get("/ui/allocations/{alloc_id}", include_in_schema=False)
+async def alloc_page(alloc_id: str, request: Request, reads: ReadsDep) -> Response:
+    return await page(request, reads, "alloc.html", FRAGMENTS, {"alloc_id": alloc_id},
+                      title=f"Allocation {alloc_id[:8]}")  # fmt: skip
+
+
+def _url(alloc_id: str) -> str:
+    return f"/ui/allocations/{alloc_id}"
+
+
+@router.post("/ui/allocation/stop/{alloc_id}", include_in_schema=False)
+async def stop(
+    alloc_id: str, request: Request, commands: CommandsDep, _c: CsrfChecked, _a: MayAllocLifecycle
+) -> Response:
+    decide = lambda reads: allocs.stop(reads, alloc_id, False, time.time_ns())  # noqa: E731
+    return await act(request, commands, decide, _url(alloc_id), "Allocation stopped: it will be replaced")
+
+
+@router.post("/ui/allocation/restart/{alloc_id}", include_in_schema=False)
+async def restart(
+    alloc_id: str, request: Request, commands: CommandsDep, _c: CsrfChecked, _a: MayAllocLifecycle
+) -> Response:
+    decide = lambda reads: allocs.restart_alloc(reads, alloc_id, "", False, time.time_ns())  # noqa: E731
+    return await act(request, commands, decide, _url(alloc_id), "Restart requested")

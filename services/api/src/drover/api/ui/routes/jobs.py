@@ -1,0 +1,209 @@
+"""/ui/jobs (the list, filtered and paged on the server) and /ui/jobs/<id>@<namespace> (a
+job: its groups, deployment, allocs, evals and versions), with the job's actions - stop, start,
+scale, promote and fail its deployment - each running the command its /v1 route runs."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping
+from typing import Any
+
+from fastapi import APIRouter, Request, Response
+
+from drover.api.deps import CommandsDep, ReadsDep
+from drover.api.ui.access import MayScaleJob, MaySubmitJob
+from drover.api.ui.csrf import CsrfChecked
+from drover.api.ui.forms import fields
+from drover.api.ui.placement import judge
+from drover.api.ui.render import Context, Fragment, act, done, page, split_ref
+from drover.control.change import Change
+from drover.control.commands import deployments, jobs, scaling
+from drover.control.commands.operator import Admission
+from drover.control.errors import NotFound
+from drover.model.job import JOB_STATUS_DEAD, JOB_STATUS_PENDING, JOB_STATUS_RUNNING
+from drover.runtime.store.queries import Reads
+
+router = APIRouter()
+
+PER_PAGE = 25
+STATUSES = (JOB_STATUS_PENDING, JOB_STATUS_RUNNING, JOB_STATUS_DEAD)
+TYPES = ("service", "batch", "system", "sysbatch")
+
+
+# ---- the list -------------------------------------------------------------------------------
+
+
+def _jobs(reads: Reads, args: Mapping[str, Any]) -> Context:
+    found = reads.job_page(
+        args["namespace"], status=args["status"], type_=args["type"], search=args["q"],
+        after=args["after"], before=args["before"], limit=PER_PAGE,
+    )  # fmt: skip
+    return {"jobs": found, "summaries": reads.summaries_by_job(found.items)}
+
+
+def _list_topics(ctx: Context) -> list[str]:
+    # Any job may join the page; the rows' statuses and counts move with their allocs and evals.
+    ids = [j.id for j in ctx["jobs"].items]
+    return ["Job:*", *(f"Allocation:{i}" for i in ids), *(f"Evaluation:{i}" for i in ids)]
+
+
+LIST = [Fragment("jobs", "fragments/jobs.html", _jobs, _list_topics)]
+
+
+@router.get("/ui/jobs", include_in_schema=False)
+async def job_list(
+    request: Request, reads: ReadsDep, namespace: str = "*", status: str = "", type: str = "",
+    q: str = "", after: str = "", before: str = "",
+) -> Response:  # fmt: skip
+    args = {"namespace": namespace or "*", "status": status if status in STATUSES else "",
+            "type": type if type in TYPES else "", "q": q.strip(), "after": after, "before": before}  # fmt: skip
+    namespaces = [n.name for n in reads.namespaces()]
+    return await page(request, reads, "jobs.html", LIST, args, title="Jobs", statuses=STATUSES, types=TYPES,
+                      namespaces=namespaces)  # fmt: skip
+
+
+# ---- a job ----------------------------------------------------------------------------------
+
+
+def _summary(reads: Reads, args: Mapping[str, Any]) -> Context | None:
+    job = reads.job_with_status(args["ns"], args["job_id"])
+    if job is None:
+        return None
+    summary = reads.job_summaries(job.namespace, [job])[job.id]
+    return {"job": job, "summary": summary}
+
+
+def _deployment(reads: Reads, args: Mapping[str, Any]) -> Context:
+    deps = reads.deployments(args["ns"], args["job_id"])
+    return {"deployment": deps[0] if deps else None}
+
+
+def _allocations(reads: Reads, args: Mapping[str, Any]) -> Context:
+    allocs = reads.alloc_page(namespace=args["ns"], job_id=args["job_id"], status=args["alloc_status"],
+                              after=args["after"], before=args["before"], limit=PER_PAGE)  # fmt: skip
+    return {"allocs": allocs}
+
+
+def _evaluations(reads: Reads, args: Mapping[str, Any]) -> Context:
+    return {"evals": reads.eval_page(namespace=args["ns"], job_id=args["job_id"], limit=10).items}
+
+
+def _failures(reads: Reads, args: Mapping[str, Any]) -> Context:
+    """The placement failures of the job's latest evaluation that had some (a blocked eval
+    waits with them until capacity frees up)."""
+    evals = reads.eval_page(namespace=args["ns"], job_id=args["job_id"], limit=10).items
+    failed = next((e for e in evals if e.failed_tg_allocs), None)
+    return {"failed_eval": failed}
+
+
+def _why(reads: Reads, args: Mapping[str, Any]) -> Context | None:
+    """Every client judged for one group (`?group=`) of the job as it is."""
+    job = reads.job(args["ns"], args["job_id"])
+    if job is None:
+        return None
+    group = job.lookup_task_group(args["group"])
+    return {"verdicts": None if group is None else judge(job, group, reads.nodes()), "group": args["group"]}
+
+
+def _versions(reads: Reads, args: Mapping[str, Any]) -> Context:
+    return {"versions": reads.job_versions(args["ns"], args["job_id"])[:10]}
+
+
+def _keyed(*topics: str) -> Any:
+    return lambda ctx: [f"{t}:{ctx['job_id']}" for t in topics]
+
+
+JOB = [
+    Fragment("summary", "fragments/job_summary.html", _summary, _keyed("Job", "Allocation")),
+    Fragment("deployment", "fragments/job_deployment.html", _deployment, _keyed("Deployment", "Job")),
+    Fragment("failures", "fragments/job_failures.html", _failures, _keyed("Evaluation")),
+    Fragment("why", "fragments/why.html", _why, _keyed("Node"), lazy=True),
+    Fragment("allocations", "fragments/job_allocs.html", _allocations, _keyed("Allocation")),
+    Fragment("evaluations", "fragments/job_evals.html", _evaluations, _keyed("Evaluation")),
+    Fragment("versions", "fragments/job_versions.html", _versions, _keyed("Job")),
+]
+
+
+@router.get("/ui/jobs/{ref:path}", include_in_schema=False)
+async def job_page(
+    ref: str, request: Request, reads: ReadsDep, alloc_status: str = "", after: str = "", before: str = "",
+    group: str = "",
+) -> Response:  # fmt: skip
+    ns, job_id = split_ref(ref)
+    args = {"ns": ns, "job_id": job_id, "ref": ref, "alloc_status": alloc_status, "after": after,
+            "before": before, "group": group}  # fmt: skip
+    return await page(request, reads, "job.html", JOB, args, title=f"Job {job_id}")
+
+
+# ---- actions --------------------------------------------------------------------------------
+
+
+def _job_url(ref: str) -> str:
+    # Only a job's page: never a redirect elsewhere from a posted field.
+    return "/ui/jobs/" + ref.lstrip("/")
+
+
+@router.post("/ui/job/stop/{ref:path}", include_in_schema=False)
+async def stop_job(
+    ref: str, request: Request, commands: CommandsDep, _c: CsrfChecked, _a: MaySubmitJob
+) -> Response:
+    ns, job_id = split_ref(ref)
+    decide = lambda reads: jobs.deregister(reads.job(ns, job_id), False, time.time_ns())  # noqa: E731
+    return await act(request, commands, decide, _job_url(ref), f"Job {job_id} stopped")
+
+
+@router.post("/ui/job/start/{ref:path}", include_in_schema=False)
+async def start_job(
+    ref: str, request: Request, commands: CommandsDep, _c: CsrfChecked, _a: MaySubmitJob
+) -> Response:
+    """Nomad's UI's Start: the job registered again as it is, no longer stopped."""
+    ns, job_id = split_ref(ref)
+
+    def decide(reads: Reads) -> Change:
+        current = reads.job(ns, job_id)
+        if current is None:
+            raise NotFound("job not found")
+        job = jobs.prepare(current.model_copy(update={"stop": False}), reads)
+        existing, version = reads.job_for_register(ns, job_id)
+        admission = Admission(*reads.admission(job.node_pool))  # the console has no management token
+        return jobs.register(job, existing, version, time.time_ns(), admission=admission)
+
+    return await act(request, commands, decide, _job_url(ref), f"Job {job_id} started")
+
+
+@router.post("/ui/job/scale/{ref:path}", include_in_schema=False)
+async def scale_job(
+    ref: str, request: Request, commands: CommandsDep, _c: CsrfChecked, _a: MayScaleJob
+) -> Response:
+    ns, job_id = split_ref(ref)
+    form = await fields(request)
+    group, count = form.get("group", ""), form.get("count", "")
+    if not count.isdigit() or not count.isascii():
+        return done(request, _job_url(ref), f"Invalid count {count!r}: a non-negative integer", "error")
+    req = scaling.ScaleRequest(group=group, count=int(count), message="scaled from the web UI")
+
+    def decide(reads: Reads) -> Change:
+        job, version = reads.job(ns, job_id), reads.job_stream_version(ns, job_id)
+        deployment = reads.active_deployment(ns, job_id)
+        admission = Admission(reads.scheduler_config())
+        return scaling.scale(job, job_id, ns, req, version, time.time_ns(), deployment, admission=admission)
+
+    return await act(request, commands, decide, _job_url(ref), f"Group {group} scaled to {count}")
+
+
+@router.post("/ui/deployment/promote/{deployment_id}", include_in_schema=False)
+async def promote(
+    deployment_id: str, request: Request, commands: CommandsDep, _c: CsrfChecked, _a: MaySubmitJob
+) -> Response:
+    job = (await fields(request)).get("job", "")
+    decide = lambda reads: deployments.promote(reads, deployment_id, [], True, time.time_ns())  # noqa: E731
+    return await act(request, commands, decide, _job_url(job), "Deployment promoted")
+
+
+@router.post("/ui/deployment/fail/{deployment_id}", include_in_schema=False)
+async def fail(
+    deployment_id: str, request: Request, commands: CommandsDep, _c: CsrfChecked, _a: MaySubmitJob
+) -> Response:
+    job = (await fields(request)).get("job", "")
+    decide = lambda reads: deployments.fail(reads, deployment_id, time.time_ns())  # noqa: E731
+    return await act(request, commands, decide, _job_url(job), "Deployment marked as failed")

@@ -1,0 +1,151 @@
+// Drover's console: the tab's one event-stream connection, fragment refreshes, keyboard
+// shortcuts, the theme toggle and confirmations. No build step; htmx is loaded before it.
+(function () {
+  "use strict";
+  var body = document.body;
+  var index = Number(body.dataset.index || 0);   // the last log index the tab has seen
+  var source = null;                              // the tab's one EventSource
+  var subscribed = "";                            // the topics it was opened with
+  var retry = 1000;                               // backoff of our own reopens
+  var MIN_GAP = 1000;                             // a fragment re-renders at most once a second
+  var lastRefresh = {};                           // fragment id -> time of its last refresh
+  var pending = {};                               // fragment id -> timer of a refresh to come
+
+  // The index, also on the page (what a reconnect resumes from; tests read it).
+  function seen(e) {
+    index = Math.max(index, Number(e.lastEventId) || 0);
+    body.dataset.index = String(index);
+  }
+
+  function fragments() { return Array.prototype.slice.call(document.querySelectorAll("[data-topics]")); }
+
+  function topicsOf(el) { return (el.dataset.topics || "").split(/\s+/).filter(Boolean); }
+
+  function allTopics() {
+    var found = {};
+    fragments().forEach(function (el) { topicsOf(el).forEach(function (t) { found[t] = true; }); });
+    return Object.keys(found).sort();
+  }
+
+  function setLive(state, text) {
+    var el = document.getElementById("live");
+    if (!el) return;
+    el.dataset.state = state;
+    el.querySelector(".live-text").textContent = text;
+  }
+
+  // Ask htmx to re-fetch the fragment, no sooner than MIN_GAP after its last refresh; hits
+  // meanwhile fold into the refresh already scheduled.
+  function refresh(id) {
+    if (pending[id]) return;
+    var wait = Math.max(0, (lastRefresh[id] || 0) + MIN_GAP - Date.now());
+    pending[id] = setTimeout(function () {
+      delete pending[id];
+      lastRefresh[id] = Date.now();
+      var el = document.getElementById(id);
+      if (!el || !window.htmx) return;
+      // The index that woke it: the server answers from a read at least that new, shared
+      // with every tab woken by the same event.
+      var url = el.getAttribute("hx-get") + "&at=" + index;
+      // Its own request queue (htmx queues by source element: one shared source would drop all
+      // but the last of fragments refreshed together).
+      window.htmx.ajax("GET", url, { source: el, target: el, swap: "outerHTML" });
+    }, wait);
+  }
+
+  function onChange(e) {
+    seen(e);
+    var hit = {};
+    e.data.split(" ").forEach(function (t) { hit[t] = true; });
+    fragments().forEach(function (el) {
+      if (topicsOf(el).some(function (t) { return hit[t]; })) refresh(el.id);
+    });
+  }
+
+  function refreshAll() { fragments().forEach(function (el) { refresh(el.id); }); }
+
+  function open() {
+    var topics = allTopics();
+    if (!topics.length || document.hidden) return;
+    var q = new URLSearchParams();
+    topics.forEach(function (t) { q.append("topic", t); });
+    q.set("last", String(index));
+    subscribed = topics.join(" ");
+    source = new EventSource("/ui/events?" + q.toString());
+    source.addEventListener("hello", function (e) {
+      retry = 1000;
+      body.dataset.sseFrom = e.data;   // where the server resumed from (the index asked for)
+      body.dataset.sseOpens = String(Number(body.dataset.sseOpens || 0) + 1);
+      setLive("live", "Live");
+    });
+    source.addEventListener("change", onChange);
+    source.addEventListener("index", seen);
+    source.addEventListener("resync", function (e) {
+      seen(e);
+      refreshAll();
+    });
+    source.onerror = function () {
+      setLive("reconnecting", "Reconnecting");
+      // EventSource reconnects by itself (sending Last-Event-ID); once it gives up, reopen here.
+      if (source && source.readyState === EventSource.CLOSED) {
+        source = null;
+        setTimeout(open, retry);
+        retry = Math.min(retry * 2, 30000);
+      }
+    };
+  }
+
+  function close() {
+    if (source) { source.close(); source = null; }
+  }
+
+  // A hidden tab holds no connection; shown again, it resumes from the index it had.
+  document.addEventListener("visibilitychange", function () {
+    if (document.hidden) { close(); setLive("paused", "Paused"); } else if (!source) { open(); }
+  });
+
+  // A swapped fragment may show other topics (a new deployment): resubscribe if the set moved.
+  document.addEventListener("htmx:afterSwap", function () {
+    if (allTopics().join(" ") !== subscribed) { close(); open(); }
+  });
+
+  // ---- confirmations, theme, shortcuts ----
+  document.addEventListener("submit", function (e) {
+    var msg = e.target.dataset && e.target.dataset.confirm;
+    if (msg && !window.confirm(msg)) e.preventDefault();
+  });
+
+  function toggleTheme() {
+    var root = document.documentElement;
+    var dark = root.dataset.theme ? root.dataset.theme === "dark" : window.matchMedia("(prefers-color-scheme: dark)").matches;
+    var next = dark ? "light" : "dark";
+    root.dataset.theme = next;
+    document.cookie = "drover_theme=" + next + "; path=/; max-age=31536000; samesite=lax";
+  }
+
+  var themeButton = document.getElementById("theme-toggle");
+  if (themeButton) themeButton.addEventListener("click", function (e) { e.preventDefault(); toggleTheme(); });
+
+  var help = document.getElementById("shortcuts");
+  var helpButton = document.getElementById("shortcuts-open");
+  if (helpButton && help) helpButton.addEventListener("click", function () { help.showModal(); });
+
+  var GO = { o: "/ui/", j: "/ui/jobs", n: "/ui/nodes", e: "/ui/evaluations" };
+  var prefix = null;
+  document.addEventListener("keydown", function (e) {
+    if (e.ctrlKey || e.metaKey || e.altKey) return;
+    var t = e.target;
+    if (t && (t.isContentEditable || /^(INPUT|TEXTAREA|SELECT)$/.test(t.tagName))) {
+      if (e.key === "Escape") t.blur();
+      return;
+    }
+    if (prefix === "g" && GO[e.key]) { prefix = null; window.location.href = GO[e.key]; return; }
+    prefix = null;
+    if (e.key === "g") { prefix = "g"; setTimeout(function () { prefix = null; }, 1500); }
+    else if (e.key === "/") { e.preventDefault(); var s = document.getElementById("job-search") || document.getElementById("node-search") || document.getElementById("eval-search") || document.getElementById("global-search"); if (s) s.focus(); }
+    else if (e.key === "t") toggleTheme();
+    else if (e.key === "?" && help) help.showModal();
+  });
+
+  open();
+})();
