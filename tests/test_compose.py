@@ -133,14 +133,24 @@ def check_stack(compose: Any, port: int, tmp_path: Path) -> None:
     assert compose.get_container("migrate", include_all=True).ExitCode == 0
 
     base = f"http://{LOOPBACK}:{port}"
+    # ACLs are on in the compose file: the operator bootstraps, the simulator registers its
+    # nodes with a node:write token (Nomad's node introduction).
+    root = httpx.post(f"{base}/v1/acl/bootstrap", timeout=10).json()["SecretID"]
+    headers = {"X-Nomad-Token": root}
+    assert httpx.get(f"{base}/v1/nodes", timeout=10).status_code == 403
+    rules = {"Name": "nodes", "Rules": 'node { policy = "write" }'}
+    httpx.put(f"{base}/v1/acl/policy/nodes", json=rules, headers=headers, timeout=10).raise_for_status()
+    intro = httpx.post(f"{base}/v1/acl/token", json={"Type": "client", "Policies": ["nodes"]}, headers=headers,
+                       timeout=10).json()["SecretID"]  # fmt: skip
     log = (tmp_path / "sim.log").open("wb")
     sim = subprocess.Popen(
         [sys.executable, "-m", "drover.client.sim", "--api", base, "--nodes", str(NODES), "--prefix", "ct-",
          "--data-dir", str(tmp_path / "sim")],
-        stdout=log, stderr=subprocess.STDOUT, env={**os.environ, "PYTHONUNBUFFERED": "1"},
+        stdout=log, stderr=subprocess.STDOUT,
+        env={**os.environ, "PYTHONUNBUFFERED": "1", "DROVER_CLIENT_TOKEN": intro},
     )  # fmt: skip
     try:
-        with httpx.Client(base_url=base, timeout=10) as http:
+        with httpx.Client(base_url=base, timeout=10, headers=headers) as http:
             nodes = wait(
                 "simulated nodes ready",
                 lambda: [n["ID"] for n in http.get("/v1/nodes").json() if n["Status"] == "ready"] or None,

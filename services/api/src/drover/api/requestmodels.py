@@ -16,11 +16,13 @@ from pydantic import (
     StrictInt,
     StrictStr,
     StringConstraints,
+    field_validator,
     model_validator,
 )
 
 from drover.model import Job, Node
 from drover.model.base import NomadModel
+from drover.model.durations import parse_duration
 from drover.model.events import AllocClientUpdate
 from drover.model.jobwarnings import job_warnings
 from drover.model.nodepool import NodePool
@@ -356,6 +358,14 @@ class NodePoolRequest(Body):
     meta: dict[StrictStr, StrictStr] | None = None
     scheduler_configuration: NodePoolSchedulerConfigBody | None = None
     node_identity_ttl: StrictInt | StrictStr | None = Field(default=None, alias="NodeIdentityTTL")
+
+    @field_validator("node_identity_ttl")
+    @classmethod
+    def _ttl(cls, value: int | str | None) -> int | str | None:
+        """A Go duration, checked here so a bad one is the request's 400."""
+        if isinstance(value, str) and value:
+            parse_duration(value)
+        return value
 
     def pool(self) -> NodePool:
         return NodePool.model_validate(self.model_dump(exclude_none=True))

@@ -10,6 +10,7 @@ import json
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Query, Response
+from nats.errors import Error as NatsError
 
 from drover.api.deps import ReadsDep, ServersDep, SettingsDep
 from drover.api.errors import ApiError
@@ -88,7 +89,10 @@ async def agent_force_leave(servers: ServersDep, node: str = "", prune: bool = F
     """Mark a failed server as left (with `prune`, forget it); a live one stays, as in Nomad."""
     if not node:
         raise ApiError(400, "missing node to force leave")
-    await servers.force_leave(node, prune=prune)
+    try:
+        await servers.force_leave(node, prune=prune)
+    except (OSError, TimeoutError, NatsError) as e:
+        raise ApiError(503, f"NATS unreachable: {str(e) or type(e).__name__}") from e
     return Response(status_code=200)
 
 
