@@ -67,7 +67,8 @@ def test_python_nomads_cluster_calls_with_a_management_token_and_without_one(clu
     agent = n.agent.get_agent()
     assert agent["member"]["Name"] and agent["config"]
     members = n.agent.get_members()["Members"]
-    assert [m["Name"] for m in members] == [agent["member"]["Name"]]
+    # This server among them (another test's API, in this process, may be listed too).
+    assert agent["member"]["Name"] in [m["Name"] for m in members]
     raft = n.operator.get_configuration()
     assert [s["Leader"] for s in raft["Servers"]] == [True]
     config = scheduler_configuration(n)["SchedulerConfig"]
