@@ -201,8 +201,10 @@ ROUTES: dict[tuple[str, str], Need] = {
     **_both("/v1/agent/force-leave", need("agent:write")),
     ("GET", "/v1/agent/servers"): need("agent:read"),
     **_both("/v1/agent/servers", need("agent:write")),
-    ("GET", "/v1/operator/raft/configuration"): need("operator:read"),
-    ("DELETE", "/v1/operator/raft/peer"): need("operator:write"),
+    # Raft's configuration and its peers: a management token's, not operator read/write
+    # (nomad/operator_endpoint.go: RaftGetConfiguration, RaftRemovePeerByID).
+    ("GET", "/v1/operator/raft/configuration"): MANAGEMENT,
+    ("DELETE", "/v1/operator/raft/peer"): MANAGEMENT,
     ("GET", "/v1/operator/scheduler/configuration"): need("operator:read"),
     **_both("/v1/operator/scheduler/configuration", need("operator:write")),
     # Node pools (nomad/node_pool_endpoint.go): listed where readable, each by its name's rule; a
