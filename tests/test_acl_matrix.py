@@ -251,7 +251,10 @@ def cases(ids: dict[str, str]) -> list[Case]:
 
 
 def app_routes() -> set[tuple[str, str]]:
-    settings = Settings(database_url="postgresql://nobody@127.0.0.1:1/none", nats_url="nats://unused")
+    """The routes an app with ACLs on serves (the web console is not one until it signs in)."""
+    settings = Settings(
+        database_url="postgresql://nobody@127.0.0.1:1/none", nats_url="nats://unused", acl_enabled=True
+    )
     app = create_app(settings)
     return {(m, r.path) for r in app.router.routes if isinstance(r, Route) for m in r.methods or ()}
 

@@ -124,7 +124,9 @@ def test_terminal_objects_disappear_on_schedule_and_the_log_keeps_them(
         c.wait(lambda: _gone(c, f"/v1/deployment/{deployment['ID']}"), timeout=10)
         core = c.wait(
             lambda: [
-                e for e in c.get("/v1/evaluations", namespace="*") if e["Type"] == "_core" and e["Status"] == "complete"
+                e
+                for e in c.get("/v1/evaluations", namespace="*")
+                if e["Type"] == "_core" and e["Status"] == "complete"
             ]
         )
         assert {(e["TriggeredBy"], e["Namespace"], e["Priority"]) for e in core} == {
@@ -186,7 +188,9 @@ def test_put_system_gc_forces_a_collection(
         index = int(c.http.get("/v1/evaluations").headers["X-Nomad-Index"])
         r = c.http.put("/v1/system/gc")
         assert (r.status_code, r.content) == (200, b"")  # Nomad answers at once, with no body
-        forced = c.wait(lambda: [e for e in c.get("/v1/evaluations", namespace="*") if e["JobID"] == "force-gc"])
+        forced = c.wait(
+            lambda: [e for e in c.get("/v1/evaluations", namespace="*") if e["JobID"] == "force-gc"]
+        )
         assert forced[0]["CreateIndex"] > index
         (done,) = c.wait(lambda: [e for e in c.get("/v1/evaluations", namespace="*") if e["JobID"] == "force-gc" and e["Status"] == "complete"], timeout=20)  # fmt: skip
         assert (done["Type"], done["TriggeredBy"], done["Namespace"]) == ("_core", "scheduled", "-")
@@ -241,7 +245,8 @@ def test_kill_9_of_the_active_collector_midway_leaves_the_standby_to_finish(
 
         c.wait(
             lambda: any(
-                e["JobID"] == "force-gc" and e["Status"] == "complete" for e in c.get("/v1/evaluations", namespace="*")
+                e["JobID"] == "force-gc" and e["Status"] == "complete"
+                for e in c.get("/v1/evaluations", namespace="*")
             ),
             timeout=60,
         )

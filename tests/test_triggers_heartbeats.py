@@ -159,7 +159,9 @@ def test_two_nodes_running_five_system_jobs_go_down_and_come_back(cluster: Clust
     c.http.put("/v1/system/gc").raise_for_status()
     c.wait(
         lambda: [
-            e for e in c.get("/v1/evaluations", namespace="*") if e["JobID"] == "force-gc" and e["Status"] == "complete"
+            e
+            for e in c.get("/v1/evaluations", namespace="*")
+            if e["JobID"] == "force-gc" and e["Status"] == "complete"
         ]
     )
     live = {
