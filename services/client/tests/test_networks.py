@@ -13,7 +13,7 @@ from drover.client.config import AgentConfig, load
 from drover.client.fingerprint import fingerprint
 from drover.client.network import Interface, chosen_interface, node_networks, read_interfaces
 from drover.client.service import parse
-from drover.client.sim import sim_address, sim_node
+from drover.client.simnodes import sim_address, sim_node
 from drover.model.network import ClientHostNetworkConfig
 from drover.model.node import Node
 

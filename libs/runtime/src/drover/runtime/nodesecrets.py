@@ -29,7 +29,8 @@ def ensure_key(path: Path) -> bytes:
     with contextlib.suppress(FileNotFoundError):
         return base64.b64decode(path.read_text().strip())
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    # A name of its own: two threads of one process may make the key at once.
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.{secrets.token_hex(8)}.tmp")
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     with os.fdopen(fd, "w") as f:
         f.write(base64.b64encode(secrets.token_bytes(32)).decode() + "\n")

@@ -21,7 +21,6 @@ import argparse
 import asyncio
 import contextlib
 import heapq
-import ipaddress
 import json
 import logging
 import os
@@ -38,12 +37,12 @@ from urllib.parse import quote
 import httpx
 
 from drover.client.identity import NodeSecretAuth, intro_token, load_or_create_secret
+from drover.client.simnodes import sim_node
 from drover.client.simtasks import SimTasks
 from drover.control.client.services import alloc_registrations
 from drover.model.alloc import Allocation
 from drover.model.durations import SECOND, parse_duration
 from drover.model.job import TaskGroup
-from drover.model.network import DEFAULT_MAX_DYNAMIC_PORT, DEFAULT_MIN_DYNAMIC_PORT
 from drover.model.serviceregistration import ServiceRegistration
 from drover.model.services import SERVICE_PROVIDER_NOMAD
 from drover.runtime.service import run_loop
@@ -56,50 +55,6 @@ BATCH = 1000
 # a report is cut after about 2,000 task events (~180 bytes each there). 1,000 allocs with 6
 # events each (restarted once) came to 1.1 MB, and the relay could not pass it on.
 REPORT_EVENTS = 2000
-
-
-def sim_address(i: int) -> str:
-    """Node `i`'s address: unique for the first 16 million nodes (10.0.0.1 up)."""
-    return str(ipaddress.IPv4Address(0x0A000000 + i % 0xFFFFFE + 1))
-
-
-def sim_node(
-    i: int, prefix: str, dcs: int, racks: int, drivers: list[str], cpu: int, mem: int
-) -> dict[str, Any]:
-    node_id = f"{prefix}{i:05d}"
-    ip = sim_address(i)
-    return {
-        "ID": node_id,
-        "Name": node_id,
-        "Datacenter": f"dc{i % dcs + 1}",
-        "Status": "ready",
-        "Meta": {"rack": f"r{i % racks + 1}"},
-        "Attributes": {
-            "kernel.name": "linux",
-            "os.name": "sim",
-            "cpu.arch": "amd64",
-            "unique.hostname": node_id,
-            "unique.network.ip-address": ip,
-            **{f"driver.{d}": "1" for d in drivers},
-        },
-        "Drivers": {d: {"Detected": True, "Healthy": True} for d in drivers},
-        "NodeResources": {
-            "Cpu": {"CpuShares": cpu},
-            "Memory": {"MemoryMB": mem},
-            "Disk": {"DiskMB": 100_000},
-            "Networks": [{"Mode": "host", "Device": "eth0", "IP": ip, "CIDR": f"{ip}/32", "MBits": 1000}],
-            "NodeNetworks": [
-                {
-                    "Mode": "host",
-                    "Device": "eth0",
-                    "Speed": 1000,
-                    "Addresses": [{"Family": "ipv4", "Alias": "default", "Address": ip}],
-                }
-            ],
-            "MinDynamicPort": DEFAULT_MIN_DYNAMIC_PORT,
-            "MaxDynamicPort": DEFAULT_MAX_DYNAMIC_PORT,
-        },
-    }
 
 
 @dataclass
