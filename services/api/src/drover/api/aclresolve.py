@@ -135,6 +135,9 @@ class AclResolver:
         if not is_uuid(secret):
             return None
         digest = self.keyring.secret_hash(secret)
+        if self._is_known_node(digest):
+            # A node's secret (its heartbeats, its agent's reads) never asks for a token first.
+            return self._client
         entry = self._tokens.get(digest)
         if entry is None or fresh or not self._current(entry.index):
             found = await asyncio.to_thread(self._load_token, digest)
@@ -146,12 +149,15 @@ class AclResolver:
             return None
         return Identity(entry.acl, entry.token)
 
+    def _is_known_node(self, digest: str) -> bool:
+        seen = self._node_secrets.get(digest)
+        return seen is not None and time.monotonic() - seen <= NODE_SECRET_TTL
+
     async def _node_client(self, secret: str, digest: str) -> Identity | None:
         """The client identity if `secret` is a registered node's, else None (refused)."""
         if self.node_secret_hash is None:
             return None
-        seen = self._node_secrets.get(digest)
-        if seen is None or time.monotonic() - seen > NODE_SECRET_TTL:
+        if not self._is_known_node(digest):
             registered = await asyncio.to_thread(self.reads.secret_registered, self.node_secret_hash(secret))
             if not registered:
                 self._node_secrets.pop(digest, None)
