@@ -6,9 +6,10 @@ server-sent events (`start`, `lines`, `notice`, `problem`, `end`), read by stati
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator, AsyncIterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -46,7 +47,7 @@ class Source:
 
 async def read(
     forwarder: ClientForwarder, reads: Reads, source: Source, log_type: str, follow: bool, tail: int
-) -> AsyncIterator[list[str]]:
+) -> AsyncGenerator[list[str]]:
     """The log's last `tail` bytes (from the start of its first whole line), then with `follow`
     the lines as they are written. An agent's refusal is raised (ApiError) before the first
     batch; an empty batch is the agent's heartbeat (nothing written for a second)."""
@@ -56,7 +57,7 @@ async def read(
     return _lines(body)
 
 
-async def _lines(body: AsyncIterator[bytes]) -> AsyncIterator[list[str]]:
+async def _lines(body: AsyncIterator[bytes]) -> AsyncGenerator[list[str]]:
     frames, lines = Frames(), Lines(skip_partial=True)
     try:
         async for chunk in body:
@@ -90,14 +91,15 @@ async def alloc_stream(
         return
     yield sse("start")
     pinged = time.monotonic()
-    async for batch in batches:
-        kept = keep(batch)
-        for i in range(0, len(kept), BATCH):
-            yield sse("lines", kept[i : i + BATCH])
-            pinged = time.monotonic()
-        if time.monotonic() - pinged >= PING:
-            yield b": ping\n\n"
-            pinged = time.monotonic()
+    async with contextlib.aclosing(batches):  # the agent's connection closed as the page goes
+        async for batch in batches:
+            kept = keep(batch)
+            for i in range(0, len(kept), BATCH):
+                yield sse("lines", kept[i : i + BATCH])
+                pinged = time.monotonic()
+            if time.monotonic() - pinged >= PING:
+                yield b": ping\n\n"
+                pinged = time.monotonic()
     yield sse("end")
 
 
@@ -111,6 +113,12 @@ def followable(alloc: Allocation, group: str) -> bool:
     return (
         alloc.client_status == "running" and alloc.desired_status == "run" and group in ("", alloc.task_group)
     )
+
+
+def running(reads: Reads, namespace: str, job_id: str) -> list[Allocation]:
+    """The job's running allocs, oldest first (a job's past allocs are not read)."""
+    found = reads.alloc_page(namespace=namespace, job_id=job_id, status="running", limit=MAX_FOLLOWED * 4)
+    return sorted(found.items, key=lambda a: a.create_time)
 
 
 class Merged:
@@ -136,16 +144,17 @@ class Merged:
             await self.queue.put(sse("notice", {"label": source.label, "text": e.message}))
             return
         await self.queue.put(sse("notice", {"label": source.label, "text": "following"}))
-        async for batch in batches:
-            kept = self.keep(batch)
-            for i in range(0, len(kept), BATCH):
-                await self.queue.put(sse("lines", [[source.label, line] for line in kept[i : i + BATCH]]))
+        async with contextlib.aclosing(batches):
+            async for batch in batches:
+                kept = self.keep(batch)
+                for i in range(0, len(kept), BATCH):
+                    await self.queue.put(sse("lines", [[source.label, line] for line in kept[i : i + BATCH]]))
         await self.queue.put(sse("notice", {"label": source.label, "text": "log ended"}))
 
     async def scan(self) -> None:
         """Start a follower for every running alloc's task not followed yet, up to the cap."""
-        allocs = await asyncio.to_thread(self.reads.allocs, namespace=self.namespace, job_id=self.job_id)
-        for alloc in sorted(allocs, key=lambda a: a.create_time):
+        allocs = await asyncio.to_thread(running, self.reads, self.namespace, self.job_id)
+        for alloc in allocs:
             if not followable(alloc, self.group):
                 continue
             tasks = alloc_tasks(alloc, self.task)

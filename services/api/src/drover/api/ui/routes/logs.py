@@ -10,6 +10,7 @@ event stream (drover.api.ui.logfollow), which starts with the same tail and repl
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from typing import Any
 from urllib.parse import urlencode
 
@@ -21,7 +22,7 @@ from drover.api.errors import ApiError
 from drover.api.forward import ClientForwarder
 from drover.api.ui import logfollow
 from drover.api.ui.access import READ_LOGS, may
-from drover.api.ui.logfollow import Merged, Source, alloc_stream, followable, sse
+from drover.api.ui.logfollow import Merged, Source, alloc_stream, followable, running, sse
 from drover.api.ui.logtail import LineFilter
 from drover.api.ui.render import ENV, _finish, base_context, not_found, split_ref
 from drover.control.client.logs import LOG_TYPES, LogsQuery, parse_bool
@@ -121,9 +122,11 @@ async def _tail(
     tail = FILTERED_TAIL if keep.text else TAIL
     lines: list[str] = []
     try:
-        async for batch in await logfollow.read(_forwarder(request), reads, source, log_type, False, tail):
-            lines += keep(batch)
-            del lines[:-MAX_LINES]
+        batches = await logfollow.read(_forwarder(request), reads, source, log_type, False, tail)
+        async with contextlib.aclosing(batches):
+            async for batch in batches:
+                lines += keep(batch)
+                del lines[:-MAX_LINES]
     except ApiError as e:
         return [], e.message
     return lines, ""
@@ -196,8 +199,7 @@ async def _job(request: Request, reads: Reads, ref: str) -> tuple[Any, list[Allo
         raise Refused(404, f"job not found: {job_id}", missing=True)
     if not may(request, READ_LOGS, namespace):
         raise Refused(403, f"Permission denied: reading logs needs {READ_LOGS} in namespace {namespace}")
-    allocs = await asyncio.to_thread(reads.allocs, namespace=namespace, job_id=job_id)
-    return job, allocs
+    return job, await asyncio.to_thread(running, reads, namespace, job_id)
 
 
 @router.get("/ui/jobs/{ref:path}/logs", include_in_schema=False)
