@@ -19,7 +19,7 @@ from typing import Any
 import httpx
 import pytest
 
-from drover.api.ui.logtail import CUT, MAX_LINE, Frames, LineFilter, Lines, frame_data
+from drover.api.ui.logtail import CUT, MAX_LINE, Frames, LineFilter, Lines, TooSlow, frame_data
 
 from .cluster import Cluster, node_json
 from .test_alloc_logs import end_tasks
@@ -96,10 +96,11 @@ def test_line_filter_refusals_and_a_runaway_pattern() -> None:
         and "not a regular expression" in LineFilter.parse("(", True)[1]
     )
     assert LineFilter.parse("x" * 600, False)[0] is None
-    keep, _ = LineFilter.parse("^(a+)+$", True)
-    assert keep is not None
+    keep, _ = LineFilter.parse("(a|aa)+$", True)
+    assert keep is not None and keep(["aaa"]) == ["aaa"]
     started = time.monotonic()
-    assert keep(["a" * 40 + "!"]) == []  # catastrophic backtracking, cut off by the time limit
+    with pytest.raises(TooSlow, match="takes too long"):  # catastrophic backtracking, cut off
+        keep(["b", "a" * 60 + "!"])
     assert time.monotonic() - started < 2
 
 
@@ -238,6 +239,14 @@ def test_the_filter_keeps_only_matching_lines(setup: Cluster, writer: dict[str, 
     # A bad pattern is refused, said in the page.
     r = c.http.get(f"/ui/allocations/{alloc_id}/logs", params={"task": "t", "q": "(", "regex": "1"})
     assert r.status_code == 400 and "not a regular expression" in r.text
+    # One that backtracks without end on these lines stops at the first: said, not served slowly.
+    slow = {"task": "t", "q": "(x|xx)+y", "regex": "1"}
+    started = time.monotonic()
+    r = c.http.get(f"/ui/allocations/{alloc_id}/logs", params=slow)
+    assert r.status_code == 200 and "takes too long" in r.text and pre_lines(r.text) == []
+    evs = events(c, url, slow, lambda evs: False)
+    assert [name for name, _ in evs] == ["start", "problem"] and "takes too long" in evs[1][1]
+    assert time.monotonic() - started < 10
 
 
 def test_the_stream_follows_the_log_as_it_writes(setup: Cluster, writer: dict[str, Any]) -> None:

@@ -15,7 +15,7 @@ from typing import Any
 
 from drover.api.errors import ApiError
 from drover.api.forward import ClientForwarder
-from drover.api.ui.logtail import Frames, LineFilter, Lines, frame_data
+from drover.api.ui.logtail import Frames, LineFilter, Lines, TooSlow, frame_data
 from drover.control.client.logs import LogsQuery
 from drover.model.alloc import Allocation
 from drover.runtime.store.queries import Reads
@@ -93,7 +93,11 @@ async def alloc_stream(
     pinged = time.monotonic()
     async with contextlib.aclosing(batches):  # the agent's connection closed as the page goes
         async for batch in batches:
-            kept = keep(batch)
+            try:
+                kept = keep(batch)
+            except TooSlow as e:
+                yield sse("problem", str(e))
+                return
             for i in range(0, len(kept), BATCH):
                 yield sse("lines", kept[i : i + BATCH])
                 pinged = time.monotonic()
@@ -146,7 +150,11 @@ class Merged:
         await self.queue.put(sse("notice", {"label": source.label, "text": "following"}))
         async with contextlib.aclosing(batches):
             async for batch in batches:
-                kept = self.keep(batch)
+                try:
+                    kept = self.keep(batch)
+                except TooSlow as e:
+                    await self.queue.put(sse("problem", str(e)))
+                    return
                 for i in range(0, len(kept), BATCH):
                     await self.queue.put(sse("lines", [[source.label, line] for line in kept[i : i + BATCH]]))
         await self.queue.put(sse("notice", {"label": source.label, "text": "log ended"}))
@@ -183,9 +191,12 @@ class Merged:
         try:
             while True:
                 try:
-                    yield await asyncio.wait_for(self.queue.get(), PING)
+                    event = await asyncio.wait_for(self.queue.get(), PING)
                 except TimeoutError:
-                    yield b": ping\n\n"
+                    event = b": ping\n\n"
+                yield event
+                if event.startswith(b"event: problem"):  # a filter too slow: this tail ends
+                    return
                 if scanner.done() and scanner.exception() is not None:
                     yield sse("problem", f"cannot list the job's allocations: {scanner.exception()}")
                     return

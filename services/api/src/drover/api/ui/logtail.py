@@ -5,7 +5,8 @@ read back from the agent's byte stream, cut into lines, and filtered. Pure: the 
 The filter runs on the server, on the lines as they stream: a noisy log then costs the browser
 (and the wire) only the lines that match, and a filter applies to the tail the page opens with
 as well. A regular expression is matched with a time limit per line (the `regex` module's
-`timeout`), so a pattern that backtracks badly costs its own stream a line, not the server."""
+`timeout`): a pattern that backtracks badly ends its own stream (TooSlow) at the first line it
+takes too long on, rather than taking a server's CPU line after line."""
 
 from __future__ import annotations
 
@@ -98,6 +99,10 @@ def _text(line: bytes) -> str:
     return text[:MAX_LINE] + CUT if len(text) > MAX_LINE else text
 
 
+class TooSlow(Exception):
+    """A regular expression took more than MATCH_TIMEOUT on one line."""
+
+
 @dataclass(frozen=True)
 class LineFilter:
     """Which lines to keep: those containing `text`, or with `is_regex` those a search for the
@@ -128,7 +133,10 @@ class LineFilter:
         try:
             return self._pattern.search(line, timeout=MATCH_TIMEOUT) is not None
         except TimeoutError:
-            return False
+            raise TooSlow(
+                f"the regular expression {self.text!r} takes too long on the log's lines: "
+                "make it simpler (no nested repetition), or filter on a substring"
+            ) from None
 
     def __call__(self, lines: list[str]) -> list[str]:
         return [line for line in lines if self.keep(line)] if self.text else lines

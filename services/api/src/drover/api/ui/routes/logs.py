@@ -23,7 +23,7 @@ from drover.api.forward import ClientForwarder
 from drover.api.ui import logfollow
 from drover.api.ui.access import READ_LOGS, may
 from drover.api.ui.logfollow import Merged, Source, alloc_stream, followable, running, sse
-from drover.api.ui.logtail import LineFilter
+from drover.api.ui.logtail import LineFilter, TooSlow
 from drover.api.ui.render import ENV, _finish, base_context, not_found, split_ref
 from drover.control.client.logs import LOG_TYPES, LogsQuery, parse_bool
 from drover.model.alloc import Allocation
@@ -129,6 +129,8 @@ async def _tail(
                 del lines[:-MAX_LINES]
     except ApiError as e:
         return [], e.message
+    except TooSlow as e:
+        return [], str(e)
     return lines, ""
 
 
