@@ -31,7 +31,7 @@ WRITER = (
     "import sys, time\n"
     "for i in range(3000):\n"
     "    print(f'line {i:04d} ' + 'x' * 89, flush=True)\n"
-    "print('to stderr', file=sys.stderr, flush=True)\n"
+    "print('<b>to stderr</b>', file=sys.stderr, flush=True)\n"
     "for i in range(100000):\n"
     "    print(f'tick {i}', flush=True); time.sleep(0.2)\n"
 )
@@ -211,9 +211,10 @@ def test_the_page_shows_the_tail_and_download_gives_the_whole_file(
     ticks = d.text[len(FULL) :].splitlines()
     assert d.text.startswith(FULL) and ticks == [f"tick {i}" for i in range(len(ticks))] and ticks
     err = c.http.get(f"/ui/allocations/{alloc_id}/logs/download", params={"task": "t", "type": "stderr"})
-    assert (err.status_code, err.text) == (200, "to stderr\n")
-    # stderr on the page; the alloc page links each task's logs.
-    assert pre_lines(c.http.get(f"/ui/allocations/{alloc_id}/logs?task=t&type=stderr").text) == ["to stderr"]
+    assert (err.status_code, err.text) == (200, "<b>to stderr</b>\n")
+    # stderr on the page, as text (never markup); the alloc page links each task's logs.
+    stderr = c.http.get(f"/ui/allocations/{alloc_id}/logs?task=t&type=stderr").text
+    assert pre_lines(stderr) == ["<b>to stderr</b>"] and "&lt;b&gt;to stderr&lt;/b&gt;" in stderr
     page = c.http.get(f"/ui/allocations/{alloc_id}").text
     assert f'href="/ui/allocations/{alloc_id}/logs?task=t"' in page
 
@@ -309,6 +310,11 @@ def test_what_cannot_be_shown_is_said_plainly(setup: Cluster, writer: dict[str, 
     evs = events(c, f"/ui/allocations/{unknown}/logs/stream", {"task": "t"}, lambda evs: False)
     assert evs == [("problem", f"alloc not found: {unknown}")]
     assert c.http.get("/ui/jobs/nope@default/logs").status_code == 404
+    for params in ({"group": "nope"}, {"task": "nope"}):
+        r = c.http.get("/ui/jobs/writer@default/logs", params=params)
+        assert r.status_code == 404 and "has no" in r.text, r.text
+        evs = events(c, "/ui/jobs/writer@default/logs/stream", params, lambda evs: False)
+        assert [n for n, _ in evs] == ["problem"] and "has no" in evs[0][1]
     # No such task; a bad type.
     r = c.http.get(f"/ui/allocations/{alloc_id}/logs", params={"task": "nope"})
     assert r.status_code == 404 and "has no task &#39;nope&#39;" in r.text

@@ -11,8 +11,9 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import re
 from typing import Any
-from urllib.parse import urlencode
+from urllib.parse import quote, urlencode
 
 from fastapi import APIRouter, Request, Response
 from fastapi.responses import HTMLResponse, StreamingResponse
@@ -24,9 +25,10 @@ from drover.api.ui import logfollow
 from drover.api.ui.access import READ_LOGS, may
 from drover.api.ui.logfollow import Merged, Source, alloc_stream, followable, running, sse
 from drover.api.ui.logtail import LineFilter, TooSlow
-from drover.api.ui.render import ENV, _finish, base_context, not_found, split_ref
+from drover.api.ui.render import ENV, _finish, base_context, job_ref, not_found, split_ref
 from drover.control.client.logs import LOG_TYPES, LogsQuery, parse_bool
 from drover.model.alloc import Allocation
+from drover.model.job import Job
 from drover.runtime.store.queries import Reads
 
 router = APIRouter()
@@ -186,7 +188,8 @@ async def alloc_logs_download(alloc_id: str, request: Request, reads: ReadsDep) 
         return _refused(request, e)
     except ApiError as e:
         return _html(request, "problem.html", {"title": "Logs", "problem": e.message}, e.status_code)
-    name = f"{alloc.id[:8]}-{task}.{log_type}.log".replace('"', "")
+    # A header is latin-1: the name saved is the task's with anything else than [\w.-] as `_`.
+    name = re.sub(r"[^A-Za-z0-9_.-]", "_", f"{alloc.id[:8]}-{task}.{log_type}.log")
     headers = {"Content-Disposition": f'attachment; filename="{name}"', "Cache-Control": "no-store"}
     return StreamingResponse(body, media_type="text/plain; charset=utf-8", headers=headers)
 
@@ -194,27 +197,40 @@ async def alloc_logs_download(alloc_id: str, request: Request, reads: ReadsDep) 
 # ---- a job's merged tail --------------------------------------------------------------------
 
 
-async def _job(request: Request, reads: Reads, ref: str) -> tuple[Any, list[Allocation]]:
+async def _job(request: Request, reads: Reads, ref: str) -> tuple[Job, str, str, str, LineFilter]:
+    """The job, and the query's group, task, log type and filter; 404 for an unknown job (or a
+    group or task it does not have), 403 when the token may not read its logs."""
     namespace, job_id = split_ref(ref)
     job = await asyncio.to_thread(reads.job, namespace, job_id)
     if job is None:
         raise Refused(404, f"job not found: {job_id}", missing=True)
     if not may(request, READ_LOGS, namespace):
         raise Refused(403, f"Permission denied: reading logs needs {READ_LOGS} in namespace {namespace}")
-    return job, await asyncio.to_thread(running, reads, namespace, job_id)
+    task, log_type, keep = _view(request)
+    group = request.query_params.get("group", "")
+    if group and job.lookup_task_group(group) is None:
+        raise Refused(404, f"job {job_id} has no group {group!r}")
+    if task and task not in _job_tasks(job, group):
+        raise Refused(404, f"job {job_id} has no task {task!r}" + (f" in group {group!r}" if group else ""))
+    return job, group, task, log_type, keep
+
+
+def _job_tasks(job: Job, group: str) -> list[str]:
+    return sorted({t.name for g in job.task_groups if group in ("", g.name) for t in g.tasks})
+
+
+def _job_url(job: Job) -> str:
+    return "/ui/jobs/" + quote(job_ref(job.namespace, job.id), safe="@/")
 
 
 @router.get("/ui/jobs/{ref:path}/logs", include_in_schema=False)
 async def job_logs(ref: str, request: Request, reads: ReadsDep) -> Response:
     try:
-        job, allocs = await _job(request, reads, ref)
-        task, log_type, keep = _view(request)
+        job, group, task, log_type, keep = await _job(request, reads, ref)
     except Refused as e:
         return _refused(request, e)
-    group = request.query_params.get("group", "")
-    groups = [g.name for g in job.task_groups]
-    tasks = sorted({t.name for g in job.task_groups if group in ("", g.name) for t in g.tasks})
-    running = [a for a in allocs if followable(a, group)]
+    allocs = await asyncio.to_thread(running, reads, job.namespace, job.id)
+    url = _job_url(job) + "/logs"
     query = {
         "group": group,
         "task": task,
@@ -223,11 +239,12 @@ async def job_logs(ref: str, request: Request, reads: ReadsDep) -> Response:
         "regex": "1" if keep.is_regex else "",
     }
     ctx = {
-        "title": f"Logs of job {job.id}", "mode": "job", "job": job, "groups": groups, "group": group,
-        "tasks": tasks, "task": task, "log_type": log_type, "keep": keep, "lines": [], "problem": "",
-        "running": running, "max_lines": MAX_LINES,
-        "stream_url": f"/ui/jobs/{ref}/logs/stream?{_qs(**query)}",
-        "type_url": lambda t: f"/ui/jobs/{ref}/logs?{_qs(**{**query, 'type': t})}",
+        "title": f"Logs of job {job.id}", "mode": "job", "job": job, "group": group,
+        "groups": [g.name for g in job.task_groups], "tasks": _job_tasks(job, group), "task": task,
+        "log_type": log_type, "keep": keep, "lines": [], "problem": "",
+        "running": [a for a in allocs if followable(a, group)], "max_lines": MAX_LINES,
+        "stream_url": f"{url}/stream?{_qs(**query)}",
+        "type_url": lambda t: f"{url}?{_qs(**{**query, 'type': t})}",
     }  # fmt: skip
     return _html(request, "logs.html", ctx)
 
@@ -237,10 +254,8 @@ async def job_logs_stream(ref: str, request: Request, reads: ReadsDep) -> Respon
     """The merged tail's events: `lines` of [label, line] pairs, a `notice` as each alloc's
     log is joined or ends."""
     try:
-        job, _ = await _job(request, reads, ref)
-        task, log_type, keep = _view(request)
+        job, group, task, log_type, keep = await _job(request, reads, ref)
     except Refused as e:
         return StreamingResponse(iter([sse("problem", e.text)]), media_type="text/event-stream")
-    group = request.query_params.get("group", "")
     merged = Merged(_forwarder(request), reads, job.namespace, job.id, group, task, log_type, JOB_TAIL, keep)
     return StreamingResponse(merged.events(), media_type="text/event-stream", headers=STREAM_HEADERS)
