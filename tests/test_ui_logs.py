@@ -240,6 +240,7 @@ def test_the_filter_keeps_only_matching_lines(setup: Cluster, writer: dict[str, 
     # A bad pattern is refused, said in the page.
     r = c.http.get(f"/ui/allocations/{alloc_id}/logs", params={"task": "t", "q": "(", "regex": "1"})
     assert r.status_code == 400 and "not a regular expression" in r.text
+    assert 'name="q" type="search" value="("' in r.text  # the form, to put it right
     # One that backtracks without end on these lines stops at the first: said, not served slowly.
     slow = {"task": "t", "q": "(x|xx)+y", "regex": "1"}
     started = time.monotonic()
@@ -283,8 +284,9 @@ def test_a_jobs_merged_tail_names_each_alloc_and_takes_in_later_ones(setup: Clus
     with c.http.stream("GET", url, timeout=httpx.Timeout(30)) as r:
         evs: list[tuple[str, Any]] = []
         c.put("/v1/jobs", body)
-        name = ""
+        name, deadline = "", time.monotonic() + 30
         for line in r.iter_lines():
+            assert time.monotonic() < deadline, evs
             if line.startswith("event: "):
                 name = line[7:]
             elif line.startswith("data: "):

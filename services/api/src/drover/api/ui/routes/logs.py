@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import re
+from dataclasses import dataclass
 from typing import Any
 from urllib.parse import quote, urlencode
 
@@ -24,7 +25,7 @@ from drover.api.forward import ClientForwarder
 from drover.api.ui import logfollow
 from drover.api.ui.access import READ_LOGS, may
 from drover.api.ui.logfollow import Merged, Source, alloc_stream, followable, running, sse
-from drover.api.ui.logtail import LineFilter, TooSlow
+from drover.api.ui.logtail import MAX_PATTERN, LineFilter, TooSlow
 from drover.api.ui.render import ENV, _finish, base_context, job_ref, not_found, split_ref
 from drover.control.client.logs import LOG_TYPES, LogsQuery, parse_bool
 from drover.model.alloc import Allocation
@@ -57,18 +58,38 @@ class Refused(Exception):
         self.status, self.text, self.missing = status, text, missing
 
 
-def _view(request: Request) -> tuple[str, str, LineFilter]:
-    """The query's task, log type and filter; every problem with them refused at once (400)."""
+@dataclass(frozen=True)
+class View:
+    """The query's task, log type and filter, and every problem with them (a 400: a page says
+    it above its form, to be put right there; a stream or a download is refused)."""
+
+    task: str
+    log_type: str
+    keep: LineFilter
+    problem: str = ""
+
+    def check(self) -> View:
+        if self.problem:
+            raise Refused(400, self.problem)
+        return self
+
+    def query(self, **more: str) -> dict[str, str]:
+        return {**more, "task": self.task, "type": self.log_type, "q": self.keep.text,
+                "regex": "1" if self.keep.is_regex else ""}  # fmt: skip
+
+
+def _view(request: Request) -> View:
     params = request.query_params
     log_type = params.get("type") or "stdout"
     problems = [] if log_type in LOG_TYPES else [f"type must be stdout or stderr, not {log_type!r}"]
-    is_regex = bool(parse_bool(params.get("regex", "") or "false"))
-    keep, why = LineFilter.parse(params.get("q", ""), is_regex)
+    text, is_regex = params.get("q", ""), bool(parse_bool(params.get("regex", "") or "false"))
+    keep, why = LineFilter.parse(text, is_regex)
     if keep is None:
         problems.append(why)
-    if problems or keep is None:
-        raise Refused(400, "; ".join(problems))
-    return params.get("task", ""), log_type, keep
+        keep = LineFilter(text[:MAX_PATTERN], is_regex)  # shown in the form, never applied
+    return View(
+        params.get("task", ""), log_type if log_type in LOG_TYPES else "stdout", keep, "; ".join(problems)
+    )
 
 
 def _tasks(reads: Reads, alloc: Allocation) -> list[str]:
@@ -140,12 +161,16 @@ async def _tail(
 async def alloc_logs(alloc_id: str, request: Request, reads: ReadsDep) -> Response:
     try:
         alloc, tasks = await _alloc(request, reads, alloc_id)
-        task = _task(tasks, request.query_params.get("task", ""))
-        _, log_type, keep = _view(request)
+        view = _view(request)
+        task = _task(tasks, view.task)
     except Refused as e:
         return _refused(request, e)
-    lines, problem = await _tail(request, reads, Source(alloc.id, task), log_type, keep)
-    query = {"task": task, "type": log_type, "q": keep.text, "regex": "1" if keep.is_regex else ""}
+    log_type, keep = view.log_type, view.keep
+    lines: list[str] = []
+    problem = view.problem
+    if not problem:
+        lines, problem = await _tail(request, reads, Source(alloc.id, task), log_type, keep)
+    query = {**view.query(), "task": task}
     ctx = {
         "title": f"Logs of {task} in allocation {alloc.id[:8]}", "mode": "alloc", "alloc": alloc,
         "tasks": tasks, "task": task, "log_type": log_type, "keep": keep, "lines": lines,
@@ -154,7 +179,7 @@ async def alloc_logs(alloc_id: str, request: Request, reads: ReadsDep) -> Respon
         "download_url": f"/ui/allocations/{alloc.id}/logs/download?{_qs(task=task, type=log_type)}",
         "type_url": lambda t: f"/ui/allocations/{alloc.id}/logs?{_qs(**{**query, 'type': t})}",
     }  # fmt: skip
-    return _html(request, "logs.html", ctx)
+    return _html(request, "logs.html", ctx, 400 if view.problem else 200)
 
 
 @router.get("/ui/allocations/{alloc_id}/logs/stream", include_in_schema=False)
@@ -163,13 +188,14 @@ async def alloc_logs_stream(alloc_id: str, request: Request, reads: ReadsDep) ->
     refusal is a `problem` event, which the page shows."""
     try:
         alloc, tasks = await _alloc(request, reads, alloc_id)
-        task = _task(tasks, request.query_params.get("task", ""))
-        _, log_type, keep = _view(request)
+        view = _view(request).check()
+        task = _task(tasks, view.task)
     except Refused as e:
         return StreamingResponse(iter([sse("problem", e.text)]), media_type="text/event-stream")
     follow = parse_bool(request.query_params.get("follow", "") or "true") is not False
-    tail = FILTERED_TAIL if keep.text else TAIL
-    body = alloc_stream(_forwarder(request), reads, Source(alloc.id, task), log_type, follow, tail, keep)
+    tail = FILTERED_TAIL if view.keep.text else TAIL
+    source = Source(alloc.id, task)
+    body = alloc_stream(_forwarder(request), reads, source, view.log_type, follow, tail, view.keep)
     return StreamingResponse(body, media_type="text/event-stream", headers=STREAM_HEADERS)
 
 
@@ -178,8 +204,8 @@ async def alloc_logs_download(alloc_id: str, request: Request, reads: ReadsDep) 
     """The whole log (every rotated file the agent still has), as a file to save."""
     try:
         alloc, tasks = await _alloc(request, reads, alloc_id)
+        log_type = _view(request).check().log_type
         task = _task(tasks, request.query_params.get("task", ""))
-        _, log_type, _ = _view(request)
         forwarder = _forwarder(request)
         address = await forwarder.node_address(reads, alloc.id)
         query = LogsQuery(task, log_type, plain=True).params()
@@ -197,7 +223,7 @@ async def alloc_logs_download(alloc_id: str, request: Request, reads: ReadsDep) 
 # ---- a job's merged tail --------------------------------------------------------------------
 
 
-async def _job(request: Request, reads: Reads, ref: str) -> tuple[Job, str, str, str, LineFilter]:
+async def _job(request: Request, reads: Reads, ref: str) -> tuple[Job, str, View]:
     """The job, and the query's group, task, log type and filter; 404 for an unknown job (or a
     group or task it does not have), 403 when the token may not read its logs."""
     namespace, job_id = split_ref(ref)
@@ -206,13 +232,13 @@ async def _job(request: Request, reads: Reads, ref: str) -> tuple[Job, str, str,
         raise Refused(404, f"job not found: {job_id}", missing=True)
     if not may(request, READ_LOGS, namespace):
         raise Refused(403, f"Permission denied: reading logs needs {READ_LOGS} in namespace {namespace}")
-    task, log_type, keep = _view(request)
-    group = request.query_params.get("group", "")
+    view, group = _view(request), request.query_params.get("group", "")
     if group and job.lookup_task_group(group) is None:
         raise Refused(404, f"job {job_id} has no group {group!r}")
-    if task and task not in _job_tasks(job, group):
-        raise Refused(404, f"job {job_id} has no task {task!r}" + (f" in group {group!r}" if group else ""))
-    return job, group, task, log_type, keep
+    if view.task and view.task not in _job_tasks(job, group):
+        where = f" in group {group!r}" if group else ""
+        raise Refused(404, f"job {job_id} has no task {view.task!r}{where}")
+    return job, group, view
 
 
 def _job_tasks(job: Job, group: str) -> list[str]:
@@ -226,27 +252,21 @@ def _job_url(job: Job) -> str:
 @router.get("/ui/jobs/{ref:path}/logs", include_in_schema=False)
 async def job_logs(ref: str, request: Request, reads: ReadsDep) -> Response:
     try:
-        job, group, task, log_type, keep = await _job(request, reads, ref)
+        job, group, view = await _job(request, reads, ref)
     except Refused as e:
         return _refused(request, e)
     allocs = await asyncio.to_thread(running, reads, job.namespace, job.id)
     url = _job_url(job) + "/logs"
-    query = {
-        "group": group,
-        "task": task,
-        "type": log_type,
-        "q": keep.text,
-        "regex": "1" if keep.is_regex else "",
-    }
+    query = view.query(group=group)
     ctx = {
         "title": f"Logs of job {job.id}", "mode": "job", "job": job, "group": group,
-        "groups": [g.name for g in job.task_groups], "tasks": _job_tasks(job, group), "task": task,
-        "log_type": log_type, "keep": keep, "lines": [], "problem": "",
+        "groups": [g.name for g in job.task_groups], "tasks": _job_tasks(job, group), "task": view.task,
+        "log_type": view.log_type, "keep": view.keep, "lines": [], "problem": view.problem,
         "running": [a for a in allocs if followable(a, group)], "max_lines": MAX_LINES,
         "stream_url": f"{url}/stream?{_qs(**query)}",
         "type_url": lambda t: f"{url}?{_qs(**{**query, 'type': t})}",
     }  # fmt: skip
-    return _html(request, "logs.html", ctx)
+    return _html(request, "logs.html", ctx, 400 if view.problem else 200)
 
 
 @router.get("/ui/jobs/{ref:path}/logs/stream", include_in_schema=False)
@@ -254,8 +274,10 @@ async def job_logs_stream(ref: str, request: Request, reads: ReadsDep) -> Respon
     """The merged tail's events: `lines` of [label, line] pairs, a `notice` as each alloc's
     log is joined or ends."""
     try:
-        job, group, task, log_type, keep = await _job(request, reads, ref)
+        job, group, view = await _job(request, reads, ref)
+        view.check()
     except Refused as e:
         return StreamingResponse(iter([sse("problem", e.text)]), media_type="text/event-stream")
-    merged = Merged(_forwarder(request), reads, job.namespace, job.id, group, task, log_type, JOB_TAIL, keep)
+    merged = Merged(_forwarder(request), reads, job.namespace, job.id, group, view.task, view.log_type,
+                    JOB_TAIL, view.keep)  # fmt: skip
     return StreamingResponse(merged.events(), media_type="text/event-stream", headers=STREAM_HEADERS)
