@@ -132,6 +132,11 @@
     };
   }
 
+  // drover.js marks a hidden tab paused (it closes the tab's feed); this stream goes on.
+  document.addEventListener("visibilitychange", function () {
+    if (!document.hidden && source) setLive("live", "Live");
+  });
+
   followButton.addEventListener("click", function () {
     following = !following;
     followButton.setAttribute("aria-pressed", String(following));
