@@ -12,9 +12,10 @@ from starlette.routing import BaseRoute, Mount
 from starlette.staticfiles import StaticFiles
 
 from drover.api.ui import live
-from drover.api.ui.routes import allocations, evaluations, jobs, nodes, overview, settings
+from drover.api.ui.routes import allocations, evaluations, jobs, logs, nodes, overview, settings
 
-ROUTERS = (live, overview, jobs, allocations, nodes, evaluations, settings)
+# logs before jobs: /ui/jobs/<ref>/logs is not a job's page (whose <ref> is a path).
+ROUTERS = (live, overview, logs, jobs, allocations, nodes, evaluations, settings)
 STATIC = Path(__file__).parent / "static"
 
 

@@ -17,6 +17,7 @@ SUBMIT_JOB = "submit-job"
 SCALE_JOB = "scale-job"
 ALLOC_LIFECYCLE = "alloc-lifecycle"
 NODE_WRITE = "node:write"
+READ_LOGS = "read-logs"
 
 
 def may(request: Request, capability: str, namespace: str = "default") -> bool:
