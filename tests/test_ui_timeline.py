@@ -7,19 +7,33 @@ against a real PostgreSQL, placing evals as a worker would (`_place`)."""
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 from typing import Any
 
+import pytest
 from fastapi.testclient import TestClient
 
+from drover.api.app import create_app
 from drover.control.leader.jobrestartwatcher import watch_job_restart
 from drover.model.alloc import TaskEvent, TaskState
 from drover.model.evaluation import job_eval
 from drover.model.events import AllocClientUpdate, AllocsClientUpdated, EvalsUpserted
+from drover.runtime.settings import Settings
 from drover.runtime.store import EventStore
 from drover.runtime.store.queries import Reads
+from drover.scheduler import evaluate_plan, schedule
+from drover.scheduler.planapply import plan_applied_event
 
 from .cluster import job_json
-from .test_ui_pages import NOW, _csrf, _job, _node, _place, client  # noqa: F401
+from .test_ui_pages import NOW, _csrf, _job, _node, _place
+
+
+@pytest.fixture
+def client(database_url: str, store: EventStore) -> Iterator[TestClient]:
+    settings = Settings(database_url=database_url, nats_url="nats://unused", max_body_bytes=64 * 1024)
+    with TestClient(create_app(settings, EventStore(database_url))) as c:
+        yield c
+
 
 URL = "/ui/jobs/web@default"
 
@@ -31,7 +45,9 @@ def _timeline(c: TestClient, **params: Any) -> str:
 
 
 def _texts(html: str) -> list[str]:
-    return [re.sub(r"\s+", " ", t).strip() for t in re.findall(r'<span class="tl-text">(.*?)</span>', html, re.S)]
+    return [
+        re.sub(r"\s+", " ", t).strip() for t in re.findall(r'<span class="tl-text">(.*?)</span>', html, re.S)
+    ]
 
 
 def _report(store: EventStore, alloc: dict[str, Any], status: str, at: int, event: TaskEvent) -> None:
@@ -50,7 +66,9 @@ def _rescheduling(job_id: str, count: int) -> dict[str, Any]:
     return body
 
 
-def test_the_timeline_tells_registers_evals_placements_and_failures(client: TestClient, store: EventStore) -> None:  # noqa: F811
+def test_the_timeline_tells_registers_evals_placements_and_failures(
+    client: TestClient, store: EventStore
+) -> None:
     _node(client, "node-a")
     assert client.put("/v1/jobs", json=_rescheduling("web", 2)).status_code == 200
     _place(store, client.get("/v1/job/web/evaluations").json()[0]["ID"])
@@ -73,7 +91,9 @@ def test_the_timeline_tells_registers_evals_placements_and_failures(client: Test
     _place(store, retry.id)
     html = _timeline(client)
     texts = _texts(html)
-    assert any(t.startswith(f"Allocation {failed['Name']} failed: task web: Terminated, Exit Code: 3") for t in texts), texts
+    assert any(
+        t.startswith(f"Allocation {failed['Name']} failed: task web: Terminated, Exit Code: 3") for t in texts
+    ), texts
     assert "Evaluation triggered by an allocation failing (reschedule) [alloc-failure]: complete." in texts
     replaced = next(t for t in texts if t.startswith(f"Rescheduled allocation {failed['ID'][:8]}"))
     assert replaced.endswith("on node-a (attempt 1)."), replaced
@@ -93,7 +113,7 @@ def test_the_timeline_tells_registers_evals_placements_and_failures(client: Test
     assert 'data-topics="Allocation:web Deployment:web Evaluation:web Job:web JobRestart:web"' in page
 
 
-def test_the_timeline_pages_on_log_positions(client: TestClient, store: EventStore) -> None:  # noqa: F811
+def test_the_timeline_pages_on_log_positions(client: TestClient, store: EventStore) -> None:
     for i in range(30):
         assert client.put("/v1/jobs", json=job_json("web", i + 1, rolling=False)).status_code == 200
     first = _timeline(client)
@@ -111,7 +131,9 @@ def test_the_timeline_pages_on_log_positions(client: TestClient, store: EventSto
     assert len(set(every)) == 60 and "Version 0 registered (1 allocation wanted)." in _texts(second + third)
 
 
-def test_a_restart_starts_pauses_resumes_and_cancels_from_the_job_page(client: TestClient, store: EventStore) -> None:  # noqa: F811
+def test_a_restart_starts_pauses_resumes_and_cancels_from_the_job_page(
+    client: TestClient, store: EventStore
+) -> None:
     _node(client, "node-a")
     _place(store, _job(client, store, "web", 2, rolling=False))
     for a in client.get("/v1/job/web/allocations").json():
@@ -124,7 +146,9 @@ def test_a_restart_starts_pauses_resumes_and_cancels_from_the_job_page(client: T
     # Without the session's token: refused, nothing written.
     before = store.last_position()
     assert client.post("/ui/job/restart/web@default", data=form).status_code == 403
-    assert client.post("/ui/job/restart/web@default", data={**form, "csrf_token": "x" * 43}).status_code == 403
+    assert (
+        client.post("/ui/job/restart/web@default", data={**form, "csrf_token": "x" * 43}).status_code == 403
+    )
     assert store.last_position() == before
 
     # Bad options: the command's refusal, every problem, and nothing written.
@@ -151,7 +175,9 @@ def test_a_restart_starts_pauses_resumes_and_cancels_from_the_job_page(client: T
     assert 'data-restarted="1" data-total="2"' in frag and "(batch 1 in flight)" in frag
 
     # Pause, resume, cancel: each its command, each needing the token.
-    assert client.post("/ui/job/restart-pause/web@default", data={"restart": restart["ID"]}).status_code == 403
+    assert (
+        client.post("/ui/job/restart-pause/web@default", data={"restart": restart["ID"]}).status_code == 403
+    )
     client.post("/ui/job/restart-pause/web@default", data={"csrf_token": token, "restart": restart["ID"]})
     assert client.get(f"/v1/job/web/restart/{restart['ID']}").json()["Status"] == "paused"
     frag = client.get(URL, params={"fragment": "restart"}).text
@@ -159,10 +185,14 @@ def test_a_restart_starts_pauses_resumes_and_cancels_from_the_job_page(client: T
     client.post("/ui/job/restart-resume/web@default", data={"csrf_token": token, "restart": restart["ID"]})
     assert client.get(f"/v1/job/web/restart/{restart['ID']}").json()["Status"] == "running"
     # Resuming a running one is refused, in the command's words.
-    r = client.post("/ui/job/restart-resume/web@default", data={"csrf_token": token, "restart": restart["ID"]})
+    r = client.post(
+        "/ui/job/restart-resume/web@default", data={"csrf_token": token, "restart": restart["ID"]}
+    )
     assert "only a paused one resumes" in r.text
     before = store.last_position()
-    assert client.post("/ui/job/restart-cancel/web@default", data={"restart": restart["ID"]}).status_code == 403
+    assert (
+        client.post("/ui/job/restart-cancel/web@default", data={"restart": restart["ID"]}).status_code == 403
+    )
     assert store.last_position() == before
     client.post("/ui/job/restart-cancel/web@default", data={"csrf_token": token, "restart": restart["ID"]})
     assert client.get(f"/v1/job/web/restart/{restart['ID']}").json()["Status"] == "cancelled"
@@ -178,7 +208,8 @@ def test_a_restart_starts_pauses_resumes_and_cancels_from_the_job_page(client: T
 
 
 def test_the_alloc_page_shows_its_reschedule_chain_and_placement_metrics(
-    client: TestClient, store: EventStore  # noqa: F811
+    client: TestClient,
+    store: EventStore,
 ) -> None:
     _node(client, "node-a")
     _node(client, "node-b")
@@ -193,23 +224,46 @@ def test_the_alloc_page_shows_its_reschedule_chain_and_placement_metrics(
     second = next(a for a in client.get("/v1/job/web/allocations").json() if a["ID"] != first["ID"])
 
     page = client.get(f"/ui/allocations/{second['ID']}").text
-    chain = page[page.index("Reschedule chain"):]
+    chain = page[page.index("Reschedule chain") :]
     assert f'href="/ui/allocations/{first["ID"]}"' in chain and "attempt 1" in chain
     assert first["ID"][:8] in chain and 'aria-current="true"' in chain
     # The metrics name the clients scored, with their scores, and the one chosen.
-    assert "Top-scoring clients" in page and re.search(r">node-[ab]</a> <span class=\"badge\">chosen</span>", page)
+    assert "Top-scoring clients" in page and re.search(
+        r">node-[ab]</a> <span class=\"badge\">chosen</span>", page
+    )
     old = client.get(f"/ui/allocations/{first['ID']}").text
-    assert f'href="/ui/allocations/{second["ID"]}"' in old[old.index("Reschedule chain"):]
+    assert f'href="/ui/allocations/{second["ID"]}"' in old[old.index("Reschedule chain") :]
 
 
-def test_a_blocked_eval_names_its_exhausted_clients(client: TestClient, store: EventStore) -> None:  # noqa: F811
+def test_a_blocked_eval_names_its_exhausted_clients(client: TestClient, store: EventStore) -> None:
     _node(client, "node-a")
-    # More memory than a client has left: blocked, exhausted on memory.
-    _place(store, _job(client, store, "big", 3, rolling=False))
-    for _ in range(2):
-        evals = [e for e in client.get("/v1/job/big/evaluations").json() if e["Status"] == "blocked"]
-    assert evals, client.get("/v1/job/big/evaluations").json()
+    _node(client, "node-b")
+    client.put("/v1/node/node-b/eligibility", json={"Eligibility": "ineligible"})
+    # Three of 3 GB on an 8 GB client: two fit, the third waits, blocked on memory.
+    eval_id = _job(client, store, "big", 3, mem=3000, rolling=False)
+    state = store.replay()
+    res = schedule(state, state.eval(eval_id), NOW)
+    assert res.blocked_eval is not None
+    store.append(
+        [
+            plan_applied_event(evaluate_plan(state, res.plan), NOW),
+            EvalsUpserted(evals=[res.eval, res.blocked_eval]),
+        ]
+    )
+    blocked = [e for e in client.get("/v1/job/big/evaluations").json() if e["Status"] == "blocked"]
+    assert blocked, client.get("/v1/job/big/evaluations").json()
     overview = client.get("/ui/").text
-    assert re.search(r"out of <code>memory</code>", overview), overview[:3000]
-    why = client.get("/ui/", params={"fragment": "exhausted", "eval": evals[0]["ID"]}).text
-    assert 'href="/ui/nodes/node-a"' in why and "memory" in why
+    assert re.search(r"web could not be placed \(1 evaluated, 0 filtered, 1 exhausted: 1 out of <code>memory</code>\)",
+                     overview), overview  # fmt: skip
+    assert 'hx-get="/ui/?fragment=exhausted"' in overview
+    # Asked for (the details opened): each client named under its reason.
+    why = client.get("/ui/", params={"fragment": "exhausted"}).text
+    assert re.search(r"<h4>1 client: <code>exhausted: out of memory</code></h4>\s*<ul[^>]*><li>"
+                     r"<a href=\"/ui/nodes/node-a\"", why), why  # fmt: skip
+    assert re.search(
+        r"<code>ineligible for scheduling</code></h4>\s*<ul[^>]*><li><a href=\"/ui/nodes/node-b\"", why
+    )
+    assert "0 of 2 clients pass the job's constraints for group <code>web</code> and have room" in why
+    # The job's page judges the blocked group the same way.
+    why = client.get("/ui/jobs/big@default", params={"fragment": "why", "group": "web"}).text
+    assert "exhausted: out of memory" in why

@@ -100,12 +100,19 @@ def _failures(reads: Reads, args: Mapping[str, Any]) -> Context:
 
 
 def _why(reads: Reads, args: Mapping[str, Any]) -> Context | None:
-    """Every client judged for one group (`?group=`) of the job as it is."""
+    """Every client judged for one group (`?group=`) of the job as it is, and with what the live
+    allocs use on it (a blocked group waits for one with room)."""
     job = reads.job(args["ns"], args["job_id"])
     if job is None:
         return None
     group = job.lookup_task_group(args["group"])
-    return {"verdicts": None if group is None else judge(job, group, reads.nodes()), "group": args["group"]}
+    if group is None:
+        return {"verdicts": None, "group": args["group"]}
+    nodes = reads.nodes()
+    return {
+        "verdicts": judge(job, group, nodes, reads.live_usage_by_node([n.id for n in nodes])),
+        "group": args["group"],
+    }
 
 
 def _versions(reads: Reads, args: Mapping[str, Any]) -> Context:
