@@ -213,10 +213,15 @@ def test_the_alloc_page_shows_its_reschedule_chain_and_placement_metrics(
 ) -> None:
     _node(client, "node-a")
     _node(client, "node-b")
-    assert client.put("/v1/jobs", json=_rescheduling("web", 1)).status_code == 200
+    body = _rescheduling("web", 1)
+    body["Job"]["TaskGroups"][0]["Networks"] = [{"DynamicPorts": [{"Label": "http"}]}]
+    assert client.put("/v1/jobs", json=body).status_code == 200
     _place(store, client.get("/v1/job/web/evaluations").json()[0]["ID"])
     first = client.get("/v1/job/web/allocations").json()[0]
-    _report(store, first, "failed", NOW - 60 * 10**9, TaskEvent(type="Terminated", time=NOW - 60 * 10**9))
+    died = TaskEvent(
+        type="Terminated", time=NOW - 60 * 10**9, display_message="Exit Code: 3", details={"exit_code": "3"}
+    )
+    _report(store, first, "failed", NOW - 60 * 10**9, died)
     reads = Reads(store)
     retry = job_eval(reads.job("default", "web"), "alloc-failure", NOW)
     store.append([EvalsUpserted(evals=[retry])])
@@ -233,6 +238,18 @@ def test_the_alloc_page_shows_its_reschedule_chain_and_placement_metrics(
     )
     old = client.get(f"/ui/allocations/{first['ID']}").text
     assert f'href="/ui/allocations/{second["ID"]}"' in old[old.index("Reschedule chain") :]
+    # Its task's events in full (the details too), its address and ports.
+    assert re.search(r"<td>Terminated</td><td>Exit Code: 3 <span class=\"muted\">exit_code=3</span>", old)
+    port = second["AllocatedResources"]["Shared"]["Ports"][0]["Value"]
+    assert f"<td>http</td><td><code>127.0.0.1:{port}</code>" in page
+    assert "Network <code>host</code> at <code>127.0.0.1</code>" in page
+
+    # Restart and stop: each its command, with the token.
+    _report(store, second, "running", NOW, TaskEvent(type="Started", time=NOW))
+    token = _csrf(client, f"/ui/allocations/{second['ID']}")
+    assert client.post(f"/ui/allocation/restart/{second['ID']}", data={}).status_code == 403
+    r = client.post(f"/ui/allocation/restart/{second['ID']}", data={"csrf_token": token})
+    assert "Restart requested" in r.text and reads.alloc(second["ID"]).restart_request is not None
 
 
 def test_a_blocked_eval_names_its_exhausted_clients(client: TestClient, store: EventStore) -> None:
