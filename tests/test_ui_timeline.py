@@ -284,3 +284,42 @@ def test_a_blocked_eval_names_its_exhausted_clients(client: TestClient, store: E
     # The job's page judges the blocked group the same way.
     why = client.get("/ui/jobs/big@default", params={"fragment": "why", "group": "web"}).text
     assert "exhausted: out of memory" in why
+
+
+def test_restart_controls_ask_for_alloc_lifecycle(
+    client: TestClient, store: EventStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Without `alloc-lifecycle` (Nomad's capability for restarts) the form and buttons are not
+    shown and their posts are refused."""
+    from drover.api.ui import access
+
+    _node(client, "node-a")
+    _place(store, _job(client, store, "web", 1, rolling=False))
+    token = _csrf(client, URL)
+    asked: list[str] = []
+
+    def no_lifecycle(request: Any, capability: str, namespace: str = "default") -> bool:
+        asked.append(capability)
+        return capability != "alloc-lifecycle"
+
+    monkeypatch.setattr(access, "may", no_lifecycle)
+    page = client.get(URL).text
+    assert "/ui/job/restart/" not in page and "/ui/job/stop/" in page
+    before = store.last_position()
+    r = client.post("/ui/job/restart/web@default", data={"csrf_token": token, "batch_size": "1"})
+    assert r.status_code == 403 and store.last_position() == before
+    assert "alloc-lifecycle" in asked
+
+
+def test_the_timeline_tells_a_deployment_started_and_failed(client: TestClient, store: EventStore) -> None:
+    _node(client, "node-a")
+    _place(store, _job(client, store, "web", 2))  # an update block: a deployment
+    (dep,) = client.get("/v1/job/web/deployments").json()
+    token = _csrf(client, URL)
+    client.post(f"/ui/deployment/fail/{dep['ID']}", data={"csrf_token": token, "job": "web@default"})
+    texts = _texts(_timeline(client))
+    assert "Deployment started for version 0." in texts
+    assert any(t.startswith("Deployment failed") for t in texts), texts
+    assert texts.index("Deployment started for version 0.") > next(
+        i for i, t in enumerate(texts) if t.startswith("Deployment failed")
+    )
