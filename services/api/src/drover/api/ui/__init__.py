@@ -12,16 +12,10 @@ from starlette.routing import BaseRoute, Mount
 from starlette.staticfiles import StaticFiles
 
 from drover.api.ui import live
-<<<<<<< HEAD
-from drover.api.ui.routes import allocations, evaluations, jobs, logs, nodes, overview, settings
+from drover.api.ui.routes import allocations, evaluations, jobrestart, jobs, logs, nodes, overview, settings
 
 # logs before jobs: /ui/jobs/<ref>/logs is not a job's page (whose <ref> is a path).
-ROUTERS = (live, overview, logs, jobs, allocations, nodes, evaluations, settings)
-=======
-from drover.api.ui.routes import allocations, evaluations, jobrestart, jobs, nodes, overview, settings
-
-ROUTERS = (live, overview, jobs, jobrestart, allocations, nodes, evaluations, settings)
->>>>>>> timeline
+ROUTERS = (live, overview, logs, jobs, jobrestart, allocations, nodes, evaluations, settings)
 STATIC = Path(__file__).parent / "static"
 
 
