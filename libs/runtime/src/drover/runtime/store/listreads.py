@@ -28,26 +28,23 @@ _LIVE_ALLOC = (
 _LIVE_EVAL = "e.status NOT IN ('complete', 'failed', 'canceled')"
 _ALLOCS_OF = "FROM allocs a WHERE a.namespace = j.namespace AND a.job_id = j.id"
 _EVALS_OF = "FROM evals e WHERE e.namespace = j.namespace AND e.job_id = j.id"
-_STOP = "coalesce((j.doc->>'Stop')::boolean, false)"
-_LAUNCHES_CHILDREN = (
-    "(jsonb_typeof(j.doc->'Periodic') = 'object' OR (jsonb_typeof(j.doc->'ParameterizedJob') = 'object' "
-    "AND NOT coalesce((j.doc->>'Dispatched')::boolean, false)))"
-)
 
 
-# derive_job_status in SQL, over the jobs row `j`. Each probe is a scalar subquery (LIMIT 1)
-# rather than EXISTS, which the planner may turn into one hash of every live alloc: a page of
-# 25 jobs then reads 100,000 allocs instead of 25 index probes.
+# derive_job_status in SQL, over the jobs row `j`: the job's own fields from its generated
+# columns (type, stop, launches_children: no document parsed), each probe of its allocs and
+# evals a scalar subquery (LIMIT 1) that the partial indexes allocs_live and evals_live answer
+# alone. Not EXISTS, which the planner may turn into one hash of every live alloc: a page of 25
+# jobs then reads 100,000 allocs instead of 25 index probes.
 def _any(where: str) -> str:
     return f"(SELECT true {where} LIMIT 1) IS NOT NULL"
 
 
 JOB_STATUS_SQL = (
-    f"CASE WHEN coalesce(j.doc->>'Type', 'service') = 'system' OR {_LAUNCHES_CHILDREN} "
-    f"THEN CASE WHEN {_STOP} THEN 'dead' ELSE 'running' END "
+    "CASE WHEN j.type = 'system' OR j.launches_children "
+    "THEN CASE WHEN j.stop THEN 'dead' ELSE 'running' END "
     f"WHEN {_any(f'{_ALLOCS_OF} AND {_LIVE_ALLOC}')} THEN 'running' "
     f"WHEN {_any(f'{_EVALS_OF} AND {_LIVE_EVAL}')} THEN 'pending' "
-    f"WHEN {_any(_ALLOCS_OF)} OR {_any(_EVALS_OF)} OR {_STOP} THEN 'dead' "
+    f"WHEN {_any(_ALLOCS_OF)} OR {_any(_EVALS_OF)} OR j.stop THEN 'dead' "
     "ELSE 'pending' END"
 )
 _NODE_STATUS = "coalesce(doc->>'Status', 'ready')"
@@ -130,15 +127,15 @@ class ListReads:
         """Jobs by namespace and ID (`*`: every namespace), parents only (a periodic or
         dispatched child is listed under its parent), with their Status derived; `after` and
         `before` are `<namespace>/<id>` tokens (`job_ref`)."""
-        # Spelled as the jobs_parent index's expression: its statistics make the planner walk
-        # the primary key (namespace, id) and stop at the page, not read and sort every job.
-        where = ["((j.doc->>'ParentID') IS NULL OR (j.doc->>'ParentID') = '')"]
+        # parent_id is a column with statistics: the planner walks the primary key (namespace,
+        # id) and stops at the page, not read and sort every job.
+        where = ["j.parent_id = ''"]
         params: dict[str, Any] = {"limit": limit + 1}
         if namespace != "*":
             where.append("j.namespace = :ns")
             params["ns"] = namespace
         if type_:
-            where.append("coalesce(j.doc->>'Type', 'service') = :type")
+            where.append("j.type = :type")
             params["type"] = type_
         if search:
             where.append("(j.id ILIKE :q OR j.doc->>'Name' ILIKE :q)")
@@ -292,8 +289,7 @@ class ListReads:
             "FROM nodes GROUP BY 2 "
             f"UNION ALL SELECT 'ineligible', {_NODE_ELIGIBILITY}, count(*) FROM nodes GROUP BY 2 "
             "UNION ALL SELECT 'allocs', client_status, count(*) FROM allocs WHERE desired_status = 'run' GROUP BY 2 "
-            "UNION ALL SELECT 'jobs', coalesce(doc->>'Type', 'service'), count(*) FROM jobs "
-            "WHERE coalesce(doc->>'ParentID', '') = '' GROUP BY 2 "
+            "UNION ALL SELECT 'jobs', type, count(*) FROM jobs WHERE parent_id = '' GROUP BY 2 "
             "UNION ALL SELECT 'evals', status, count(*) FROM evals GROUP BY 2 "
             "UNION ALL SELECT 'deployments', doc->>'Status', count(*) FROM deployments GROUP BY 2"
         )
