@@ -27,6 +27,7 @@ from drover.runtime.store.aclreads import AclReads, load_acl
 from drover.runtime.store.eventstore import EventStore
 from drover.runtime.store.identityreads import IdentityReads
 from drover.runtime.store.listreads import ListReads
+from drover.runtime.store.topologyreads import TopologyReads
 from drover.runtime.store.namespacereads import NamespaceReads, split_job_token
 from drover.runtime.store.operatorreads import OperatorReads, load_operator
 from drover.runtime.store.sqlparts import like_prefix as _like_prefix
@@ -94,7 +95,7 @@ def alloc_records(conn: Connection) -> Iterator[tuple[str, str, str, str, str, s
         yield row[0], row[1], row[2], row[3], row[4], row[5]
 
 
-class Reads(NamespaceReads, AclReads, IdentityReads, OperatorReads, ListReads):
+class Reads(NamespaceReads, AclReads, IdentityReads, OperatorReads, ListReads, TopologyReads):
     """The API's reads: documents in Nomad's form, by key, prefix and page (namespaces':
     drover.runtime.store.namespacereads; ACL's: drover.runtime.store.aclreads; what a client's
     node identity is checked against: drover.runtime.store.identityreads; the operator's:

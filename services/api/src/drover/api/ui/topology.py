@@ -1,0 +1,255 @@
+"""The topology's picture, kept in the API process: every node's capacity and its live allocs'
+CPU and memory (drover.runtime.store.topologyreads), brought up to date from the rows changed
+since the log position it was read at, and each node's box rendered once per change, not
+once per page. A page of 5,000 nodes is then the joining of boxes already made.
+
+A node's allocs are drawn as segments of two bars (CPU, memory), one per job, group and status:
+an alloc alone in its segment links to its page, several to their job's. Past `SEGMENTS` the
+smallest are folded into one, so that a node of hundreds of allocs is a box of a few elements."""
+
+from __future__ import annotations
+
+import hashlib
+import threading
+from collections import defaultdict
+from dataclasses import dataclass, field
+
+from markupsafe import escape
+
+from drover.runtime.store.queries import Reads
+from drover.runtime.store.topologyreads import AllocRow, NodeRow
+
+# Segments a bar shows at most (the last of them folds the rest).
+SEGMENTS = 4
+STATUS_ORDER = {"running": 0, "pending": 1, "unknown": 2}
+
+Group = tuple[str, str]  # (datacenter, node pool)
+
+
+@dataclass
+class Usage:
+    cpu: int = 0
+    memory_mb: int = 0
+    capacity_cpu: int = 0
+    capacity_memory_mb: int = 0
+    nodes: int = 0
+    allocs: int = 0
+
+    def add(self, other: Usage) -> None:
+        self.cpu += other.cpu
+        self.memory_mb += other.memory_mb
+        self.capacity_cpu += other.capacity_cpu
+        self.capacity_memory_mb += other.capacity_memory_mb
+        self.nodes += other.nodes
+        self.allocs += other.allocs
+
+    def pct(self, used: int, whole: int) -> float:
+        return min(100.0, 100.0 * used / whole) if whole > 0 else 0.0
+
+    @property
+    def cpu_pct(self) -> float:
+        return self.pct(self.cpu, self.capacity_cpu)
+
+    @property
+    def memory_pct(self) -> float:
+        return self.pct(self.memory_mb, self.capacity_memory_mb)
+
+
+def capacity(n: NodeRow) -> tuple[int, int]:
+    """What the scheduler may give out on the node: its resources less those reserved."""
+    return max(0, n.cpu - n.reserved_cpu), max(0, n.memory_mb - n.reserved_memory_mb)
+
+
+def group_of(n: NodeRow) -> Group:
+    return (n.datacenter, n.node_pool)
+
+
+def group_id(g: Group) -> str:
+    """A stable element ID for a group (its names may hold any character)."""
+    return "g-" + hashlib.sha1(f"{g[0]}\0{g[1]}".encode()).hexdigest()[:10]
+
+
+def marks(n: NodeRow) -> list[str]:
+    """What is wrong with the node for the scheduler, in Nomad's words."""
+    out = [] if n.status == "ready" else [n.status]
+    if n.draining:
+        out.append("draining")
+    elif n.eligibility != "eligible":
+        out.append("ineligible")
+    return out
+
+
+@dataclass
+class _Segment:
+    status: str
+    cpu: int = 0
+    memory_mb: int = 0
+    count: int = 0
+    first: AllocRow | None = None
+    label: str = ""
+
+
+def segments(allocs: list[AllocRow], limit: int = SEGMENTS) -> list[_Segment]:
+    """The node's allocs by job, group and status, the largest (CPU, then memory) first; past
+    `limit` the rest folded into the last."""
+    by: dict[tuple[str, str, str, str], _Segment] = {}
+    for a in allocs:
+        s = by.get(key := (a.namespace, a.job_id, a.task_group, a.client_status))
+        if s is None:
+            s = by[key] = _Segment(a.client_status, first=a, label=f"{a.job_id} / {a.task_group}")
+        s.cpu += a.cpu
+        s.memory_mb += a.memory_mb
+        s.count += 1
+    ordered = sorted(
+        by.values(), key=lambda s: (-s.cpu, -s.memory_mb, STATUS_ORDER.get(s.status, 3), s.label)
+    )
+    if len(ordered) <= limit:
+        return ordered
+    rest = _Segment("more")
+    for s in ordered[limit - 1 :]:
+        rest.cpu += s.cpu
+        rest.memory_mb += s.memory_mb
+        rest.count += s.count
+    rest.label = f"{rest.count} more allocs"
+    return [*ordered[: limit - 1], rest]
+
+
+def _seg_link(s: _Segment, node_id: str) -> tuple[str, str]:
+    """(href, title) of a segment."""
+    a = s.first
+    if a is None:
+        return f"/ui/nodes/{node_id}", f"{s.label}: {s.cpu} MHz, {s.memory_mb} MiB"
+    if s.count == 1:
+        return (
+            f"/ui/allocations/{a.id}",
+            f"{s.label} / {a.id[:8]} ({s.status}): {s.cpu} MHz, {s.memory_mb} MiB",
+        )
+    ref = f"/ui/jobs/{a.job_id}@{a.namespace}"
+    return ref, f"{s.label}: {s.count} allocs ({s.status}): {s.cpu} MHz, {s.memory_mb} MiB"
+
+
+def box(n: NodeRow, allocs: list[AllocRow]) -> tuple[str, Usage]:
+    """The node's box and what it uses."""
+    cap_cpu, cap_mem = capacity(n)
+    segs = segments(allocs)
+    used = Usage(
+        sum(a.cpu for a in allocs), sum(a.memory_mb for a in allocs), cap_cpu, cap_mem, 1, len(allocs)
+    )
+    cpu_bar, mem_bar = [], []
+    for s in segs:
+        href, title = _seg_link(s, n.id)
+        cpu_bar.append(f'<a class="seg s-{escape(s.status)}" style="width:{used.pct(s.cpu, cap_cpu):.1f}%" '
+                       f'href="{escape(href)}" title="{escape(title)}"></a>')  # fmt: skip
+        mem_bar.append(
+            f'<i class="seg s-{escape(s.status)}" style="width:{used.pct(s.memory_mb, cap_mem):.1f}%"></i>'
+        )
+    wrong = marks(n)
+    name = escape(n.name or n.id[:8])
+    title = escape(f"{n.name or n.id} ({', '.join([n.status, *wrong[1:]] if wrong else [n.status])}): "
+                   f"CPU {used.cpu} of {cap_cpu} MHz, memory {used.memory_mb} of {cap_mem} MiB, {len(allocs)} allocs")  # fmt: skip
+    badge = "".join(f'<span class="tmark m-{escape(m)}">{escape(m)}</span>' for m in wrong)
+    cls = "tnode" + "".join(f" n-{escape(m)}" for m in wrong)
+    html = (
+        f'<div class="{cls}" data-node="{escape(n.id)}"><a class="tname" href="/ui/nodes/{escape(n.id)}" '
+        f'title="{title}">{name}</a>{badge}'
+        f'<span class="tbar" title="CPU {used.cpu} / {cap_cpu} MHz">{"".join(cpu_bar)}</span>'
+        f'<span class="tbar" title="Memory {used.memory_mb} / {cap_mem} MiB" aria-hidden="true">'
+        f"{''.join(mem_bar)}</span></div>"
+    )
+    return html, used
+
+
+@dataclass
+class GroupView:
+    group: Group
+    id: str
+    version: int
+    usage: Usage
+    boxes: list[str] = field(default_factory=list)
+
+
+class Topology:
+    """The cluster's picture at log position `at`, shared by every request of the process."""
+
+    def __init__(self) -> None:
+        self.at = -1  # not read yet
+        self.nodes: dict[str, NodeRow] = {}
+        self.allocs: dict[str, dict[str, AllocRow]] = defaultdict(dict)  # node -> alloc ID -> row
+        self.where: dict[str, str] = {}  # alloc ID -> node
+        self.boxes: dict[str, tuple[str, Usage]] = {}
+        self.versions: dict[Group, int] = {}
+        self._version = 0
+        self._lock = threading.Lock()
+
+    def sync(self, reads: Reads, at: int = 0) -> None:
+        """Bring the picture up to the store's position (given `at`, the position a live
+        refresh was woken by: only if the picture is older). One request reads; the others
+        waiting meanwhile take what it read."""
+        if 0 <= at <= self.at:
+            return
+        with self._lock:
+            if 0 <= at <= self.at:
+                return
+            to = reads.index()
+            if to <= self.at:
+                return
+            since = max(self.at, 0)
+            node_rows, ids = reads.topology_nodes(since)
+            alloc_rows = reads.topology_allocs(since)
+            self._apply(node_rows, ids, alloc_rows)
+            self.at = to
+
+    def _apply(self, node_rows: list[NodeRow], ids: set[str], alloc_rows: list[AllocRow]) -> None:
+        dirty: set[str] = set()
+        touched: set[Group] = set()
+        for gone in set(self.nodes) - ids:
+            touched.add(group_of(self.nodes.pop(gone)))
+            self.boxes.pop(gone, None)
+        for n in node_rows:
+            if (old := self.nodes.get(n.id)) is not None:
+                touched.add(group_of(old))
+            self.nodes[n.id] = n
+            dirty.add(n.id)
+        for a in alloc_rows:
+            if (was := self.where.pop(a.id, None)) is not None:
+                self.allocs[was].pop(a.id, None)
+                dirty.add(was)
+            if a.live:
+                self.allocs[a.node_id][a.id] = a
+                self.where[a.id] = a.node_id
+                dirty.add(a.node_id)
+        for node_id in dirty:
+            if (n := self.nodes.get(node_id)) is not None:
+                self.boxes[node_id] = box(n, list(self.allocs.get(node_id, {}).values()))
+                touched.add(group_of(n))
+        for g in touched:
+            self._version += 1
+            self.versions[g] = self._version
+
+    def groups(self, only: Group | None = None) -> list[GroupView]:
+        """The nodes by datacenter and node pool (by name within), each group with its usage."""
+        by: dict[Group, list[NodeRow]] = defaultdict(list)
+        for n in self.nodes.values():
+            if only is None or group_of(n) == only:
+                by[group_of(n)].append(n)
+        out = []
+        for g in sorted(by):
+            view = GroupView(g, group_id(g), self.versions.get(g, 0), Usage())
+            for n in sorted(by[g], key=lambda n: (n.name, n.id)):
+                html, used = self.boxes[n.id]
+                view.boxes.append(html)
+                view.usage.add(used)
+            out.append(view)
+        return out
+
+    def totals(self) -> tuple[Usage, list[Group]]:
+        total, seen = Usage(), set()
+        for node_id, (_, used) in self.boxes.items():
+            total.add(used)
+            seen.add(group_of(self.nodes[node_id]))
+        return total, sorted(seen)
+
+
+def groups_key(groups: list[Group]) -> str:
+    """A short digest of the groups a page was drawn with (a new one means redraw it all)."""
+    return hashlib.sha1(repr(groups).encode()).hexdigest()[:12]
