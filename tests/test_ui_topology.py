@@ -13,6 +13,7 @@ from fastapi.testclient import TestClient
 
 from drover.api.ui.topology import SEGMENTS, segments
 from drover.model.events import NodeStatusUpdated
+from drover.model.events.allocs import AllocClientUpdate, AllocsClientUpdated
 from drover.runtime.store import EventStore
 from drover.runtime.store.topologyreads import AllocRow
 
@@ -51,8 +52,9 @@ def test_each_client_is_a_box_filled_in_proportion_to_its_allocs(client: TestCli
     used_mem = sum(t["Memory"]["MemoryMB"] for a in allocs for t in a["AllocatedResources"]["Tasks"].values())
     assert _widths(cpu_bar) == [round(100 * used_cpu / 4000, 1)] == [25.0]
     assert _widths(mem_bar) == [round(100 * used_mem / 8192, 1)] == [25.0]
-    assert 'href="/ui/jobs/web@default"' in cpu_bar and "web / web: 2 allocs (running)" in cpu_bar
-    assert 'href="/ui/nodes/node-a"' in a_box and "s-running" in cpu_bar
+    status = allocs[0]["ClientStatus"]  # pending: no client runs them here
+    assert 'href="/ui/jobs/web@default"' in cpu_bar and f"web / web: 2 allocs ({status})" in cpu_bar
+    assert 'href="/ui/nodes/node-a"' in a_box and f"s-{status}" in cpu_bar
     assert _widths(_box(r.text, "node-b")) == []  # nothing on it
     # Grouped by datacenter / node pool, with the cluster's totals on top.
     assert r.text.index("dc1 <span") < r.text.index('data-node="node-a"') < r.text.index("dc2 <span")
@@ -60,13 +62,14 @@ def test_each_client_is_a_box_filled_in_proportion_to_its_allocs(client: TestCli
     assert f"CPU reserved: {used_cpu} of 6000 MHz" in r.text
     assert f"Memory reserved: {used_mem} of 12288 MiB" in r.text
 
-    # One alloc stopped: the segment is that alloc's own, half as wide, linking to its page.
     gone, kept = allocs[0]["ID"], allocs[1]["ID"]
-    token = _csrf(client)
-    assert client.post(f"/ui/allocation/stop/{gone}", data={"csrf_token": token}).status_code == 200
+    # One alloc running, the other complete (gone from the picture): the segment is the running
+    # alloc's own, half as wide, linking to its page.
+    updates = [AllocClientUpdate(id=kept, client_status="running"), AllocClientUpdate(id=gone, client_status="complete")]
+    store.append([AllocsClientUpdated(node_id="node-a", updates=updates)])
     a_box = _box(client.get("/ui/topology").text, "node-a")
-    if client.get(f"/v1/allocation/{gone}").json()["DesiredStatus"] == "stop":
-        assert _widths(a_box)[:1] == [12.5] and f'href="/ui/allocations/{kept}"' in a_box
+    assert _widths(a_box) == [12.5, 12.5] and f'href="/ui/allocations/{kept}"' in a_box
+    assert gone not in a_box and "s-running" in a_box
 
 
 def test_down_draining_and_ineligible_clients_are_marked(client: TestClient, store: EventStore) -> None:  # noqa: F811
@@ -108,7 +111,7 @@ def test_a_group_fragment_answers_204_until_its_group_changes(client: TestClient
     assert new_url != dc1 and client.get(f"{new_url}&at={at}").status_code == 204
 
     # A new group (a client in a new datacenter): the totals ask for a reload.
-    totals = re.search(r'hx-get="(/ui/topology\?fragment=totals[^"]*)"', html).group(1)  # type: ignore[union-attr]
+    totals = re.search(r'hx-get="(/ui/topology\?fragment=totals[^"]*)"', html).group(1).replace("&amp;", "&")  # type: ignore[union-attr]
     assert client.get(totals).status_code == 200
     _register(client, "node-c", dc="dc3")
     r = client.get(f"{totals}&at={store.last_position()}")

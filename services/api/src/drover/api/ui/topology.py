@@ -181,14 +181,14 @@ class Topology:
         self._version = 0
         self._lock = threading.Lock()
 
-    def sync(self, reads: Reads, at: int = 0) -> None:
-        """Bring the picture up to the store's position (given `at`, the position a live
-        refresh was woken by: only if the picture is older). One request reads; the others
-        waiting meanwhile take what it read."""
-        if 0 <= at <= self.at:
+    def sync(self, reads: Reads, at: int | None = None) -> None:
+        """Bring the picture up to the store's position. Given `at`, the position a live
+        refresh was woken by, only if the picture is older than that (no read at all when it
+        is not). One request reads; those waiting meanwhile take what it read."""
+        if at is not None and 0 <= at <= self.at:
             return
         with self._lock:
-            if 0 <= at <= self.at:
+            if at is not None and 0 <= at <= self.at:
                 return
             to = reads.index()
             if to <= self.at:

@@ -72,7 +72,7 @@ async def topology_page(
     groups: str = "", at: str = "",
 ) -> Response:  # fmt: skip
     topology = _topology(request)
-    woke = int(at) if at.isascii() and at.isdigit() else 0
+    woke = int(at) if at.isascii() and at.isdigit() else None
     await asyncio.to_thread(topology.sync, reads, woke)
     if fragment == "group":
         found = topology.groups((dc, pool))
