@@ -22,7 +22,7 @@ from .test_ui_pages import _csrf, _job, _place, client  # noqa: F401
 
 
 def _box(html: str, node_id: str) -> str:
-    m = re.search(rf'<div class="tnode[^"]*" data-node="{node_id}">.*?</span></div>', html)
+    m = re.search(rf'<div class="tnode[^"]*"><a href="/ui/nodes/{node_id}".*?</span></div>', html)
     assert m, f"no box for {node_id}"
     return m.group(0)
 
@@ -36,7 +36,9 @@ def _register(client: TestClient, node_id: str, **kw: object) -> None:  # noqa: 
     assert r.status_code == 200, r.text
 
 
-def test_each_client_is_a_box_filled_in_proportion_to_its_allocs(client: TestClient, store: EventStore) -> None:  # noqa: F811
+def test_each_client_is_a_box_filled_in_proportion_to_its_allocs(
+    client: TestClient, store: EventStore
+) -> None:  # noqa: F811
     _register(client, "node-a", cpu=4000, mem=8192)
     _place(store, _job(client, store, "web", 2, cpu=500, mem=1024, rolling=False))
     _register(client, "node-b", cpu=2000, mem=4096, dc="dc2")  # after the placement: empty
@@ -57,15 +59,18 @@ def test_each_client_is_a_box_filled_in_proportion_to_its_allocs(client: TestCli
     assert 'href="/ui/nodes/node-a"' in a_box and f"s-{status}" in cpu_bar
     assert _widths(_box(r.text, "node-b")) == []  # nothing on it
     # Grouped by datacenter / node pool, with the cluster's totals on top.
-    assert r.text.index("dc1 <span") < r.text.index('data-node="node-a"') < r.text.index("dc2 <span")
-    assert r.text.index('data-node="node-a"') < r.text.index('data-node="node-b"')
+    assert r.text.index("dc1 <span") < r.text.index('href="/ui/nodes/node-a"') < r.text.index("dc2 <span")
+    assert r.text.index('href="/ui/nodes/node-a"') < r.text.index('href="/ui/nodes/node-b"')
     assert f"CPU reserved: {used_cpu} of 6000 MHz" in r.text
     assert f"Memory reserved: {used_mem} of 12288 MiB" in r.text
 
     gone, kept = allocs[0]["ID"], allocs[1]["ID"]
     # One alloc running, the other complete (gone from the picture): the segment is the running
     # alloc's own, half as wide, linking to its page.
-    updates = [AllocClientUpdate(id=kept, client_status="running"), AllocClientUpdate(id=gone, client_status="complete")]
+    updates = [
+        AllocClientUpdate(id=kept, client_status="running"),
+        AllocClientUpdate(id=gone, client_status="complete"),
+    ]
     store.append([AllocsClientUpdated(node_id="node-a", updates=updates)])
     a_box = _box(client.get("/ui/topology").text, "node-a")
     assert _widths(a_box) == [12.5, 12.5] and f'href="/ui/allocations/{kept}"' in a_box
@@ -80,10 +85,10 @@ def test_down_draining_and_ineligible_clients_are_marked(client: TestClient, sto
     store.append([NodeStatusUpdated(node_id="node-d", status="down")])
 
     html = client.get("/ui/topology").text
-    assert 'class="tnode"' in _box(html, "node-a") and "tmark" not in _box(html, "node-a")
-    assert 'class="tnode n-ineligible"' in _box(html, "node-b") and ">ineligible</span>" in _box(html, "node-b")
-    assert 'class="tnode n-draining"' in _box(html, "node-c") and ">draining</span>" in _box(html, "node-c")
-    assert 'class="tnode n-down"' in _box(html, "node-d") and ">down</span>" in _box(html, "node-d")
+    assert 'class="tnode"' in _box(html, "node-a") and "<b" not in _box(html, "node-a")
+    assert 'class="tnode n-ineligible"' in _box(html, "node-b") and ">ineligible</b>" in _box(html, "node-b")
+    assert 'class="tnode n-draining"' in _box(html, "node-c") and ">draining</b>" in _box(html, "node-c")
+    assert 'class="tnode n-down"' in _box(html, "node-d") and ">down</b>" in _box(html, "node-d")
     counts = re.search(r'<p class="tcounts">(.*?)</p>', html, re.S)
     assert counts and "4 clients" in counts.group(1)
     assert re.search(r">down</span> 1", counts.group(1)) and re.search(r">draining</span> 1", counts.group(1))
@@ -94,7 +99,9 @@ def test_a_group_fragment_answers_204_until_its_group_changes(client: TestClient
     _register(client, "node-a")
     _register(client, "node-b", dc="dc2")
     html = client.get("/ui/topology").text
-    urls = {m.replace("&amp;", "&") for m in re.findall(r'hx-get="(/ui/topology\?fragment=group[^"]*)"', html)}
+    urls = {
+        m.replace("&amp;", "&") for m in re.findall(r'hx-get="(/ui/topology\?fragment=group[^"]*)"', html)
+    }
     assert len(urls) == 2 and 'data-topics="Allocation:* Node:*"' in html
     dc1 = next(u for u in urls if "dc=dc1" in u)
     dc2 = next(u for u in urls if "dc=dc2" in u)
@@ -121,10 +128,17 @@ def test_a_group_fragment_answers_204_until_its_group_changes(client: TestClient
 
 @pytest.mark.parametrize(
     ("groups", "shown", "folded"),
-    [(1, 1, 0), (SEGMENTS, SEGMENTS, 0), (SEGMENTS + 1, SEGMENTS - 1, 2), (50, SEGMENTS - 1, 50 - SEGMENTS + 1)],
+    [
+        (1, 1, 0),
+        (SEGMENTS, SEGMENTS, 0),
+        (SEGMENTS + 1, SEGMENTS - 1, 2),
+        (50, SEGMENTS - 1, 50 - SEGMENTS + 1),
+    ],
 )
 def test_a_node_of_many_jobs_folds_the_smallest_segments(groups: int, shown: int, folded: int) -> None:
-    allocs = [AllocRow(f"a{i}", "n", "default", f"job{i}", "g", "running", True, 100 + i, 10) for i in range(groups)]
+    allocs = [
+        AllocRow(f"a{i}", "n", "default", f"job{i}", "g", "running", True, 100 + i, 10) for i in range(groups)
+    ]
     segs = segments(allocs)
     assert len(segs) == min(groups, SEGMENTS)
     assert [s.label for s in segs[:shown]] == [f"job{i} / g" for i in reversed(range(groups))][:shown]
@@ -136,7 +150,12 @@ def test_a_node_of_many_jobs_folds_the_smallest_segments(groups: int, shown: int
 def test_the_drain_form_posts_nomads_drain_spec_behind_the_csrf_check(client: TestClient) -> None:  # noqa: F811
     _register(client, "node-a")
     page = client.get("/ui/nodes/node-a").text
-    for field in ('name="deadline"', 'name="ignore_system_jobs"', 'name="force"', 'action="/ui/node/drain/node-a"'):
+    for field in (
+        'name="deadline"',
+        'name="ignore_system_jobs"',
+        'name="force"',
+        'action="/ui/node/drain/node-a"',
+    ):
         assert field in page
     form = {"enable": "true", "deadline": "30m", "ignore_system_jobs": "true"}
 
@@ -153,16 +172,23 @@ def test_the_drain_form_posts_nomads_drain_spec_behind_the_csrf_check(client: Te
     assert "Drain started" in r.text and "drain-cancel" in r.text and "Drain deadline" in r.text
 
     # Cancelled and made eligible again; then forced (deadline -1, whatever was typed).
-    client.post("/ui/node/drain/node-a", data={"enable": "false", "mark_eligible": "true", "csrf_token": token})
+    client.post(
+        "/ui/node/drain/node-a", data={"enable": "false", "mark_eligible": "true", "csrf_token": token}
+    )
     node = client.get("/v1/node/node-a").json()
     assert node["DrainStrategy"] is None and node["SchedulingEligibility"] == "eligible"
-    client.post("/ui/node/drain/node-a", data={"enable": "true", "deadline": "2h", "force": "true", "csrf_token": token})
+    client.post(
+        "/ui/node/drain/node-a",
+        data={"enable": "true", "deadline": "2h", "force": "true", "csrf_token": token},
+    )
     assert client.get("/v1/node/node-a").json()["DrainStrategy"]["DrainSpec"]["Deadline"] == -1
     client.post("/ui/node/drain/node-a", data={"enable": "false", "csrf_token": token})
 
     # A bad deadline changes nothing and says why.
     for bad in ("soon", "-5m"):
-        r = client.post("/ui/node/drain/node-a", data={"enable": "true", "deadline": bad, "csrf_token": token})
+        r = client.post(
+            "/ui/node/drain/node-a", data={"enable": "true", "deadline": bad, "csrf_token": token}
+        )
         assert "flash-error" in r.text and f"Invalid deadline &#39;{bad}&#39;" in r.text
         assert client.get("/v1/node/node-a").json()["DrainStrategy"] is None
 

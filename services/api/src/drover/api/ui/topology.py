@@ -12,6 +12,7 @@ from __future__ import annotations
 import hashlib
 import threading
 from collections import defaultdict
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from markupsafe import escape
@@ -20,7 +21,7 @@ from drover.runtime.store.queries import Reads
 from drover.runtime.store.topologyreads import AllocRow, NodeRow
 
 # Segments a bar shows at most (the last of them folds the rest).
-SEGMENTS = 4
+SEGMENTS = 3
 STATUS_ORDER = {"running": 0, "pending": 1, "unknown": 2}
 
 Group = tuple[str, str]  # (datacenter, node pool)
@@ -116,45 +117,37 @@ def segments(allocs: list[AllocRow], limit: int = SEGMENTS) -> list[_Segment]:
 
 def _seg_link(s: _Segment, node_id: str) -> tuple[str, str]:
     """(href, title) of a segment."""
-    a = s.first
+    a, use = s.first, f"{s.cpu} MHz, {s.memory_mb} MiB"
     if a is None:
-        return f"/ui/nodes/{node_id}", f"{s.label}: {s.cpu} MHz, {s.memory_mb} MiB"
+        return f"/ui/nodes/{node_id}", f"{s.label}: {use}"
     if s.count == 1:
-        return (
-            f"/ui/allocations/{a.id}",
-            f"{s.label} / {a.id[:8]} ({s.status}): {s.cpu} MHz, {s.memory_mb} MiB",
-        )
-    ref = f"/ui/jobs/{a.job_id}@{a.namespace}"
-    return ref, f"{s.label}: {s.count} allocs ({s.status}): {s.cpu} MHz, {s.memory_mb} MiB"
+        return f"/ui/allocations/{a.id}", f"{s.label} / {a.id[:8]} ({s.status}): {use}"
+    return f"/ui/jobs/{a.job_id}@{a.namespace}", f"{s.label}: {s.count} allocs ({s.status}): {use}"
 
 
 def box(n: NodeRow, allocs: list[AllocRow]) -> tuple[str, Usage]:
-    """The node's box and what it uses."""
+    """The node's box and what it uses: its name linking to its page, its marks, and two bars
+    of segments (CPU linking to the allocs, memory drawn alone). Kept short: 5,000 of them
+    make a page."""
     cap_cpu, cap_mem = capacity(n)
-    segs = segments(allocs)
     used = Usage(
         sum(a.cpu for a in allocs), sum(a.memory_mb for a in allocs), cap_cpu, cap_mem, 1, len(allocs)
     )
     cpu_bar, mem_bar = [], []
-    for s in segs:
+    for s in segments(allocs):
         href, title = _seg_link(s, n.id)
-        cpu_bar.append(f'<a class="seg s-{escape(s.status)}" style="width:{used.pct(s.cpu, cap_cpu):.1f}%" '
-                       f'href="{escape(href)}" title="{escape(title)}"></a>')  # fmt: skip
-        mem_bar.append(
-            f'<i class="seg s-{escape(s.status)}" style="width:{used.pct(s.memory_mb, cap_mem):.1f}%"></i>'
-        )
+        st = escape(s.status)
+        cpu_bar.append(f'<a class="s-{st}" style="width:{used.pct(s.cpu, cap_cpu):.1f}%" href="{escape(href)}" '
+                       f'title="{escape(title)}"></a>')  # fmt: skip
+        mem_bar.append(f'<i class="s-{st}" style="width:{used.pct(s.memory_mb, cap_mem):.1f}%"></i>')
     wrong = marks(n)
-    name = escape(n.name or n.id[:8])
     title = escape(f"{n.name or n.id} ({', '.join([n.status, *wrong[1:]] if wrong else [n.status])}): "
                    f"CPU {used.cpu} of {cap_cpu} MHz, memory {used.memory_mb} of {cap_mem} MiB, {len(allocs)} allocs")  # fmt: skip
-    badge = "".join(f'<span class="tmark m-{escape(m)}">{escape(m)}</span>' for m in wrong)
-    cls = "tnode" + "".join(f" n-{escape(m)}" for m in wrong)
+    badge = "".join(f'<b class="m-{escape(m)}">{escape(m)}</b>' for m in wrong)
+    cls = "".join(f" n-{escape(m)}" for m in wrong)
     html = (
-        f'<div class="{cls}" data-node="{escape(n.id)}"><a class="tname" href="/ui/nodes/{escape(n.id)}" '
-        f'title="{title}">{name}</a>{badge}'
-        f'<span class="tbar" title="CPU {used.cpu} / {cap_cpu} MHz">{"".join(cpu_bar)}</span>'
-        f'<span class="tbar" title="Memory {used.memory_mb} / {cap_mem} MiB" aria-hidden="true">'
-        f"{''.join(mem_bar)}</span></div>"
+        f'<div class="tnode{cls}"><a href="/ui/nodes/{escape(n.id)}" title="{title}">{escape(n.name or n.id[:8])}</a>'
+        f'{badge}<span class="tbar">{"".join(cpu_bar)}</span><span class="tbar" aria-hidden="true">{"".join(mem_bar)}</span></div>'
     )
     return html, used
 
@@ -177,9 +170,12 @@ class Topology:
         self.allocs: dict[str, dict[str, AllocRow]] = defaultdict(dict)  # node -> alloc ID -> row
         self.where: dict[str, str] = {}  # alloc ID -> node
         self.boxes: dict[str, tuple[str, Usage]] = {}
+        self.members: dict[Group, dict[str, tuple[str, str]]] = defaultdict(dict)  # node -> its sort key
         self.versions: dict[Group, int] = {}
         self._version = 0
-        self._lock = threading.Lock()
+        # What was drawn of a group (or the totals: key None) at its version, kept until it moves.
+        self.drawn: dict[Group | None, tuple[int, str]] = {}
+        self._lock = threading.RLock()  # held by a read, and by what reads the picture
 
     def sync(self, reads: Reads, at: int | None = None) -> None:
         """Bring the picture up to the store's position. Given `at`, the position a live
@@ -203,12 +199,15 @@ class Topology:
         dirty: set[str] = set()
         touched: set[Group] = set()
         for gone in set(self.nodes) - ids:
-            touched.add(group_of(self.nodes.pop(gone)))
+            touched.add(g := group_of(self.nodes.pop(gone)))
+            self.members[g].pop(gone, None)
             self.boxes.pop(gone, None)
         for n in node_rows:
             if (old := self.nodes.get(n.id)) is not None:
-                touched.add(group_of(old))
+                touched.add(g := group_of(old))
+                self.members[g].pop(n.id, None)
             self.nodes[n.id] = n
+            self.members[group_of(n)][n.id] = (n.name, n.id)
             dirty.add(n.id)
         for a in alloc_rows:
             if (was := self.where.pop(a.id, None)) is not None:
@@ -219,35 +218,61 @@ class Topology:
                 self.where[a.id] = a.node_id
                 dirty.add(a.node_id)
         for node_id in dirty:
-            if (n := self.nodes.get(node_id)) is not None:
-                self.boxes[node_id] = box(n, list(self.allocs.get(node_id, {}).values()))
-                touched.add(group_of(n))
+            if (row := self.nodes.get(node_id)) is not None:
+                self.boxes[node_id] = box(row, list(self.allocs.get(node_id, {}).values()))
+                touched.add(group_of(row))
         for g in touched:
             self._version += 1
             self.versions[g] = self._version
+            if not self.members[g]:
+                del self.members[g], self.versions[g]
+                self.drawn.pop(g, None)
+
+    @property
+    def latest(self) -> int:
+        """The version of the newest change of any group."""
+        return self._version
+
+    def draw(self, key: Group | None, version: int, make: Callable[[], str]) -> str:
+        """`make()`'s HTML of `key` at `version`, made once per version."""
+        hit = self.drawn.get(key)
+        if hit is not None and hit[0] == version:
+            return hit[1]
+        html = make()
+        self.drawn[key] = (version, html)
+        return html
+
+    def listing(self) -> list[tuple[Group, int]]:
+        """Every group, in order, with its version."""
+        with self._lock:
+            return sorted(self.versions.items())
+
+    def version(self, g: Group) -> int | None:
+        """The group's version (None: no node is in it)."""
+        return self.versions.get(g)
 
     def groups(self, only: Group | None = None) -> list[GroupView]:
         """The nodes by datacenter and node pool (by name within), each group with its usage."""
-        by: dict[Group, list[NodeRow]] = defaultdict(list)
-        for n in self.nodes.values():
-            if only is None or group_of(n) == only:
-                by[group_of(n)].append(n)
+        with self._lock:
+            return self._groups(only)
+
+    def _groups(self, only: Group | None) -> list[GroupView]:
         out = []
-        for g in sorted(by):
-            view = GroupView(g, group_id(g), self.versions.get(g, 0), Usage())
-            for n in sorted(by[g], key=lambda n: (n.name, n.id)):
-                html, used = self.boxes[n.id]
+        for g in sorted(self.members) if only is None else [only] if only in self.members else []:
+            view = GroupView(g, group_id(g), self.versions[g], Usage())
+            for _, node_id in sorted(self.members[g].values()):
+                html, used = self.boxes[node_id]
                 view.boxes.append(html)
                 view.usage.add(used)
             out.append(view)
         return out
 
     def totals(self) -> tuple[Usage, list[Group]]:
-        total, seen = Usage(), set()
-        for node_id, (_, used) in self.boxes.items():
-            total.add(used)
-            seen.add(group_of(self.nodes[node_id]))
-        return total, sorted(seen)
+        total = Usage()
+        with self._lock:
+            for _, used in self.boxes.values():
+                total.add(used)
+            return total, sorted(self.members)
 
 
 def groups_key(groups: list[Group]) -> str:

@@ -19,7 +19,7 @@ from markupsafe import Markup
 
 from drover.api.deps import ReadsDep
 from drover.api.ui.render import ENV, base_context, finish
-from drover.api.ui.topology import GroupView, Topology, groups_key
+from drover.api.ui.topology import Group, GroupView, Topology, groups_key
 
 router = APIRouter()
 
@@ -40,7 +40,12 @@ def _wrap(name: str, url: str, inner: str) -> str:
     return ENV.get_template("fragment.html").render(name=name, url=url, topics=TOPICS, inner=Markup(inner))
 
 
-def _group(view: GroupView) -> str:
+def _group(topology: Topology, g: Group, version: int) -> str:
+    """The group's fragment: as drawn at this version, or drawn now (empty if it is gone)."""
+    return topology.draw(g, version, lambda: "".join(_draw_group(view) for view in topology.groups(g)))
+
+
+def _draw_group(view: GroupView) -> str:
     url = "/ui/topology?" + urlencode({"fragment": "group", "dc": view.group[0], "pool": view.group[1],
                                        "v": view.version})  # fmt: skip
     chunks = [Markup("".join(view.boxes[i : i + CHUNK])) for i in range(0, len(view.boxes), CHUNK)]
@@ -49,6 +54,10 @@ def _group(view: GroupView) -> str:
 
 
 def _totals(topology: Topology) -> str:
+    return topology.draw(None, topology.latest, lambda: _draw_totals(topology))
+
+
+def _draw_totals(topology: Topology) -> str:
     total, groups = topology.totals()
     url = "/ui/topology?" + urlencode({"fragment": "totals", "groups": groups_key(groups)})
     counts: dict[str, int] = {}
@@ -75,12 +84,15 @@ async def topology_page(
     woke = int(at) if at.isascii() and at.isdigit() else None
     await asyncio.to_thread(topology.sync, reads, woke)
     if fragment == "group":
-        found = topology.groups((dc, pool))
-        if not found:
+        version = topology.version((dc, pool))
+        if version is None:  # the group is gone: the page is redrawn whole
             return finish(request, Response(status_code=204, headers={"HX-Refresh": "true"}))
-        if v == str(found[0].version):
+        if v == str(version):
             return finish(request, Response(status_code=204))
-        return finish(request, HTMLResponse(await asyncio.to_thread(_group, found[0])))
+        html = await asyncio.to_thread(lambda: _group(topology, (dc, pool), version))
+        return finish(
+            request, HTMLResponse(html) if html else Response(status_code=204, headers={"HX-Refresh": "true"})
+        )
     if fragment == "totals":
         _, now = topology.totals()
         if groups != groups_key(now):
@@ -90,7 +102,7 @@ async def topology_page(
         return finish(request, HTMLResponse("unknown fragment", status_code=404))
 
     def draw() -> str:
-        parts = [_group(view) for view in topology.groups()]
+        parts = [_group(topology, g, version) for g, version in topology.listing()]
         ctx = {**base_context(request), "title": "Topology", "index": max(topology.at, 0),
                "totals": Markup(_totals(topology)), "groups": Markup("".join(parts))}  # fmt: skip
         return ENV.get_template("topology.html").render(ctx)

@@ -113,7 +113,7 @@
   document.addEventListener("click", function (e) {
     var box = e.target.closest && e.target.closest(".tnode");
     if (!box || e.target.closest("a")) return;
-    window.location.href = "/ui/nodes/" + encodeURIComponent(box.dataset.node);
+    window.location.href = box.querySelector("a").getAttribute("href");
   });
 
   // ---- confirmations, theme, shortcuts ----
