@@ -267,12 +267,17 @@ class Topology:
             out.append(view)
         return out
 
-    def totals(self) -> tuple[Usage, list[Group]]:
-        total = Usage()
+    def totals(self) -> tuple[Usage, list[Group], dict[str, int]]:
+        """The cluster's usage, its groups, and how many nodes bear each mark."""
+        total, counts = Usage(), dict[str, int]()
         with self._lock:
             for _, used in self.boxes.values():
                 total.add(used)
-            return total, sorted(self.members)
+            for n in self.nodes.values():
+                # A draining node is marked draining, and counted among the ineligible too.
+                for m in marks(n) + (["ineligible"] if n.draining and n.eligibility != "eligible" else []):
+                    counts[m] = counts.get(m, 0) + 1
+            return total, sorted(self.members), counts
 
 
 def groups_key(groups: list[Group]) -> str:

@@ -58,17 +58,8 @@ def _totals(topology: Topology) -> str:
 
 
 def _draw_totals(topology: Topology) -> str:
-    total, groups = topology.totals()
+    total, groups, counts = topology.totals()
     url = "/ui/topology?" + urlencode({"fragment": "totals", "groups": groups_key(groups)})
-    counts: dict[str, int] = {}
-    for n in topology.nodes.values():
-        for m in ("down", "disconnected", "initializing", "draining", "ineligible"):
-            if (
-                m == n.status
-                or (m == "draining" and n.draining)
-                or (m == "ineligible" and n.eligibility != "eligible")
-            ):
-                counts[m] = counts.get(m, 0) + 1
     inner = ENV.get_template("fragments/topology_totals.html").render(
         total=total, counts=counts, groups=len(groups)
     )
@@ -94,8 +85,7 @@ async def topology_page(
             request, HTMLResponse(html) if html else Response(status_code=204, headers={"HX-Refresh": "true"})
         )
     if fragment == "totals":
-        _, now = topology.totals()
-        if groups != groups_key(now):
+        if groups != groups_key([g for g, _ in topology.listing()]):
             return finish(request, Response(status_code=204, headers={"HX-Refresh": "true"}))
         return finish(request, HTMLResponse(_totals(topology)))
     if fragment:
