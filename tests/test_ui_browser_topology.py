@@ -3,6 +3,8 @@ test_ui_browser): a client drained from its page's form, with a deadline, loses 
 the topology page open in another tab, and the other clients gain them - live, with no reload.
 Screenshots of the topology, light and dark, go to $DROVER_UI_SCREENSHOTS (docs/ui/ keeps them)."""
 
+# ruff: noqa: F811 (pytest fixtures imported from another module, named as parameters)
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -23,7 +25,7 @@ ALLOCS_ON = """ids => ids.reduce((sum, id) => {
 def test_drain_a_node_from_its_page_and_watch_its_allocs_move_on_the_topology(
     page: Page,
     cluster: Cluster,
-    tmp_path: Path,  # noqa: F811
+    tmp_path: Path,
 ) -> None:
     c = cluster
     errors: list[str] = []

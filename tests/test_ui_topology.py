@@ -4,6 +4,8 @@ ineligible clients, groups by datacenter and node pool, live group fragments ans
 their group did not change; and the node page's drain form posting Nomad's drain spec, behind
 the CSRF check."""
 
+# ruff: noqa: F811 (pytest fixtures imported from another module, named as parameters)
+
 from __future__ import annotations
 
 import re
@@ -11,8 +13,8 @@ import re
 import pytest
 from fastapi.testclient import TestClient
 
-from drover.api.ui.topology import SEGMENTS, segments
-from drover.model.events import NodeStatusUpdated
+from drover.api.ui.topology import SEGMENTS, Topology, segments
+from drover.model.events import NodeDeregistered, NodeStatusUpdated
 from drover.model.events.allocs import AllocClientUpdate, AllocsClientUpdated
 from drover.runtime.store import EventStore
 from drover.runtime.store.topologyreads import AllocRow
@@ -31,14 +33,14 @@ def _widths(bar: str) -> list[float]:
     return [float(w) for w in re.findall(r'style="width:([0-9.]+)%"', bar)]
 
 
-def _register(client: TestClient, node_id: str, **kw: object) -> None:  # noqa: F811
+def _register(client: TestClient, node_id: str, **kw: object) -> None:
     r = client.put("/v1/drover/node/register", json={"Node": node_json(node_id, **kw)})  # type: ignore[arg-type]
     assert r.status_code == 200, r.text
 
 
 def test_each_client_is_a_box_filled_in_proportion_to_its_allocs(
     client: TestClient, store: EventStore
-) -> None:  # noqa: F811
+) -> None:
     _register(client, "node-a", cpu=4000, mem=8192)
     _place(store, _job(client, store, "web", 2, cpu=500, mem=1024, rolling=False))
     _register(client, "node-b", cpu=2000, mem=4096, dc="dc2")  # after the placement: empty
@@ -77,7 +79,7 @@ def test_each_client_is_a_box_filled_in_proportion_to_its_allocs(
     assert gone not in a_box and "s-running" in a_box
 
 
-def test_down_draining_and_ineligible_clients_are_marked(client: TestClient, store: EventStore) -> None:  # noqa: F811
+def test_down_draining_and_ineligible_clients_are_marked(client: TestClient, store: EventStore) -> None:
     for n in ("node-a", "node-b", "node-c", "node-d"):
         _register(client, n)
     client.put("/v1/node/node-b/eligibility", json={"Eligibility": "ineligible"})
@@ -95,7 +97,7 @@ def test_down_draining_and_ineligible_clients_are_marked(client: TestClient, sto
     assert re.search(r">ineligible</span> 2", counts.group(1))  # a drain makes its node ineligible too
 
 
-def test_a_group_fragment_answers_204_until_its_group_changes(client: TestClient, store: EventStore) -> None:  # noqa: F811
+def test_a_group_fragment_answers_204_until_its_group_changes(client: TestClient, store: EventStore) -> None:
     _register(client, "node-a")
     _register(client, "node-b", dc="dc2")
     html = client.get("/ui/topology").text
@@ -147,7 +149,7 @@ def test_a_node_of_many_jobs_folds_the_smallest_segments(groups: int, shown: int
     assert sum(s.cpu for s in segs) == sum(a.cpu for a in allocs)  # nothing lost in the folding
 
 
-def test_the_drain_form_posts_nomads_drain_spec_behind_the_csrf_check(client: TestClient) -> None:  # noqa: F811
+def test_the_drain_form_posts_nomads_drain_spec_behind_the_csrf_check(client: TestClient) -> None:
     _register(client, "node-a")
     page = client.get("/ui/nodes/node-a").text
     for field in (
@@ -193,8 +195,34 @@ def test_the_drain_form_posts_nomads_drain_spec_behind_the_csrf_check(client: Te
         assert client.get("/v1/node/node-a").json()["DrainStrategy"] is None
 
 
-def test_the_topology_is_in_the_navigation_and_its_shortcut(client: TestClient) -> None:  # noqa: F811
+def test_the_topology_is_in_the_navigation_and_its_shortcut(client: TestClient) -> None:
     html = client.get("/ui/").text
     assert 'href="/ui/topology"' in html and "<kbd>g</kbd> <kbd>t</kbd></dt><dd>Topology</dd>" in html
     js = client.get("/ui/static/drover.js").text
     assert 't: "/ui/topology"' in js
+
+
+def test_the_picture_kept_up_to_date_equals_one_read_whole(client: TestClient, store: EventStore) -> None:
+    _register(client, "node-a")
+    _register(client, "node-b")
+    assert client.get("/ui/topology").status_code == 200  # the first read, whole
+    _place(store, _job(client, store, "web", 4, cpu=300, rolling=False))
+    assert client.get("/ui/topology").status_code == 200  # the placements, read as rows changed
+    allocs = client.get("/v1/job/web/allocations").json()
+    updates = [
+        AllocClientUpdate(id=a["ID"], client_status=s)
+        for a, s in zip(allocs, ("running", "failed", "running", "pending"), strict=False)
+    ]
+    store.append([AllocsClientUpdated(node_id="node-a", updates=updates)])
+    client.put("/v1/node/node-b/drain", json={"DrainSpec": {"Deadline": 3600 * 10**9}})
+    store.append([NodeDeregistered(node_id="node-a")])
+    _register(client, "node-c", dc="dc2")
+    html = client.get("/ui/topology").text
+
+    kept: Topology = client.app.state.ui_topology  # type: ignore[attr-defined]
+    fresh = Topology()
+    fresh.sync(client.app.state.reads)  # type: ignore[attr-defined]
+    assert kept.at == fresh.at == store.last_position()
+    assert kept.boxes == fresh.boxes and set(kept.boxes) == {"node-b", "node-c"}
+    assert kept.members == fresh.members and kept.where == fresh.where
+    assert 'href="/ui/nodes/node-a"' not in html and 'href="/ui/nodes/node-c"' in html

@@ -33,7 +33,7 @@ _NODE_COLUMNS = (
 )
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class NodeRow:
     id: str
     name: str
@@ -48,7 +48,7 @@ class NodeRow:
     reserved_memory_mb: int
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class AllocRow:
     """An alloc as the topology draws it; `live` False: it no longer takes resources (it
     stopped, or is desired to), and leaves the picture."""
