@@ -63,8 +63,8 @@ def test_each_client_is_a_box_filled_in_proportion_to_its_allocs(
     # Grouped by datacenter / node pool, with the cluster's totals on top.
     assert r.text.index("dc1 <span") < r.text.index('href="/ui/nodes/node-a"') < r.text.index("dc2 <span")
     assert r.text.index('href="/ui/nodes/node-a"') < r.text.index('href="/ui/nodes/node-b"')
-    assert f"CPU reserved: {used_cpu} of 6000 MHz" in r.text
-    assert f"Memory reserved: {used_mem} of 12288 MiB" in r.text
+    assert f"CPU reserved: {used_cpu:,} of 6,000 MHz" in r.text
+    assert f"Memory reserved: {used_mem:,} of 12,288 MiB" in r.text
 
     gone, kept = allocs[0]["ID"], allocs[1]["ID"]
     # One alloc running, the other complete (gone from the picture): the segment is the running
