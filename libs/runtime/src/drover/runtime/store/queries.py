@@ -27,11 +27,11 @@ from drover.runtime.store.aclreads import AclReads, load_acl
 from drover.runtime.store.eventstore import EventStore
 from drover.runtime.store.identityreads import IdentityReads
 from drover.runtime.store.listreads import ListReads
-from drover.runtime.store.topologyreads import TopologyReads
 from drover.runtime.store.namespacereads import NamespaceReads, split_job_token
 from drover.runtime.store.operatorreads import OperatorReads, load_operator
 from drover.runtime.store.sqlparts import like_prefix as _like_prefix
 from drover.runtime.store.sqlparts import page_on_id as _page
+from drover.runtime.store.topologyreads import TopologyReads
 
 _ALLOCS: TypeAdapter[list[Allocation]] = TypeAdapter(list[Allocation])
 S = TypeVar("S", bound=InMemoryState)
