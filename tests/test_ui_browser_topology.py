@@ -63,7 +63,6 @@ def test_drain_a_node_from_its_page_and_watch_its_allocs_move_on_the_topology(
     assert page.evaluate("window.__sameDocument") is True  # never reloaded
     assert {a["NodeID"] for a in _running(c, "web")} <= set(others)
 
-    # The drain done, the node page's allocs list follows too (no reload): none running there.
     nodes_tab.close()
     shots = _shots(tmp_path)
     for scheme in ("light", "dark"):
