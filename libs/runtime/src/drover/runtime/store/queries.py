@@ -32,6 +32,7 @@ from drover.runtime.store.operatorreads import OperatorReads, load_operator
 from drover.runtime.store.sqlparts import like_prefix as _like_prefix
 from drover.runtime.store.sqlparts import page_on_id as _page
 from drover.runtime.store.timelinereads import TimelineReads
+from drover.runtime.store.topologyreads import TopologyReads
 
 _ALLOCS: TypeAdapter[list[Allocation]] = TypeAdapter(list[Allocation])
 S = TypeVar("S", bound=InMemoryState)
@@ -95,7 +96,7 @@ def alloc_records(conn: Connection) -> Iterator[tuple[str, str, str, str, str, s
         yield row[0], row[1], row[2], row[3], row[4], row[5]
 
 
-class Reads(NamespaceReads, AclReads, IdentityReads, OperatorReads, ListReads, TimelineReads):
+class Reads(NamespaceReads, AclReads, IdentityReads, OperatorReads, ListReads, TimelineReads, TopologyReads):
     """The API's reads: documents in Nomad's form, by key, prefix and page (namespaces':
     drover.runtime.store.namespacereads; ACL's: drover.runtime.store.aclreads; what a client's
     node identity is checked against: drover.runtime.store.identityreads; the operator's:

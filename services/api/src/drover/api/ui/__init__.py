@@ -12,10 +12,20 @@ from starlette.routing import BaseRoute, Mount
 from starlette.staticfiles import StaticFiles
 
 from drover.api.ui import live
-from drover.api.ui.routes import allocations, evaluations, jobrestart, jobs, logs, nodes, overview, settings
+from drover.api.ui.routes import (
+    allocations,
+    evaluations,
+    jobrestart,
+    jobs,
+    logs,
+    nodes,
+    overview,
+    settings,
+    topology,
+)
 
 # logs before jobs: /ui/jobs/<ref>/logs is not a job's page (whose <ref> is a path).
-ROUTERS = (live, overview, logs, jobs, jobrestart, allocations, nodes, evaluations, settings)
+ROUTERS = (live, overview, logs, jobs, jobrestart, allocations, nodes, topology, evaluations, settings)
 STATIC = Path(__file__).parent / "static"
 
 

@@ -156,6 +156,11 @@ def base_context(request: Request) -> Context:
     }
 
 
+def finish(request: Request, response: Response) -> Response:
+    """The console's headers on an answer (and the CSRF cookie of a new session)."""
+    return _finish(request, response)
+
+
 def _finish(request: Request, response: Response) -> Response:
     csrf.remember(request, response)
     if FLASH_COOKIE in request.cookies:

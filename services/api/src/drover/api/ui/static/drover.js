@@ -109,6 +109,13 @@
     if (allTopics().join(" ") !== subscribed) { close(); open(); }
   });
 
+  // A topology box is a link to its client as a whole (its name and segments are links of their own).
+  document.addEventListener("click", function (e) {
+    var box = e.target.closest && e.target.closest(".tnode");
+    if (!box || e.target.closest("a")) return;
+    window.location.href = box.querySelector("a").getAttribute("href");
+  });
+
   // ---- confirmations, theme, shortcuts ----
   document.addEventListener("submit", function (e) {
     var msg = e.target.dataset && e.target.dataset.confirm;
@@ -130,7 +137,7 @@
   var helpButton = document.getElementById("shortcuts-open");
   if (helpButton && help) helpButton.addEventListener("click", function () { help.showModal(); });
 
-  var GO = { o: "/ui/", j: "/ui/jobs", n: "/ui/nodes", e: "/ui/evaluations" };
+  var GO = { o: "/ui/", j: "/ui/jobs", n: "/ui/nodes", t: "/ui/topology", e: "/ui/evaluations" };
   var prefix = null;
   document.addEventListener("keydown", function (e) {
     if (e.ctrlKey || e.metaKey || e.altKey) return;
