@@ -89,9 +89,14 @@ async def _invalid_request(request: Request, exc: Exception) -> Response:
     return _text(400, "\n".join(problems(exc.errors())))
 
 
+def status_of(exc: CommandError) -> int:
+    """The HTTP status a command's refusal is answered with."""
+    return _STATUS.get(type(exc), 400)
+
+
 async def _refused(request: Request, exc: Exception) -> Response:
     assert isinstance(exc, CommandError)
-    return _text(_STATUS.get(type(exc), 400), exc.message)
+    return _text(status_of(exc), exc.message)
 
 
 async def _unreachable(request: Request, exc: Exception) -> Response:

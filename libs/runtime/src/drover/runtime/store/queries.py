@@ -187,6 +187,13 @@ class Reads(NamespaceReads, AclReads, IdentityReads, OperatorReads, ListReads, T
             statuses[kid.parent_id].append(kid.status)
         return {j.id: job_summary(j, allocs[j.id], statuses[j.id]) for j in jobs}
 
+    def job_children(self, namespace: str, job_id: str, limit: int = 10) -> list[Job]:
+        """The job's newest children (dispatched or periodic launches), their Status derived,
+        without their payload and groups."""
+        with self.store.reader.connect() as conn:
+            kids = children.newest_children(conn, namespace, job_id, limit)
+        return self._with_status(kids)
+
     def dispatched_with_token(self, namespace: str, job_id: str, token: str) -> tuple[Job | None, int]:
         """The job's child dispatched with idempotency `token`, and the token stream's version."""
         with self.store.reader.connect() as conn:

@@ -17,15 +17,17 @@ from drover.api.ui.routes import (
     evaluations,
     jobrestart,
     jobs,
+    launches,
     logs,
     nodes,
     overview,
+    run,
     settings,
     topology,
 )
 
-# logs before jobs: /ui/jobs/<ref>/logs is not a job's page (whose <ref> is a path).
-ROUTERS = (live, overview, logs, jobs, jobrestart, allocations, nodes, topology, evaluations, settings)
+# Before jobs: /ui/jobs/<ref>/logs, /edit and /dispatch are not a job's page (whose <ref> is a path).
+ROUTERS = (live, overview, logs, run, launches, jobs, jobrestart, allocations, nodes, topology, evaluations, settings)
 STATIC = Path(__file__).parent / "static"
 
 

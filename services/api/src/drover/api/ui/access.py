@@ -15,6 +15,7 @@ from drover.api.errors import ApiError
 READ_JOB = "read-job"
 SUBMIT_JOB = "submit-job"
 SCALE_JOB = "scale-job"
+DISPATCH_JOB = "dispatch-job"
 ALLOC_LIFECYCLE = "alloc-lifecycle"
 NODE_WRITE = "node:write"
 READ_LOGS = "read-logs"
@@ -39,5 +40,6 @@ def require(capability: str) -> object:
 
 MaySubmitJob = Annotated[None, require(SUBMIT_JOB)]
 MayScaleJob = Annotated[None, require(SCALE_JOB)]
+MayDispatchJob = Annotated[None, require(DISPATCH_JOB)]
 MayAllocLifecycle = Annotated[None, require(ALLOC_LIFECYCLE)]
 MayWriteNode = Annotated[None, require(NODE_WRITE)]

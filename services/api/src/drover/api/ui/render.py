@@ -255,6 +255,13 @@ async def page(
     return _finish(request, HTMLResponse(ENV.get_template(template).render(ctx)))
 
 
+def view(request: Request, template: str, status: int = 200, **ctx: Any) -> Response:
+    """`template` with the base context and `ctx`: a page or a piece of one that is not kept
+    live (a form and what it answered)."""
+    html = ENV.get_template(template).render({**base_context(request), "index": 0, **ctx})
+    return _finish(request, HTMLResponse(html, status_code=status))
+
+
 def not_found(request: Request, base: Context | None = None) -> Response:
     ctx = base or base_context(request)
     html = ENV.get_template("notfound.html").render({**ctx, "index": 0})

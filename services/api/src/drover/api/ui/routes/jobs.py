@@ -21,6 +21,7 @@ from drover.api.ui.routes import jobrestart
 from drover.control.change import Change
 from drover.control.commands import deployments, jobs, scaling
 from drover.control.commands.operator import Admission
+from drover.control.diff.job import version_diffs
 from drover.control.errors import NotFound
 from drover.model.events import PlanApplied
 from drover.model.job import JOB_STATUS_DEAD, JOB_STATUS_PENDING, JOB_STATUS_RUNNING
@@ -29,6 +30,7 @@ from drover.runtime.store.queries import Reads
 router = APIRouter()
 
 PER_PAGE = 25
+VERSIONS = 10
 STATUSES = (JOB_STATUS_PENDING, JOB_STATUS_RUNNING, JOB_STATUS_DEAD)
 TYPES = ("service", "batch", "system", "sysbatch")
 
@@ -116,7 +118,27 @@ def _why(reads: Reads, args: Mapping[str, Any]) -> Context | None:
 
 
 def _versions(reads: Reads, args: Mapping[str, Any]) -> Context:
-    return {"versions": reads.job_versions(args["ns"], args["job_id"])[:10]}
+    """The newest versions, each with its diff from the one before (Nomad's
+    /v1/job/:id/versions?diffs=true; the oldest kept has none)."""
+    versions = reads.job_versions(args["ns"], args["job_id"])[: VERSIONS + 1]
+    diffs = version_diffs(versions) or []
+    return {"versions": versions[:VERSIONS], "diffs": diffs[:VERSIONS]}
+
+
+def _children(reads: Reads, args: Mapping[str, Any]) -> Context:
+    """A periodic or parameterized job's newest children (each a job of its own)."""
+    job = reads.job(args["ns"], args["job_id"])
+    if job is None or not job.launches_children():
+        return {"children": None}
+    return {"children": reads.job_children(job.namespace, job.id, limit=10)}
+
+
+def _children_topics(ctx: Context) -> list[str]:
+    if ctx["children"] is None:
+        return [f"Job:{ctx['job_id']}"]
+    # A new child is a job of its own ID; a listed one's status moves with its allocs and evals.
+    ids = [c.id for c in ctx["children"]]
+    return ["Job:*", *(f"Allocation:{i}" for i in ids), *(f"Evaluation:{i}" for i in ids)]
 
 
 TIMELINE_PAGE = 25
@@ -158,6 +180,7 @@ JOB = [
         _timeline,
         _keyed("Job", "Evaluation", "Allocation", "Deployment", "JobRestart"),
     ),
+    Fragment("children", "fragments/job_children.html", _children, _children_topics),
 ]
 
 

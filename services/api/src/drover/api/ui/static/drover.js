@@ -116,6 +116,43 @@
     window.location.href = box.querySelector("a").getAttribute("href");
   });
 
+  // A refusal (4xx) is still an answer to show where it asked, not an error to drop: the plan
+  // result shows parse problems and a run's conflict.
+  document.addEventListener("htmx:beforeSwap", function (e) {
+    var status = e.detail.xhr.status;
+    var target = e.detail.target;
+    if (status >= 400 && status < 500 && target && target.hasAttribute("data-swap-refusals")) {
+      e.detail.shouldSwap = true;
+      e.detail.isError = false;
+    }
+  });
+
+  // ---- the job editor: Tab indents, and a plan is stale once its spec changes ----
+  document.addEventListener("keydown", function (e) {
+    var t = e.target;
+    if (e.key !== "Tab" || e.shiftKey || e.ctrlKey || e.metaKey || e.altKey) return;
+    if (!t || t.tagName !== "TEXTAREA" || !t.dataset.tabSpaces) return;
+    e.preventDefault();
+    var spaces = new Array(Number(t.dataset.tabSpaces) + 1).join(" ");
+    var start = t.selectionStart, end = t.selectionEnd;
+    t.setRangeText(spaces, start, end, "end");
+    t.dispatchEvent(new Event("input", { bubbles: true }));
+  });
+
+  function planIsStale() {
+    var run = document.querySelector("#plan form.run-form");
+    if (!run) return;
+    var button = run.querySelector("button[type=submit]");
+    if (button) button.disabled = true;
+    var note = run.querySelector(".stale-note");
+    if (note) note.hidden = false;
+  }
+  var editor = document.getElementById("run-editor");
+  if (editor) {
+    editor.addEventListener("input", planIsStale);
+    editor.addEventListener("change", planIsStale);
+  }
+
   // ---- confirmations, theme, shortcuts ----
   document.addEventListener("submit", function (e) {
     var msg = e.target.dataset && e.target.dataset.confirm;
