@@ -73,7 +73,16 @@ def read(spec: Spec) -> tuple[JobPlanRequest | None, list[Problem]]:
 def editable(job: Job) -> str:
     """The job's JSON as the editor starts from it (Drover keeps no submitted source)."""
     doc = {k: v for k, v in job.to_api().items() if k not in SERVER_FIELDS}
-    return json.dumps(doc, indent=2)
+    return json.dumps(_without_nulls(doc), indent=2)
+
+
+def _without_nulls(value: Any) -> Any:
+    # null means "the default" to a register (drover.api.jsondecode): shorter to read without.
+    if isinstance(value, dict):
+        return {k: _without_nulls(v) for k, v in value.items() if v is not None}
+    if isinstance(value, list):
+        return [_without_nulls(v) for v in value]
+    return value
 
 
 class _Problems(Exception):

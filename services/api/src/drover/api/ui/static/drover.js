@@ -66,7 +66,8 @@
 
   function open() {
     var topics = allTopics();
-    if (!topics.length || document.hidden) return;
+    if (!topics.length) { setLive("static", "Not live"); return; }   // a form: nothing to follow
+    if (document.hidden) return;
     var q = new URLSearchParams();
     topics.forEach(function (t) { q.append("topic", t); });
     q.set("last", String(index));
