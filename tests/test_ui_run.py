@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 from fastapi.testclient import TestClient
 
+from drover.api.ui.jobtext import Problem, Spec, read
 from drover.runtime.store import EventStore
 
 from . import test_ui_pages
@@ -320,3 +321,39 @@ def test_a_token_without_submit_job_sees_no_editor_controls_and_is_refused(
     assert _run(client, token, _hcl(1), "0").status_code == 403
     r = client.post("/ui/job/dispatch/report@default", data={"csrf_token": token, "meta.who": "x"})
     assert r.status_code == 403 and store.last_position() == before
+
+
+@pytest.mark.parametrize(
+    ("spec", "kind", "problems"),
+    [
+        (Spec('job "a" {}'), "hcl", None),
+        (Spec('  {"ID": "a"}'), "json", None),
+        # The switch wins over the detection.
+        (
+            Spec('job "a" {}', format="json"),
+            "json",
+            [Problem("Malformed JSON: Expecting value (column 1)", 1)],
+        ),
+        (Spec('{"Job": {"ID": "a", "Namespace": "x"}}', namespace="y"), "json", None),
+        (Spec("   "), "hcl", [Problem("The job spec is empty")]),
+        (Spec('{"ID": "a",\n"Priority": NaN}'), "json", [Problem("Malformed JSON: NaN is not a JSON value")]),
+        (Spec('["a"]'), "json", [Problem("The job's JSON must be an object")]),
+        (
+            Spec('job "a" {\n  priority = "high"\n}'),
+            "hcl",
+            [Problem("job[a].priority: a number is required, not the string 'high'", 2)],
+        ),
+    ],
+)
+def test_the_editors_text_is_read_as_the_api_reads_it(
+    spec: Spec, kind: str, problems: list[Problem] | None
+) -> None:
+    body, found = read(spec)
+    assert spec.kind == kind
+    if problems is None:
+        assert body is not None and found == [] and body.diff is True
+        assert body.job.id == "a" and body.job.namespace == (
+            spec.namespace or "x" if "Namespace" in spec.text else "default"
+        )
+    else:
+        assert body is None and found == problems

@@ -45,10 +45,10 @@ class Spec:
 
     @property
     def kind(self) -> str:
-        """The format asked for, else JSON when the text starts as a JSON object does."""
+        """The format asked for, else JSON when the text starts as JSON does (HCL cannot)."""
         if self.format in FORMATS:
             return self.format
-        return JSON if self.text.lstrip().startswith("{") else HCL
+        return JSON if self.text.lstrip()[:1] in ("{", "[") else HCL
 
 
 def read(spec: Spec) -> tuple[JobPlanRequest | None, list[Problem]]:
