@@ -6,6 +6,7 @@ and a periodic one launches a child; every post needs the CSRF token."""
 
 from __future__ import annotations
 
+import json
 import re
 from typing import Any
 
@@ -134,6 +135,16 @@ def test_plan_shows_the_diff_and_the_counts_then_run_registers(client: TestClien
                     headers=HX)  # fmt: skip
     assert r.status_code == 200 and r.headers["hx-redirect"] == "/ui/jobs/web@default"
     assert client.get("/v1/job/web").json()["TaskGroups"][0]["Count"] == 4
+
+    # What the model drops or does not carry out: the register's Warnings, as /v1 words them.
+    job = {"ID": "warned", "Datacenters": ["dc1"], "VaultToken": "x",
+           "TaskGroups": [{"Name": "g", "Tasks": [{"Name": "t", "Driver": "mock", "Kind": "x"}]}]}  # fmt: skip
+    r = _plan(client, token, json.dumps({"Job": job}))
+    assert re.search(
+        r'<div class="warnings" role="note">\s*<h3>Warnings</h3>\s*<p class="pre">2 warnings:', r.text
+    )
+    assert "VaultToken is not supported by Drover and was dropped" in r.text
+    assert "group &#34;g&#34;: task &#34;t&#34;: Kind is kept but not carried out" in r.text
 
     # More than the clients hold: the failures with their metrics, and Run still offered.
     r = _plan(client, token, _hcl(4).replace("cpu    = 500", "cpu    = 900000"))
