@@ -334,5 +334,7 @@ def test_python_nomad_reads(cluster: Cluster, client: nomad.Nomad, store: EventS
     assert c.get("/v1/evaluations/count", prefix=registered["EvalID"][:6]) == {"Count": 1}
     assert c.get("/v1/evaluations/count", namespace="other") == {"Count": 0}
     assert c.get("/v1/evaluations/count", namespace="*") == {"Count": 1}
-    r = c.http.get("/v1/evaluations/count", params={"filter": 'Status == "complete"'})
-    assert r.status_code == 400 and "filter" in r.text
+    assert c.get("/v1/evaluations/count", filter='Status == "complete"') == {"Count": 1}
+    assert c.get("/v1/evaluations/count", filter='Status != "complete"') == {"Count": 0}
+    r = c.http.get("/v1/evaluations/count", params={"filter": "Status =="})
+    assert r.status_code == 400 and "failed to read filter expression: column 10" in r.text
