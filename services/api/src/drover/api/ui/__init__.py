@@ -12,9 +12,9 @@ from starlette.routing import BaseRoute, Mount
 from starlette.staticfiles import StaticFiles
 
 from drover.api.ui import live
-from drover.api.ui.routes import allocations, evaluations, jobs, nodes, overview, settings
+from drover.api.ui.routes import allocations, evaluations, jobs, nodes, overview, search, settings
 
-ROUTERS = (live, overview, jobs, allocations, nodes, evaluations, settings)
+ROUTERS = (live, overview, jobs, allocations, nodes, evaluations, search, settings)
 STATIC = Path(__file__).parent / "static"
 
 
