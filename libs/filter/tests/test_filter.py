@@ -287,3 +287,10 @@ def test_any_text_parses_or_is_a_filter_error(text: str) -> None:
         Filter.parse(text)
     except FilterError as e:
         assert str(e)
+
+
+def test_a_regular_expression_that_backtracks_for_ever_is_a_problem_not_a_hang() -> None:
+    f = Filter.parse('Name matches "(a|aa)+c"')
+    with pytest.raises(FilterError, match="took too long"):
+        f.matches({"Name": "a" * 60})
+    assert Filter.parse('Name matches "(a|aa)+c"').matches({"Name": "aac"})

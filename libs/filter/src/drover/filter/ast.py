@@ -3,9 +3,10 @@ go-bexpr's collection expressions (`any Tags as t { t == "x" }`)."""
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 from enum import Enum
+
+import regex
 
 
 class FilterError(ValueError):
@@ -61,7 +62,7 @@ class Match:
     # The value as written (a number, string, or bare word), coerced to the type of what the
     # selector finds when evaluated, as go-bexpr does.
     value: str | None = None
-    regex: re.Pattern[str] | None = field(default=None, compare=False)
+    pattern: regex.Pattern[str] | None = field(default=None, compare=False)
 
 
 @dataclass(frozen=True)

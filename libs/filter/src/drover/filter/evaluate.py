@@ -10,7 +10,8 @@ None), as go-bexpr evaluates one against Nomad's objects:
   float, or the string as written;
 - `in`/`contains` over a list: any element equal (elements the value cannot be coerced to are
   skipped); over a map: the value is one of its keys; over a string: a substring;
-- `is empty` on a list, map or string; `matches` (a regular expression, searched) on a string.
+- `is empty` on a list, map or string; `matches` (a regular expression, searched) on a string,
+  given REGEX_TIMEOUT seconds.
 
 An operator on a value it does not apply to (`contains` on a number, `matches` on a list, a
 field of a string) is a FilterError, which an API answers with a 400 as Nomad does."""
@@ -34,6 +35,9 @@ from drover.filter.ast import (
 )
 
 _MISSING = object()
+# Go's regular expressions (RE2) run in linear time; Python's backtrack, and a pattern such as
+# `(a|aa)+c` would hold a request for minutes: a match taking longer is a problem instead.
+REGEX_TIMEOUT = 0.1
 _TRUE = {"1", "t", "T", "TRUE", "true", "True"}
 _FALSE = {"0", "f", "F", "FALSE", "false", "False"}
 Scope = Mapping[str, Any]
@@ -166,8 +170,12 @@ def _match(m: Match, doc: Any, scope: Scope) -> bool:
         return _contains(raw, value, m.selector) == (op is Op.IN)
     if not isinstance(value, str):
         raise FilterError(f"{m.selector} is {_type(value)}: matches needs a string")
-    assert m.regex is not None
-    return (m.regex.search(value) is not None) == (op is Op.MATCHES)
+    assert m.pattern is not None
+    try:
+        found = m.pattern.search(value, timeout=REGEX_TIMEOUT)
+    except TimeoutError:
+        raise FilterError(f"{m.selector}: the regular expression {m.value!r} took too long") from None
+    return (found is not None) == (op is Op.MATCHES)
 
 
 def _collection(c: Collection, doc: Any, scope: Scope) -> bool:

@@ -19,6 +19,8 @@ from __future__ import annotations
 
 import re
 
+import regex
+
 from drover.filter.ast import And, Collection, Expression, FilterError, Match, Not, Op, Or, Selector
 
 _IDENT = re.compile(r"[a-zA-Z][a-zA-Z0-9_/]*")
@@ -248,8 +250,8 @@ class _Parser:
         value = self.value()
         if op in (Op.MATCHES, Op.NOT_MATCHES):
             try:
-                return Match(selector, op, value, re.compile(value))
-            except re.error as e:
+                return Match(selector, op, value, regex.compile(value))
+            except regex.error as e:
                 raise FilterError(f"failed to compile regular expression {value!r}: {e}") from None
         return Match(selector, op, value)
 
