@@ -5,6 +5,7 @@ and an unknown context refused with 400s, and, with ACLs on, only what the token
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -240,3 +241,20 @@ def test_with_acls_a_token_finds_only_what_it_may_read(
         assert anonymous.status_code == 200 and not any(
             anonymous.json()["Matches"].get(c) for c in ("jobs", "nodes")
         )
+
+
+def test_a_search_is_a_blocking_query(client: TestClient) -> None:
+    register(client, mock_job("web"))
+    index = search(client, Prefix="web", Context="jobs")["Index"]
+    started = time.monotonic()
+    r = client.post(f"/v1/search?index={index}&wait=300ms", json={"Prefix": "web", "Context": "jobs"})
+    assert r.status_code == 200 and time.monotonic() - started >= 0.3
+    assert r.json()["Index"] == index and r.json()["Matches"]["jobs"] == ["web"]
+    r = client.post("/v1/search?index=x", json={"Prefix": "web", "Context": "jobs"})
+    assert (r.status_code, r.text) == (400, "Invalid index")
+    # A bad request is refused before it waits.
+    started = time.monotonic()
+    r = client.post(f"/v1/search/fuzzy?index={index}&wait=30s", json={"Text": "w", "Context": "jobs"})
+    assert r.status_code == 400 and time.monotonic() - started < 5
+    r = client.post(f"/v1/search?index={index}&wait=30s", json={"Prefix": "w", "Context": "nope"})
+    assert r.status_code == 400 and time.monotonic() - started < 5

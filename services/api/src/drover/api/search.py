@@ -231,6 +231,14 @@ def _single_match(context: str, ns: str, obj: Any, text: str) -> Iterable[tuple[
         yield context, _Fuzzy(name, i, scope)
 
 
+def check_text(text: str) -> None:
+    """A fuzzy search's text is Nomad's search.min_term_length long at least; else a 400."""
+    if len(text) < MIN_TERM_LENGTH:
+        raise ApiError(
+            400, f"fuzzy search query must be at least {MIN_TERM_LENGTH} characters, got {len(text)}"
+        )
+
+
 # The contexts fuzzy search matches by ID prefix, as Nomad does.
 _BY_PREFIX = ("evals", "deployment", "scaling_policy", "volumes", "host_volumes")
 
