@@ -22,13 +22,14 @@ from drover.api.ui.routes import (
     nodes,
     overview,
     run,
+    search,
     settings,
     topology,
 )
 
 # Before jobs: /ui/jobs/<ref>/logs, /edit and /dispatch are not a job's page (whose <ref> is a path).
 ROUTERS = (live, overview, logs, run, launches, jobs, jobrestart, allocations, nodes, topology, evaluations,
-           settings)  # fmt: skip
+           search, settings)  # fmt: skip
 STATIC = Path(__file__).parent / "static"
 
 
