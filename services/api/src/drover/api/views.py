@@ -3,11 +3,12 @@ show them, and JSON for models."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from pydantic import BaseModel
 
-from drover.model import Allocation, Job, Node
+from drover.model import Allocation, Evaluation, Job, Node
 from drover.model.summary import JobSummary
 
 # A read whose answer is JSON null rather than 404 (a job with no deployment).
@@ -54,3 +55,40 @@ def node_stub(n: Node, *, resources: bool = False, os: bool = False) -> dict[str
     if os:
         stub["Attributes"] = {"os.name": n.attributes.get("os.name", "")}
     return stub
+
+
+# Evals followed from one through their links, at most (a chain of reschedules is short).
+RELATED_MAX = 100
+
+
+def related_evals(
+    reads: Any, ev: Evaluation, lookup: Callable[[str], Evaluation | None] | None = None
+) -> list[Evaluation]:
+    """The evals linked to `ev` through PreviousEval, NextEval and BlockedEval, and theirs in
+    turn (Nomad's EvalsRelatedToID: what `?related=true` adds as RelatedEvals), oldest first."""
+    get = lookup or reads.eval
+    seen = {ev.id}
+    out: list[Evaluation] = []
+    todo = [ev]
+    while todo and len(out) < RELATED_MAX:
+        cur = todo.pop()
+        for link in (cur.previous_eval, cur.next_eval, cur.blocked_eval):
+            if not link or link in seen:
+                continue
+            seen.add(link)
+            found = get(link)
+            if found is not None:
+                out.append(found)
+                todo.append(found)
+    return sorted(out, key=lambda e: (e.create_index, e.id))
+
+
+def eval_stub(e: Evaluation) -> dict[str, Any]:
+    """An eval as Nomad's EvalStub shows it (RelatedEvals' members)."""
+    return {
+        "ID": e.id, "Namespace": e.namespace, "Priority": e.priority, "Type": e.type, "TriggeredBy": e.triggered_by,
+        "JobID": e.job_id, "NodeID": e.node_id, "DeploymentID": e.deployment_id, "Status": e.status,
+        "StatusDescription": e.status_description, "WaitUntil": e.wait_until, "NextEval": e.next_eval,
+        "PreviousEval": e.previous_eval, "BlockedEval": e.blocked_eval, "CreateIndex": e.create_index,
+        "ModifyIndex": e.modify_index, "CreateTime": e.create_time, "ModifyTime": e.modify_time,
+    }  # fmt: skip

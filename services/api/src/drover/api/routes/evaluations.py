@@ -1,4 +1,4 @@
-"""/v1/evaluations, /v1/evaluations/count and /v1/evaluation/:id."""
+"""/v1/evaluations, /v1/evaluations/count and /v1/evaluation/:id (`?related=true`: with RelatedEvals)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from fastapi import APIRouter, Request, Response
 from drover.api.deps import BlockingDep
 from drover.api.jsondecode import JsonRoute
 from drover.api.listfilter import filtered_paged, keep, query_filter
-from drover.api.views import alloc_stub
+from drover.api.views import alloc_stub, as_json, eval_stub, related_evals
 from drover.model.namespace import ALL_NAMESPACES, DEFAULT_NAMESPACE
 from drover.runtime.watches import eval_key, list_keys
 
@@ -53,8 +53,20 @@ async def count_evals(
 
 
 @router.get("/v1/evaluation/{eval_id}")
-async def read_eval(eval_id: str, request: Request, blocking: BlockingDep) -> Response:
-    return await blocking.read(request, lambda: blocking.reads.eval(eval_id), [eval_key(eval_id)])
+async def read_eval(eval_id: str, request: Request, blocking: BlockingDep, related: bool = False) -> Response:
+    """The eval; with `related=true`, Nomad's RelatedEvals too (the evals its links lead to)."""
+    if not related:
+        return await blocking.read(request, lambda: blocking.reads.eval(eval_id), [eval_key(eval_id)])
+
+    def with_related() -> Any:
+        ev = blocking.reads.eval(eval_id)
+        if ev is None:
+            return None
+        doc: dict[str, Any] = as_json(ev)
+        doc["RelatedEvals"] = [eval_stub(e) for e in related_evals(blocking.reads, ev)]
+        return doc
+
+    return await blocking.read(request, with_related, [eval_key(eval_id)])
 
 
 @router.get("/v1/evaluation/{eval_id}/allocations")

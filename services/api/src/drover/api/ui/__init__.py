@@ -24,12 +24,13 @@ from drover.api.ui.routes import (
     run,
     search,
     settings,
+    stream,
     topology,
 )
 
 # Before jobs: /ui/jobs/<ref>/logs, /edit and /dispatch are not a job's page (whose <ref> is a path).
 ROUTERS = (live, overview, logs, run, launches, jobs, jobrestart, allocations, nodes, topology, evaluations,
-           search, settings)  # fmt: skip
+           search, stream, settings)  # fmt: skip
 STATIC = Path(__file__).parent / "static"
 
 

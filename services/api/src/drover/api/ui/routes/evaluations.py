@@ -1,8 +1,11 @@
-"""/ui/evaluations: evaluations, the newest first, filtered by status, trigger and job on the
-server, live."""
+"""/ui/evaluations: evaluations, the newest first, filtered by status, trigger, job and namespace
+on the server, live; /ui/evaluations/<id>: one eval - its related evals (Nomad's
+`?related=true`: the chain of previous, next and blocked evals), its failed placements and
+their metrics, its allocs, and links to its job, deployment and node."""
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Mapping
 from typing import Any
 
@@ -10,6 +13,7 @@ from fastapi import APIRouter, Request, Response
 
 from drover.api.deps import ReadsDep
 from drover.api.ui.render import Context, Fragment, page
+from drover.api.views import related_evals
 from drover.model import evaluation
 from drover.runtime.store.queries import Reads
 
@@ -38,5 +42,36 @@ async def eval_list(
     args = {"namespace": namespace or "*", "status": status if status in STATUSES else "",
             "triggered_by": triggered_by if triggered_by in TRIGGERS else "", "q": q.strip(),
             "after": after, "before": before}  # fmt: skip
+    namespaces = await asyncio.to_thread(reads.known_namespaces)
+    if args["namespace"] not in (*namespaces, "*"):
+        namespaces.append(args["namespace"])  # asked for by URL: still shown as chosen
     return await page(request, reads, "evals.html", LIST, args, title="Evaluations", statuses=STATUSES,
-                      triggers=TRIGGERS)  # fmt: skip
+                      triggers=TRIGGERS, namespaces=namespaces)  # fmt: skip
+
+
+def _eval(reads: Reads, args: Mapping[str, Any]) -> Context | None:
+    ev = reads.eval(args["eval_id"])
+    if ev is None:
+        return None
+    allocs = reads.allocs(namespace=ev.namespace, job_id=ev.job_id, eval_id=ev.id) if ev.job_id else []
+    return {
+        "eval": ev,
+        "related": related_evals(reads, ev),
+        "allocs": sorted(allocs, key=lambda a: a.name),
+        "job_there": bool(ev.job_id) and reads.job(ev.namespace, ev.job_id) is not None,
+    }
+
+
+def _eval_topics(ctx: Context) -> list[str]:
+    # The eval and those it links to (a blocked eval's unblocking, the next one's outcome).
+    ids = {ctx["eval_id"], *(e.id for e in ctx.get("related", []))}
+    return [f"Evaluation:{i}" for i in ids]
+
+
+DETAIL = [Fragment("eval", "fragments/eval.html", _eval, _eval_topics)]
+
+
+@router.get("/ui/evaluations/{eval_id}", include_in_schema=False)
+async def eval_page(eval_id: str, request: Request, reads: ReadsDep) -> Response:
+    return await page(request, reads, "eval.html", DETAIL, {"eval_id": eval_id},
+                      title=f"Evaluation {eval_id[:8]}")  # fmt: skip

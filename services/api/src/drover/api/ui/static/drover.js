@@ -175,7 +175,7 @@
   var helpButton = document.getElementById("shortcuts-open");
   if (helpButton && help) helpButton.addEventListener("click", function () { help.showModal(); });
 
-  var GO = { o: "/ui/", j: "/ui/jobs", n: "/ui/nodes", t: "/ui/topology", e: "/ui/evaluations" };
+  var GO = { o: "/ui/", j: "/ui/jobs", n: "/ui/nodes", t: "/ui/topology", e: "/ui/evaluations", s: "/ui/stream" };
   var prefix = null;
   document.addEventListener("keydown", function (e) {
     if (e.ctrlKey || e.metaKey || e.altKey) return;
