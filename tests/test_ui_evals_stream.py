@@ -20,7 +20,7 @@ from drover.model.events import EvalsUpserted
 from drover.runtime.settings import Settings
 from drover.runtime.store import EventStore
 
-from .cluster import job_json
+from .cluster import job_json, node_json
 
 NOW = 1_700_000_000_000_000_000
 A, B, C, D = (f"{c * 8}-0000-0000-0000-000000000000" for c in "abcd")
@@ -128,3 +128,31 @@ def test_the_viewer_page_and_its_bad_input(client: TestClient) -> None:
     assert "Unknown topic" in r.text and "Invalid index" in r.text and "Invalid keep" in r.text
     assert client.get("/ui/stream/events", params={"topic": "Bogus"}).status_code == 400
     assert client.get("/ui/static/stream.js").status_code == 200
+
+
+def test_tabs_refreshed_by_one_event_share_one_render_each_with_its_own_token(
+    client: TestClient, store: EventStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """What 100 tabs woken by one event cost: one read and one render of the fragment; each
+    answer carries its own session's CSRF token (the shared render's placeholder never shows)."""
+    from drover.api.ui import render
+
+    rendered: list[str] = []
+    wrap = render._wrap
+    monkeypatch.setattr(render, "_wrap", lambda r, f, c: rendered.append(f.name) or wrap(r, f, c))
+    assert client.put("/v1/drover/node/register", json={"Node": node_json("n1")}).status_code == 200
+    assert client.put("/v1/jobs", json=job_json("web", 2, rolling=False)).status_code == 200
+    url, at = "/ui/jobs/web@default", store.last_position()
+    tabs = [TestClient(client.app) for _ in range(5)]
+    answers = [t.get(url, params={"fragment": "summary", "at": at}).text for t in tabs]
+    assert rendered == ["summary"]
+    tokens = [t.cookies["drover_csrf"] for t in tabs]
+    assert len(set(tokens)) == 5
+    placeholder = client.app.state.ui_loads.placeholder
+    for text, token in zip(answers, tokens, strict=True):
+        assert f'value="{token}"' in text and placeholder not in text
+        assert text.replace(token, "") == answers[0].replace(tokens[0], "")
+    # A later event: read and rendered anew.
+    client.put("/v1/job/web/scale", json={"Count": 3, "Target": {"Group": "web"}})
+    fresh = tabs[0].get(url, params={"fragment": "summary", "at": store.last_position()}).text
+    assert rendered == ["summary", "summary"] and "<td>3</td>" in fresh

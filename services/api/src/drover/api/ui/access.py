@@ -9,6 +9,7 @@ from typing import Annotated
 
 from fastapi import Depends, Request
 
+from drover.api.aclguard import identity
 from drover.api.errors import ApiError
 
 # The capabilities the console's controls ask for, in Nomad's words.
@@ -24,6 +25,16 @@ READ_LOGS = "read-logs"
 def may(request: Request, capability: str, namespace: str = "default") -> bool:
     """Whether the request's token may do `capability` in `namespace`."""
     return True
+
+
+def viewer(request: Request) -> str:
+    """Who the request is, as far as what the console shows depends on it: two requests with the
+    same viewer are shown the same controls (`may` answers them alike), so a fragment rendered
+    for one serves the other (drover.api.ui.render.Loads). With ACLs, the token's accessor."""
+    who = identity(request)
+    if who is None:
+        return ""
+    return who.token.accessor_id if who.token is not None else "anonymous"
 
 
 def require(capability: str) -> object:

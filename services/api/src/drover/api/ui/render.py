@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import json
+import secrets
 import time
 from collections import OrderedDict
 from collections.abc import Callable, Mapping
@@ -173,12 +174,20 @@ def _finish(request: Request, response: Response) -> Response:
 class Loads:
     """What a fragment's loader read, by the URL it was read for, with the log index read before
     it. A live refresh names the index that woke it (`?at=N`) and is answered from a load at N
-    or later when there is one: every tab woken by one event then costs one read, not one each
-    (what it renders - its forms' CSRF token - stays per request)."""
+    or later when there is one: every tab woken by one event then costs one read, not one each.
+    The fragment rendered from it is kept too, for a second, per viewer (what the console lets
+    them do shapes it), its CSRF token a placeholder put in per request: the tabs after the
+    first cost no render either."""
+
+    # Seconds a rendered fragment is served again (its "3s ago" stays about right).
+    RENDERED_FOR = 1.0
 
     def __init__(self, size: int = 512) -> None:
         self.size = size
         self._entries: OrderedDict[str, tuple[int, Context | None]] = OrderedDict()
+        self._rendered: dict[str, tuple[int, float, dict[str, str]]] = {}
+        # Unguessable: no content the fragment shows can hold it.
+        self.placeholder = secrets.token_urlsafe(32)
 
     def get(self, key: str, at: int) -> tuple[int, Context | None] | None:
         hit = self._entries.get(key)
@@ -190,8 +199,23 @@ class Loads:
     def put(self, key: str, index: int, ctx: Context | None) -> None:
         self._entries[key] = (index, ctx)
         self._entries.move_to_end(key)
+        self._rendered.pop(key, None)
         while len(self._entries) > self.size:
-            self._entries.popitem(last=False)
+            old, _ = self._entries.popitem(last=False)
+            self._rendered.pop(old, None)
+
+    def rendered(self, key: str, index: int, viewer: str) -> str | None:
+        """The fragment rendered from the load at `index` for `viewer`, if lately."""
+        hit = self._rendered.get(key)
+        if hit is None or hit[0] != index or time.monotonic() - hit[1] > self.RENDERED_FOR:
+            return None
+        return hit[2].get(viewer)
+
+    def keep_rendered(self, key: str, index: int, viewer: str, html: str) -> None:
+        hit = self._rendered.get(key)
+        if hit is None or hit[0] != index or time.monotonic() - hit[1] > self.RENDERED_FOR:
+            hit = self._rendered[key] = (index, time.monotonic(), {})
+        hit[2][viewer] = html
 
 
 def _loads(request: Request) -> Loads:
@@ -230,20 +254,23 @@ async def page(
 
     at = request.query_params.get("at", "")
     key = request.url.path + _query(request, fragment=wanted or "", at="")
-    hit = _loads(request).get(key, int(at)) if wanted and at.isdigit() and at.isascii() else None
+    loads = _loads(request)
+    hit = loads.get(key, int(at)) if wanted and at.isdigit() and at.isascii() else None
     if hit is not None:
         index, loaded = hit[0], [hit[1]]
     else:
         index, loaded = await asyncio.to_thread(load)
         if wanted:
-            _loads(request).put(key, index, loaded[0])
+            loads.put(key, index, loaded[0])
     base = base_context(request)
     if any(c is None for c in loaded):
         return not_found(request, base)
-    contexts = [{**base, **args, **extra, **c} for c in loaded if c is not None]
     if wanted:
-        html = _wrap(request, chosen[0], contexts[0])
-        return _finish(request, HTMLResponse(html))
+        return _finish(
+            request,
+            HTMLResponse(_fragment(request, loads, key, index, chosen[0], base, args, extra, loaded[0])),
+        )
+    contexts = [{**base, **args, **extra, **c} for c in loaded if c is not None]
     rendered = {f.name: _wrap(request, f, c) for f, c in zip(chosen, contexts, strict=True)}
     for f in fragments:
         if f.lazy:
@@ -260,6 +287,22 @@ def view(request: Request, template: str, status: int = 200, **ctx: Any) -> Resp
     live (a form and what it answered)."""
     html = ENV.get_template(template).render({**base_context(request), "index": 0, **ctx})
     return _finish(request, HTMLResponse(html, status_code=status))
+
+
+def _fragment(
+    request: Request, loads: Loads, key: str, index: int, fragment: Fragment, base: Context,
+    args: Mapping[str, Any], extra: Mapping[str, Any], loaded: Context | None,
+) -> str:  # fmt: skip
+    """The fragment alone: rendered once for every tab refreshed by the same event (the same
+    load, viewer and second), each given its own CSRF token."""
+    token = base["csrf_token"]
+    viewer = access.viewer(request)
+    html = loads.rendered(key, index, viewer)
+    if html is None:
+        ctx = {**base, **args, **extra, **(loaded or {}), "csrf_token": loads.placeholder}
+        html = str(_wrap(request, fragment, ctx))
+        loads.keep_rendered(key, index, viewer, html)
+    return html.replace(loads.placeholder, token)
 
 
 def not_found(request: Request, base: Context | None = None) -> Response:

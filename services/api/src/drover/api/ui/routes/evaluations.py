@@ -42,7 +42,8 @@ async def eval_list(
     args = {"namespace": namespace or "*", "status": status if status in STATUSES else "",
             "triggered_by": triggered_by if triggered_by in TRIGGERS else "", "q": q.strip(),
             "after": after, "before": before}  # fmt: skip
-    namespaces = await asyncio.to_thread(reads.known_namespaces)
+    # The filter's choices: for the page, not for its live fragment.
+    namespaces = [] if "fragment" in request.query_params else await asyncio.to_thread(reads.known_namespaces)
     if args["namespace"] not in (*namespaces, "*"):
         namespaces.append(args["namespace"])  # asked for by URL: still shown as chosen
     return await page(request, reads, "evals.html", LIST, args, title="Evaluations", statuses=STATUSES,
