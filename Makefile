@@ -59,6 +59,7 @@ bench: install
 	$(RUN) python -m bench.docker --out bench/out/docker.json
 	$(RUN) python -m bench.templates --out bench/out/templates.json
 	$(RUN) python -m bench.ui --out bench/out/ui.json
+	$(RUN) python -m bench.uifanout --out bench/out/uifanout.json
 	$(RUN) python -m bench.table
 
 clean:

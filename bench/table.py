@@ -339,6 +339,32 @@ FIGURES: dict[str, list[Figure]] = {
             ("<", 1000),
         ),
     ],
+    "uifanout": [
+        Figure(
+            "{tabs} console tabs on the jobs page, one event: its delivery over their event streams, API CPU",
+            ("pages", "jobs", "deliver_api_cpu_ms"),
+            "ms",
+            ("<", 20),
+        ),
+        Figure(
+            "the same tabs' fragment re-fetches (one read, one render), API CPU",
+            ("pages", "jobs", "refetch_api_cpu_ms"),
+            "ms",
+            ("<", 20),
+        ),
+        Figure("the same, per re-fetch", ("pages", "jobs", "refetch_api_cpu_ms_per_request"), "ms"),
+        Figure(
+            "{tabs} tabs on a job's page: delivery, API CPU",
+            ("pages", "job", "deliver_api_cpu_ms"),
+            "ms",
+            ("<", 20),
+        ),
+        Figure(
+            "the same tabs' re-fetches (two fragments each), API CPU",
+            ("pages", "job", "refetch_api_cpu_ms"),
+            "ms",
+        ),
+    ],
     "docker": [
         Figure("{count} docker allocs on one agent: started", ("containers_per_s",), "containers/s"),
         Figure("the agent's CPU per container started", ("agent_cpu_ms_per_container",), "ms"),
