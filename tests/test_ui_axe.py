@@ -88,7 +88,8 @@ def test_every_console_page_passes_axe_light_and_dark(axe_page: Page, cluster: C
             "/ui/nodes/{node_id}", "/ui/evaluations", "/ui/evaluations/{eval_id}", "/ui/stream"} <= set(paths)  # fmt: skip
     objects = _objects(cluster)
     urls = [_fill(p, objects) for p in paths]
-    urls += ["/ui/jobs/nope@default", "/ui/stream?topic=Nope"]  # the not-found page, a form's errors
+    # The not-found page, a form's errors, the viewer with rows (the log from its start).
+    urls += ["/ui/jobs/nope@default", "/ui/stream?topic=Nope", "/ui/stream?topic=*&index=1"]
     found: dict[str, list[dict[str, Any]]] = {}
     for scheme in ("light", "dark"):
         page.emulate_media(color_scheme=scheme)
@@ -96,6 +97,8 @@ def test_every_console_page_passes_axe_light_and_dark(axe_page: Page, cluster: C
             page.goto(url)
             if "nope" not in url.lower():
                 expect(page.locator("#live")).to_have_attribute("data-state", "live")
+            if "index=1" in url:
+                expect(page.locator("#stream-rows tr").first).to_be_visible()
             page.add_script_tag(path=str(AXE))
             violations = page.evaluate(RUN_AXE)
             bad = [v for v in violations if v["impact"] in FAILING]

@@ -84,7 +84,10 @@ def test_the_event_stream_viewer_resumes_from_an_index_after_the_server_restarts
         "() => Number(document.getElementById('stream').dataset.opens) >= 3", timeout=30_000
     )
     assert int(bar.get_attribute("data-resumed-from") or 0) == last
-    end = _register(c, "after-restart")
+    # Event data is shown as text, never as markup.
+    job = job_json("after-restart", 1, rolling=False)
+    job["Job"]["Meta"] = {"note": '<img id="xss" src="x">'}
+    end = int(c.put("/v1/jobs", job)["JobModifyIndex"])
     expect(page.locator('#stream-rows tr[data-key="after-restart"]').first).to_be_visible()
     page.wait_for_function(f"() => Number(document.getElementById('stream').dataset.index) >= {end}")
     # Every row the stream has from `start` on, in order, each once: no gap, no repeat.
@@ -93,6 +96,10 @@ def test_the_event_stream_viewer_resumes_from_an_index_after_the_server_restarts
     assert int(page.locator("#stream-index").text_content() or 0) >= end
     page.locator("#stream-rows tr details summary").first.click()
     expect(page.locator("#stream-rows tr details pre").first).to_contain_text('"ID": "after-restart"')
+    expect(page.locator("#stream-rows tr details pre").first).to_contain_text(
+        '<img id=\\"xss\\" src=\\"x\\">'
+    )
+    assert page.locator("#xss").count() == 0
     assert errors == [], errors
 
     # A job no client can take: its eval's page shows the failures and the blocked eval it left.
