@@ -18,14 +18,14 @@ from typing import Annotated, Any
 from urllib.parse import urlencode
 
 from fastapi import APIRouter, Depends, Request, Response
-from fastapi.responses import HTMLResponse, StreamingResponse
+from fastapi.responses import StreamingResponse
 
 from drover.api.aclguard import identity
 from drover.api.aclresolve import token_from
 from drover.api.errors import ApiError
 from drover.api.streamacl import check_subscription
 from drover.api.streamhub import CLOSED, Frame, StreamHub, Subscription
-from drover.api.ui.render import ENV, _finish, base_context
+from drover.api.ui.render import view
 from drover.model.streamevents import ALL, TOPICS, parse_topics
 
 router = APIRouter()
@@ -83,11 +83,9 @@ async def viewer(request: Request) -> Response:
     source = "/ui/stream/events?" + urlencode(
         [("topic", v) for v in values or [ALL]] + [("namespace", namespace)]
     )
-    ctx = {**base_context(request), "title": "Event stream", "index": 0, "topics": (*TOPICS, ALL),
-           "picked": picked, "keys": {t: q.get(f"key.{t}", "") for t in TOPICS}, "namespace": namespace,
-           "from_index": index, "keep": keep, "source": source, "problems": problems}  # fmt: skip
-    html = ENV.get_template("stream.html").render(ctx)
-    return _finish(request, HTMLResponse(html, status_code=400 if problems else 200))
+    return view(request, "stream.html", 400 if problems else 200, title="Event stream", topics=(*TOPICS, ALL),
+                picked=picked, keys={t: q.get(f"key.{t}", "") for t in TOPICS}, namespace=namespace,
+                from_index=index, keep=keep, source=source, problems=problems)  # fmt: skip
 
 
 def _after(request: Request, hub: StreamHub) -> int:
