@@ -308,7 +308,8 @@ def test_placement_failures_name_the_clients_ruled_out_and_why(client: TestClien
 def test_one_function_decides_what_a_request_may_do(
     client: TestClient, store: EventStore, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """The seam ACLs will fill: `access.may` hides each control and refuses its action."""
+    """The one seam ACLs fill (tests/test_ui_signin.py): `access.may` hides each control and
+    refuses its action."""
     from drover.api.ui import access
 
     _node(client, "node-a")
@@ -318,7 +319,7 @@ def test_one_function_decides_what_a_request_may_do(
 
     def read_only(request: Any, capability: str, namespace: str = "default") -> bool:
         asked.append((capability, namespace))
-        return False
+        return capability in ("read-job", "node:read")
 
     monkeypatch.setattr(access, "may", read_only)
     page = client.get("/ui/jobs/web@default").text

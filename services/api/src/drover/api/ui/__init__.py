@@ -1,6 +1,8 @@
 """The web console at /ui/: pages rendered on the server (Jinja2) from the same reads and
 commands as /v1, kept live by one server-sent-events connection per tab (`live`), with htmx
-re-fetching the fragments an event names. One router per page family (`routes`)."""
+re-fetching the fragments an event names. One router per page family (`routes`). With ACLs on,
+every page, fragment, action and event stream answers as the signed-in token (`session`,
+`access`)."""
 
 from __future__ import annotations
 
@@ -11,16 +13,21 @@ from fastapi.responses import RedirectResponse
 from starlette.routing import BaseRoute, Mount
 from starlette.staticfiles import StaticFiles
 
-from drover.api.ui import live
-from drover.api.ui.routes import allocations, evaluations, jobs, nodes, overview, settings
+from drover.api.aclresolve import AclResolver
+from drover.api.ui import live, session
+from drover.api.ui.routes import allocations, evaluations, jobs, nodes, overview, settings, signin
+from drover.runtime.keyring import Keyring
 
-ROUTERS = (live, overview, jobs, allocations, nodes, evaluations, settings)
+ROUTERS = (live, overview, jobs, allocations, nodes, evaluations, settings, signin)
 STATIC = Path(__file__).parent / "static"
 
 
-def routes() -> list[BaseRoute]:
-    """The console's routes, to be added to the app itself (as the API's are)."""
+def routes(resolver: AclResolver | None = None, keyring: Keyring | None = None) -> list[BaseRoute]:
+    """The console's routes, to be added to the app itself (as the API's are); with ACLs on
+    (a `resolver` and the `keyring` sealing the sign-in cookie), each behind the sign-in."""
     out: list[BaseRoute] = [r for module in ROUTERS for r in module.router.routes]
+    if resolver is not None and keyring is not None:
+        out = session.guard_routes(out, resolver, keyring)
     out.append(Mount("/ui/static", StaticFiles(directory=STATIC), name="ui-static"))
     return out
 

@@ -11,11 +11,12 @@ from typing import Any
 from fastapi import APIRouter, Request, Response
 
 from drover.api.deps import CommandsDep, ReadsDep
-from drover.api.ui.access import MayScaleJob, MaySubmitJob
+from drover.api.ui import access
+from drover.api.ui.access import MayDeploy, MayScaleJob, MaySubmitJob
 from drover.api.ui.csrf import CsrfChecked
 from drover.api.ui.forms import fields
 from drover.api.ui.placement import judge
-from drover.api.ui.render import Context, Fragment, act, done, page, split_ref
+from drover.api.ui.render import Context, Fragment, act, denied, done, page, split_ref
 from drover.control.change import Change
 from drover.control.commands import deployments, jobs, scaling
 from drover.control.commands.operator import Admission
@@ -35,7 +36,7 @@ TYPES = ("service", "batch", "system", "sysbatch")
 
 def _jobs(reads: Reads, args: Mapping[str, Any]) -> Context:
     found = reads.job_page(
-        args["namespace"], status=args["status"], type_=args["type"], search=args["q"],
+        args["within"], status=args["status"], type_=args["type"], search=args["q"],
         after=args["after"], before=args["before"], limit=PER_PAGE,
     )  # fmt: skip
     return {"jobs": found, "summaries": reads.summaries_by_job(found.items)}
@@ -55,11 +56,17 @@ async def job_list(
     request: Request, reads: ReadsDep, namespace: str = "*", status: str = "", type: str = "",
     q: str = "", after: str = "", before: str = "",
 ) -> Response:  # fmt: skip
-    args = {"namespace": namespace or "*", "status": status if status in STATUSES else "",
+    namespace = namespace or "*"
+    names = [n.name for n in reads.namespaces()]
+    readable = access.readable(request, names)
+    if readable is not None and namespace != "*" and namespace not in readable:
+        return denied(request, f"Your ACL token may not read the jobs of namespace {namespace}.")
+    # With ACLs on, the namespaces the token may read: those the list shows, and offers.
+    within = namespace if namespace != "*" or readable is None else readable
+    args = {"namespace": namespace, "within": within, "status": status if status in STATUSES else "",
             "type": type if type in TYPES else "", "q": q.strip(), "after": after, "before": before}  # fmt: skip
-    namespaces = [n.name for n in reads.namespaces()]
     return await page(request, reads, "jobs.html", LIST, args, title="Jobs", statuses=STATUSES, types=TYPES,
-                      namespaces=namespaces)  # fmt: skip
+                      namespaces=names if readable is None else list(readable), vary=repr(within))  # fmt: skip
 
 
 # ---- a job ----------------------------------------------------------------------------------
@@ -130,6 +137,8 @@ async def job_page(
     group: str = "",
 ) -> Response:  # fmt: skip
     ns, job_id = split_ref(ref)
+    if not access.may(request, access.READ_JOB, ns):
+        return denied(request, f"Your ACL token may not read the jobs of namespace {ns}.")
     args = {"ns": ns, "job_id": job_id, "ref": ref, "alloc_status": alloc_status, "after": after,
             "before": before, "group": group}  # fmt: skip
     return await page(request, reads, "job.html", JOB, args, title=f"Job {job_id}")
@@ -193,7 +202,7 @@ async def scale_job(
 
 @router.post("/ui/deployment/promote/{deployment_id}", include_in_schema=False)
 async def promote(
-    deployment_id: str, request: Request, commands: CommandsDep, _c: CsrfChecked, _a: MaySubmitJob
+    deployment_id: str, request: Request, commands: CommandsDep, _c: CsrfChecked, _a: MayDeploy
 ) -> Response:
     job = (await fields(request)).get("job", "")
     decide = lambda reads: deployments.promote(reads, deployment_id, [], True, time.time_ns())  # noqa: E731
@@ -202,7 +211,7 @@ async def promote(
 
 @router.post("/ui/deployment/fail/{deployment_id}", include_in_schema=False)
 async def fail(
-    deployment_id: str, request: Request, commands: CommandsDep, _c: CsrfChecked, _a: MaySubmitJob
+    deployment_id: str, request: Request, commands: CommandsDep, _c: CsrfChecked, _a: MayDeploy
 ) -> Response:
     job = (await fields(request)).get("job", "")
     decide = lambda reads: deployments.fail(reads, deployment_id, time.time_ns())  # noqa: E731
