@@ -103,3 +103,5 @@ def test_a_read_only_token_signs_in_sees_no_write_control_and_a_forged_action_is
     page.get_by_role("button", name="Sign out").click()
     expect(page.locator("#who")).to_have_text("anonymous")
     assert errors == [], errors
+    # The SecretID was posted, sealed into a cookie and used on every request: logged nowhere.
+    assert secret not in c.logs()

@@ -19,6 +19,7 @@ from drover.api.errors import ApiError
 
 # The capabilities the console's controls ask for, in Nomad's words.
 READ_JOB = "read-job"
+LIST_JOBS = "list-jobs"
 SUBMIT_JOB = "submit-job"
 SCALE_JOB = "scale-job"
 DISPATCH_JOB = "dispatch-job"

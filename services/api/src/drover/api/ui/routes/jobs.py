@@ -58,7 +58,7 @@ async def job_list(
 ) -> Response:  # fmt: skip
     namespace = namespace or "*"
     names = [n.name for n in reads.namespaces()]
-    readable = access.readable(request, names)
+    readable = access.readable(request, names, access.LIST_JOBS)  # as /v1/jobs lists them
     if readable is not None and namespace != "*" and namespace not in readable:
         return denied(request, f"Your ACL token may not read the jobs of namespace {namespace}.")
     # With ACLs on, the namespaces the token may read: those the list shows, and offers.
