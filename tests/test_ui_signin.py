@@ -343,3 +343,21 @@ async def test_the_tabs_stream_ends_when_its_token_is_deleted(
     assert b"event: signedout" in await anext(body)
     with pytest.raises(StopAsyncIteration):
         await anext(body)
+
+
+async def test_the_tabs_stream_ends_when_its_token_expires(client: TestClient, root: dict[str, str]) -> None:
+    short = _token(client, root, READ_DEFAULT, "short", ExpirationTTL="1s")
+    who = await client.app.state.acl.resolve(short["SecretID"])  # type: ignore[attr-defined]
+    assert who is not None
+    reader = live.Reader(client.app.state.acl, short["SecretID"], who)  # type: ignore[attr-defined]
+    hub, feed = _hub()
+    tab = Subscription({"Job": {"*"}}, "*", authorize=reader.again, acl_version=hub.acl_version)
+    body = live._stream(hub, tab, hub.frames(tab, 0, 5.0, replay_log=False), 0, reader)
+    assert b"event: hello" in await anext(body)
+    _publish(hub, feed, _event(1, "Job", "web", "default"))
+    assert await anext(body) == live.message("change", 1, "Job:*")
+    time.sleep(1.2)  # no ACL change: the expiry alone ends it
+    _publish(hub, feed, _event(2, "Job", "web", "default"))
+    assert b"event: signedout" in await anext(body)
+    with pytest.raises(StopAsyncIteration):
+        await anext(body)
