@@ -63,7 +63,7 @@ async def signin(request: Request, _c: CsrfChecked) -> Response:
     response = RedirectResponse(_next(next_), status_code=303)
     session.remember(request, response, secret)
     # A new CSRF token with the new sign-in: one planted before it is worth nothing after.
-    response.set_cookie(csrf.COOKIE, secrets.token_urlsafe(32), httponly=True, samesite="strict", path="/ui")
+    csrf.set_cookie(request, response, secrets.token_urlsafe(32))
     return response
 
 
