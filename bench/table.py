@@ -314,6 +314,30 @@ FIGURES: dict[str, list[Figure]] = {
             ("pages", "overview", "db_cpu_ms"),
             "ms",
         ),
+        Figure(
+            "the topology (every client and alloc drawn), API CPU",
+            ("pages", "topology", "api_cpu_ms"),
+            "ms",
+            ("<", 50),
+        ),
+        Figure(
+            "the topology after an alloc moved (the rows changed read, two boxes drawn again), API CPU",
+            ("pages", "topology (after an alloc moved)", "api_cpu_ms"),
+            "ms",
+            ("<", 50),
+        ),
+        Figure("the same, PostgreSQL's CPU", ("pages", "topology (after an alloc moved)", "db_cpu_ms"), "ms"),
+        Figure(
+            "the topology's first page of an API process (every alloc's document read), API CPU",
+            ("pages", "topology (first read)", "api_cpu_ms"),
+            "ms",
+        ),
+        Figure(
+            "Chromium: navigation to the topology drawn, 5,000 clients (worst of 3)",
+            ("pages", "topology in the browser", "drawn_ms_worst"),
+            "ms",
+            ("<", 1000),
+        ),
     ],
     "docker": [
         Figure("{count} docker allocs on one agent: started", ("containers_per_s",), "containers/s"),

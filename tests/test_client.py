@@ -54,6 +54,17 @@ class Agents:
         self.cluster.wait(path.exists, timeout=AGENT_START)
         return path.read_text().strip()
 
+    def start_ready(self, name: str, *flags: str) -> str:
+        """Start the agent `name` and wait until its node is ready; its node ID."""
+        self.start(name, *flags)
+        node_id = self.node_id(name)
+        c = self.cluster
+        c.wait(
+            lambda: [n for n in c.get("/v1/nodes") if n["ID"] == node_id and n["Status"] == "ready"],
+            timeout=AGENT_START,
+        )
+        return node_id
+
     def stop(self, name: str) -> None:
         p = self.procs.pop(name)
         p.send_signal(signal.SIGTERM)

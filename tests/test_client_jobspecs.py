@@ -21,7 +21,7 @@ import pytest
 from drover.model.durations import SECOND as S
 
 from .cluster import Cluster
-from .test_client import AGENT_START, ENV, Agents, allocs
+from .test_client import ENV, Agents, allocs
 
 # Seconds an alloc has to be placed and run to its end on a loaded host.
 RUN = 60
@@ -50,12 +50,7 @@ def setup(
     c = Cluster(module_database_url, nats_url, tmp, env={**ENV, "DROVER_HEARTBEAT_MIN_TTL": "10"}).start()
     agents = Agents(c, tmp)
     try:
-        agents.start("a1", "--config", str(config))
-        node_id = agents.node_id("a1")
-        c.wait(
-            lambda: [n for n in c.get("/v1/nodes") if n["ID"] == node_id and n["Status"] == "ready"],
-            AGENT_START,
-        )
+        agents.start_ready("a1", "--config", str(config))
         yield c, tmp
     finally:
         agents.close()
@@ -299,12 +294,7 @@ def second_agent(setup: tuple[Cluster, Path]) -> Iterator[str]:
     agents = Agents(c, tmp)
     node_id = ""
     try:
-        agents.start("a2", "--config", str(tmp / "agent.hcl"))
-        node_id = agents.node_id("a2")
-        c.wait(
-            lambda: [n for n in c.get("/v1/nodes") if n["ID"] == node_id and n["Status"] == "ready"],
-            AGENT_START,
-        )
+        node_id = agents.start_ready("a2", "--config", str(tmp / "agent.hcl"))
         yield node_id
     finally:
         if node_id:

@@ -45,12 +45,7 @@ def setup(
     c = Cluster(module_database_url, nats_url, tmp, env={**ENV, "DROVER_HEARTBEAT_MIN_TTL": "3"}).start()
     agents = Agents(c, tmp)
     try:
-        agents.start("a1", "--config", str(tmp / "agent.hcl"))
-        node_id = agents.node_id("a1")
-        c.wait(
-            lambda: [n for n in c.get("/v1/nodes") if n["ID"] == node_id and n["Status"] == "ready"],
-            AGENT_START,
-        )
+        agents.start_ready("a1", "--config", str(tmp / "agent.hcl"))
         yield c, agents, tmp
     finally:
         agents.close()

@@ -18,7 +18,7 @@ import pytest
 from drover.model.durations import SECOND as S
 
 from .cluster import Cluster
-from .test_client import AGENT_START, ENV, Agents, allocs
+from .test_client import ENV, Agents, allocs
 
 RUN = 60
 
@@ -35,12 +35,7 @@ def setup(
     c = Cluster(module_database_url, nats_url, tmp, env={**ENV, "DROVER_HEARTBEAT_MIN_TTL": "10"}).start()
     agents = Agents(c, tmp)
     try:
-        agents.start("a1", "--config", str(config))
-        node_id = agents.node_id("a1")
-        c.wait(
-            lambda: [n for n in c.get("/v1/nodes") if n["ID"] == node_id and n["Status"] == "ready"],
-            AGENT_START,
-        )
+        agents.start_ready("a1", "--config", str(config))
         yield c, tmp
     finally:
         agents.close()

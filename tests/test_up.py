@@ -21,7 +21,7 @@ import pytest
 from drover.cli.up import service_plan
 from drover.runtime.embedded import free_port
 
-from .cluster import node_json
+from .cluster import job_json, node_json
 
 pytestmark = pytest.mark.cluster
 
@@ -162,3 +162,80 @@ def test_the_compose_file_runs_what_drover_up_runs(repo_root: Path) -> None:
     up = dict(service_plan(workers=2))
     assert set(compose) == set(up)
     assert all(compose[svc] >= min(n, 2) for svc, n in up.items())
+
+
+def _server_pid(up: subprocess.Popen[bytes], binary: bytes) -> int:
+    """The pid of `drover up`'s embedded server whose command line starts with `binary`."""
+    for pid in subprocess.run(["pgrep", "-P", str(up.pid)], capture_output=True, text=True).stdout.split():
+        cmdline = Path(f"/proc/{pid}/cmdline")
+        if cmdline.exists() and cmdline.read_bytes().split(b"\0")[0].endswith(binary):
+            return int(pid)
+    raise AssertionError(f"no {binary!r} under drover up")
+
+
+def _placed(api: httpx.Client, job_id: str, count: int, timeout: float = 60) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        allocs = api.get(f"/v1/job/{job_id}/allocations").json() if _answers(api) else []
+        if len([a for a in allocs if a["ClientStatus"] == "running"]) == count:
+            return
+        time.sleep(0.5)
+    raise AssertionError(f"{job_id} not placed: {allocs}")
+
+
+def _answers(api: httpx.Client) -> bool:
+    try:
+        return api.get("/v1/agent/health").status_code == 200
+    except httpx.HTTPError:
+        return False
+
+
+def test_up_starts_a_dead_embedded_server_again_and_what_was_accepted_meanwhile_is_placed(
+    tmp_path: Path,
+) -> None:
+    data_dir, log = tmp_path / "data", tmp_path / "up.log"
+    port = free_port()
+    proc = _up(data_dir, port, log)
+    sim = None
+    try:
+        _wait_api(port, proc, log)
+        address = f"http://127.0.0.1:{port}"
+        sim = subprocess.Popen(
+            [sys.executable, "-m", "drover.client.sim", "--api", address, "--nodes", "3",
+             "--data-dir", str(tmp_path / "sim")],
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        )  # fmt: skip
+        api = httpx.Client(base_url=address, timeout=10)
+        deadline = time.monotonic() + 30
+        while len(api.get("/v1/nodes").json()) < 3:
+            assert time.monotonic() < deadline, "the sim's nodes never registered"
+            time.sleep(0.3)
+
+        # NATS killed: the API still takes the job into the log; it is placed once NATS is back.
+        os.kill(_server_pid(proc, b"nats-server"), signal.SIGKILL)
+        assert api.put("/v1/jobs", json=job_json("while-nats-down", 3, rolling=False)).status_code == 200
+        _placed(api, "while-nats-down", 3)
+        assert "NATS exited" in log.read_text() and "NATS is back" in log.read_text()
+
+        # PostgreSQL killed: started again on its data; nothing accepted before is lost.
+        os.kill(_server_pid(proc, b"postgres"), signal.SIGKILL)
+        deadline = time.monotonic() + 60
+        while (r := api.put("/v1/jobs", json=job_json("after-pg-back", 2, rolling=False))).status_code != 200:
+            # Meanwhile a register is refused as a client can act on: retry later, nothing kept.
+            assert r.status_code == 503 and r.text.startswith("PostgreSQL unreachable"), r.text
+            assert time.monotonic() < deadline, log.read_text()
+            time.sleep(0.2)
+        _placed(api, "while-nats-down", 3)
+        _placed(api, "after-pg-back", 2)
+        assert "PostgreSQL is back" in log.read_text()
+        status = subprocess.run(
+            [sys.executable, "-c", "from drover.cli.main import app; app()", "status", "-address", address],
+            capture_output=True, text=True, timeout=30,
+        )  # fmt: skip
+        assert "Servers   = ok" in status.stdout, status.stdout + status.stderr
+    finally:
+        if sim is not None:
+            sim.send_signal(signal.SIGTERM)
+            sim.wait(30)
+        proc.send_signal(signal.SIGINT)
+        assert proc.wait(60) == 0, log.read_text()

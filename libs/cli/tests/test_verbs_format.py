@@ -238,6 +238,10 @@ def test_health_reads_positions_lags_and_leaders_from_the_metrics() -> None:
     assert "Missing   = worker, leader, gc" in text
     assert "planner  9         leader   100       20" in text
     assert "Nodes       = 1 down, 2 ready" in text
+    assert "Servers   = ok" in text
+    down = health_text(health("127.0.0.1:4646", {}, "NATS unreachable: nats: no servers available"))
+    assert "Servers   = NATS unreachable: nats: no servers available" in down
+    assert "Missing   = relay, broker, worker, planner, leader, gc" in down
 
 
 def test_load_job_reads_json_with_or_without_its_wrapper(tmp_path: Path) -> None:

@@ -1,12 +1,15 @@
 """`drover system gc` and `drover status`: the cluster's health as the API shows it - the log's
 position, each service process's position and lag behind it (and which lead), and what the
-cluster holds - read from /v1/status/leader and /v1/metrics?format=json."""
+cluster holds - read from /v1/status/leader and /v1/metrics?format=json - and whether the API
+reaches its PostgreSQL and NATS (/v1/agent/health), named when it does not."""
 
 from __future__ import annotations
 
+import json
 from collections import defaultdict
 from typing import Any
 
+from drover.cli.api import ApiError
 from drover.cli.common import ADDRESS, NAMESPACE, Address, Json, Namespace, client, echo, verb
 from drover.cli.output import as_json, kv, table
 
@@ -21,9 +24,10 @@ def gc(address: Address = ADDRESS, namespace: Namespace = NAMESPACE) -> None:
         c.put("/v1/system/gc")
 
 
-def health(leader: str, metrics: dict[str, Any]) -> dict[str, Any]:
+def health(leader: str, metrics: dict[str, Any], servers: str = "") -> dict[str, Any]:
     """The cluster's health from the leader's address and the metrics' JSON: the log position,
-    each process's role, position and lag, and the cluster's counts."""
+    each process's role, position and lag, and the cluster's counts; `servers` is why the API
+    cannot reach its backing servers ("" when it can)."""
     gauges = metrics.get("Gauges") or []
     position = next((int(g["Value"]) for g in gauges if g["Name"] == "drover.log.position"), 0)
     procs: dict[tuple[str, str], dict[str, Any]] = {}
@@ -46,6 +50,7 @@ def health(leader: str, metrics: dict[str, Any]) -> dict[str, Any]:
         services.append({**p, "Role": role})
     return {
         "Leader": leader,
+        "Servers": servers or "ok",
         "Index": position,
         "Services": services,
         "Nodes": dict(counts["nodes"]),
@@ -63,6 +68,7 @@ def health_text(h: dict[str, Any]) -> str:
     head = kv(
         [
             ("API", h["Leader"]),
+            ("Servers", h["Servers"]),
             ("Log Index", h["Index"]),
             ("Missing", ", ".join(missing) if missing else "none"),
         ]
@@ -93,6 +99,14 @@ def health_text(h: dict[str, Any]) -> str:
     return f"{head}\n\nServices\n{procs}\n\nCluster\n{cluster}"
 
 
+def _problem(answer: str) -> str:
+    """The server's message of /v1/agent/health's unhealthy answer (its document as text)."""
+    try:
+        return str(json.loads(answer)["server"]["message"])
+    except (ValueError, KeyError, TypeError):
+        return answer
+
+
 @verb()
 def status(as_json_flag: Json = False, address: Address = ADDRESS, namespace: Namespace = NAMESPACE) -> None:
     """The cluster's health: each service's processes, the leaders, their lag behind the log.
@@ -101,6 +115,19 @@ def status(as_json_flag: Json = False, address: Address = ADDRESS, namespace: Na
     nothing until they lead. A service missing has no process reporting (down, or starting)."""
     with client(address, namespace) as c:
         leader = c.get("/v1/status/leader")
-        metrics = c.get("/v1/metrics", format="json")
-    h = health(str(leader), metrics)
+        try:
+            c.get("/v1/agent/health", type="server")
+            servers = ""
+        except ApiError as e:
+            if e.status != 500:
+                raise
+            servers = _problem(e.message)
+        # Metrics come through NATS: with it down, the services are shown missing, and why.
+        try:
+            metrics = c.get("/v1/metrics", format="json")
+        except ApiError as e:
+            if e.status < 500 or not servers:
+                raise
+            metrics = {}
+    h = health(str(leader), metrics, servers)
     echo(as_json(h) if as_json_flag else health_text(h))

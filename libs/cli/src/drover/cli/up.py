@@ -1,7 +1,8 @@
 """`drover up`: a whole local cluster - embedded NATS and PostgreSQL (unless DROVER_NATS_URL /
 DROVER_DATABASE_URL are given), migrations, and every service as its own process (a standby
-plan applier too), restarted if one dies; Ctrl-C stops everything cleanly. Data lives under the
-data directory and survives restarts.
+plan applier too), restarted if one dies; an embedded server that dies is started again on its
+data and port, and the services reconnect to it. Ctrl-C stops everything cleanly. Data lives
+under the data directory and survives restarts.
 
 The embedded servers want passwords, generated at the first start and kept in the data
 directory (`nats.password`, `postgres.password`, mode 0600): the services are handed the files
@@ -71,6 +72,25 @@ def embedded_settings(settings: Settings, data_dir: Path) -> tuple[Settings, dic
     return settings.model_copy(update=update), env
 
 
+def revive(server: EmbeddedPostgres | EmbeddedNats) -> bool:
+    """Start an embedded server that died again, on its data and its port (the URL the services
+    hold): PostgreSQL recovers from its WAL, NATS from its JetStream store, and the services
+    reconnect - what the API accepted meanwhile is in the log and goes out once NATS is back.
+    Whether it was started again; a failed start is tried again on the next call."""
+    proc = server.proc
+    if proc is None or proc.poll() is None:
+        return False
+    name = "PostgreSQL" if isinstance(server, EmbeddedPostgres) else "NATS"
+    console.print(f"[red]{name} exited ({proc.returncode}); starting it again on its data[/]")
+    try:
+        server.start()
+    except Exception as e:  # its own log says why; the next round tries again
+        console.print(f"[red]{name} did not start: {e}[/]")
+        return False
+    console.print(f"{name} is back on {server.url}")
+    return True
+
+
 def run_up(settings: Settings) -> None:
     data_dir = Path(settings.data_dir).resolve()
     data_dir.mkdir(parents=True, exist_ok=True)
@@ -134,6 +154,9 @@ def run_up(settings: Settings) -> None:
         signal.signal(signal.SIGTERM, on_signal)
         while not stopping:
             time.sleep(0.5)
+            for server in servers:
+                if not stopping:
+                    revive(server)
             for c in children:
                 if c.proc is not None and c.proc.poll() is not None and not stopping:
                     now = time.monotonic()

@@ -44,11 +44,28 @@ BODY_HEADER = "Drover-Body"
 BODY_IN_LOG = "log"
 
 
+def server_urls(url: str) -> list[str]:
+    """The servers of a NATS URL: one, or a cluster's as a comma-separated list (as
+    DROVER_NATS_URL gives them)."""
+    return [u.strip() for u in url.split(",") if u.strip()]
+
+
+def stream_replicas(nc: Client) -> int:
+    """How many copies each stream and bucket keeps: 3 on a cluster of three or more servers
+    (those given and those the cluster told of), so the loss of one loses nothing; 1 on one."""
+    return 3 if len(nc.servers) >= 3 else 1
+
+
+def bucket_replicas(js: JetStreamContext) -> int:
+    """`stream_replicas` of the connection a JetStream context was made from."""
+    return stream_replicas(js._nc)
+
+
 async def connect(url: str, name: str, credentials: NatsCredentials | None = None) -> Client:
     """Connect (as `credentials`' user: Settings.nats_credentials) and keep reconnecting
-    forever: a NATS restart must not kill a service."""
+    forever, to any server of a cluster: a NATS restart must not kill a service."""
     return await nats.connect(
-        url,
+        server_urls(url),
         name=name,
         max_reconnect_attempts=-1,
         reconnect_time_wait=0.2,
@@ -78,14 +95,16 @@ async def connect_streams(
     nc = await connect(url, name, credentials)
     js = nc.jetstream()
     try:
-        await ensure_streams(js)
+        await ensure_streams(js, stream_replicas(nc))
     except BaseException:
         await close(nc)
         raise
     return nc, js
 
 
-async def ensure_streams(js: JetStreamContext) -> None:
+async def ensure_streams(js: JetStreamContext, replicas: int = 1) -> None:
+    """The streams, created or brought to this configuration (an update raises a stream kept
+    on one server to `replicas`)."""
     configs = [
         StreamConfig(
             name=EVENTS_STREAM,
@@ -93,6 +112,7 @@ async def ensure_streams(js: JetStreamContext) -> None:
             storage=StorageType.FILE,
             duplicate_window=120.0,
             max_age=24 * 3600.0,
+            num_replicas=replicas,
         ),
         StreamConfig(
             name=EVALS_STREAM,
@@ -100,6 +120,7 @@ async def ensure_streams(js: JetStreamContext) -> None:
             storage=StorageType.FILE,
             retention=RetentionPolicy.WORK_QUEUE,
             duplicate_window=120.0,
+            num_replicas=replicas,
         ),
     ]
     for cfg in configs:

@@ -18,6 +18,7 @@ import subprocess
 import sys
 import sysconfig
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 # PostgreSQL refuses to run as root; under root the server runs as this system user.
@@ -229,12 +230,14 @@ class EmbeddedNats:
     password is never in the server's command line."""
 
     def __init__(
-        self, data_dir: Path, port: int | None = None, *, user: str = NATS_USER, password: str = ""
-    ) -> None:
+        self, data_dir: Path, port: int | None = None, *, user: str = NATS_USER, password: str = "",
+        route: Route | None = None,
+    ) -> None:  # fmt: skip
         self.data_dir = Path(data_dir)
         self.port = port or free_port()
         self.user = user
         self.password = password
+        self.route = route
         self.proc: subprocess.Popen[bytes] | None = None
 
     @property
@@ -249,6 +252,14 @@ class EmbeddedNats:
         }
         if self.password:
             conf["authorization"] = {"user": self.user, "password": self.password}
+        if self.route is not None:
+            # A JetStream cluster names each server; its routes listen on loopback beside it.
+            conf["server_name"] = self.route.server_name
+            conf["cluster"] = {
+                "name": self.route.cluster,
+                "listen": f"127.0.0.1:{self.route.port}",
+                "routes": [f"nats-route://127.0.0.1:{p}" for p in self.route.peers],
+            }
         return json.dumps(conf, indent=2) + "\n"
 
     def start(self) -> str:
@@ -278,3 +289,72 @@ class EmbeddedNats:
             except subprocess.TimeoutExpired:
                 self.kill()
         self.proc = None
+
+
+@dataclass(frozen=True)
+class Route:
+    """A clustered server's place in its cluster: its name, its route port and its peers'."""
+
+    server_name: str
+    port: int
+    peers: tuple[int, ...]
+    cluster: str = "drover"
+
+
+class EmbeddedNatsCluster:
+    """`size` NATS servers routed into one JetStream cluster on loopback, each with its own
+    store under `data_dir`/n<i>; `url` lists them all (what DROVER_NATS_URL takes), so a client
+    rides the loss of any one, and streams keep 3 replicas (drover.runtime.bus.stream_replicas)."""
+
+    def __init__(self, data_dir: Path, size: int = 3, *, user: str = NATS_USER, password: str = "") -> None:
+        routes = [free_port() for _ in range(size)]
+        self.servers = [
+            EmbeddedNats(
+                Path(data_dir) / f"n{i}", user=user, password=password,
+                route=Route(f"n{i}", routes[i], tuple(p for p in routes if p != routes[i])),
+            )
+            for i in range(size)
+        ]  # fmt: skip
+
+    @property
+    def url(self) -> str:
+        return ",".join(s.url for s in self.servers)
+
+    def start(self, timeout: float = 60.0) -> str:
+        for server in self.servers:
+            server.start()
+        self.wait_ready(timeout)
+        return self.url
+
+    def wait_ready(self, timeout: float = 60.0) -> None:
+        """Until every server reports JetStream with a meta leader elected (its /healthz on
+        the monitoring port is not opened here: a JetStream request answering is the test)."""
+        import asyncio
+
+        import nats
+
+        async def ready() -> bool:
+            try:
+                nc = await nats.connect(
+                    [s.url for s in self.servers], user=self.servers[0].user,
+                    password=self.servers[0].password or None, connect_timeout=2, max_reconnect_attempts=0,
+                )  # fmt: skip
+            except Exception:
+                return False
+            try:
+                info = await nc.jetstream().account_info()
+                return info is not None
+            except Exception:
+                return False
+            finally:
+                await nc.close()
+
+        deadline = time.monotonic() + timeout
+        while not asyncio.run(ready()):
+            if time.monotonic() > deadline:
+                raise TimeoutError("the NATS cluster elected no JetStream leader")
+            time.sleep(0.5)
+
+    def stop(self) -> None:
+        for server in self.servers:
+            server.stop()

@@ -26,6 +26,8 @@ from nats.js.api import KeyValueConfig, StorageType
 from nats.js.errors import NoKeysError
 from nats.js.kv import KeyValue
 
+from drover.runtime.bus import bucket_replicas
+
 log = logging.getLogger("drover.metrics")
 
 BUCKET = "drover-metrics"
@@ -157,7 +159,13 @@ async def bucket(js: JetStreamContext) -> KeyValue:
         return await js.key_value(BUCKET)
     except Exception:
         return await js.create_key_value(
-            KeyValueConfig(bucket=BUCKET, history=1, ttl=KEEP_FOR, storage=StorageType.MEMORY)
+            KeyValueConfig(
+                bucket=BUCKET,
+                history=1,
+                ttl=KEEP_FOR,
+                storage=StorageType.MEMORY,
+                replicas=bucket_replicas(js),
+            )
         )
 
 

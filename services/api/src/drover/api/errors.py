@@ -9,6 +9,8 @@ from typing import Any
 from fastapi import FastAPI, HTTPException, Request, Response
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import PlainTextResponse
+from psycopg import OperationalError as PsycopgOperationalError
+from sqlalchemy.exc import OperationalError
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from drover.control.errors import CommandError, Conflict, Forbidden, Invalid, NotFound
@@ -87,14 +89,32 @@ async def _invalid_request(request: Request, exc: Exception) -> Response:
     return _text(400, "\n".join(problems(exc.errors())))
 
 
+def status_of(exc: CommandError) -> int:
+    """The HTTP status a command's refusal is answered with."""
+    return _STATUS.get(type(exc), 400)
+
+
 async def _refused(request: Request, exc: Exception) -> Response:
     assert isinstance(exc, CommandError)
-    return _text(_STATUS.get(type(exc), 400), exc.message)
+    return _text(status_of(exc), exc.message)
+
+
+async def _unreachable(request: Request, exc: Exception) -> Response:
+    """PostgreSQL down (or restarting): 503 naming it, so a client retries instead of reading a
+    bare 500. Nothing was written: an append commits whole or not at all. The driver's first
+    line names the host, never the password."""
+    cause = getattr(exc, "orig", None) or exc
+    first = (str(cause).strip().splitlines() or [type(cause).__name__])[0]
+    response = _text(503, f"PostgreSQL unreachable: {first}")
+    response.headers["Retry-After"] = "1"
+    return response
 
 
 def install(app: FastAPI) -> None:
     """Answer every refusal in plain text: the HTTP layer's, a request's validation (400, not
-    FastAPI's 422, as Nomad answers), and a command's."""
+    FastAPI's 422, as Nomad answers), a command's, and PostgreSQL out of reach (503)."""
+    app.add_exception_handler(OperationalError, _unreachable)
+    app.add_exception_handler(PsycopgOperationalError, _unreachable)
     app.add_exception_handler(StarletteHTTPException, _http_error)
     app.add_exception_handler(RequestValidationError, _invalid_request)
     app.add_exception_handler(CommandError, _refused)

@@ -169,7 +169,7 @@ class Servers:
         return "; ".join(p for p in problems if p)
 
     async def _postgres(self) -> str:
-        problem = await asyncio.to_thread(postgres_problem, self.settings.database_url, POSTGRES_TIMEOUT)
+        problem = await asyncio.to_thread(postgres_problem, self.settings.database(), POSTGRES_TIMEOUT)
         return f"PostgreSQL unreachable: {problem}" if problem else ""
 
     async def _nats(self) -> str:

@@ -25,6 +25,7 @@ from drover.runtime.bus import (
     LOG_HEADER,
     POSITION_HEADER,
     position_of,
+    server_urls,
 )
 from drover.runtime.settings import NatsCredentials
 
@@ -77,7 +78,11 @@ def build(
         else None
     )
     broker = NatsBroker(
-        nats_url, max_reconnect_attempts=-1, reconnect_time_wait=1, log_level=logging.DEBUG, security=security
+        server_urls(nats_url),
+        max_reconnect_attempts=-1,
+        reconnect_time_wait=1,
+        log_level=logging.DEBUG,
+        security=security,
     )
 
     # A push consumer in a deliver group named as the durable (one process is what the tests run).

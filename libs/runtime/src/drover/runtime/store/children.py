@@ -56,6 +56,18 @@ def children_of(conn: Connection, namespace: str, parent_ids: list[str]) -> list
     return [Job.model_validate_json(r[0]) for r in rows]
 
 
+def newest_children(conn: Connection, namespace: str, parent_id: str, limit: int) -> list[Job]:
+    """The job's `limit` newest children (by SubmitTime), without their payload and groups."""
+    rows = conn.execute(
+        text(
+            "SELECT (doc - 'Payload' - 'TaskGroups')::text FROM jobs WHERE namespace = :ns "
+            "AND doc->>'ParentID' = :id ORDER BY (doc->>'SubmitTime')::bigint DESC NULLS LAST, id DESC LIMIT :n"
+        ),
+        {"ns": namespace, "id": parent_id, "n": limit},
+    )
+    return [Job.model_validate_json(r[0]) for r in rows]
+
+
 def alloc_counts(conn: Connection, namespace: str, job_ids: list[str]) -> list[tuple[str, str, str, int]]:
     """(job, task group, client status, count) of the allocs of `job_ids`."""
     rows = conn.execute(

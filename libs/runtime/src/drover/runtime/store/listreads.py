@@ -35,26 +35,23 @@ _LIVE_ALLOC = (
 _LIVE_EVAL = "e.status NOT IN ('complete', 'failed', 'canceled')"
 _ALLOCS_OF = "FROM allocs a WHERE a.namespace = j.namespace AND a.job_id = j.id"
 _EVALS_OF = "FROM evals e WHERE e.namespace = j.namespace AND e.job_id = j.id"
-_STOP = "coalesce((j.doc->>'Stop')::boolean, false)"
-_LAUNCHES_CHILDREN = (
-    "(jsonb_typeof(j.doc->'Periodic') = 'object' OR (jsonb_typeof(j.doc->'ParameterizedJob') = 'object' "
-    "AND NOT coalesce((j.doc->>'Dispatched')::boolean, false)))"
-)
 
 
-# derive_job_status in SQL, over the jobs row `j`. Each probe is a scalar subquery (LIMIT 1)
-# rather than EXISTS, which the planner may turn into one hash of every live alloc: a page of
-# 25 jobs then reads 100,000 allocs instead of 25 index probes.
+# derive_job_status in SQL, over the jobs row `j`: the job's own fields from its generated
+# columns (type, stop, launches_children: no document parsed), each probe of its allocs and
+# evals a scalar subquery (LIMIT 1) that the partial indexes allocs_live and evals_live answer
+# alone. Not EXISTS, which the planner may turn into one hash of every live alloc: a page of 25
+# jobs then reads 100,000 allocs instead of 25 index probes.
 def _any(where: str) -> str:
     return f"(SELECT true {where} LIMIT 1) IS NOT NULL"
 
 
 JOB_STATUS_SQL = (
-    f"CASE WHEN coalesce(j.doc->>'Type', 'service') = 'system' OR {_LAUNCHES_CHILDREN} "
-    f"THEN CASE WHEN {_STOP} THEN 'dead' ELSE 'running' END "
+    "CASE WHEN j.type = 'system' OR j.launches_children "
+    "THEN CASE WHEN j.stop THEN 'dead' ELSE 'running' END "
     f"WHEN {_any(f'{_ALLOCS_OF} AND {_LIVE_ALLOC}')} THEN 'running' "
     f"WHEN {_any(f'{_EVALS_OF} AND {_LIVE_EVAL}')} THEN 'pending' "
-    f"WHEN {_any(_ALLOCS_OF)} OR {_any(_EVALS_OF)} OR {_STOP} THEN 'dead' "
+    f"WHEN {_any(_ALLOCS_OF)} OR {_any(_EVALS_OF)} OR j.stop THEN 'dead' "
     "ELSE 'pending' END"
 )
 _NODE_STATUS = "coalesce(doc->>'Status', 'ready')"
@@ -157,14 +154,14 @@ class ListReads:
         """Jobs by namespace and ID (`*`: every namespace), parents only (a periodic or
         dispatched child is listed under its parent), with their Status derived; `after` and
         `before` are `<namespace>/<id>` tokens (`job_ref`)."""
-        # Spelled as the jobs_parent index's expression: its statistics make the planner walk
-        # the primary key (namespace, id) and stop at the page, not read and sort every job.
-        where = ["((j.doc->>'ParentID') IS NULL OR (j.doc->>'ParentID') = '')"]
+        # parent_id is a column with statistics: the planner walks the primary key (namespace,
+        # id) and stops at the page, not read and sort every job.
+        where = ["j.parent_id = ''"]
         params: dict[str, Any] = {"limit": limit + 1}
         if within := _namespace_where("j.namespace", namespace, params, "ns"):
             where.append(within)
         if type_:
-            where.append("coalesce(j.doc->>'Type', 'service') = :type")
+            where.append("j.type = :type")
             params["type"] = type_
         if search:
             where.append("(j.id ILIKE :q OR j.doc->>'Name' ILIKE :q)")
@@ -330,8 +327,7 @@ class ListReads:
             ]
         parts += [
             f"SELECT 'allocs', client_status, count(*) FROM allocs WHERE desired_status = 'run' {also}GROUP BY 2",
-            "SELECT 'jobs', coalesce(doc->>'Type', 'service'), count(*) FROM jobs "
-            f"WHERE coalesce(doc->>'ParentID', '') = '' {also}GROUP BY 2",
+            f"SELECT 'jobs', type, count(*) FROM jobs WHERE parent_id = '' {also}GROUP BY 2",
             f"SELECT 'evals', status, count(*) FROM evals {where}GROUP BY 2",
             f"SELECT 'deployments', doc->>'Status', count(*) FROM deployments {where}GROUP BY 2",
         ]

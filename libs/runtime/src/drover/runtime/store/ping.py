@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import psycopg
+from sqlalchemy.engine import URL
 
 from drover.runtime.store.eventstore import libpq_url
 
 
-def postgres_problem(url: str, timeout: int) -> str:
+def postgres_problem(url: str | URL, timeout: int) -> str:
     """ "" if a new connection to `url` answers a query within `timeout` seconds; otherwise the
     driver's first line (the host and the failure, never the password)."""
     try:

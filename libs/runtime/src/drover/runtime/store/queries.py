@@ -31,6 +31,8 @@ from drover.runtime.store.namespacereads import NamespaceReads, split_job_token
 from drover.runtime.store.operatorreads import OperatorReads, load_operator
 from drover.runtime.store.sqlparts import like_prefix as _like_prefix
 from drover.runtime.store.sqlparts import page_on_id as _page
+from drover.runtime.store.timelinereads import TimelineReads
+from drover.runtime.store.topologyreads import TopologyReads
 
 _ALLOCS: TypeAdapter[list[Allocation]] = TypeAdapter(list[Allocation])
 S = TypeVar("S", bound=InMemoryState)
@@ -94,12 +96,12 @@ def alloc_records(conn: Connection) -> Iterator[tuple[str, str, str, str, str, s
         yield row[0], row[1], row[2], row[3], row[4], row[5]
 
 
-class Reads(NamespaceReads, AclReads, IdentityReads, OperatorReads, ListReads):
+class Reads(NamespaceReads, AclReads, IdentityReads, OperatorReads, ListReads, TimelineReads, TopologyReads):
     """The API's reads: documents in Nomad's form, by key, prefix and page (namespaces':
     drover.runtime.store.namespacereads; ACL's: drover.runtime.store.aclreads; what a client's
     node identity is checked against: drover.runtime.store.identityreads; the operator's:
     drover.runtime.store.operatorreads; the console's filtered pages and counts:
-    drover.runtime.store.listreads)."""
+    drover.runtime.store.listreads; a job's timeline: drover.runtime.store.timelinereads)."""
 
     def __init__(self, store: EventStore) -> None:
         self.store = store
@@ -184,6 +186,13 @@ class Reads(NamespaceReads, AclReads, IdentityReads, OperatorReads, ListReads):
         for kid in self._with_status(kids):
             statuses[kid.parent_id].append(kid.status)
         return {j.id: job_summary(j, allocs[j.id], statuses[j.id]) for j in jobs}
+
+    def job_children(self, namespace: str, job_id: str, limit: int = 10) -> list[Job]:
+        """The job's newest children (dispatched or periodic launches), their Status derived,
+        without their payload and groups."""
+        with self.store.reader.connect() as conn:
+            kids = children.newest_children(conn, namespace, job_id, limit)
+        return self._with_status(kids)
 
     def dispatched_with_token(self, namespace: str, job_id: str, token: str) -> tuple[Job | None, int]:
         """The job's child dispatched with idempotency `token`, and the token stream's version."""

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import Callable
 from typing import Any
 
 from fastapi import APIRouter, Request, Response
@@ -59,11 +60,9 @@ def in_namespace(request: Request, job: Job, namespace: str) -> Job:
     return job if chosen == job.namespace else job.model_copy(update={"namespace": chosen})
 
 
-async def _register(request: Request, commands: CommandsDep, body: JobRegisterRequest) -> dict[str, Any]:
-    submitted = in_namespace(request, body.job, body.namespace)
-    enforce = body.job_modify_index if body.enforce_index else None
-
-    management = is_management(request)
+def registering(submitted: Job, enforce: int | None, management: bool) -> Callable[[Reads], jobs.JobChange]:
+    """The decision of a job register (Nomad's Job.Register, with EnforceIndex when `enforce`
+    is not None): what /v1/jobs and the console's Run append."""
 
     def decide(reads: Reads) -> jobs.JobChange:
         # Admitted against the namespace as it is when the register is decided.
@@ -73,6 +72,13 @@ async def _register(request: Request, commands: CommandsDep, body: JobRegisterRe
         admission = Admission(*reads.admission(job.node_pool), management=management)
         return jobs.register(job, existing, stream_version, time.time_ns(), enforce, admission=admission)
 
+    return decide
+
+
+async def _register(request: Request, commands: CommandsDep, body: JobRegisterRequest) -> dict[str, Any]:
+    submitted = in_namespace(request, body.job, body.namespace)
+    enforce = body.job_modify_index if body.enforce_index else None
+    decide = registering(submitted, enforce, is_management(request))
     change, positions = await commands.run(decide, span="job.register", what=f"job {submitted.id} registered")
     # A periodic or parameterized job is registered without an eval.
     return {
@@ -230,20 +236,23 @@ async def plan(job_id: str, request: Request, body: JobPlanRequest, reads: Reads
     if submitted.id != job_id:
         raise ApiError(400, "Job ID does not match name")
 
-    def dry_run() -> dict[str, Any]:
-        job = jobs.prepare(submitted, reads)
-        # Admitted as a register would be (Nomad's plan runs the admission hooks too).
-        warnings = Admission(*reads.admission(job.node_pool)).check(job)
-        state = load_snapshot(reads.store)
-        existing, res = jobs.plan(state, job, time.time_ns())
-        return {
-            "Annotations": {"DesiredTGUpdates": as_json(res.plan.annotations)},
-            "FailedTGAllocs": as_json(res.eval.failed_tg_allocs) or None,
-            "JobModifyIndex": existing.job_modify_index if existing else 0,
-            "CreatedEvals": as_json(res.create_evals),
-            "Diff": plan_diff(existing, job, res.plan.annotations) if body.diff else None,
-            "Warnings": body.warnings_with(warnings),
-            "Index": state.index,
-        }
+    return await asyncio.to_thread(dry_run, reads, submitted, body)
 
-    return await asyncio.to_thread(dry_run)
+
+def dry_run(reads: Reads, submitted: Job, body: JobPlanRequest) -> dict[str, Any]:
+    """Nomad's job plan: what registering `submitted` would do, scheduled against a snapshot,
+    nothing written (raises CommandError as a register would). The console's Plan too."""
+    job = jobs.prepare(submitted, reads)
+    # Admitted as a register would be (Nomad's plan runs the admission hooks too).
+    warnings = Admission(*reads.admission(job.node_pool)).check(job)
+    state = load_snapshot(reads.store)
+    existing, res = jobs.plan(state, job, time.time_ns())
+    return {
+        "Annotations": {"DesiredTGUpdates": as_json(res.plan.annotations)},
+        "FailedTGAllocs": as_json(res.eval.failed_tg_allocs) or None,
+        "JobModifyIndex": existing.job_modify_index if existing else 0,
+        "CreatedEvals": as_json(res.create_evals),
+        "Diff": plan_diff(existing, job, res.plan.annotations) if body.diff else None,
+        "Warnings": body.warnings_with(warnings),
+        "Index": state.index,
+    }

@@ -30,9 +30,8 @@ def parse_job(body: JobsParseRequest) -> dict[str, Any]:
     uuidv4() take the machine's randomness; Variables is read as a var file."""
     if not body.job_hcl:
         raise ApiError(400, "Job spec is empty")
-    var_files = [("variables.hcl", body.variables)] if body.variables else []
     try:
-        job = parse(body.job_hcl, filename="input.hcl", var_files=var_files, random=os.urandom)
+        job = parse_jobspec(body.job_hcl, body.variables)
     except JobspecError as e:
         raise ApiError(400, "Failed to parse job:\n" + "\n".join(e.problems)) from None
     if not body.canonicalize:
@@ -44,6 +43,14 @@ def parse_job(body: JobsParseRequest) -> dict[str, Any]:
         raise ApiError(
             400, "\n".join(problems([{**err, "loc": ("job", *err["loc"])} for err in e.errors()]))
         ) from None
+
+
+def parse_jobspec(job_hcl: str, variables: str = "") -> dict[str, Any]:
+    """The job an HCL2 jobspec describes, in Nomad's API JSON (raises JobspecError): what
+    /v1/jobs/parse and the console's job editor parse with."""
+    var_files = [("variables.hcl", variables)] if variables else []
+    job: dict[str, Any] = parse(job_hcl, filename="input.hcl", var_files=var_files, random=os.urandom)
+    return job
 
 
 @router.put("/v1/validate/job")

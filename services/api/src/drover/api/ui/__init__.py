@@ -15,10 +15,25 @@ from starlette.staticfiles import StaticFiles
 
 from drover.api.aclresolve import AclResolver
 from drover.api.ui import live, session
-from drover.api.ui.routes import allocations, evaluations, jobs, nodes, overview, settings, signin
+from drover.api.ui.routes import (
+    allocations,
+    evaluations,
+    jobrestart,
+    jobs,
+    launches,
+    logs,
+    nodes,
+    overview,
+    run,
+    settings,
+    signin,
+    topology,
+)
 from drover.runtime.keyring import Keyring
 
-ROUTERS = (live, overview, jobs, allocations, nodes, evaluations, settings, signin)
+# Before jobs: /ui/jobs/<ref>/logs, /edit and /dispatch are not a job's page (whose <ref> is a path).
+ROUTERS = (live, overview, logs, run, launches, jobs, jobrestart, allocations, nodes, topology, evaluations,
+           settings, signin)  # fmt: skip
 STATIC = Path(__file__).parent / "static"
 
 

@@ -26,6 +26,7 @@ DISPATCH_JOB = "dispatch-job"
 ALLOC_LIFECYCLE = "alloc-lifecycle"
 NODE_READ = "node:read"
 NODE_WRITE = "node:write"
+READ_LOGS = "read-logs"
 # A capability granted also by another, as the API's table grants its route (drover.api.access):
 # a job is scaled with `scale-job` or `submit-job`.
 ALTERNATIVES = {SCALE_JOB: (SCALE_JOB, SUBMIT_JOB)}
@@ -81,6 +82,15 @@ async def within(request: Request, capability: str = READ_JOB) -> str | tuple[st
     return readable(request, [n.name for n in names], capability) or ()
 
 
+async def reads_everything(request: Request) -> bool:
+    """Whether the token may read the jobs of every namespace there is (what a page drawing
+    every namespace's allocs together, shared by every tab, asks)."""
+    if await within(request) == "*":
+        return True
+    names = await asyncio.to_thread(request.app.state.reads.namespaces)
+    return all(may(request, READ_JOB, n.name) for n in names)
+
+
 async def namespace_of(request: Request, kind: str, object_id: str) -> str | None:
     """The namespace of an alloc, eval or deployment (None: there is none of that ID)."""
     found: str | None = await request.app.state.acl.namespace_of(kind, object_id)
@@ -131,6 +141,9 @@ def require(capability: str, of: str = "ref") -> Any:
 
 MaySubmitJob = Annotated[None, require(SUBMIT_JOB)]
 MayScaleJob = Annotated[None, require(SCALE_JOB)]
+MayDispatchJob = Annotated[None, require(DISPATCH_JOB)]
 MayDeploy = Annotated[None, require(SUBMIT_JOB, of="deployment")]
 MayAllocLifecycle = Annotated[None, require(ALLOC_LIFECYCLE, of="alloc")]
+# A job's restart (its allocs', batch by batch): `alloc-lifecycle` in the job's namespace.
+MayRestartJob = Annotated[None, require(ALLOC_LIFECYCLE)]
 MayWriteNode = Annotated[None, require(NODE_WRITE, of="")]

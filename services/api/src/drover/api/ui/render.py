@@ -157,6 +157,11 @@ def base_context(request: Request) -> Context:
     }
 
 
+def finish(request: Request, response: Response) -> Response:
+    """The console's headers on an answer (and the CSRF cookie of a new session)."""
+    return _finish(request, response)
+
+
 def _finish(request: Request, response: Response) -> Response:
     csrf.remember(request, response)
     if FLASH_COOKIE in request.cookies:
@@ -252,22 +257,23 @@ async def page(
     return _finish(request, HTMLResponse(ENV.get_template(template).render(ctx)))
 
 
+def view(request: Request, template: str, status: int = 200, **ctx: Any) -> Response:
+    """`template` with the base context and `ctx`: a page or a piece of one that is not kept
+    live (a form and what it answered)."""
+    html = ENV.get_template(template).render({**base_context(request), "index": 0, **ctx})
+    return _finish(request, HTMLResponse(html, status_code=status))
+
+
 def not_found(request: Request, base: Context | None = None) -> Response:
     ctx = base or base_context(request)
     html = ENV.get_template("notfound.html").render({**ctx, "index": 0})
     return _finish(request, HTMLResponse(html, status_code=404))
 
 
-def show(request: Request, template: str, status: int = 200, **ctx: Any) -> Response:
-    """A page of its own (no fragments): `template` with `ctx`."""
-    html = ENV.get_template(template).render({**base_context(request), "index": 0, **ctx})
-    return _finish(request, HTMLResponse(html, status_code=status))
-
-
 def denied(request: Request, text: str = "", *, signed_out: bool = False) -> Response:
     """403: the token may not see this (or, `signed_out`, its sign-in is no longer valid), with
     a link to sign in with another."""
-    return show(request, "denied.html", 403, title="Permission denied", text=text, signed_out=signed_out)
+    return view(request, "denied.html", 403, title="Permission denied", text=text, signed_out=signed_out)
 
 
 def back_to(request: Request, prefix: str, default: str) -> str:

@@ -17,6 +17,7 @@ from drover.api.ui.csrf import CsrfChecked
 from drover.api.ui.placement import judge
 from drover.api.ui.render import Context, Fragment, act, denied, page
 from drover.control.commands import allocs
+from drover.model import Allocation
 from drover.runtime.store.queries import Reads
 
 router = APIRouter()
@@ -31,11 +32,38 @@ def _alloc(reads: Reads, args: Mapping[str, Any]) -> Context | None:
     if alloc.metrics is not None:
         # The nodes the scheduler scored, by name (the scores name them by ID).
         nodes = reads.nodes_by_id([s.node_id for s in alloc.metrics.score_meta_data])
-    return {"alloc": alloc, "node": node, "scored": nodes}
+    return {"alloc": alloc, "node": node, "scored": nodes, "chain": chain(reads, alloc)}
+
+
+# Allocs of a reschedule chain shown each way from the one on the page.
+CHAIN = 10
+
+
+def chain(reads: Reads, alloc: Allocation) -> list[Allocation]:
+    """The alloc's reschedule chain, the first first: those it replaced (PreviousAllocation)
+    and those that replaced it (NextAllocation), CHAIN each way at most."""
+    before: list[Allocation] = []
+    prev = alloc.previous_allocation
+    while prev and len(before) < CHAIN:
+        a = reads.alloc(prev)
+        if a is None:
+            break  # collected
+        before.append(a)
+        prev = a.previous_allocation
+    after: list[Allocation] = []
+    nxt = alloc.next_allocation
+    while nxt and len(after) < CHAIN:
+        a = reads.alloc(nxt)
+        if a is None:
+            break
+        after.append(a)
+        nxt = a.next_allocation
+    return [*reversed(before), alloc, *after] if before or after else []
 
 
 def _why(reads: Reads, args: Mapping[str, Any]) -> Context | None:
-    """Every client judged for the alloc's group, in the job version it runs."""
+    """Every client judged for the alloc's group, in the job version it runs, and with what the
+    live allocs use on it."""
     alloc = reads.alloc(args["alloc_id"])
     if alloc is None:
         return None
@@ -43,7 +71,15 @@ def _why(reads: Reads, args: Mapping[str, Any]) -> Context | None:
         alloc.namespace, alloc.job_id
     )
     group = job.lookup_task_group(alloc.task_group) if job is not None else None
-    verdicts = judge(job, group, reads.nodes()) if job is not None and group is not None else None
+    if job is None or group is None:
+        return {"verdicts": None, "group": alloc.task_group}
+    nodes = reads.nodes()
+    usage = reads.live_usage_by_node([n.id for n in nodes])
+    if not alloc.terminal_status() and alloc.node_id in usage:
+        # What the alloc itself holds on its client is not in the way of its own placement.
+        r, (cpu, mem, disk) = alloc.resources, usage[alloc.node_id]
+        usage[alloc.node_id] = (cpu - r.cpu, mem - r.memory_mb, disk - r.disk_mb)
+    verdicts = judge(job, group, nodes, usage)
     return {"verdicts": verdicts, "group": alloc.task_group}
 
 

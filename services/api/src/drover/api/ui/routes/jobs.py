@@ -11,22 +11,26 @@ from typing import Any
 from fastapi import APIRouter, Request, Response
 
 from drover.api.deps import CommandsDep, ReadsDep
-from drover.api.ui import access
+from drover.api.ui import access, timeline
 from drover.api.ui.access import MayDeploy, MayScaleJob, MaySubmitJob
 from drover.api.ui.csrf import CsrfChecked
 from drover.api.ui.forms import fields
 from drover.api.ui.placement import judge
 from drover.api.ui.render import Context, Fragment, act, denied, done, page, split_ref
+from drover.api.ui.routes import jobrestart
 from drover.control.change import Change
 from drover.control.commands import deployments, jobs, scaling
 from drover.control.commands.operator import Admission
+from drover.control.diff.job import version_diffs
 from drover.control.errors import NotFound
+from drover.model.events import PlanApplied
 from drover.model.job import JOB_STATUS_DEAD, JOB_STATUS_PENDING, JOB_STATUS_RUNNING
 from drover.runtime.store.queries import Reads
 
 router = APIRouter()
 
 PER_PAGE = 25
+VERSIONS = 10
 STATUSES = (JOB_STATUS_PENDING, JOB_STATUS_RUNNING, JOB_STATUS_DEAD)
 TYPES = ("service", "batch", "system", "sysbatch")
 
@@ -104,16 +108,63 @@ def _failures(reads: Reads, args: Mapping[str, Any]) -> Context:
 
 
 def _why(reads: Reads, args: Mapping[str, Any]) -> Context | None:
-    """Every client judged for one group (`?group=`) of the job as it is."""
+    """Every client judged for one group (`?group=`) of the job as it is, and with what the live
+    allocs use on it (a blocked group waits for one with room)."""
     job = reads.job(args["ns"], args["job_id"])
     if job is None:
         return None
     group = job.lookup_task_group(args["group"])
-    return {"verdicts": None if group is None else judge(job, group, reads.nodes()), "group": args["group"]}
+    if group is None:
+        return {"verdicts": None, "group": args["group"]}
+    nodes = reads.nodes()
+    return {
+        "verdicts": judge(job, group, nodes, reads.live_usage_by_node([n.id for n in nodes])),
+        "group": args["group"],
+    }
 
 
 def _versions(reads: Reads, args: Mapping[str, Any]) -> Context:
-    return {"versions": reads.job_versions(args["ns"], args["job_id"])[:10]}
+    """The newest versions, each with its diff from the one before (Nomad's
+    /v1/job/:id/versions?diffs=true; the oldest kept has none)."""
+    versions = reads.job_versions(args["ns"], args["job_id"])[: VERSIONS + 1]
+    diffs = version_diffs(versions) or []
+    return {"versions": versions[:VERSIONS], "diffs": diffs[:VERSIONS]}
+
+
+def _children(reads: Reads, args: Mapping[str, Any]) -> Context:
+    """A periodic or parameterized job's newest children (each a job of its own)."""
+    job = reads.job(args["ns"], args["job_id"])
+    if job is None or not job.launches_children():
+        return {"children": None}
+    return {"children": reads.job_children(job.namespace, job.id, limit=10)}
+
+
+def _children_topics(ctx: Context) -> list[str]:
+    if ctx["children"] is None:
+        return [f"Job:{ctx['job_id']}"]
+    # A new child is a job of its own ID; a listed one's status moves with its allocs and evals.
+    ids = [c.id for c in ctx["children"]]
+    return ["Job:*", *(f"Allocation:{i}" for i in ids), *(f"Evaluation:{i}" for i in ids)]
+
+
+TIMELINE_PAGE = 25
+
+
+def _timeline(reads: Reads, args: Mapping[str, Any]) -> Context:
+    """A page of what happened to the job and why (drover.api.ui.timeline), before the log
+    position `?older=` (none: the newest)."""
+    ns, job_id, before, n = args["ns"], args["job_id"], args["older"], TIMELINE_PAGE
+    logged = reads.job_log(ns, job_id, before=before, limit=n)
+    evals = reads.job_evals_created(ns, job_id, before=before, limit=n)
+    allocs = reads.job_allocs_troubled(ns, job_id, before=before, limit=n)
+    # A source that may have more was read down to its oldest key: the page ends at it.
+    keys = ([r.position for r in logged], [e.create_index for e in evals], [a.modify_index for a in allocs])
+    floor = max((min(k) - 1 for k in keys if len(k) >= n), default=0)
+    node_ids = {a.node_id for a in allocs} | {
+        a.node_id for r in logged if isinstance(r.event, PlanApplied) for a in r.event.allocs
+    }
+    names = {k: v.name for k, v in reads.nodes_by_id(sorted(node_ids)).items()} if node_ids else {}
+    return {"timeline": timeline.build(logged, evals, allocs, names, before, n, floor)}
 
 
 def _keyed(*topics: str) -> Any:
@@ -128,19 +179,28 @@ JOB = [
     Fragment("allocations", "fragments/job_allocs.html", _allocations, _keyed("Allocation")),
     Fragment("evaluations", "fragments/job_evals.html", _evaluations, _keyed("Evaluation")),
     Fragment("versions", "fragments/job_versions.html", _versions, _keyed("Job")),
+    Fragment("restart", "fragments/job_restart.html", jobrestart.load, jobrestart.topics),
+    Fragment(
+        "timeline",
+        "fragments/job_timeline.html",
+        _timeline,
+        _keyed("Job", "Evaluation", "Allocation", "Deployment", "JobRestart"),
+    ),
+    Fragment("children", "fragments/job_children.html", _children, _children_topics),
 ]
 
 
 @router.get("/ui/jobs/{ref:path}", include_in_schema=False)
 async def job_page(
     ref: str, request: Request, reads: ReadsDep, alloc_status: str = "", after: str = "", before: str = "",
-    group: str = "",
+    group: str = "", older: str = "",
 ) -> Response:  # fmt: skip
     ns, job_id = split_ref(ref)
     if not access.may(request, access.READ_JOB, ns):
         return denied(request, f"Your ACL token may not read the jobs of namespace {ns}.")
     args = {"ns": ns, "job_id": job_id, "ref": ref, "alloc_status": alloc_status, "after": after,
-            "before": before, "group": group}  # fmt: skip
+            "before": before, "group": group,
+            "older": int(older) if older.isdigit() and older.isascii() else 0}  # fmt: skip
     return await page(request, reads, "job.html", JOB, args, title=f"Job {job_id}")
 
 

@@ -106,16 +106,22 @@ async def eligibility(
 async def drain(
     node_id: str, request: Request, commands: CommandsDep, _c: CsrfChecked, _a: MayWriteNode
 ) -> Response:
-    """Start a drain with a deadline (Nomad's `-deadline`; `-1s` forces it now), or cancel one
-    (the node stays ineligible, as Nomad leaves it)."""
+    """Start a drain (Nomad's `node drain -enable`): `deadline` a duration (`0`: none), `force`
+    to force it now (Nomad's `-force`, a deadline of -1s), `ignore_system_jobs` to leave the
+    system jobs' allocs (`-ignore-system`); or cancel one (`enable=false`; the node stays
+    ineligible, as Nomad leaves it, unless `mark_eligible`)."""
     back = _back(request, node_id)
     form = await fields(request)
-    enable, deadline = flag(form.get("enable", "")), form.get("deadline", DEFAULT_DEADLINE)
     spec = None
-    if enable:
+    if flag(form.get("enable", "")):
+        deadline = form.get("deadline", DEFAULT_DEADLINE).strip() or DEFAULT_DEADLINE
         try:
-            spec = DrainSpec(deadline=-1 if deadline.strip() == "-1s" else parse_duration(deadline.strip()))
+            ns = -1 if flag(form.get("force", "")) or deadline == "-1s" else parse_duration(deadline)
         except ValueError as e:
             return done(request, back, f"Invalid deadline {deadline!r}: {e}", "error")
-    decide = lambda reads: nodes.drain(reads, node_id, spec, False, time.time_ns())  # noqa: E731
-    return await act(request, commands, decide, back, "Drain started" if enable else "Drain cancelled")
+        if ns < -1:
+            return done(request, back, f"Invalid deadline {deadline!r}: it is negative", "error")
+        spec = DrainSpec(deadline=ns, ignore_system_jobs=flag(form.get("ignore_system_jobs", "")))
+    eligible = flag(form.get("mark_eligible", ""))
+    decide = lambda reads: nodes.drain(reads, node_id, spec, eligible, time.time_ns())  # noqa: E731
+    return await act(request, commands, decide, back, "Drain started" if spec else "Drain cancelled")

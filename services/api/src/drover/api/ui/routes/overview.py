@@ -1,6 +1,7 @@
-"""/ui/: the cluster at a glance - counts by status, what needs attention (blocked evals,
-failed allocs, down nodes, failing deployments) and the log's latest entries. With ACLs on,
-of the namespaces the token may read, and nodes only if it may read them."""
+"""/ui/: the cluster at a glance - counts by status, what needs attention (blocked evals with
+the dimensions their clients are out of, and, asked for, those clients named; failed allocs,
+down nodes, failing deployments) and the log's latest entries. With ACLs on, of the namespaces
+the token may read, and nodes only if it may read them."""
 
 from __future__ import annotations
 
@@ -11,7 +12,10 @@ from fastapi import APIRouter, Request, Response
 
 from drover.api.deps import ReadsDep
 from drover.api.ui import access
+from drover.api.ui.placement import judge
 from drover.api.ui.render import Context, Fragment, page
+from drover.model import Evaluation
+from drover.model.alloc import AllocMetric
 from drover.runtime.store.queries import Reads
 
 router = APIRouter()
@@ -21,14 +25,42 @@ def _health(reads: Reads, args: Mapping[str, Any]) -> Context:
     return {"health": reads.health(args["within"], nodes=args["nodes"])}
 
 
+def failures(reads: Reads, blocked: list[Evaluation]) -> dict[str, dict[str, AllocMetric]]:
+    """Each blocked eval's placement failures by group: those of the eval that blocked (Nomad's
+    blocked eval is a copy of it without them, its PreviousEval naming it)."""
+    out = {}
+    for e in blocked:
+        cause = reads.eval(e.previous_eval) if not e.failed_tg_allocs and e.previous_eval else None
+        out[e.id] = e.failed_tg_allocs or (cause.failed_tg_allocs if cause is not None else {})
+    return out
+
+
 def _attention(reads: Reads, args: Mapping[str, Any]) -> Context:
     within = args["within"]
+    blocked = reads.blocked_evals(namespaces=within)
     return {
-        "blocked": reads.blocked_evals(namespaces=within),
+        "blocked": blocked,
+        "blocked_failures": failures(reads, blocked),
         "failed": reads.failed_allocs(namespaces=within),
         "down": reads.down_nodes() if args["nodes"] else [],
         "troubled": reads.troubled_deployments(namespaces=within),
     }
+
+
+def _exhausted(reads: Reads, args: Mapping[str, Any]) -> Context:
+    """Each listed blocked eval's failed groups, every client judged with what the live allocs
+    use on it: the exhausted ones named with their dimension, the filtered with their reason."""
+    blocked = reads.blocked_evals()
+    failed = failures(reads, blocked)
+    nodes = reads.nodes()
+    usage = reads.live_usage_by_node([n.id for n in nodes])
+    judged = []
+    for e in blocked:
+        job = reads.job(e.namespace, e.job_id)
+        groups = [(g, judge(job, tg, nodes, usage)) for g in sorted(failed[e.id])
+                  if job is not None and (tg := job.lookup_task_group(g)) is not None]  # fmt: skip
+        judged.append((e, groups))
+    return {"judged": judged}
 
 
 def _activity(reads: Reads, args: Mapping[str, Any]) -> Context:
@@ -50,6 +82,7 @@ FRAGMENTS = [
     Fragment("health", "fragments/health.html", _health, lambda c: HEALTH_TOPICS),
     Fragment("attention", "fragments/attention.html", _attention, lambda c: ATTENTION_TOPICS),
     Fragment("activity", "fragments/activity.html", _activity, lambda c: ["*:*"]),
+    Fragment("exhausted", "fragments/exhausted.html", _exhausted, lambda c: [], lazy=True),
 ]
 
 

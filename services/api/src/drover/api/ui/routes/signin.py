@@ -17,7 +17,7 @@ from drover.api.ui import csrf, session
 from drover.api.ui.access import acl_enabled
 from drover.api.ui.csrf import CsrfChecked
 from drover.api.ui.forms import fields
-from drover.api.ui.render import done, show
+from drover.api.ui.render import done, view
 
 router = APIRouter()
 
@@ -33,7 +33,7 @@ def _next(value: str) -> str:
 
 
 def _form(request: Request, next_: str, error: str = "", status: int = 200) -> Response:
-    response = show(request, "signin.html", status, title="Sign in", acl=acl_enabled(request),
+    response = view(request, "signin.html", status, title="Sign in", acl=acl_enabled(request),
                     next=_next(next_), error=error)  # fmt: skip
     if request.scope.get(session.STALE):
         session.forget(request, response)

@@ -67,7 +67,9 @@
 
   function open() {
     var topics = allTopics();
-    if (!topics.length || document.hidden || stopped) return;
+    if (stopped) return;
+    if (!topics.length) { setLive("static", "Not live"); return; }   // a form: nothing to follow
+    if (document.hidden) return;
     var q = new URLSearchParams();
     topics.forEach(function (t) { q.append("topic", t); });
     q.set("last", String(index));
@@ -117,6 +119,50 @@
     if (allTopics().join(" ") !== subscribed) { close(); open(); }
   });
 
+  // A topology box is a link to its client as a whole (its name and segments are links of their own).
+  document.addEventListener("click", function (e) {
+    var box = e.target.closest && e.target.closest(".tnode");
+    if (!box || e.target.closest("a")) return;
+    window.location.href = box.querySelector("a").getAttribute("href");
+  });
+
+  // A refusal (4xx) is still an answer to show where it asked, not an error to drop: the plan
+  // result shows parse problems and a run's conflict.
+  document.addEventListener("htmx:beforeSwap", function (e) {
+    var status = e.detail.xhr.status;
+    var target = e.detail.target;
+    if (status >= 400 && status < 500 && target && target.hasAttribute("data-swap-refusals")) {
+      e.detail.shouldSwap = true;
+      e.detail.isError = false;
+    }
+  });
+
+  // ---- the job editor: Tab indents, and a plan is stale once its spec changes ----
+  document.addEventListener("keydown", function (e) {
+    var t = e.target;
+    if (e.key !== "Tab" || e.shiftKey || e.ctrlKey || e.metaKey || e.altKey) return;
+    if (!t || t.tagName !== "TEXTAREA" || !t.dataset.tabSpaces) return;
+    e.preventDefault();
+    var spaces = new Array(Number(t.dataset.tabSpaces) + 1).join(" ");
+    var start = t.selectionStart, end = t.selectionEnd;
+    t.setRangeText(spaces, start, end, "end");
+    t.dispatchEvent(new Event("input", { bubbles: true }));
+  });
+
+  function planIsStale() {
+    var run = document.querySelector("#plan form.run-form");
+    if (!run) return;
+    var button = run.querySelector("button[type=submit]");
+    if (button) button.disabled = true;
+    var note = run.querySelector(".stale-note");
+    if (note) note.hidden = false;
+  }
+  var editor = document.getElementById("run-editor");
+  if (editor) {
+    editor.addEventListener("input", planIsStale);
+    editor.addEventListener("change", planIsStale);
+  }
+
   // ---- confirmations, theme, shortcuts ----
   document.addEventListener("submit", function (e) {
     var msg = e.target.dataset && e.target.dataset.confirm;
@@ -138,7 +184,7 @@
   var helpButton = document.getElementById("shortcuts-open");
   if (helpButton && help) helpButton.addEventListener("click", function () { help.showModal(); });
 
-  var GO = { o: "/ui/", j: "/ui/jobs", n: "/ui/nodes", e: "/ui/evaluations" };
+  var GO = { o: "/ui/", j: "/ui/jobs", n: "/ui/nodes", t: "/ui/topology", e: "/ui/evaluations" };
   var prefix = null;
   document.addEventListener("keydown", function (e) {
     if (e.ctrlKey || e.metaKey || e.altKey) return;
