@@ -9,6 +9,7 @@ token goes."""
 
 from __future__ import annotations
 
+import json
 import re
 import time
 import uuid
@@ -173,6 +174,14 @@ def test_a_read_only_token_sees_no_write_control_and_a_forged_action_is_refused(
         (f"/ui/allocation/restart/{allocs['web']}", {}),
         ("/ui/node/drain/node-a", {"enable": "true", "deadline": "1h"}),
         ("/ui/node/eligibility/node-a", {"eligible": "false"}),
+        ("/ui/job/restart/web@default", {"batch_size": "1", "batch_wait": "0s"}),
+        ("/ui/job/restart-cancel/web@default", {"restart": "x"}),
+        ("/ui/job/revert/web@default", {"version": "0"}),
+        ("/ui/job/periodic-force/web@default", {}),
+        ("/ui/job/dispatch/web@default", {}),
+        ("/ui/deployment/fail/no-such-deployment", {}),
+        ("/ui/run/plan", {"spec": json.dumps(job_json("new", 1)), "format": "json"}),
+        ("/ui/run", {"spec": json.dumps(job_json("new", 1)), "format": "json", "job_modify_index": "0"}),
     ]:
         r = client.post(action, data={"csrf_token": token, **form}, follow_redirects=False)
         assert r.status_code == 403, (action, r.status_code, r.text)
@@ -192,6 +201,8 @@ def test_a_read_only_token_sees_no_write_control_and_a_forged_action_is_refused(
     assert (
         r.status_code == 303 and client.get("/v1/job/web", headers=root).json()["TaskGroups"][0]["Count"] == 2
     )
+    run = client.get("/ui/run").text
+    assert ">default</option>" in run and ">secret</option>" not in run
     # Its write is of `default` alone: the secret namespace's job it may neither see nor stop.
     assert client.get("/ui/jobs/hidden@secret").status_code == 403
     assert client.post("/ui/job/stop/hidden@secret", data={"csrf_token": token}).status_code == 403
@@ -263,9 +274,18 @@ def test_namespaces_the_token_may_not_read_are_hidden(
     assert allocs["web"][:8] in node and allocs["hidden"][:8] not in node
     overview = client.get("/ui/").text
     assert "job:default/web" in overview and "job:secret/" not in overview
+    # The pages of a job it may not read, and the topology (every namespace's allocs drawn once).
+    for page in ("/ui/jobs/hidden@secret/edit", "/ui/jobs/hidden@secret/dispatch", "/ui/jobs/hidden@secret/logs",
+                 f"/ui/allocations/{allocs['hidden']}/logs", "/ui/topology"):  # fmt: skip
+        assert client.get(page).status_code == 403, page
+    # It may submit to none: the run page offers no namespace.
+    run = client.get("/ui/run").text
+    assert ">default</option>" not in run and ">secret</option>" not in run
     # A management token sees both.
     assert _sign_in(client, root["X-Nomad-Token"]).status_code == 303
     assert "job:secret/hidden" in client.get("/ui/").text
+    assert client.get("/ui/topology").status_code == 200
+    assert client.get("/ui/jobs/hidden@secret/edit").status_code == 200
     assert 'data-job="hidden"' in client.get("/ui/jobs", params={"fragment": "jobs", "at": "1"}).text
 
 
