@@ -170,6 +170,15 @@ def cases(ids: dict[str, str]) -> list[Case]:
     add("GET", "/v1/event/stream", NODE_READ, query=(("topic", "Node"),), streams=True)
     add("GET", "/v1/event/stream", MANAGEMENT, streams=True)
     add("GET", "/v1/drover/allocs/changes", CLIENT_ONLY, query=(("node_prefix", node),))
+    # Search (nomad/search_endpoint.go): any token; a context named alone needs what reading it
+    # does in the namespace (sufficientSearchPerms), `all` keeps those it may; fuzzy across
+    # every namespace checks each item instead.
+    for route, key, text in (("/v1/search", "Prefix", "w"), ("/v1/search/fuzzy", "Text", "we")):
+        add(W, route, EVERYONE, body={key: text, "Context": "all"})
+        add(W, route, READ_DEFAULT, body={key: text, "Context": "jobs"})
+        add(W, route, NODE_READ, body={key: text, "Context": "nodes"})
+        add(W, route, IN_OTHER, body={key: text, "Context": "allocs", "Namespace": "other"})
+    add(W, "/v1/search/fuzzy", EVERYONE, body={"Text": "we", "Context": "jobs", "Namespace": "*"})
 
     # Writes. Jobs: submit-job (or its fine-grained parts) where the job goes: ?namespace=, the body's.
     add(W, "/v1/jobs", WRITE_DEFAULT, body=job_body)

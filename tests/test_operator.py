@@ -334,5 +334,24 @@ def test_python_nomad_reads(cluster: Cluster, client: nomad.Nomad, store: EventS
     assert c.get("/v1/evaluations/count", prefix=registered["EvalID"][:6]) == {"Count": 1}
     assert c.get("/v1/evaluations/count", namespace="other") == {"Count": 0}
     assert c.get("/v1/evaluations/count", namespace="*") == {"Count": 1}
-    r = c.http.get("/v1/evaluations/count", params={"filter": 'Status == "complete"'})
-    assert r.status_code == 400 and "filter" in r.text
+    assert c.get("/v1/evaluations/count", filter='Status == "complete"') == {"Count": 1}
+    assert c.get("/v1/evaluations/count", filter='Status != "complete"') == {"Count": 0}
+    r = c.http.get("/v1/evaluations/count", params={"filter": "Status =="})
+    assert r.status_code == 400 and "failed to read filter expression: column 10" in r.text
+
+    # Search, as python-nomad calls it: IDs by prefix, names by fuzzy text.
+    found = client.search.search("we", "jobs")
+    assert found["Matches"] == {"jobs": ["web"]} and found["Truncations"] == {"jobs": False}
+    every = client.search.search(registered["EvalID"][:8], "all")
+    assert every["Matches"]["evals"] == [registered["EvalID"]] and every["Matches"]["nodes"] is None
+    assert client.search.search("n", "nodes")["Matches"]["nodes"] == ["n1", "n2"]
+    fuzzy = client.search.fuzzy_search("web", "all")["Matches"]
+    assert fuzzy["jobs"] == [{"ID": "web", "Scope": ["default", "web"]}]
+    assert [m["Scope"] for m in fuzzy["groups"]] == [["default", "web"]]
+    assert {m["ID"] for m in fuzzy["allocs"]} == {a["Name"] for a in allocs}
+    with pytest.raises(nomad_errors.BadRequestNomadException):
+        client.search.fuzzy_search("w", "jobs")
+    # ?filter= through python-nomad's requester.
+    assert [
+        j["ID"] for j in client.jobs.request(method="get", params={"filter": 'Name == "web"'}).json()
+    ] == ["web"]

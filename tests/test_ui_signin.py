@@ -281,6 +281,14 @@ def test_namespaces_the_token_may_not_read_are_hidden(
     # It may submit to none: the run page offers no namespace.
     run = client.get("/ui/run").text
     assert ">default</option>" not in run and ">secret</option>" not in run
+    # Nor does the search box find it; nor a live refresh of a search, even from a load another
+    # token's request left to share.
+    assert "hidden@secret" not in client.get("/ui/search", params={"q": "hidden"}).text
+    assert _sign_in(client, root["X-Nomad-Token"]).status_code == 303
+    found = {"q": "hidden", "fragment": "results"}
+    assert "hidden@secret" in client.get("/ui/search", params=found).text
+    assert _sign_in(client, reader["SecretID"]).status_code == 303
+    assert "hidden@secret" not in client.get("/ui/search", params={**found, "at": "0"}).text
     # A management token sees both.
     assert _sign_in(client, root["X-Nomad-Token"]).status_code == 303
     assert "job:secret/hidden" in client.get("/ui/").text

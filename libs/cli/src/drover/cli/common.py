@@ -35,6 +35,19 @@ Namespace = Annotated[str, opt("namespace", "The namespace.", envvar=["DROVER_NA
 Json = Annotated[bool, opt("json", "Print the API's JSON.")]
 Verbose = Annotated[bool, opt("verbose", "Full IDs and more detail.")]
 Detach = Annotated[bool, opt("detach", "Return at once: don't monitor what it started.")]
+Filter = Annotated[
+    str,
+    opt(
+        "filter",
+        "A filter expression (Nomad's go-bexpr syntax, e.g. 'Meta.owner == \"ops\"') the list must pass.",
+    ),
+]
+
+
+def filtered(expression: str) -> dict[str, str]:
+    """A list read's ?filter= (none when no -filter was given)."""
+    return {"filter": expression} if expression else {}
+
 
 # The defaults, for the signatures.
 ADDRESS = DEFAULT_ADDRESS

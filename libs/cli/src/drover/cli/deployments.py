@@ -13,11 +13,13 @@ from drover.cli.common import (
     NAMESPACE,
     Address,
     Detach,
+    Filter,
     Json,
     Namespace,
     Verbose,
     client,
     echo,
+    filtered,
     opt,
     resolve,
     verb,
@@ -42,6 +44,7 @@ def deployment_list_table(deployments: list[dict[str, Any]], verbose: bool = Fal
 
 @verb()
 def list_deployments(
+    filter_: Filter = "",
     as_json_flag: Json = False,
     verbose: Verbose = False,
     address: Address = ADDRESS,
@@ -49,7 +52,7 @@ def list_deployments(
 ) -> None:
     """List the deployments, newest first."""
     with client(address, namespace) as c:
-        found = c.get("/v1/deployments")
+        found = c.get("/v1/deployments", **filtered(filter_))
     if as_json_flag:
         echo(as_json(found))
     else:

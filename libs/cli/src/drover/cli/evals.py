@@ -11,11 +11,13 @@ from drover.cli.common import (
     ADDRESS,
     NAMESPACE,
     Address,
+    Filter,
     Json,
     Namespace,
     Verbose,
     client,
     echo,
+    filtered,
     opt,
     resolve,
     verb,
@@ -47,6 +49,7 @@ def eval_table(evals: list[dict[str, Any]], verbose: bool = False) -> str:
 def list_evals(
     job: Annotated[str, opt("job", "Only this job's evals.")] = "",
     status: Annotated[str, opt("status", "Only evals in this status.")] = "",
+    filter_: Filter = "",
     as_json_flag: Json = False,
     verbose: Verbose = False,
     address: Address = ADDRESS,
@@ -54,7 +57,10 @@ def list_evals(
 ) -> None:
     """List the evals, newest first."""
     with client(address, namespace) as c:
-        evals = c.get(f"/v1/job/{seg(job)}/evaluations") if job else c.get("/v1/evaluations")
+        where = filtered(filter_)
+        evals = (
+            c.get(f"/v1/job/{seg(job)}/evaluations", **where) if job else c.get("/v1/evaluations", **where)
+        )
     if status:
         evals = [e for e in evals if e["Status"] == status]
     echo(as_json(evals) if as_json_flag else (eval_table(evals, verbose) if evals else "No evals found"))

@@ -18,6 +18,7 @@ from drover.cli.common import (
     NAMESPACE,
     Address,
     Detach,
+    Filter,
     Json,
     Namespace,
     Problem,
@@ -26,6 +27,7 @@ from drover.cli.common import (
     confirm,
     diff_text,
     echo,
+    filtered,
     matches,
     opt,
     resolve,
@@ -102,6 +104,7 @@ def job_head(job: dict[str, Any]) -> str:
 def status(
     job_id: Annotated[str | None, typer.Argument(metavar="[<job>]", show_default=False)] = None,
     all_allocs: Annotated[bool, opt("all-allocs", "List the allocs of every version.")] = False,
+    filter_: Filter = "",
     as_json: Json = False,
     verbose: Verbose = False,
     address: Address = ADDRESS,
@@ -110,7 +113,7 @@ def status(
     """List the jobs, or show one: its summary, latest deployment, placement failures, allocs."""
     with client(address, namespace) as c:
         if job_id is None:
-            jobs = c.get("/v1/jobs")
+            jobs = c.get("/v1/jobs", **filtered(filter_))
             listed = job_list_table(jobs, namespace == ALL_NAMESPACES) if jobs else "No running jobs"
             echo(to_json(jobs) if as_json else listed)
             return

@@ -13,7 +13,7 @@ from typing import Annotated, Any
 import typer
 
 from drover.cli.api import ApiError, Client, seg
-from drover.cli.common import ADDRESS, Address, Json, Problem, client, echo, opt, verb
+from drover.cli.common import ADDRESS, Address, Filter, Json, Problem, client, echo, filtered, opt, verb
 from drover.cli.output import as_json, kv, table
 
 # A specification's blocks and arguments, and the API's names for them.
@@ -46,10 +46,10 @@ def _namespaces_table(namespaces: list[dict[str, Any]]) -> str:
 
 
 @verb()
-def list_namespaces(address: Address = ADDRESS, json_: Json = False) -> None:
+def list_namespaces(address: Address = ADDRESS, json_: Json = False, filter_: Filter = "") -> None:
     """List the namespaces (Nomad's `namespace list`)."""
     with client(address) as c:
-        namespaces = c.get("/v1/namespaces")
+        namespaces = c.get("/v1/namespaces", **filtered(filter_))
     echo(as_json(namespaces) if json_ else _namespaces_table(namespaces))
 
 

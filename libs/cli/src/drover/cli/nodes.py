@@ -13,6 +13,7 @@ from drover.cli.common import (
     NAMESPACE,
     Address,
     Detach,
+    Filter,
     Json,
     Namespace,
     Problem,
@@ -20,6 +21,7 @@ from drover.cli.common import (
     client,
     confirm,
     echo,
+    filtered,
     opt,
     resolve,
     verb,
@@ -120,6 +122,7 @@ def _resources(n: dict[str, Any], live: list[dict[str, Any]]) -> str:
 @verb()
 def status(
     node_id: Annotated[str | None, typer.Argument(metavar="[<node>]", show_default=False)] = None,
+    filter_: Filter = "",
     as_json_flag: Json = False,
     verbose: Verbose = False,
     address: Address = ADDRESS,
@@ -128,7 +131,7 @@ def status(
     """List the nodes, or show one: its drain, eligibility, resources and allocs."""
     with client(address, namespace) as c:
         if node_id is None:
-            nodes = c.get("/v1/nodes")
+            nodes = c.get("/v1/nodes", **filtered(filter_))
             echo(
                 as_json(nodes)
                 if as_json_flag

@@ -7,10 +7,25 @@ from __future__ import annotations
 
 import json
 from collections import defaultdict
-from typing import Any
+from collections.abc import Callable
+from typing import Annotated, Any
 
+import typer
+
+from drover.cli import allocs, deployments, evals, jobs, namespaces, nodes
 from drover.cli.api import ApiError
-from drover.cli.common import ADDRESS, NAMESPACE, Address, Json, Namespace, client, echo, verb
+from drover.cli.common import (
+    ADDRESS,
+    NAMESPACE,
+    Address,
+    Json,
+    Namespace,
+    Problem,
+    Verbose,
+    client,
+    echo,
+    verb,
+)
 from drover.cli.output import as_json, kv, table
 
 # Services that run as a leader and standbys: only the leader publishes its metrics.
@@ -107,12 +122,35 @@ def _problem(answer: str) -> str:
         return answer
 
 
+# What `drover status <prefix>` can show, by Nomad's search context, in the order it looks.
+_KINDS = {"jobs": "job", "evals": "evaluation", "allocs": "allocation", "nodes": "node",
+          "deployment": "deployment", "namespaces": "namespace"}  # fmt: skip
+
+
 @verb()
-def status(as_json_flag: Json = False, address: Address = ADDRESS, namespace: Namespace = NAMESPACE) -> None:
-    """The cluster's health: each service's processes, the leaders, their lag behind the log.
+def status(
+    identifier: Annotated[
+        str | None,
+        typer.Argument(
+            metavar="[<id>]",
+            help="A job, eval, alloc, node, deployment or namespace, or a prefix of its ID.",
+            show_default=False,
+        ),
+    ] = None,
+    as_json_flag: Json = False,
+    verbose: Verbose = False,
+    address: Address = ADDRESS,
+    namespace: Namespace = NAMESPACE,
+) -> None:
+    """The cluster's health: each service's processes, the leaders, their lag behind the log;
+    or, given an ID or a prefix of one, that object, whatever it is (Nomad's `status <id>`,
+    found through /v1/search).
 
     A leader-elected service (planner, leader, gc) shows only its leader: standbys report
     nothing until they lead. A service missing has no process reporting (down, or starting)."""
+    if identifier is not None:
+        _status_of(identifier, as_json_flag, verbose, address, namespace)
+        return
     with client(address, namespace) as c:
         leader = c.get("/v1/status/leader")
         try:
@@ -131,3 +169,27 @@ def status(as_json_flag: Json = False, address: Address = ADDRESS, namespace: Na
             metrics = {}
     h = health(str(leader), metrics, servers)
     echo(as_json(h) if as_json_flag else health_text(h))
+
+
+def _status_of(identifier: str, as_json_flag: bool, verbose: bool, address: str, namespace: str) -> None:
+    """The one object whose ID `identifier` is or starts, shown by its own verb; every match
+    listed when it names several (one whose ID it is whole wins)."""
+    with client(address, namespace) as c:
+        found = c.post("/v1/search", {"Prefix": identifier, "Context": "all"})["Matches"]
+    hits = [(ctx, i) for ctx in _KINDS for i in found.get(ctx) or []]
+    hits = [h for h in hits if h[1] == identifier] or hits
+    if not hits:
+        raise Problem(f'No matches for "{identifier}" in namespace "{namespace}"')
+    if len(hits) > 1:
+        listed = "\n".join(f"{_KINDS[ctx]}: {i}" for ctx, i in hits)
+        raise Problem(f'Prefix "{identifier}" matched multiple objects:\n{listed}')
+    ctx, found_id = hits[0]
+    if ctx == "namespaces":
+        namespaces.status(found_id, address=address, json_=as_json_flag)
+    elif ctx == "jobs":
+        jobs.status(found_id, as_json=as_json_flag, verbose=verbose, address=address, namespace=namespace)
+    else:
+        verbs: dict[str, Callable[..., None]] = {"evals": evals.status, "allocs": allocs.status,
+                                                 "nodes": nodes.status, "deployment": deployments.status}  # fmt: skip
+        show = verbs[ctx]
+        show(found_id, as_json_flag=as_json_flag, verbose=verbose, address=address, namespace=namespace)

@@ -13,7 +13,20 @@ from typing import Annotated, Any
 import typer
 
 from drover.cli.api import ApiError, Client
-from drover.cli.common import ADDRESS, NAMESPACE, Address, Json, Namespace, Problem, client, echo, opt, verb
+from drover.cli.common import (
+    ADDRESS,
+    NAMESPACE,
+    Address,
+    Filter,
+    Json,
+    Namespace,
+    Problem,
+    client,
+    echo,
+    filtered,
+    opt,
+    verb,
+)
 from drover.cli.output import as_json, date, kv, table
 
 Out = Annotated[str, opt("out", "Output format: none, json or table.")]
@@ -163,11 +176,12 @@ def list_vars(
     namespace: Namespace = NAMESPACE,
     out: Out = "table",
     json_: Json = False,
+    filter_: Filter = "",
 ) -> None:
     """List variables' metadata (Nomad's `var list`), by path prefix; -namespace '*' every
     namespace's."""
     with client(address, namespace) as c:
-        found = c.get("/v1/vars", prefix=prefix)
+        found = c.get("/v1/vars", prefix=prefix, **filtered(filter_))
     if json_ or out == "json":
         echo(as_json(found))
         return

@@ -190,6 +190,10 @@ ROUTES: dict[tuple[str, str], Need] = {
     ("GET", "/v1/drover/allocs/changes"): CLIENT,
     # The event stream: each topic as Nomad's Event.Stream checks it (drover.api.streamacl).
     ("GET", "/v1/event/stream"): TOKEN,
+    # Search (Search.*): any token; each context and item shown where its ACL reads it
+    # (drover.api.search), a context named alone and not readable a 403, as Nomad's.
+    **_both("/v1/search", TOKEN),
+    **_both("/v1/search/fuzzy", TOKEN),
     # Variables (Variables.*): by path rule; the list keeps the paths the token may list.
     # The cluster's own endpoints (command/agent/agent_endpoint.go, operator_endpoint.go).
     ("GET", "/v1/agent/self"): need("agent:read"),

@@ -45,6 +45,7 @@ from drover.api.routes import (
     regions,
     scaling,
     scalingpolicies,
+    search,
     services,
     status,
     system,
@@ -87,6 +88,7 @@ ROUTERS = (
     variables,
     namespaces,
     acl,
+    search,
 )
 
 

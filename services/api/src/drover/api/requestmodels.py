@@ -369,3 +369,20 @@ class NodePoolRequest(Body):
 
     def pool(self) -> NodePool:
         return NodePool.model_validate(self.model_dump(exclude_none=True))
+
+
+class SearchRequest(Body):
+    """`POST /v1/search`: IDs by prefix in a context (or `all`); the rest of Nomad's
+    QueryOptions that its client sends along are ignored but Namespace."""
+
+    prefix: StrictStr = ""
+    context: StrictStr = ""
+    namespace: StrictStr = ""
+
+
+class FuzzySearchRequest(Body):
+    """`POST /v1/search/fuzzy`: names holding Text in a context (or `all`)."""
+
+    text: StrictStr = ""
+    context: StrictStr = ""
+    namespace: StrictStr = ""

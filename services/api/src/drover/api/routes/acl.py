@@ -25,10 +25,10 @@ from fastapi import APIRouter, Request, Response
 from drover.acl import PolicyError, parse, rules_json
 from drover.api.aclguard import identity
 from drover.api.aclresolve import AclResolver, is_uuid
-from drover.api.blocking import Paged, parse_per_page
 from drover.api.deps import BlockingDep, CommandsDep
 from drover.api.errors import ApiError
 from drover.api.jsondecode import JsonRoute
+from drover.api.listfilter import filtered, filtered_paged
 from drover.api.requestmodels import ACLBootstrapBody, ACLPolicyBody, ACLTokenBody
 from drover.control.commands import acl as commands
 from drover.control.errors import Invalid
@@ -122,12 +122,13 @@ async def list_policies(request: Request, blocking: BlockingDep, prefix: str = "
     """Every policy for a management token; a client token's own (Nomad's ListPolicies)."""
     _enabled(request)
     who = identity(request)
+    keep = filtered(request)
 
     def fn() -> list[dict[str, Any]]:
         found = blocking.reads.acl_policies(prefix)
         if who is not None and not who.acl.is_management():
             found = [p for p in found if who.holds_policy(p.name)]
-        return [p.stub() for p in found]
+        return keep([p.stub() for p in found])
 
     return await blocking.read(request, fn, ["acl_policies"])
 
@@ -174,15 +175,13 @@ async def delete_policy(name: str, request: Request, commands_: CommandsDep) -> 
 async def list_tokens(request: Request, blocking: BlockingDep, prefix: str = "") -> Response:
     """Every token's stub (no SecretID), by AccessorID, paged as Nomad's lists are."""
     _enabled(request)
-    per_page = parse_per_page(request.query_params.get("per_page"))
-    start = request.query_params.get("next_token", "")
-
-    def fn() -> Paged:
-        found = blocking.reads.acl_tokens(prefix, start=start, limit=per_page + 1 if per_page else 0)
-        if per_page and len(found) > per_page:
-            return Paged([t.stub() for t in found[:per_page]], found[per_page].accessor_id)
-        return Paged([t.stub() for t in found])
-
+    # The filter judges the stub: a SecretID is never in what it sees.
+    fn = filtered_paged(
+        request,
+        lambda start, limit: blocking.reads.acl_tokens(prefix, start=start, limit=limit),
+        lambda token: str(token.accessor_id),
+        shape=lambda found: [t.stub() for t in found],
+    )
     return await blocking.read(request, fn, ["acl_tokens"])
 
 

@@ -7,9 +7,9 @@ from typing import Any
 
 from fastapi import APIRouter, Request, Response
 
-from drover.api.blocking import Paged, paged
 from drover.api.deps import BlockingDep, CommandsDep
 from drover.api.jsondecode import JsonRoute
+from drover.api.listfilter import filtered_paged
 from drover.api.requestmodels import AllocRestartBody
 from drover.api.views import alloc_stub
 from drover.control.commands import allocs
@@ -25,15 +25,11 @@ async def list_allocs(
 ) -> Response:
     """The namespace's allocs (`*`: every one's), by ID."""
     ns = None if namespace == ALL_NAMESPACES else namespace
-    read = paged(
+    fn = filtered_paged(
         request,
         lambda start, limit: blocking.reads.allocs(namespace=ns, prefix=prefix, start=start, limit=limit),
+        shape=lambda found: [alloc_stub(a) for a in found],
     )
-
-    def fn() -> Paged:
-        page = read()
-        return Paged([alloc_stub(a) for a in page.items], page.next_token)
-
     return await blocking.read(request, fn, list_keys("allocs", namespace))
 
 

@@ -10,6 +10,7 @@ from fastapi import APIRouter, Request, Response
 
 from drover.api.deps import BlockingDep, CommandsDep
 from drover.api.jsondecode import JsonRoute
+from drover.api.listfilter import filtered
 from drover.api.requestmodels import DeploymentPauseRequest, DeploymentPromoteRequest
 from drover.api.views import alloc_stub
 from drover.control.commands import deployments
@@ -25,9 +26,10 @@ async def list_deployments(
     request: Request, blocking: BlockingDep, prefix: str = "", namespace: str = DEFAULT_NAMESPACE
 ) -> Response:
     """The namespace's deployments (`*`: every one's), the newest first."""
+    keep = filtered(request)
     return await blocking.read(
         request,
-        lambda: blocking.reads.all_deployments(prefix, namespace),
+        lambda: keep(blocking.reads.all_deployments(prefix, namespace)),
         list_keys("deployments", namespace),
     )
 

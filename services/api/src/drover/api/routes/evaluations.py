@@ -6,10 +6,9 @@ from typing import Any
 
 from fastapi import APIRouter, Request, Response
 
-from drover.api.blocking import paged
 from drover.api.deps import BlockingDep
-from drover.api.errors import ApiError
 from drover.api.jsondecode import JsonRoute
+from drover.api.listfilter import filtered_paged, keep, query_filter
 from drover.api.views import alloc_stub
 from drover.model.namespace import ALL_NAMESPACES, DEFAULT_NAMESPACE
 from drover.runtime.watches import eval_key, list_keys
@@ -25,7 +24,7 @@ async def list_evals(
     ns = None if namespace == ALL_NAMESPACES else namespace
     return await blocking.read(
         request,
-        paged(
+        filtered_paged(
             request,
             lambda start, limit: blocking.reads.evals(namespace=ns, prefix=prefix, start=start, limit=limit),
         ),
@@ -39,17 +38,18 @@ async def count_evals(
     blocking: BlockingDep,
     prefix: str = "",
     namespace: str = DEFAULT_NAMESPACE,
-    filter: str = "",
 ) -> Response:
     """Nomad's eval count: how many evals there are in the namespace ("*": every one) whose ID
-    starts with `prefix`."""
-    if filter:
-        raise ApiError(400, "filter expressions are not supported; count by namespace and prefix")
-    return await blocking.read(
-        request,
-        lambda: {"Count": blocking.reads.eval_count(namespace, prefix)},
-        list_keys("evals", namespace),
-    )
+    starts with `prefix` (and that pass ?filter=)."""
+    f = query_filter(request)
+    ns = None if namespace == ALL_NAMESPACES else namespace
+
+    def count() -> dict[str, int]:
+        if f is None:
+            return {"Count": blocking.reads.eval_count(namespace, prefix)}
+        return {"Count": len(keep(f, blocking.reads.evals(namespace=ns, prefix=prefix)))}
+
+    return await blocking.read(request, count, list_keys("evals", namespace))
 
 
 @router.get("/v1/evaluation/{eval_id}")

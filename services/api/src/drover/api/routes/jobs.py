@@ -13,10 +13,10 @@ from typing import Any
 from fastapi import APIRouter, Request, Response
 
 from drover.api.aclguard import is_management
-from drover.api.blocking import Paged, paged
 from drover.api.deps import BlockingDep, CommandsDep, ReadsDep
 from drover.api.errors import ApiError
 from drover.api.jsondecode import JsonRoute
+from drover.api.listfilter import filtered, filtered_paged
 from drover.api.requestmodels import JobPlanRequest, JobRegisterRequest
 from drover.api.views import NO_DEPLOYMENT, alloc_stub, as_json, job_stub
 from drover.control.commands import jobs
@@ -37,17 +37,19 @@ async def list_jobs(
 ) -> Response:
     """The jobs of the namespace (`*`: of every one, by namespace then ID), paged by Nomad's
     `<namespace>.<id>` tokens."""
-    read = paged(
+
+    def stubs(found: list[Job]) -> list[dict[str, Any]]:
+        summaries = blocking.reads.summaries_by_job(found)
+        return [job_stub(j, summaries[(j.namespace, j.id)]) for j in found]
+
+    # ?filter= judges the whole job (as Nomad's does), with what its stub adds (Status, JobSummary).
+    fn = filtered_paged(
         request,
         lambda start, limit: blocking.reads.jobs(namespace, prefix, start=start, limit=limit),
         job_token,
+        shape=stubs,
+        subject=lambda job, stub: {**as_json(job), **stub},
     )
-
-    def fn() -> Paged:
-        page = read()
-        summaries = blocking.reads.summaries_by_job(page.items)
-        return Paged([job_stub(j, summaries[(j.namespace, j.id)]) for j in page.items], page.next_token)
-
     # A job's Status is derived from its allocs and evals.
     keys = [k for table in ("jobs", "allocs", "evals") for k in list_keys(table, namespace)]
     return await blocking.read(request, fn, keys)
@@ -149,9 +151,11 @@ async def job_versions(
 async def job_allocs(
     job_id: str, request: Request, blocking: BlockingDep, namespace: str = "default"
 ) -> Response:
+    keep = filtered(request)
+
     def read() -> tuple[int, Any]:
         index, allocs = blocking.reads.job_allocs_at(namespace, job_id)
-        return index, None if allocs is None else [alloc_stub(a) for a in allocs]
+        return index, None if allocs is None else keep([alloc_stub(a) for a in allocs])
 
     return await blocking.read_at(request, read, [job_key(namespace, job_id)])
 
@@ -160,10 +164,12 @@ async def job_allocs(
 async def job_evals(
     job_id: str, request: Request, blocking: BlockingDep, namespace: str = "default"
 ) -> Response:
+    keep = filtered(request)
+
     def fn() -> Any:
         if not blocking.reads.job_exists(namespace, job_id):
             return None
-        return blocking.reads.evals(namespace=namespace, job_id=job_id)
+        return keep(blocking.reads.evals(namespace=namespace, job_id=job_id))
 
     return await blocking.read(request, fn, [job_key(namespace, job_id)])
 

@@ -9,6 +9,7 @@ from fastapi import APIRouter, Request, Response
 from drover.api.deps import BlockingDep, CommandsDep
 from drover.api.errors import ApiError
 from drover.api.jsondecode import JsonRoute
+from drover.api.listfilter import filtered
 from drover.api.requestmodels import NamespaceRequest
 from drover.control.commands import namespaces
 from drover.model.namespace import Namespace
@@ -24,7 +25,8 @@ def _written(index: int) -> Response:
 
 @router.get("/v1/namespaces")
 async def list_namespaces(request: Request, blocking: BlockingDep, prefix: str = "") -> Response:
-    return await blocking.read(request, lambda: blocking.reads.namespaces(prefix), [NAMESPACES_KEY])
+    keep = filtered(request)
+    return await blocking.read(request, lambda: keep(blocking.reads.namespaces(prefix)), [NAMESPACES_KEY])
 
 
 @router.get("/v1/namespace/{name}")

@@ -12,6 +12,7 @@ from drover.api.blocking import Paged, paged, parse_per_page
 from drover.api.deps import BlockingDep, CommandsDep, SettingsDep
 from drover.api.errors import ApiError
 from drover.api.jsondecode import JsonRoute
+from drover.api.listfilter import filtered
 from drover.api.requestmodels import NodePoolRequest
 from drover.api.views import job_stub, node_stub
 from drover.control.change import Change
@@ -29,10 +30,12 @@ async def list_node_pools(request: Request, blocking: BlockingDep, prefix: str =
     """The pools whose name starts with `prefix`, by name, paged as Nomad's (?per_page=,
     ?next_token= a name)."""
 
+    keep = filtered(request)
+
     def fn() -> Paged:
         per_page = parse_per_page(request.query_params.get("per_page"))
         token = request.query_params.get("next_token", "")
-        pools = [p for p in blocking.reads.node_pools(prefix) if p.name >= token]
+        pools = keep([p for p in blocking.reads.node_pools(prefix) if p.name >= token])
         if per_page and len(pools) > per_page:
             return Paged(pools[:per_page], pools[per_page].name)
         return Paged(pools)

@@ -7,11 +7,11 @@ from typing import Any
 
 from fastapi import APIRouter, Request, Response
 
-from drover.api.blocking import Paged, paged
 from drover.api.deps import BlockingDep, CommandsDep
 from drover.api.jsondecode import JsonRoute
+from drover.api.listfilter import filtered, filtered_paged
 from drover.api.requestmodels import NodeDrainRequest, NodeEligibilityRequest
-from drover.api.views import node_stub
+from drover.api.views import as_json, node_stub
 from drover.control.commands import nodes
 from drover.model.node import DrainSpec
 from drover.runtime.watches import node_key
@@ -25,12 +25,13 @@ async def list_nodes(
 ) -> Response:
     """Node stubs; `resources` adds their NodeResources and ReservedResources, `os` their
     Attributes with os.name, as Nomad's do."""
-    read = paged(request, lambda start, limit: blocking.reads.nodes(prefix, start=start, limit=limit))
-
-    def fn() -> Paged:
-        page = read()
-        return Paged([node_stub(n, resources=resources, os=os) for n in page.items], page.next_token)
-
+    # ?filter= judges the whole node (as Nomad's does), with what its stub adds (Drain).
+    fn = filtered_paged(
+        request,
+        lambda start, limit: blocking.reads.nodes(prefix, start=start, limit=limit),
+        shape=lambda found: [node_stub(n, resources=resources, os=os) for n in found],
+        subject=lambda node, stub: {**as_json(node), **stub},
+    )
     return await blocking.read(request, fn, ["nodes"])
 
 
@@ -41,10 +42,12 @@ async def read_node(node_id: str, request: Request, blocking: BlockingDep) -> Re
 
 @router.get("/v1/node/{node_id}/allocations")
 async def node_allocs(node_id: str, request: Request, blocking: BlockingDep) -> Response:
+    keep = filtered(request)
+
     def fn() -> Any:
         if blocking.reads.node(node_id) is None:
             return None
-        return blocking.reads.allocs(node_id=node_id)
+        return keep(blocking.reads.allocs(node_id=node_id))
 
     return await blocking.read(request, fn, [node_key(node_id)])
 

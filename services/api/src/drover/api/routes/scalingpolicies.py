@@ -9,6 +9,7 @@ from fastapi import APIRouter, Request, Response
 
 from drover.api.deps import BlockingDep
 from drover.api.jsondecode import JsonRoute
+from drover.api.listfilter import filtered
 from drover.model.job import ScalingPolicy
 from drover.model.scalingpolicy import job_policies, matching, stub
 from drover.runtime.store.queries import Reads
@@ -28,8 +29,10 @@ async def list_policies(
 ) -> Response:
     """Nomad's ScalingPolicyListStubs, of one job (`job`) and of a type prefix (`type`)."""
 
+    keep = filtered(request)
+
     def fn() -> Any:
-        return [stub(p) for p in matching(_policies(blocking.reads, namespace), job, type)]
+        return keep([stub(p) for p in matching(_policies(blocking.reads, namespace), job, type)])
 
     return await blocking.read(request, fn, list_keys("jobs", namespace))
 

@@ -11,6 +11,7 @@ from fastapi import APIRouter, Request, Response
 from drover.api.deps import BlockingDep, CommandsDep, ReadsDep
 from drover.api.errors import ApiError
 from drover.api.jsondecode import JsonRoute
+from drover.api.listfilter import filtered
 from drover.api.nodeauth import NodeCallerDep
 from drover.api.requestmodels import ServicesRequest
 from drover.api.routes.clientfs import ForwarderDep
@@ -29,8 +30,9 @@ def _namespace(namespace: str) -> str | None:
 @router.get("/v1/services")
 async def list_services(request: Request, blocking: BlockingDep, namespace: str = "default") -> Response:
     """Each namespace's service names with the union of their tags (`?namespace=*`: all)."""
+    keep = filtered(request)
     return await blocking.read(
-        request, lambda: list_stubs(blocking.reads.services(_namespace(namespace))), [SERVICES_KEY]
+        request, lambda: keep(list_stubs(blocking.reads.services(_namespace(namespace)))), [SERVICES_KEY]
     )
 
 

@@ -14,10 +14,11 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, Request, Response
 
-from drover.api.blocking import parse_per_page, read_params
+from drover.api.blocking import Paged, read_params
 from drover.api.deps import BlockingDep, CommandsDep
 from drover.api.errors import ApiError
 from drover.api.jsondecode import JsonRoute
+from drover.api.listfilter import filtered_paged
 from drover.control.commands import variables as commands
 from drover.control.commands.variables import VarConflict, VariableChange
 from drover.control.errors import Invalid
@@ -59,24 +60,25 @@ async def list_variables(request: Request, blocking: BlockingDep, prefix: str = 
     """Metadata only, by namespace and path (`namespace=*`: every namespace's); ?per_page and
     ?next_token (Nomad's `<namespace>.<path>`) page through them."""
     namespace = request.query_params.get("namespace") or "default"
-    per_page = parse_per_page(request.query_params.get("per_page"))
-    token = request.query_params.get("next_token", "")
+    now = time.time_ns()
+    # ?filter= judges the metadata: a variable's items are never in what it sees.
+    page = filtered_paged(
+        request,
+        lambda start, limit: blocking.reads.variables(namespace, prefix, start=start, limit=limit),
+        lambda v: f"{v.namespace}.{v.path}",
+        shape=lambda found: [v.metadata(now) for v in found],
+    )
 
-    def read() -> tuple[int, Any]:
-        index = blocking.reads.index()
-        found = blocking.reads.variables(
-            namespace, prefix, start=token, limit=per_page + 1 if per_page else 0
-        )
-        now = time.time_ns()
-        return index, (found, [v.metadata(now) for v in found[: per_page or None]])
+    def read() -> tuple[int, Paged]:
+        return blocking.reads.index(), page()
 
     index, wait = read_params(request)
     if index:
         await blocking.watcher.wait_changed(list_keys("variables", namespace), index, wait)
-    current, (found, page) = await asyncio.to_thread(read)
-    response = _json(page, current)
-    if per_page and len(found) > per_page:
-        response.headers["X-Nomad-NextToken"] = f"{found[per_page].namespace}.{found[per_page].path}"
+    current, found = await asyncio.to_thread(read)
+    response = _json(found.items, current)
+    if found.next_token:
+        response.headers["X-Nomad-NextToken"] = found.next_token
     return response
 
 

@@ -25,6 +25,7 @@ from drover.api.ui.routes import (
     nodes,
     overview,
     run,
+    search,
     settings,
     signin,
     topology,
@@ -33,7 +34,7 @@ from drover.runtime.keyring import Keyring
 
 # Before jobs: /ui/jobs/<ref>/logs, /edit and /dispatch are not a job's page (whose <ref> is a path).
 ROUTERS = (live, overview, logs, run, launches, jobs, jobrestart, allocations, nodes, topology, evaluations,
-           settings, signin)  # fmt: skip
+           search, settings, signin)  # fmt: skip
 STATIC = Path(__file__).parent / "static"
 
 

@@ -121,6 +121,17 @@ def who(request: Request) -> dict[str, Any] | None:
     }
 
 
+def token_key(request: Request) -> str:
+    """What a load that depends on the token's whole ACL (not only on its namespaces) is shared
+    by: every request with ACLs off, every management token's, else each token's own."""
+    if not acl_enabled(request):
+        return ""
+    found = identity(request)
+    if found is None or found.token is None:
+        return "anonymous"
+    return "management" if found.acl.management else found.token.accessor_id
+
+
 def require(capability: str, of: str = "ref") -> Any:
     """A dependency refusing (403) a request whose token may not do `capability` in the
     namespace of what it acts on: the job its path names (`of="ref"`, `<id>@<namespace>`), the

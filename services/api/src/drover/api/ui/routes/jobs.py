@@ -18,19 +18,25 @@ from drover.api.ui.forms import fields
 from drover.api.ui.placement import judge
 from drover.api.ui.render import Context, Fragment, act, denied, done, page, split_ref
 from drover.api.ui.routes import jobrestart
+from drover.api.views import as_json
 from drover.control.change import Change
 from drover.control.commands import deployments, jobs, scaling
 from drover.control.commands.operator import Admission
 from drover.control.diff.job import version_diffs
 from drover.control.errors import NotFound
+from drover.filter import Filter, FilterError
+from drover.model import Job
 from drover.model.events import PlanApplied
 from drover.model.job import JOB_STATUS_DEAD, JOB_STATUS_PENDING, JOB_STATUS_RUNNING
+from drover.runtime.store.listreads import Page
 from drover.runtime.store.queries import Reads
 
 router = APIRouter()
 
 PER_PAGE = 25
 VERSIONS = 10
+# How many jobs a filtered page reads at a time.
+FILTER_BATCH = 200
 STATUSES = (JOB_STATUS_PENDING, JOB_STATUS_RUNNING, JOB_STATUS_DEAD)
 TYPES = ("service", "batch", "system", "sysbatch")
 
@@ -39,11 +45,48 @@ TYPES = ("service", "batch", "system", "sysbatch")
 
 
 def _jobs(reads: Reads, args: Mapping[str, Any]) -> Context:
-    found = reads.job_page(
-        args["within"], status=args["status"], type_=args["type"], search=args["q"],
-        after=args["after"], before=args["before"], limit=PER_PAGE,
-    )  # fmt: skip
+    f: Filter | None = args["bexpr"]
+    if args["filter_problem"]:
+        found: Page[Job] = Page([])
+    elif f is None:
+        found = reads.job_page(
+            args["within"], status=args["status"], type_=args["type"], search=args["q"],
+            after=args["after"], before=args["before"], limit=PER_PAGE,
+        )  # fmt: skip
+    else:
+        try:
+            found = _filtered_page(reads, args, f)
+        except FilterError as e:
+            return {"jobs": Page([]), "summaries": {}, "filter_problem": str(e)}
     return {"jobs": found, "summaries": reads.summaries_by_job(found.items)}
+
+
+def _filtered_page(reads: Reads, args: Mapping[str, Any], f: Filter) -> Page[Job]:
+    """A page of the jobs that pass a `filter` expression (Nomad's, as /v1/jobs?filter= takes
+    it): the list read in batches from the page's token on until a page passes."""
+    backwards = bool(args["before"]) and not args["after"]
+    cursor = args["after"] or args["before"]
+    kept: list[Job] = []
+    while len(kept) <= PER_PAGE:
+        batch = reads.job_page(
+            args["within"], status=args["status"], type_=args["type"], search=args["q"],
+            limit=FILTER_BATCH, **{"before" if backwards else "after": cursor},
+        )  # fmt: skip
+        walked = batch.items[::-1] if backwards else batch.items
+        kept += [j for j in walked if f.matches(as_json(j))]
+        if not walked or not (batch.before if backwards else batch.after):
+            break
+        cursor = f"{walked[-1].namespace}/{walked[-1].id}"
+    more = len(kept) > PER_PAGE
+    items = kept[:PER_PAGE]
+    if not items:
+        return Page([])
+    if backwards:
+        items.reverse()
+    first, last = (f"{j.namespace}/{j.id}" for j in (items[0], items[-1]))
+    if backwards:
+        return Page(items, last, first if more else "")
+    return Page(items, last if more else "", first if args["after"] else "")
 
 
 def _list_topics(ctx: Context) -> list[str]:
@@ -58,8 +101,16 @@ LIST = [Fragment("jobs", "fragments/jobs.html", _jobs, _list_topics)]
 @router.get("/ui/jobs", include_in_schema=False)
 async def job_list(
     request: Request, reads: ReadsDep, namespace: str = "*", status: str = "", type: str = "",
-    q: str = "", after: str = "", before: str = "",
+    q: str = "", after: str = "", before: str = "", filter: str = "",
 ) -> Response:  # fmt: skip
+    """`filter`: a Nomad filter expression over the job's JSON; one that does not parse is
+    shown with its problem above an empty list."""
+    bexpr, problem = None, ""
+    if filter.strip():
+        try:
+            bexpr = Filter.parse(filter)
+        except FilterError as e:
+            problem = str(e)
     namespace = namespace or "*"
     names = [n.name for n in reads.namespaces()]
     readable = access.readable(request, names, access.LIST_JOBS)  # as /v1/jobs lists them
@@ -68,7 +119,8 @@ async def job_list(
     # With ACLs on, the namespaces the token may read: those the list shows, and offers.
     within = namespace if namespace != "*" or readable is None else readable
     args = {"namespace": namespace, "within": within, "status": status if status in STATUSES else "",
-            "type": type if type in TYPES else "", "q": q.strip(), "after": after, "before": before}  # fmt: skip
+            "type": type if type in TYPES else "", "q": q.strip(), "after": after, "before": before,
+            "filter": filter.strip(), "bexpr": bexpr, "filter_problem": problem}  # fmt: skip
     return await page(request, reads, "jobs.html", LIST, args, title="Jobs", statuses=STATUSES, types=TYPES,
                       namespaces=names if readable is None else list(readable), vary=repr(within))  # fmt: skip
 

@@ -196,7 +196,7 @@
     if (prefix === "g" && GO[e.key]) { prefix = null; window.location.href = GO[e.key]; return; }
     prefix = null;
     if (e.key === "g") { prefix = "g"; setTimeout(function () { prefix = null; }, 1500); }
-    else if (e.key === "/") { e.preventDefault(); var s = document.getElementById("job-search") || document.getElementById("node-search") || document.getElementById("eval-search") || document.getElementById("global-search"); if (s) s.focus(); }
+    else if (e.key === "/") { e.preventDefault(); var s = document.getElementById("job-search") || document.getElementById("node-search") || document.getElementById("eval-search") || document.getElementById("page-search") || document.getElementById("global-search"); if (s) s.focus(); }
     else if (e.key === "t") toggleTheme();
     else if (e.key === "?" && help) help.showModal();
   });
