@@ -389,3 +389,33 @@ async def test_the_tabs_stream_ends_when_its_token_expires(client: TestClient, r
     assert b"event: signedout" in await anext(body)
     with pytest.raises(StopAsyncIteration):
         await anext(body)
+
+
+async def test_a_followed_log_ends_once_its_token_is_deleted_or_loses_read_logs(
+    client: TestClient, root: dict[str, str]
+) -> None:
+    """What a log page's stream goes through (drover.api.ui.session.while_signed_in)."""
+    from starlette.requests import Request
+
+    from drover.api.ui.access import READ_LOGS, allows
+
+    app: Any = client.app
+    rules = 'namespace "default" { capabilities = ["read-job", "read-logs"] }'
+    for change in ("delete", "policy"):
+        tail = _token(client, root, rules, "tail")
+        cookie = f"{session.COOKIE}={session.seal(app.state.keyring, tail['SecretID'])}"
+        request = Request({"type": "http", "app": app, "headers": [(b"cookie", cookie.encode())]})
+
+        async def log() -> Any:
+            for i in range(1_000):
+                yield f"data: line {i}\n\n".encode()
+
+        body = session.while_signed_in(request, log(), lambda who: allows(who.acl, READ_LOGS, "default"))
+        assert [await anext(body) for _ in range(2)] == [b"data: line 0\n\n", b"data: line 1\n\n"]
+        if change == "delete":
+            assert client.delete(f"/v1/acl/token/{tail['AccessorID']}", headers=root).status_code == 200
+        else:
+            ro = {"Name": "tail", "Rules": 'namespace "default" { capabilities = ["read-job"] }'}
+            assert client.put("/v1/acl/policy/tail", json=ro, headers=root).status_code == 200
+        with pytest.raises(StopAsyncIteration):
+            await anext(body)

@@ -12,13 +12,14 @@ from __future__ import annotations
 import base64
 import binascii
 import copy
+from collections.abc import AsyncIterator, Callable
 
 from fastapi import Request, Response
 from starlette.routing import BaseRoute, Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from drover.api.aclguard import IDENTITY
-from drover.api.aclresolve import AclResolver
+from drover.api.aclresolve import AclResolver, Identity
 from drover.api.ui import render
 from drover.model.variables import EncryptedItems
 from drover.runtime.keyring import Keyring, KeyringError
@@ -106,3 +107,31 @@ def guard_routes(routes: list[BaseRoute], resolver: AclResolver, keyring: Keyrin
             route.app = signed_in(route.app, resolver, keyring, route.path)
         out.append(route)
     return out
+
+
+def while_signed_in(
+    request: Request, body: AsyncIterator[bytes], still: Callable[[Identity], bool] = lambda who: True
+) -> AsyncIterator[bytes]:
+    """`body` (a long answer: a log followed) ended at its next write once the signed-in token
+    is deleted or expired, or no longer `still` allowed what it asked (its policies changed):
+    each write asks the resolver's cache again, which an ACL change empties."""
+    if not request.app.state.settings.acl_enabled:
+        return body
+    resolver: AclResolver = request.app.state.acl
+    sealed = request.cookies.get(COOKIE, "")
+    secret = (unseal(request.app.state.keyring, sealed) if sealed else "") or ""
+
+    async def checked() -> AsyncIterator[bytes]:
+        try:
+            async for chunk in body:
+                who = await resolver.resolve(secret)
+                if who is None or who.node or not still(who):
+                    return
+                yield chunk
+        finally:
+            # Its agent's connection closed now, not when the generator is collected.
+            close = getattr(body, "aclose", None)
+            if close is not None:
+                await close()
+
+    return checked()
