@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import re
 import time
+import uuid
 from collections.abc import Iterator
 from typing import Any
 
@@ -308,7 +309,8 @@ def test_placement_failures_name_the_clients_ruled_out_and_why(client: TestClien
 def test_one_function_decides_what_a_request_may_do(
     client: TestClient, store: EventStore, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """The seam ACLs will fill: `access.may` hides each control and refuses its action."""
+    """The one seam ACLs fill (tests/test_ui_signin.py): `access.may` hides each control and
+    refuses its action."""
     from drover.api.ui import access
 
     _node(client, "node-a")
@@ -318,7 +320,7 @@ def test_one_function_decides_what_a_request_may_do(
 
     def read_only(request: Any, capability: str, namespace: str = "default") -> bool:
         asked.append((capability, namespace))
-        return False
+        return capability in ("read-job", "node:read")
 
     monkeypatch.setattr(access, "may", read_only)
     page = client.get("/ui/jobs/web@default").text
@@ -340,3 +342,17 @@ def test_an_action_goes_back_only_to_a_console_page(client: TestClient, store: E
     away = client.post("/ui/node/eligibility/node-a", data=form, follow_redirects=False,
                        headers={"Referer": "http://elsewhere.example/ui/nodes"})  # fmt: skip
     assert away.headers["location"] == "/ui/nodes/node-a"
+
+
+def test_with_acls_off_there_is_no_one_to_sign_in(client: TestClient) -> None:
+    page = client.get("/ui/signin")
+    assert (
+        page.status_code == 200
+        and "ACLs are not enabled" in page.text
+        and 'name="secret_id"' not in page.text
+    )
+    assert 'id="who"' not in client.get("/ui/jobs").text  # no "signed in as" nor "anonymous"
+    r = client.post(
+        "/ui/signin", data={"csrf_token": _csrf(client, "/ui/jobs"), "secret_id": str(uuid.uuid4())}
+    )
+    assert r.status_code == 400 and "drover_token" not in r.headers.get("set-cookie", "")

@@ -215,6 +215,26 @@ class Keyring:
             raise KeyringError(f"the secret of ACL token {accessor_id} does not decrypt") from e
         return plain.decode()
 
+    def seal_text(self, bound_to: str, text: str) -> EncryptedItems:
+        """`text` sealed under the active key, bound to `bound_to` (opens under no other)."""
+        key = self.active()
+        nonce = secrets.token_bytes(_NONCE)
+        sealed = AESGCM(key.key).encrypt(nonce, text.encode(), bound_to.encode())
+        return EncryptedItems(key_id=key.key_id, data=base64.b64encode(nonce + sealed).decode())
+
+    def open_text(self, bound_to: str, sealed: EncryptedItems) -> str:
+        """What `seal_text(bound_to, ...)` sealed; KeyringError if it does not open."""
+        raw = base64.b64decode(sealed.data)
+        try:
+            plain = AESGCM(self._key(sealed.key_id).key).decrypt(
+                raw[:_NONCE], raw[_NONCE:], bound_to.encode()
+            )
+        except KeyringError:
+            raise
+        except Exception as e:
+            raise KeyringError(f"a value bound to {bound_to} does not decrypt") from e
+        return plain.decode()
+
     # --- sealing ---
     def seal(self, namespace: str, path: str, items: dict[str, str]) -> EncryptedItems:
         """`items` sealed under the active key, bound to the variable."""

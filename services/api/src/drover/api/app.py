@@ -151,11 +151,11 @@ def create_app(settings: Settings, store: EventStore | None = None, *, tune_heap
     routes.sort(key=lambda route: str(getattr(route, "path", "")).endswith(":path}"))
     app.router.routes.extend(routes)
     if settings.acl_enabled:
-        # Every route behind its entry of the ACL table (drover.api.access). The web console
-        # has no sign-in yet: with ACLs on it is not served.
+        # Every route behind its entry of the ACL table (drover.api.access).
         app.router.routes[:] = guard_routes(app.router.routes, app.state.acl, settings.max_body_bytes)
+        # The web console's pages (drover.api.ui), added the same way, each behind its sign-in.
+        app.router.routes.extend(ui.routes(app.state.acl, app.state.keyring))
     else:
-        # The web console's pages (drover.api.ui), added the same way.
         app.router.routes.extend(ui.routes())
-        ui.install(app)
+    ui.install(app)
     return app

@@ -9,6 +9,7 @@ equal)."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
@@ -21,6 +22,12 @@ if TYPE_CHECKING:
     from drover.runtime.store.eventstore import EventStore
 
 T = TypeVar("T")
+# A list's namespaces: one, `*` (every one), or those of a sequence (the ones an ACL token may
+# read: none of them is none at all).
+Namespaces = str | Sequence[str]
+# How far back the log's latest entries are looked for among a token's streams: a page costs
+# a bounded read however seldom its namespaces are written to.
+RECENT_WINDOW = 2000
 
 _LIVE_ALLOC = (
     "NOT (a.desired_status IN ('stop', 'evict') OR a.client_status IN ('complete', 'failed', 'lost'))"
@@ -80,9 +87,29 @@ class Health:
     deployments: dict[str, int] = field(default_factory=dict)
 
 
+def _literal(fragment: str) -> str:
+    return fragment.replace("\\", "\\\\").replace("%", r"\%").replace("_", r"\_")
+
+
 def like_anywhere(fragment: str) -> str:
     """An ILIKE pattern matching `fragment` literally anywhere."""
-    return "%" + fragment.replace("\\", "\\\\").replace("%", r"\%").replace("_", r"\_") + "%"
+    return "%" + _literal(fragment) + "%"
+
+
+def like_prefix(fragment: str) -> str:
+    """A LIKE pattern matching what starts with `fragment`."""
+    return _literal(fragment) + "%"
+
+
+def _namespace_where(column: str, namespaces: Namespaces, params: dict[str, Any], name: str) -> str:
+    """The condition keeping `column` within `namespaces` ("" for every namespace)."""
+    if isinstance(namespaces, str):
+        if namespaces == "*":
+            return ""
+        params[name] = namespaces
+        return f"{column} = :{name}"
+    params[name] = list(namespaces)
+    return f"{column} = ANY(:{name})"
 
 
 def _paged(
@@ -115,7 +142,7 @@ class ListReads:
 
     def job_page(
         self,
-        namespace: str,
+        namespace: Namespaces,
         *,
         status: str = "",
         type_: str = "",
@@ -131,9 +158,8 @@ class ListReads:
         # id) and stops at the page, not read and sort every job.
         where = ["j.parent_id = ''"]
         params: dict[str, Any] = {"limit": limit + 1}
-        if namespace != "*":
-            where.append("j.namespace = :ns")
-            params["ns"] = namespace
+        if within := _namespace_where("j.namespace", namespace, params, "ns"):
+            where.append(within)
         if type_:
             where.append("j.type = :type")
             params["type"] = type_
@@ -202,7 +228,7 @@ class ListReads:
     def eval_page(
         self,
         *,
-        namespace: str = "*",
+        namespace: Namespaces = "*",
         status: str = "",
         triggered_by: str = "",
         job: str = "",
@@ -217,7 +243,8 @@ class ListReads:
         return self._newest_first(
             "evals",
             Evaluation,
-            {"namespace": namespace, "job_id": job_id, "status": status, "doc->>'TriggeredBy'": triggered_by},
+            namespace,
+            {"job_id": job_id, "status": status, "doc->>'TriggeredBy'": triggered_by},
             ("job_id ILIKE :q", like_anywhere(job)) if job else None,
             after,
             before,
@@ -227,7 +254,7 @@ class ListReads:
     def alloc_page(
         self,
         *,
-        namespace: str = "*",
+        namespace: Namespaces = "*",
         job_id: str = "",
         node_id: str = "",
         status: str = "",
@@ -240,7 +267,8 @@ class ListReads:
         return self._newest_first(
             "allocs",
             Allocation,
-            {"namespace": namespace, "job_id": job_id, "node_id": node_id, "client_status": status},
+            namespace,
+            {"job_id": job_id, "node_id": node_id, "client_status": status},
             None,
             after,
             before,
@@ -251,6 +279,7 @@ class ListReads:
         self,
         table: str,
         model: Any,
+        namespace: Namespaces,
         equal: dict[str, str],
         extra: tuple[str, str] | None,
         after: str,
@@ -259,8 +288,10 @@ class ListReads:
     ) -> Page[Any]:
         where: list[str] = []
         params: dict[str, Any] = {"limit": limit + 1}
+        if within := _namespace_where("namespace", namespace, params, "ns"):
+            where.append(within)
         for i, (col, value) in enumerate(equal.items()):
-            if value and not (col == "namespace" and value == "*"):
+            if value:
                 where.append(f"{col} = :v{i}")
                 params[f"v{i}"] = value
         if extra:
@@ -281,20 +312,27 @@ class ListReads:
         items, nxt, prev = _paged(rows, limit, backwards, bool(token), lambda r: r[0])
         return Page(items, nxt, prev)
 
-    def health(self) -> Health:
-        """Nodes, allocs (ClientStatus, live ones), jobs (by Type), evals and deployments
-        counted by status, in one round trip."""
-        sql = (
-            f"SELECT 'nodes', CASE WHEN {_NODE_DRAINING} THEN 'draining' ELSE {_NODE_STATUS} END, count(*) "
-            "FROM nodes GROUP BY 2 "
-            f"UNION ALL SELECT 'ineligible', {_NODE_ELIGIBILITY}, count(*) FROM nodes GROUP BY 2 "
-            "UNION ALL SELECT 'allocs', client_status, count(*) FROM allocs WHERE desired_status = 'run' GROUP BY 2 "
-            "UNION ALL SELECT 'jobs', type, count(*) FROM jobs WHERE parent_id = '' GROUP BY 2 "
-            "UNION ALL SELECT 'evals', status, count(*) FROM evals GROUP BY 2 "
-            "UNION ALL SELECT 'deployments', doc->>'Status', count(*) FROM deployments GROUP BY 2"
-        )
+    def health(self, namespaces: Namespaces = "*", *, nodes: bool = True) -> Health:
+        """Nodes (unless not `nodes`), allocs (ClientStatus, live ones), jobs (by Type), evals
+        and deployments of `namespaces` counted by status, in one round trip."""
+        params: dict[str, Any] = {}
+        within = _namespace_where("namespace", namespaces, params, "ns")
+        also, where = (f"AND {within} ", f"WHERE {within} ") if within else ("", "")
+        parts = []
+        if nodes:
+            parts += [
+                f"SELECT 'nodes', CASE WHEN {_NODE_DRAINING} THEN 'draining' ELSE {_NODE_STATUS} END, count(*) "
+                "FROM nodes GROUP BY 2",
+                f"SELECT 'ineligible', {_NODE_ELIGIBILITY}, count(*) FROM nodes GROUP BY 2",
+            ]
+        parts += [
+            f"SELECT 'allocs', client_status, count(*) FROM allocs WHERE desired_status = 'run' {also}GROUP BY 2",
+            f"SELECT 'jobs', type, count(*) FROM jobs WHERE parent_id = '' {also}GROUP BY 2",
+            f"SELECT 'evals', status, count(*) FROM evals {where}GROUP BY 2",
+            f"SELECT 'deployments', doc->>'Status', count(*) FROM deployments {where}GROUP BY 2",
+        ]
         h = Health()
-        for kind, status, n in self._rows(sql, {}):
+        for kind, status, n in self._rows(" UNION ALL ".join(parts), params):
             if kind == "ineligible":
                 if status == "ineligible":
                     h.nodes["ineligible"] = int(n)
@@ -302,16 +340,18 @@ class ListReads:
             getattr(h, kind)[status or ""] = int(n)
         return h
 
-    def blocked_evals(self, limit: int = 10) -> list[Evaluation]:
+    def blocked_evals(self, limit: int = 10, namespaces: Namespaces = "*") -> list[Evaluation]:
         """Blocked evaluations, the newest first: placements waiting for capacity."""
-        return self.eval_page(status="blocked", limit=limit).items
+        return self.eval_page(namespace=namespaces, status="blocked", limit=limit).items
 
-    def failed_allocs(self, limit: int = 10) -> list[Allocation]:
+    def failed_allocs(self, limit: int = 10, namespaces: Namespaces = "*") -> list[Allocation]:
         """Failed allocs still desired to run (not yet replaced or stopped), the latest first."""
+        params: dict[str, Any] = {"limit": limit}
+        within = _namespace_where("namespace", namespaces, params, "ns")
         rows = self._rows(
             "SELECT doc::text FROM allocs WHERE client_status = 'failed' AND desired_status = 'run' "
-            "ORDER BY modify_index DESC LIMIT :limit",
-            {"limit": limit},
+            f"{'AND ' + within if within else ''} ORDER BY modify_index DESC LIMIT :limit",
+            params,
         )
         return [Allocation.model_validate_json(r[0]) for r in rows]
 
@@ -323,21 +363,33 @@ class ListReads:
         )
         return [Node.model_validate_json(r[0]) for r in rows]
 
-    def troubled_deployments(self, limit: int = 10) -> list[Deployment]:
+    def troubled_deployments(self, limit: int = 10, namespaces: Namespaces = "*") -> list[Deployment]:
         """Deployments that failed, or run with unhealthy allocs, the latest first."""
+        params: dict[str, Any] = {"limit": limit}
+        within = _namespace_where("namespace", namespaces, params, "ns")
         rows = self._rows(
-            "SELECT doc::text FROM deployments WHERE doc->>'Status' = 'failed' OR (doc->>'Status' = 'running' "
+            "SELECT doc::text FROM deployments WHERE (doc->>'Status' = 'failed' OR (doc->>'Status' = 'running' "
             "AND EXISTS (SELECT 1 FROM jsonb_each(coalesce(doc->'TaskGroups', '{}'::jsonb)) g "
-            "WHERE coalesce((g.value->>'UnhealthyAllocs')::int, 0) > 0)) "
-            "ORDER BY modify_index DESC LIMIT :limit",
-            {"limit": limit},
+            "WHERE coalesce((g.value->>'UnhealthyAllocs')::int, 0) > 0))) "
+            f"{'AND ' + within if within else ''} ORDER BY modify_index DESC LIMIT :limit",
+            params,
         )
         return [Deployment.model_validate_json(r[0]) for r in rows]
 
-    def recent_log(self, limit: int = 15) -> list[LogEntry]:
-        """The log's latest entries (their type and stream, not their bodies)."""
+    def recent_log(self, limit: int = 15, streams: Sequence[str] | None = None) -> list[LogEntry]:
+        """The log's latest entries (their type and stream, not their bodies); given `streams`
+        (prefixes of stream names), the latest of those streams' among the last RECENT_WINDOW."""
+        params: dict[str, Any] = {"limit": limit}
+        where = ""
+        if streams is not None:
+            params["patterns"] = [like_prefix(p) for p in streams]
+            params["window"] = RECENT_WINDOW
+            where = (
+                "WHERE stream LIKE ANY(:patterns) "
+                "AND position > (SELECT coalesce(max(position), 0) FROM events) - :window "
+            )
         rows = self._rows(
-            "SELECT position, type, stream, recorded_at FROM events ORDER BY position DESC LIMIT :limit",
-            {"limit": limit},
+            f"SELECT position, type, stream, recorded_at FROM events {where}ORDER BY position DESC LIMIT :limit",
+            params,
         )
         return [LogEntry(int(r[0]), r[1], r[2], r[3]) for r in rows]

@@ -33,7 +33,13 @@ def remember(request: Request, response: Response) -> None:
     """Set the cookie of a token made for this request."""
     fresh = request.state.__dict__.get("csrf_new")
     if fresh:
-        response.set_cookie(COOKIE, fresh, httponly=True, samesite="strict", path="/ui")
+        set_cookie(request, response, fresh)
+
+
+def set_cookie(request: Request, response: Response, value: str) -> None:
+    response.set_cookie(
+        COOKIE, value, httponly=True, samesite="strict", path="/ui", secure=request.url.scheme == "https"
+    )
 
 
 async def _check(request: Request) -> None:

@@ -152,6 +152,7 @@ def base_context(request: Request) -> Context:
         "theme": theme if theme in THEMES else "",
         "csrf_token": csrf.token(request),
         "can": lambda capability, namespace="default": access.may(request, capability, namespace),
+        "who": access.who(request),
         "query": lambda **changes: _query(request, **changes),
         "flash": flash if isinstance(flash, dict) else None,
     }
@@ -238,11 +239,12 @@ def _wrap(request: Request, fragment: Fragment, ctx: Context) -> Markup:
 
 async def page(
     request: Request, reads: Reads, template: str, fragments: list[Fragment], args: Mapping[str, Any],
-    **extra: Any,
+    *, vary: str = "", **extra: Any,
 ) -> Response:  # fmt: skip
     """The page `template` with every fragment rendered into `fragments.<name>`, or, given
     `?fragment=`, that fragment alone. A loader returning None means the page's object is not
-    there: 404."""
+    there: 404. `vary`: what else than the URL the loads depend on (the namespaces a token may
+    read), so that a load shared between tabs is shared only by those that may see it."""
     wanted = request.query_params.get("fragment")
     chosen = [f for f in fragments if f.name == wanted] if wanted else [f for f in fragments if not f.lazy]
     if wanted and not chosen:
@@ -253,7 +255,7 @@ async def page(
         return reads.index(), [f.load(reads, args) for f in chosen]
 
     at = request.query_params.get("at", "")
-    key = request.url.path + _query(request, fragment=wanted or "", at="")
+    key = request.url.path + _query(request, fragment=wanted or "", at="") + "\x00" + vary
     loads = _loads(request)
     hit = loads.get(key, int(at)) if wanted and at.isdigit() and at.isascii() else None
     if hit is not None:
@@ -309,6 +311,12 @@ def not_found(request: Request, base: Context | None = None) -> Response:
     ctx = base or base_context(request)
     html = ENV.get_template("notfound.html").render({**ctx, "index": 0})
     return _finish(request, HTMLResponse(html, status_code=404))
+
+
+def denied(request: Request, text: str = "", *, signed_out: bool = False) -> Response:
+    """403: the token may not see this (or, `signed_out`, its sign-in is no longer valid), with
+    a link to sign in with another."""
+    return view(request, "denied.html", 403, title="Permission denied", text=text, signed_out=signed_out)
 
 
 def back_to(request: Request, prefix: str, default: str) -> str:

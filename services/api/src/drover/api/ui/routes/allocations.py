@@ -1,6 +1,6 @@
 """/ui/allocations/<id>: an alloc - its task states and events, ports and addresses, the
 reschedule chain and the placement metrics - with stop and restart, each running the command
-its /v1 route runs."""
+its /v1 route runs (and needing `alloc-lifecycle` in the alloc's namespace, as it does)."""
 
 from __future__ import annotations
 
@@ -11,10 +11,11 @@ from typing import Any
 from fastapi import APIRouter, Request, Response
 
 from drover.api.deps import CommandsDep, ReadsDep
+from drover.api.ui import access
 from drover.api.ui.access import MayAllocLifecycle
 from drover.api.ui.csrf import CsrfChecked
 from drover.api.ui.placement import judge
-from drover.api.ui.render import Context, Fragment, act, page
+from drover.api.ui.render import Context, Fragment, act, denied, page
 from drover.control.commands import allocs
 from drover.model import Allocation
 from drover.runtime.store.queries import Reads
@@ -94,6 +95,8 @@ FRAGMENTS = [
 
 @router.get("/ui/allocations/{alloc_id}", include_in_schema=False)
 async def alloc_page(alloc_id: str, request: Request, reads: ReadsDep) -> Response:
+    if not await access.may_read(request, "alloc", alloc_id):
+        return denied(request, "Your ACL token may not read the jobs of this allocation's namespace.")
     return await page(request, reads, "alloc.html", FRAGMENTS, {"alloc_id": alloc_id},
                       title=f"Allocation {alloc_id[:8]}")  # fmt: skip
 

@@ -1,7 +1,8 @@
 """/ui/evaluations: evaluations, the newest first, filtered by status, trigger, job and namespace
-on the server, live; /ui/evaluations/<id>: one eval - its related evals (Nomad's
-`?related=true`: the chain of previous, next and blocked evals), its failed placements and
-their metrics, its allocs, and links to its job, deployment and node."""
+on the server, live (with ACLs on, those of the namespaces the token may read);
+/ui/evaluations/<id>: one eval - its related evals (Nomad's `?related=true`: the chain of
+previous, next and blocked evals), its failed placements and their metrics, its allocs, and
+links to its job, deployment and node."""
 
 from __future__ import annotations
 
@@ -12,7 +13,8 @@ from typing import Any
 from fastapi import APIRouter, Request, Response
 
 from drover.api.deps import ReadsDep
-from drover.api.ui.render import Context, Fragment, page
+from drover.api.ui import access
+from drover.api.ui.render import Context, Fragment, denied, page
 from drover.api.views import related_evals
 from drover.model import evaluation
 from drover.runtime.store.queries import Reads
@@ -26,7 +28,7 @@ TRIGGERS = sorted(v for k, v in vars(evaluation).items() if k.startswith("TRIGGE
 
 
 def _evals(reads: Reads, args: Mapping[str, Any]) -> Context:
-    return {"evals": reads.eval_page(namespace=args["namespace"], status=args["status"],
+    return {"evals": reads.eval_page(namespace=args["within"], status=args["status"],
                                      triggered_by=args["triggered_by"], job=args["q"], after=args["after"],
                                      before=args["before"], limit=PER_PAGE)}  # fmt: skip
 
@@ -39,15 +41,20 @@ async def eval_list(
     request: Request, reads: ReadsDep, namespace: str = "*", status: str = "", triggered_by: str = "",
     q: str = "", after: str = "", before: str = "",
 ) -> Response:  # fmt: skip
-    args = {"namespace": namespace or "*", "status": status if status in STATUSES else "",
+    namespace = namespace or "*"
+    if namespace != "*" and not access.may(request, access.READ_JOB, namespace):
+        return denied(request, f"Your ACL token may not read the evaluations of namespace {namespace}.")
+    within = namespace if namespace != "*" else await access.within(request)
+    args = {"namespace": namespace, "within": within, "status": status if status in STATUSES else "",
             "triggered_by": triggered_by if triggered_by in TRIGGERS else "", "q": q.strip(),
             "after": after, "before": before}  # fmt: skip
     # The filter's choices: for the page, not for its live fragment.
     namespaces = [] if "fragment" in request.query_params else await asyncio.to_thread(reads.known_namespaces)
-    if args["namespace"] not in (*namespaces, "*"):
-        namespaces.append(args["namespace"])  # asked for by URL: still shown as chosen
+    namespaces = [n for n in namespaces if access.may(request, access.READ_JOB, n)]
+    if namespace not in (*namespaces, "*"):
+        namespaces.append(namespace)  # asked for by URL: still shown as chosen
     return await page(request, reads, "evals.html", LIST, args, title="Evaluations", statuses=STATUSES,
-                      triggers=TRIGGERS, namespaces=namespaces)  # fmt: skip
+                      triggers=TRIGGERS, namespaces=namespaces, vary=repr(within))  # fmt: skip
 
 
 def _eval(reads: Reads, args: Mapping[str, Any]) -> Context | None:
@@ -74,5 +81,7 @@ DETAIL = [Fragment("eval", "fragments/eval.html", _eval, _eval_topics)]
 
 @router.get("/ui/evaluations/{eval_id}", include_in_schema=False)
 async def eval_page(eval_id: str, request: Request, reads: ReadsDep) -> Response:
+    if not await access.may_read(request, "eval", eval_id):
+        return denied(request, "Your ACL token may not read this evaluation's namespace.")
     return await page(request, reads, "eval.html", DETAIL, {"eval_id": eval_id},
                       title=f"Evaluation {eval_id[:8]}")  # fmt: skip

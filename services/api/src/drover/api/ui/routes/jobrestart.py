@@ -15,7 +15,7 @@ from typing import Any
 from fastapi import APIRouter, Request, Response
 
 from drover.api.deps import CommandsDep
-from drover.api.ui.access import MayAllocLifecycle
+from drover.api.ui.access import MayRestartJob
 from drover.api.ui.csrf import CsrfChecked
 from drover.api.ui.forms import fields, flag
 from drover.api.ui.render import Context, act, done, split_ref
@@ -104,7 +104,7 @@ ON_ERRORS = (ON_ERROR_PAUSE, ON_ERROR_FAIL)
 
 @router.post("/ui/job/restart/{ref:path}", include_in_schema=False)
 async def start(
-    ref: str, request: Request, commands: CommandsDep, _c: CsrfChecked, _a: MayAllocLifecycle
+    ref: str, request: Request, commands: CommandsDep, _c: CsrfChecked, _a: MayRestartJob
 ) -> Response:
     ns, job_id = split_ref(ref)
     opts = options(await fields(request))
@@ -125,20 +125,20 @@ async def _step(request: Request, commands: CommandsDep, ref: str, verb: str) ->
 
 @router.post("/ui/job/restart-pause/{ref:path}", include_in_schema=False)
 async def pause(
-    ref: str, request: Request, commands: CommandsDep, _c: CsrfChecked, _a: MayAllocLifecycle
+    ref: str, request: Request, commands: CommandsDep, _c: CsrfChecked, _a: MayRestartJob
 ) -> Response:
     return await _step(request, commands, ref, "pause")
 
 
 @router.post("/ui/job/restart-resume/{ref:path}", include_in_schema=False)
 async def resume(
-    ref: str, request: Request, commands: CommandsDep, _c: CsrfChecked, _a: MayAllocLifecycle
+    ref: str, request: Request, commands: CommandsDep, _c: CsrfChecked, _a: MayRestartJob
 ) -> Response:
     return await _step(request, commands, ref, "resume")
 
 
 @router.post("/ui/job/restart-cancel/{ref:path}", include_in_schema=False)
 async def cancel(
-    ref: str, request: Request, commands: CommandsDep, _c: CsrfChecked, _a: MayAllocLifecycle
+    ref: str, request: Request, commands: CommandsDep, _c: CsrfChecked, _a: MayRestartJob
 ) -> Response:
     return await _step(request, commands, ref, "cancel")

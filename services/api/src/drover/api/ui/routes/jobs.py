@@ -12,12 +12,12 @@ from typing import Any
 from fastapi import APIRouter, Request, Response
 
 from drover.api.deps import CommandsDep, ReadsDep
-from drover.api.ui import timeline
-from drover.api.ui.access import MayScaleJob, MaySubmitJob
+from drover.api.ui import access, timeline
+from drover.api.ui.access import MayDeploy, MayScaleJob, MaySubmitJob
 from drover.api.ui.csrf import CsrfChecked
 from drover.api.ui.forms import fields
 from drover.api.ui.placement import judge
-from drover.api.ui.render import Context, Fragment, act, done, page, split_ref
+from drover.api.ui.render import Context, Fragment, act, denied, done, page, split_ref
 from drover.api.ui.routes import jobrestart
 from drover.api.views import as_json
 from drover.control.change import Change
@@ -51,7 +51,7 @@ def _jobs(reads: Reads, args: Mapping[str, Any]) -> Context:
         found: Page[Job] = Page([])
     elif f is None:
         found = reads.job_page(
-            args["namespace"], status=args["status"], type_=args["type"], search=args["q"],
+            args["within"], status=args["status"], type_=args["type"], search=args["q"],
             after=args["after"], before=args["before"], limit=PER_PAGE,
         )  # fmt: skip
     else:
@@ -70,7 +70,7 @@ def _filtered_page(reads: Reads, args: Mapping[str, Any], f: Filter) -> Page[Job
     kept: list[Job] = []
     while len(kept) <= PER_PAGE:
         batch = reads.job_page(
-            args["namespace"], status=args["status"], type_=args["type"], search=args["q"],
+            args["within"], status=args["status"], type_=args["type"], search=args["q"],
             limit=FILTER_BATCH, **{"before" if backwards else "after": cursor},
         )  # fmt: skip
         walked = batch.items[::-1] if backwards else batch.items
@@ -112,14 +112,20 @@ async def job_list(
             bexpr = Filter.parse(filter)
         except FilterError as e:
             problem = str(e)
-    args = {"namespace": namespace or "*", "status": status if status in STATUSES else "",
+    namespace = namespace or "*"
+    # The filter's choices are for the page, not its live fragment; with ACLs, the scope needs them.
+    wanted = "fragment" not in request.query_params or access.acl_enabled(request)
+    names = [n.name for n in await asyncio.to_thread(reads.namespaces)] if wanted else []
+    readable = access.readable(request, names, access.LIST_JOBS)  # as /v1/jobs lists them
+    if readable is not None and namespace != "*" and namespace not in readable:
+        return denied(request, f"Your ACL token may not read the jobs of namespace {namespace}.")
+    # With ACLs on, the namespaces the token may read: those the list shows, and offers.
+    within = namespace if namespace != "*" or readable is None else readable
+    args = {"namespace": namespace, "within": within, "status": status if status in STATUSES else "",
             "type": type if type in TYPES else "", "q": q.strip(), "after": after, "before": before,
             "filter": filter.strip(), "bexpr": bexpr, "filter_problem": problem}  # fmt: skip
-    # The filter's choices: for the page, not for its live fragment.
-    found = [] if "fragment" in request.query_params else await asyncio.to_thread(reads.namespaces)
-    namespaces = [n.name for n in found]
     return await page(request, reads, "jobs.html", LIST, args, title="Jobs", statuses=STATUSES, types=TYPES,
-                      namespaces=namespaces)  # fmt: skip
+                      namespaces=names if readable is None else list(readable), vary=repr(within))  # fmt: skip
 
 
 # ---- a job ----------------------------------------------------------------------------------
@@ -245,6 +251,8 @@ async def job_page(
     group: str = "", older: str = "",
 ) -> Response:  # fmt: skip
     ns, job_id = split_ref(ref)
+    if not access.may(request, access.READ_JOB, ns):
+        return denied(request, f"Your ACL token may not read the jobs of namespace {ns}.")
     args = {"ns": ns, "job_id": job_id, "ref": ref, "alloc_status": alloc_status, "after": after,
             "before": before, "group": group,
             "older": int(older) if older.isdigit() and older.isascii() else 0}  # fmt: skip
@@ -309,7 +317,7 @@ async def scale_job(
 
 @router.post("/ui/deployment/promote/{deployment_id}", include_in_schema=False)
 async def promote(
-    deployment_id: str, request: Request, commands: CommandsDep, _c: CsrfChecked, _a: MaySubmitJob
+    deployment_id: str, request: Request, commands: CommandsDep, _c: CsrfChecked, _a: MayDeploy
 ) -> Response:
     job = (await fields(request)).get("job", "")
     decide = lambda reads: deployments.promote(reads, deployment_id, [], True, time.time_ns())  # noqa: E731
@@ -318,7 +326,7 @@ async def promote(
 
 @router.post("/ui/deployment/fail/{deployment_id}", include_in_schema=False)
 async def fail(
-    deployment_id: str, request: Request, commands: CommandsDep, _c: CsrfChecked, _a: MaySubmitJob
+    deployment_id: str, request: Request, commands: CommandsDep, _c: CsrfChecked, _a: MayDeploy
 ) -> Response:
     job = (await fields(request)).get("job", "")
     decide = lambda reads: deployments.fail(reads, deployment_id, time.time_ns())  # noqa: E731

@@ -13,10 +13,11 @@ from fastapi import APIRouter, Request, Response
 
 from drover.api.deps import CommandsDep, ReadsDep
 from drover.api.errors import status_of
+from drover.api.ui import access
 from drover.api.ui.access import MayDispatchJob, MaySubmitJob
 from drover.api.ui.csrf import CsrfChecked
 from drover.api.ui.forms import fields
-from drover.api.ui.render import done, job_ref, not_found, split_ref, view
+from drover.api.ui.render import denied, done, job_ref, not_found, split_ref, view
 from drover.control.commands import dispatch, jobversions, periodic
 from drover.control.commands.dispatch import DispatchChange, DispatchRequest
 from drover.control.commands.jobs import JobChange
@@ -89,6 +90,8 @@ def _dispatch_form(request: Request, job: Job, ref: str, status: int = 200, **ct
 @router.get("/ui/jobs/{ref:path}/dispatch", include_in_schema=False)
 async def dispatch_page(ref: str, request: Request, reads: ReadsDep) -> Response:
     ns, job_id = split_ref(ref)
+    if not access.may(request, access.READ_JOB, ns):
+        return denied(request, f"Your ACL token may not read the jobs of namespace {ns}.")
     job = await asyncio.to_thread(reads.job, ns, job_id)
     if job is None or job.parameterized_job is None or job.parent_id:
         return not_found(request)

@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import quote, urlencode
@@ -19,14 +20,16 @@ from urllib.parse import quote, urlencode
 from fastapi import APIRouter, Request, Response
 from fastapi.responses import HTMLResponse, StreamingResponse
 
+from drover.api.aclresolve import Identity
 from drover.api.deps import ReadsDep
 from drover.api.errors import ApiError
 from drover.api.forward import ClientForwarder
 from drover.api.ui import logfollow
-from drover.api.ui.access import READ_LOGS, may
+from drover.api.ui.access import READ_LOGS, allows, may
 from drover.api.ui.logfollow import Merged, Source, alloc_stream, followable, running, sse
 from drover.api.ui.logtail import MAX_PATTERN, LineFilter, TooSlow
 from drover.api.ui.render import ENV, _finish, base_context, job_ref, not_found, split_ref
+from drover.api.ui.session import while_signed_in
 from drover.control.client.logs import LOG_TYPES, LogsQuery, parse_bool
 from drover.model.alloc import Allocation
 from drover.model.job import Job
@@ -196,6 +199,7 @@ async def alloc_logs_stream(alloc_id: str, request: Request, reads: ReadsDep) ->
     tail = FILTERED_TAIL if view.keep.text else TAIL
     source = Source(alloc.id, task)
     body = alloc_stream(_forwarder(request), reads, source, view.log_type, follow, tail, view.keep)
+    body = while_signed_in(request, body, _reads_logs(alloc.namespace))
     return StreamingResponse(body, media_type="text/event-stream", headers=STREAM_HEADERS)
 
 
@@ -227,11 +231,12 @@ async def _job(request: Request, reads: Reads, ref: str) -> tuple[Job, str, View
     """The job, and the query's group, task, log type and filter; 404 for an unknown job (or a
     group or task it does not have), 403 when the token may not read its logs."""
     namespace, job_id = split_ref(ref)
+    # Asked first: whether a job is there is not told to a token that may not read its logs.
+    if not may(request, READ_LOGS, namespace):
+        raise Refused(403, f"Permission denied: reading logs needs {READ_LOGS} in namespace {namespace}")
     job = await asyncio.to_thread(reads.job, namespace, job_id)
     if job is None:
         raise Refused(404, f"job not found: {job_id}", missing=True)
-    if not may(request, READ_LOGS, namespace):
-        raise Refused(403, f"Permission denied: reading logs needs {READ_LOGS} in namespace {namespace}")
     view, group = _view(request), request.query_params.get("group", "")
     if group and job.lookup_task_group(group) is None:
         raise Refused(404, f"job {job_id} has no group {group!r}")
@@ -239,6 +244,12 @@ async def _job(request: Request, reads: Reads, ref: str) -> tuple[Job, str, View
         where = f" in group {group!r}" if group else ""
         raise Refused(404, f"job {job_id} has no task {view.task!r}{where}")
     return job, group, view
+
+
+def _reads_logs(namespace: str) -> Callable[[Identity], bool]:
+    """Whether a token (as it is now) may still read the logs of `namespace`: a followed log
+    stops when it may not (drover.api.ui.session.while_signed_in)."""
+    return lambda who: allows(who.acl, READ_LOGS, namespace)
 
 
 def _job_tasks(job: Job, group: str) -> list[str]:
@@ -280,4 +291,5 @@ async def job_logs_stream(ref: str, request: Request, reads: ReadsDep) -> Respon
         return StreamingResponse(iter([sse("problem", e.text)]), media_type="text/event-stream")
     merged = Merged(_forwarder(request), reads, job.namespace, job.id, group, view.task, view.log_type,
                     JOB_TAIL, view.keep)  # fmt: skip
-    return StreamingResponse(merged.events(), media_type="text/event-stream", headers=STREAM_HEADERS)
+    body = while_signed_in(request, merged.events(), _reads_logs(job.namespace))
+    return StreamingResponse(body, media_type="text/event-stream", headers=STREAM_HEADERS)

@@ -1,5 +1,6 @@
 """/ui/nodes (the list, filtered and paged on the server) and /ui/nodes/<id> (a node and its
-allocs), with eligibility and drain toggles running the commands their /v1 routes run."""
+allocs), with eligibility and drain toggles running the commands their /v1 routes run. With
+ACLs on, reading them needs `node:read`, and the toggles `node:write`, as the /v1 routes do."""
 
 from __future__ import annotations
 
@@ -10,10 +11,11 @@ from typing import Any
 from fastapi import APIRouter, Request, Response
 
 from drover.api.deps import CommandsDep, ReadsDep
+from drover.api.ui import access
 from drover.api.ui.access import MayWriteNode
 from drover.api.ui.csrf import CsrfChecked
 from drover.api.ui.forms import fields, flag
-from drover.api.ui.render import Context, Fragment, act, back_to, done, page
+from drover.api.ui.render import Context, Fragment, act, back_to, denied, done, page
 from drover.control.commands import nodes
 from drover.model.durations import parse_duration
 from drover.model.node import DrainSpec
@@ -24,6 +26,7 @@ router = APIRouter()
 PER_PAGE = 50
 STATUSES = ("initializing", "ready", "down", "disconnected", "draining")
 DEFAULT_DEADLINE = "1h"
+NO_NODE_READ = "Your ACL token may not read clients (it lacks node:read)."
 
 
 def _nodes(reads: Reads, args: Mapping[str, Any]) -> Context:
@@ -40,6 +43,8 @@ async def node_list(
     request: Request, reads: ReadsDep, status: str = "", eligibility: str = "", q: str = "",
     after: str = "", before: str = "",
 ) -> Response:  # fmt: skip
+    if not access.may(request, access.NODE_READ):
+        return denied(request, NO_NODE_READ)
     args = {"status": status if status in STATUSES else "",
             "eligibility": eligibility if eligibility in ("eligible", "ineligible") else "",
             "q": q.strip(), "after": after, "before": before}  # fmt: skip
@@ -52,7 +57,7 @@ def _node(reads: Reads, args: Mapping[str, Any]) -> Context | None:
 
 
 def _allocs(reads: Reads, args: Mapping[str, Any]) -> Context:
-    return {"allocs": reads.alloc_page(node_id=args["node_id"], status=args["alloc_status"],
+    return {"allocs": reads.alloc_page(namespace=args["within"], node_id=args["node_id"], status=args["alloc_status"],
                                        after=args["after"], before=args["before"], limit=PER_PAGE)}  # fmt: skip
 
 
@@ -68,9 +73,19 @@ NODE = [
 async def node_page(
     node_id: str, request: Request, reads: ReadsDep, alloc_status: str = "", after: str = "", before: str = ""
 ) -> Response:
-    args = {"node_id": node_id, "alloc_status": alloc_status, "after": after, "before": before}
+    if not access.may(request, access.NODE_READ):
+        return denied(request, NO_NODE_READ)
+    # Its allocs: those of the namespaces the token may read (as /v1/node/:id/allocations).
+    within = await access.within(request)
+    args = {
+        "node_id": node_id,
+        "alloc_status": alloc_status,
+        "after": after,
+        "before": before,
+        "within": within,
+    }
     return await page(request, reads, "node.html", NODE, args, title=f"Node {node_id[:8]}",
-                      default_deadline=DEFAULT_DEADLINE)  # fmt: skip
+                      default_deadline=DEFAULT_DEADLINE, vary=repr(within))  # fmt: skip
 
 
 def _back(request: Request, node_id: str) -> str:

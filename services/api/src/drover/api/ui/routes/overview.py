@@ -1,6 +1,7 @@
 """/ui/: the cluster at a glance - counts by status, what needs attention (blocked evals with
 the dimensions their clients are out of, and, asked for, those clients named; failed allocs,
-down nodes, failing deployments) and the log's latest entries."""
+down nodes, failing deployments) and the log's latest entries. With ACLs on, of the namespaces
+the token may read, and nodes only if it may read them."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from typing import Any
 from fastapi import APIRouter, Request, Response
 
 from drover.api.deps import ReadsDep
+from drover.api.ui import access
 from drover.api.ui.placement import judge
 from drover.api.ui.render import Context, Fragment, page
 from drover.model import Evaluation
@@ -20,7 +22,7 @@ router = APIRouter()
 
 
 def _health(reads: Reads, args: Mapping[str, Any]) -> Context:
-    return {"health": reads.health()}
+    return {"health": reads.health(args["within"], nodes=args["nodes"])}
 
 
 def failures(reads: Reads, blocked: list[Evaluation]) -> dict[str, dict[str, AllocMetric]]:
@@ -34,13 +36,14 @@ def failures(reads: Reads, blocked: list[Evaluation]) -> dict[str, dict[str, All
 
 
 def _attention(reads: Reads, args: Mapping[str, Any]) -> Context:
-    blocked = reads.blocked_evals()
+    within = args["within"]
+    blocked = reads.blocked_evals(namespaces=within)
     return {
         "blocked": blocked,
         "blocked_failures": failures(reads, blocked),
-        "failed": reads.failed_allocs(),
-        "down": reads.down_nodes(),
-        "troubled": reads.troubled_deployments(),
+        "failed": reads.failed_allocs(namespaces=within),
+        "down": reads.down_nodes() if args["nodes"] else [],
+        "troubled": reads.troubled_deployments(namespaces=within),
     }
 
 
@@ -61,7 +64,16 @@ def _exhausted(reads: Reads, args: Mapping[str, Any]) -> Context:
 
 
 def _activity(reads: Reads, args: Mapping[str, Any]) -> Context:
-    return {"log": reads.recent_log()}
+    return {"log": reads.recent_log(streams=args["streams"])}
+
+
+def _streams(within: str | tuple[str, ...], nodes: bool) -> list[str] | None:
+    """The log's streams a token may see the entries of: its namespaces' jobs (their restarts
+    and dispatches), and the nodes' if it may read nodes (None: every stream)."""
+    if within == "*":
+        return None
+    prefixes = [f"{kind}:{ns}/" for ns in within for kind in ("job", "jobrestart", "dispatch")]
+    return prefixes + (["node:"] if nodes else [])
 
 
 HEALTH_TOPICS = ["Node:*", "Allocation:*", "Job:*", "Evaluation:*", "Deployment:*"]
@@ -76,4 +88,8 @@ FRAGMENTS = [
 
 @router.get("/ui/", include_in_schema=False)
 async def overview(request: Request, reads: ReadsDep) -> Response:
-    return await page(request, reads, "overview.html", FRAGMENTS, {}, title="Overview")
+    within = await access.within(request)
+    nodes = access.may(request, access.NODE_READ)
+    args = {"within": within, "nodes": nodes, "streams": _streams(within, nodes)}
+    return await page(request, reads, "overview.html", FRAGMENTS, args, title="Overview",
+                      vary=f"{within!r}{nodes}")  # fmt: skip

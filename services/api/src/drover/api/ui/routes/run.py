@@ -19,7 +19,7 @@ from drover.api.ui import access
 from drover.api.ui.csrf import CsrfChecked
 from drover.api.ui.forms import fields
 from drover.api.ui.jobtext import FORMATS, JSON, Problem, Spec, editable, read
-from drover.api.ui.render import done, job_ref, not_found, split_ref, view
+from drover.api.ui.render import denied, done, job_ref, not_found, split_ref, view
 from drover.control.errors import CommandError
 from drover.runtime.store.queries import Reads
 
@@ -47,7 +47,10 @@ async def _editor(request: Request, reads: Reads, spec: Spec, status: int = 200,
         return view(request, "fragments/run_plan.html", status, spec=spec, **ctx)
     editing = ctx.pop("editing", None)
     title = f"Edit job {editing}" if editing else "Run job"
-    namespaces = await asyncio.to_thread(_namespaces, reads)
+    # The namespaces the token may submit to (every one, with ACLs off).
+    namespaces = [
+        n for n in await asyncio.to_thread(_namespaces, reads) if access.may(request, access.SUBMIT_JOB, n)
+    ]
     return view(request, "run.html", status, title=title, spec=spec, namespaces=namespaces, formats=FORMATS,
                 editing=editing, **ctx)  # fmt: skip
 
@@ -60,6 +63,8 @@ async def run_page(request: Request, reads: ReadsDep, namespace: str = "") -> Re
 @router.get("/ui/jobs/{ref:path}/edit", include_in_schema=False)
 async def edit_page(ref: str, request: Request, reads: ReadsDep) -> Response:
     ns, job_id = split_ref(ref)
+    if not access.may(request, access.READ_JOB, ns):
+        return denied(request, f"Your ACL token may not read the jobs of namespace {ns}.")
     job = await asyncio.to_thread(reads.job, ns, job_id)
     if job is None:
         return not_found(request)

@@ -18,6 +18,7 @@ from drover.api import search
 from drover.api.deps import ReadsDep
 from drover.api.errors import ApiError
 from drover.api.routes.search import caller
+from drover.api.ui import access
 from drover.api.ui.render import Context, Fragment, job_ref, page
 from drover.model.namespace import ALL_NAMESPACES
 from drover.runtime.store.queries import Reads
@@ -103,4 +104,7 @@ RESULTS = [Fragment("results", "fragments/search.html", _results, lambda c: [])]
 @router.get("/ui/search", include_in_schema=False)
 async def search_page(request: Request, reads: ReadsDep, q: str = "") -> Response:
     args = {"q": q.strip(), "caller": caller(request), "min_length": search.MIN_TERM_LENGTH}
-    return await page(request, reads, "search.html", RESULTS, args, title="Search")
+    # What it finds is what the token may read (`caller`): shared by the requests of one token.
+    return await page(
+        request, reads, "search.html", RESULTS, args, title="Search", vary=access.token_key(request)
+    )

@@ -6,7 +6,10 @@ Live by group: each datacenter/pool group is a fragment of its own, re-fetched w
 node event arrives (at most once a second, as every fragment); the fragment's URL carries the
 version it shows, and a group that did not change answers 204 - htmx swaps nothing, so an
 alloc moving in one datacenter redraws that group alone, not 5,000 nodes. A change in the set
-of groups reloads the page (HX-Refresh)."""
+of groups reloads the page (HX-Refresh).
+
+With ACLs on, the drawing is one for every tab: only a token that may read clients and every
+namespace's jobs sees it."""
 
 from __future__ import annotations
 
@@ -18,7 +21,8 @@ from fastapi.responses import HTMLResponse
 from markupsafe import Markup
 
 from drover.api.deps import ReadsDep
-from drover.api.ui.render import ENV, base_context, finish
+from drover.api.ui import access
+from drover.api.ui.render import ENV, base_context, denied, finish
 from drover.api.ui.topology import Group, GroupView, Topology, groups_key
 
 router = APIRouter()
@@ -71,6 +75,10 @@ async def topology_page(
     request: Request, reads: ReadsDep, fragment: str = "", dc: str = "", pool: str = "", v: str = "",
     groups: str = "", at: str = "",
 ) -> Response:  # fmt: skip
+    if not access.may(request, access.NODE_READ) or not await access.reads_everything(request):
+        # One drawing for every tab, of every namespace's allocs: no token's share of it.
+        return denied(request, "The topology shows every namespace's allocations on every client: it needs "
+                      "node:read and read-job in every namespace.")  # fmt: skip
     topology = _topology(request)
     woke = int(at) if at.isascii() and at.isdigit() else None
     await asyncio.to_thread(topology.sync, reads, woke)

@@ -7,6 +7,7 @@
   var source = null;                              // the tab's one EventSource
   var subscribed = "";                            // the topics it was opened with
   var retry = 1000;                               // backoff of our own reopens
+  var stopped = false;                            // signed out by the server: never reopen
   var MIN_GAP = 1000;                             // a fragment re-renders at most once a second
   var lastRefresh = {};                           // fragment id -> time of its last refresh
   var pending = {};                               // fragment id -> timer of a refresh to come
@@ -66,6 +67,7 @@
 
   function open() {
     var topics = allTopics();
+    if (stopped) return;
     if (!topics.length) { setLive("static", "Not live"); return; }   // a form: nothing to follow
     if (document.hidden) return;
     var q = new URLSearchParams();
@@ -85,7 +87,14 @@
       seen(e);
       refreshAll();
     });
+    // The signed-in token was deleted or expired: stop (a reconnect would be refused).
+    source.addEventListener("signedout", function () {
+      stopped = true;
+      close();
+      setLive("signedout", "Signed out");
+    });
     source.onerror = function () {
+      if (!source) return;
       setLive("reconnecting", "Reconnecting");
       // EventSource reconnects by itself (sending Last-Event-ID); once it gives up, reopen here.
       if (source && source.readyState === EventSource.CLOSED) {
