@@ -21,6 +21,7 @@ from typing import Any
 
 import psycopg
 from sqlalchemy import URL, Connection, Engine, create_engine, event, text
+from sqlalchemy.engine import make_url
 from sqlalchemy.exc import DisconnectionError
 
 from drover.model.events import (
@@ -69,10 +70,23 @@ class FencedError(Exception):
 
 def libpq_url(url: str | URL) -> str:
     """A SQLAlchemy URL (postgresql+psycopg://...) as plain libpq conninfo, its password in it:
-    for psycopg's connect alone, never to be printed (a URL object prints `***`)."""
-    if isinstance(url, URL):
-        return url.set(drivername="postgresql").render_as_string(hide_password=False)
-    return url.replace("postgresql+psycopg://", "postgresql://", 1)
+    for psycopg's connect alone, never to be printed (a URL object prints `***`).
+
+    A URL naming several servers (SQLAlchemy's `?host=h1:p1&host=h2:p2`, with
+    `target_session_attrs=read-write`: a primary and its standby) becomes libpq's key/value
+    form, `host=h1,h2 port=p1,p2`, which libpq tries in turn for the one that takes writes."""
+    parsed = make_url(url) if isinstance(url, str) else url
+    hosts = parsed.query.get("host")
+    if parsed.host or not isinstance(hosts, tuple):
+        if isinstance(url, URL):
+            return url.set(drivername="postgresql").render_as_string(hide_password=False)
+        return url.replace("postgresql+psycopg://", "postgresql://", 1)
+    names, ports = zip(*(h.rpartition(":")[::2] if ":" in h else (h, "5432") for h in hosts), strict=True)
+    params: dict[str, Any] = {k: v for k, v in parsed.query.items() if k != "host"}
+    params.update(host=",".join(names), port=",".join(ports), dbname=parsed.database, user=parsed.username)
+    if parsed.password:
+        params["password"] = parsed.password
+    return psycopg.conninfo.make_conninfo(**{k: v for k, v in params.items() if v})
 
 
 @dataclass
