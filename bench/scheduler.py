@@ -39,6 +39,7 @@ from drover.model import (
 )
 from drover.model.canonicalize import canonicalize
 from drover.model.network import NetworkResource, NodeNetworkAddress, NodeNetworkResource, Port
+from drover.model.schedulerconfig import SchedulerConfiguration
 from drover.scheduler import InMemoryState, schedule
 
 NOW = 1_700_000_000_000_000_000
@@ -116,8 +117,11 @@ def run_case(
     repeats: int,
     full_scan: bool = False,
     ports: int = 0,
+    node_scoring: str = "",
 ) -> dict[str, Any]:
     state = build_cluster(nodes, racks)
+    if node_scoring:
+        state.set_scheduler_config(SchedulerConfiguration(node_scoring=node_scoring))
     job = build_job(count, spreads, ports)
     state.upsert_job(job)
     # The state is kept out of the cyclic collector, as the services' tuned collector keeps
@@ -144,6 +148,8 @@ def run_case(
         "allocs": count,
         "spread": spreads,
         "full_scan": full_scan,
+        "node_scoring": node_scoring
+        or ("all" if state.config_for_pool("default").scores_every_node() else "limit"),
         "dynamic_ports": ports,
         "placed": len(placed),
         "ms_per_eval": round(ms, 2),
