@@ -31,6 +31,7 @@ from drover.model.schedulerconfig import (
     SchedulerConfiguration,
 )
 from drover.scheduler.constraints import is_escaped, matches, resolve_target
+from drover.scheduler.failure import failure_metric
 from drover.scheduler.feasible import FeasibilityChecker, distinct_constraints
 from drover.scheduler.groupports import GroupPorts
 from drover.scheduler.nodetable import NodeTable
@@ -91,7 +92,6 @@ class GroupStack:
         self.job = job
         self.tg = tg
         self.batch = batch
-        self.full_scan = full_scan
         self.config = config
         self._fit_scores, self._fit_score = fit_functions(
             config.effective_algorithm() == SCHEDULER_ALGORITHM_SPREAD
@@ -483,40 +483,7 @@ class GroupStack:
 
     def failure_metric(self, nodes_available: dict[str, int], nodes_in_pool: int) -> AllocMetric:
         """Why a placement failed: what feasibility filtered and which dimension ran out."""
-        t = self.table
-        feas = self.feasible_set
-        # Nomad's bin packing assigns ports first: a node whose ports collide is exhausted on
-        # "network: <why>", whatever else it lacks.
-        net_out, dims = self.ports.exhausted(self.feasible)
-        f = self.feasible & ~net_out
-        cpu_out = f & (t.used_cpu + self.ask_cpu > t.cap_cpu)
-        mem_out = f & ~cpu_out & (t.used_mem + self.ask_mem > t.cap_mem)
-        disk_out = f & ~cpu_out & ~mem_out & (t.used_disk + self.ask_disk > t.cap_disk)
-        for name, arr in (("cpu", cpu_out), ("memory", mem_out), ("disk", disk_out)):
-            c = int(arr.sum())
-            if c:
-                dims[name] = c
-        exhausted_rows = np.flatnonzero(net_out | cpu_out | mem_out | disk_out)
-        class_exhausted: dict[str, int] = {}
-        for r in exhausted_rows:
-            cls = t.nodes[int(r)].node_class
-            class_exhausted[cls] = class_exhausted.get(cls, 0) + 1
-        distinct_filtered = int((f & ~cpu_out & ~mem_out & ~disk_out & ~self.fits()).sum())
-        constraint_filtered = dict(feas.constraint_filtered)
-        if distinct_filtered:
-            key = "distinct constraints"
-            constraint_filtered[key] = constraint_filtered.get(key, 0) + distinct_filtered
-        return AllocMetric(
-            nodes_evaluated=len(t),
-            nodes_filtered=feas.nodes_filtered + distinct_filtered,
-            nodes_in_pool=nodes_in_pool,
-            nodes_available=dict(nodes_available),
-            class_filtered=dict(feas.class_filtered),
-            constraint_filtered=constraint_filtered,
-            nodes_exhausted=int(exhausted_rows.size),
-            class_exhausted=class_exhausted,
-            dimension_exhausted=dims,
-        )
+        return failure_metric(self, nodes_available, nodes_in_pool)
 
 
 _SCORE_META = NodeScoreMeta()
