@@ -44,6 +44,7 @@ lint: install
 bench: install
 	@mkdir -p bench/out
 	$(RUN) python -m bench.scheduler --out bench/out/scheduler.json
+	$(RUN) python -m bench.packing --out bench/out/packing.json
 	$(RUN) python -m bench.codec --out bench/out/codec.json
 	$(RUN) python -m bench.append --out bench/out/append.json
 	$(RUN) python -m bench.pipeline --out bench/out/pipeline.json

@@ -4,7 +4,8 @@ For each cluster size, rack count and job size, with and without spread, one ser
 scheduled against a fresh cluster; we report ms per eval, microseconds per placement and, for
 spread jobs, the spread error (largest deviation of any attribute value from its ideal count).
 The headline spread case is also run with no limit (every feasible node scored) to compare time
-and spread quality.
+and spread quality; the 5,000-node, 1,000-alloc case runs with NodeScoring all (the default
+under binpack) beside Nomad's limit, interleaved.
 
     python -m bench.scheduler --out bench/out/scheduler.json [--quick]
 """
@@ -39,6 +40,7 @@ from drover.model import (
 )
 from drover.model.canonicalize import canonicalize
 from drover.model.network import NetworkResource, NodeNetworkAddress, NodeNetworkResource, Port
+from drover.model.schedulerconfig import SchedulerConfiguration
 from drover.scheduler import InMemoryState, schedule
 
 NOW = 1_700_000_000_000_000_000
@@ -116,8 +118,11 @@ def run_case(
     repeats: int,
     full_scan: bool = False,
     ports: int = 0,
+    node_scoring: str = "",
 ) -> dict[str, Any]:
     state = build_cluster(nodes, racks)
+    if node_scoring:
+        state.set_scheduler_config(SchedulerConfiguration(node_scoring=node_scoring))
     job = build_job(count, spreads, ports)
     state.upsert_job(job)
     # The state is kept out of the cyclic collector, as the services' tuned collector keeps
@@ -144,6 +149,8 @@ def run_case(
         "allocs": count,
         "spread": spreads,
         "full_scan": full_scan,
+        "node_scoring": node_scoring
+        or ("all" if state.config_for_pool("default").scores_every_node() else "limit"),
         "dynamic_ports": ports,
         "placed": len(placed),
         "ms_per_eval": round(ms, 2),
@@ -181,10 +188,32 @@ def ports_pair(rounds: int = 7) -> dict[str, Any]:
     }
 
 
-def _case_in_a_process(nodes: int, racks: int, count: int, ports: int) -> dict[str, Any]:
+def node_scoring_pair(rounds: int = 7) -> dict[str, Any]:
+    """The 5,000-node, 1,000-alloc case with every feasible node scored (NodeScoring all, the
+    default under binpack) beside Nomad's limit (NodeScoring limit, the scheduler before it),
+    interleaved as `ports_pair`: fresh processes, the order alternating, medians."""
+    times: dict[str, list[float]] = {"all": [], "limit": []}
+    for r in range(rounds):
+        for scoring in ("all", "limit") if r % 2 == 0 else ("limit", "all"):
+            times[scoring].append(_case_in_a_process(5000, 50, 1000, 0, scoring)["ms_per_eval"])
+    every, limit = statistics.median(times["all"]), statistics.median(times["limit"])
+    return {
+        "node_scoring_5000_nodes_1000_allocs": {
+            "rounds": rounds,
+            "ms_per_eval_all": round(every, 2),
+            "ms_per_eval_limit": round(limit, 2),
+            "ratio": round(every / limit, 2),
+        }
+    }
+
+
+def _case_in_a_process(
+    nodes: int, racks: int, count: int, ports: int, node_scoring: str = ""
+) -> dict[str, Any]:
     code = (
         "import json; from bench.scheduler import run_case; "
-        f"print(json.dumps(run_case({nodes}, {racks}, {count}, [], repeats=3, ports={ports})))"
+        f"print(json.dumps(run_case({nodes}, {racks}, {count}, [], repeats=3, ports={ports}, "
+        f"node_scoring={node_scoring!r})))"
     )
     out = subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, text=True).stdout
     result: dict[str, Any] = json.loads(out.splitlines()[-1])
@@ -224,6 +253,7 @@ def main() -> None:
         "no_spread_5000_nodes_10_allocs": run_case(5000, 50, 10, [], repeats=21),
     }
     headline.update(ports_pair())
+    headline.update(node_scoring_pair())
     for k, v in headline.items():
         print(k, json.dumps(v), flush=True)
     report = {
@@ -237,6 +267,7 @@ def main() -> None:
             "spread_10000_nodes_1200_allocs_dc_and_rack": "ms_per_eval < 1000 and spread_error <= 1",
             "no_spread_5000_nodes_1000_allocs": "ms_per_eval < 300",
             "ports_5000_nodes_1000_allocs": "ratio (one dynamic port / none) <= 1.5",
+            "node_scoring_5000_nodes_1000_allocs": "ratio (NodeScoring all / limit) <= 1.3",
         },
         "headline": headline,
         "matrix": cases,

@@ -56,6 +56,28 @@ S10K_ALL = ("headline", "spread_10000_nodes_1200_allocs_dc_and_rack_no_limit")
 CODEC = ("per_alloc", "columns_metrics_apart")
 PLAN_1000 = ("idle", "plan_1000_allocs")
 
+SCORING = ("headline", "node_scoring_5000_nodes_1000_allocs")
+# bench/packing.py's workloads and how the table names them.
+PACKING_WORKLOADS = (
+    ("issue_200", "200 nodes, 1,351 allocs, 60% CPU"),
+    ("large_1000", "1,000 nodes, 6,755 allocs, 60% CPU"),
+    ("mixed_200", "200 nodes, CPU- and memory-heavy jobs, 70%"),
+)
+
+
+def _packing(name: str, label: str) -> list[Figure]:
+    """Nodes used on one workload: every node scored, Nomad's limit, first-fit, FFD; and the
+    ratio to first-fit the issue's target holds."""
+    w = ("workloads", name)
+    return [
+        Figure(f"{label}: nodes used, every node scored", (*w, "all", "nodes_used"), "nodes"),
+        Figure("the same, Nomad's limit", (*w, "limit", "nodes_used"), "nodes"),
+        Figure("the same, online first-fit", (*w, "first_fit"), "nodes"),
+        Figure("the same, first-fit-decreasing", (*w, "first_fit_decreasing"), "nodes"),
+        Figure("every node scored against first-fit", (*w, "all_vs_first_fit"), "x", ("<=", 1.02)),
+    ]
+
+
 FIGURES: dict[str, list[Figure]] = {
     "scheduler": [
         Figure(
@@ -93,7 +115,17 @@ FIGURES: dict[str, list[Figure]] = {
             "x",
             ("<=", 1.5),
         ),
+        Figure(
+            "5,000 nodes, 1,000 allocs, every node scored (NodeScoring all)",
+            (*SCORING, "ms_per_eval_all"),
+            "ms per eval",
+        ),
+        Figure(
+            "the same with Nomad's limit (NodeScoring limit)", (*SCORING, "ms_per_eval_limit"), "ms per eval"
+        ),
+        Figure("every node scored against the limit, interleaved", (*SCORING, "ratio"), "x", ("<=", 1.3)),
     ],
+    "packing": [figure for name, label in PACKING_WORKLOADS for figure in _packing(name, label)],
     "codec": [
         Figure("1,000-alloc plan: relayed", (*CODEC, "relayed_bytes_per_alloc"), "bytes per alloc"),
         Figure("1,000-alloc plan: stored", (*CODEC, "stored_bytes_per_alloc"), "bytes per alloc"),

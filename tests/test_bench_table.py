@@ -292,3 +292,48 @@ def test_keep_holds_the_rows_of_benchmarks_not_run(tmp_path: Path) -> None:
     # Without --keep, a benchmark without its JSON is "not run".
     table.main(["--out-dir", str(tmp_path / "out"), "--doc", str(doc)])
     assert "| codec | - | not run |" in doc.read_text()
+
+
+# What bench/packing.py writes (one workload of three, the seed sweep shortened).
+PACKING: dict[str, Any] = {
+    "benchmark": "packing", "target": "nodes used with NodeScoring all <= 1.02 x online first-fit's",
+    "workloads": {
+        "issue_200": {
+            "description": "200 nodes, 300 jobs of 1-8 allocs, CPU binds", "nodes": 200, "jobs": 300,
+            "allocs": 1351, "cpu_share": 0.599, "memory_share": 0.401, "first_fit": 125,
+            "first_fit_decreasing": 127, "all": {"nodes_used": 126, "placed": 1351, "ms_per_job": 4.93},
+            "limit": {"nodes_used": 137, "placed": 1351, "ms_per_job": 3.15},
+            "all_vs_first_fit": 1.008, "limit_vs_first_fit": 1.096,
+        },
+        "mixed_200": {
+            "description": "200 nodes, 240 jobs, CPU-heavy and memory-heavy mixed", "nodes": 200,
+            "jobs": 240, "allocs": 1104, "cpu_share": 0.702, "memory_share": 0.7, "first_fit": 150,
+            "first_fit_decreasing": 165, "all": {"nodes_used": 155, "placed": 1104, "ms_per_job": 4.28},
+            "limit": {"nodes_used": 162, "placed": 1104, "ms_per_job": 4.35},
+            "all_vs_first_fit": 1.033, "limit_vs_first_fit": 1.08,
+        },
+    },
+    "issue_200_other_seeds": {"seeds": 2, "all_vs_first_fit": [1.0, 1.024], "median": 1.012, "max": 1.024},
+}  # fmt: skip
+
+
+def test_the_packing_rows(tmp_path: Path) -> None:
+    """Nodes used per workload against first-fit, the ratio held to 1.02; a workload the run
+    left out is not measured; the scheduler's interleaved pair of NodeScoring all and limit."""
+    scheduler = json.loads(json.dumps(SCHEDULER))
+    scheduler["headline"]["node_scoring_5000_nodes_1000_allocs"] = {
+        "rounds": 7, "ms_per_eval_all": 41.2, "ms_per_eval_limit": 48.9, "ratio": 0.84,
+    }  # fmt: skip
+    _write(tmp_path, packing=PACKING, scheduler=scheduler)
+    rows = table.rows(tmp_path)
+    packing = [r for r in rows if r[0] == "packing"]
+    assert packing[0][1:5] == [
+        "200 nodes, 1,351 allocs, 60% CPU: nodes used, every node scored", "126 nodes", "none", "-",
+    ]  # fmt: skip
+    assert [r[2] for r in packing[1:4]] == ["137 nodes", "125 nodes", "127 nodes"]
+    assert packing[4][1:5] == ["every node scored against first-fit", "1.008 x", "<= 1.02 x", "yes"]
+    assert packing[5][2] == "not measured"  # large_1000 not in this run
+    assert packing[14][1:5] == ["every node scored against first-fit", "1.033 x", "<= 1.02 x", "no"]
+    pair = _row(rows, "scheduler", "every node scored against the limit, interleaved")
+    assert pair[2:5] == ["0.84 x", "<= 1.3 x", "yes"]
+    assert _row(rows, "scheduler", "the same with Nomad's limit (NodeScoring limit)")[2] == "48.9 ms per eval"

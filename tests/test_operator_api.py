@@ -173,18 +173,23 @@ def test_the_scheduler_configuration_is_nomad_s_default_until_set(
             "BatchSchedulerEnabled": False, "ServiceSchedulerEnabled": False,
         },
         "MemoryOversubscriptionEnabled": False, "RejectJobRegistration": False, "PauseEvalBroker": False,
-        "NodeLimitForFeasibilityChecks": 0, "CreateIndex": 0, "ModifyIndex": 0,
+        "NodeLimitForFeasibilityChecks": 0, "NodeScoring": "", "CreateIndex": 0, "ModifyIndex": 0,
     }  # fmt: skip
 
     r = client.put(
         "/v1/operator/scheduler/configuration",
-        json={"SchedulerAlgorithm": "spread", "PreemptionConfig": {"ServiceSchedulerEnabled": True}},
+        json={
+            "SchedulerAlgorithm": "spread",
+            "PreemptionConfig": {"ServiceSchedulerEnabled": True},
+            "NodeScoring": "all",
+        },
     )
     set_at = _ok(r)
     assert set_at == {"Updated": True, "Index": store.last_position()}
     assert r.headers["X-Nomad-Index"] == str(set_at["Index"])
     config = _ok(client.get("/v1/operator/scheduler/configuration"))["SchedulerConfig"]
     assert config["SchedulerAlgorithm"] == "spread" and config["PreemptionConfig"]["ServiceSchedulerEnabled"]
+    assert config["NodeScoring"] == "all"
     # Set whole: what the request left out is off (Nomad's decoder), the system scheduler's too.
     assert config["PreemptionConfig"]["SystemSchedulerEnabled"] is False
     assert config["CreateIndex"] == config["ModifyIndex"] == set_at["Index"]
@@ -221,6 +226,7 @@ def test_a_bad_configuration_lists_every_problem_and_writes_nothing(
             "SchedulerAlgorithm": "roundrobin",
             "PreemptionConfig": {"BatchSchedulerEnabled": "yes"},
             "NodeLimitForFeasibilityChecks": -1,
+            "NodeScoring": "some",
             "PauseEvalBroker": 1,
         },
     )
@@ -229,6 +235,7 @@ def test_a_bad_configuration_lists_every_problem_and_writes_nothing(
     assert any("invalid scheduler algorithm: roundrobin" in line for line in lines)
     assert any("PreemptionConfig.BatchSchedulerEnabled must be a boolean" in line for line in lines)
     assert any(line.startswith("NodeLimitForFeasibilityChecks") for line in lines)
+    assert any("invalid node scoring: some" in line for line in lines)
     assert any(line.startswith("PauseEvalBroker must be a boolean") for line in lines)
     assert client.put("/v1/operator/scheduler/configuration?cas=x", json={}).status_code == 400
     assert store.last_position() == before

@@ -51,6 +51,7 @@ def config_text(config: dict[str, Any]) -> str:
         ("Preemption Batch Scheduler", preemption.get("BatchSchedulerEnabled", False)),
         ("Preemption SysBatch Scheduler", preemption.get("SysBatchSchedulerEnabled", False)),
         ("Node Limit For Feasibility Checks", config.get("NodeLimitForFeasibilityChecks", 0)),
+        ("Node Scoring", config.get("NodeScoring", "")),
         ("Modify Index", config.get("ModifyIndex", 0)),
     ])  # fmt: skip
 
@@ -92,6 +93,10 @@ def set_config(
     node_limit_for_feasibility_checks: Annotated[
         int | None, opt("node-limit-for-feasibility-checks", "Nodes scored per spread or affinity placement.")
     ] = None,
+    node_scoring: Annotated[
+        str | None,
+        opt("node-scoring", "all (every feasible node scored) or limit (Nomad's few random ones)."),
+    ] = None,
 ) -> None:
     """Modify the scheduler configuration: the flags given, on the configuration as it is."""
     with client(address) as c:
@@ -105,6 +110,7 @@ def set_config(
         for key, value in (
             ("SchedulerAlgorithm", scheduler_algorithm),
             ("NodeLimitForFeasibilityChecks", node_limit_for_feasibility_checks),
+            ("NodeScoring", node_scoring),
         ):
             if value is not None:
                 config[key] = value

@@ -4,10 +4,13 @@ Over the eval's `NodeTable` (the candidate nodes as columns, see `nodetable`), `
 selects nodes for one task group: the static feasibility (constraints, drivers) is computed once per group with the computed-class
 cache, and per placement only resource fit, distinct_* and scores are evaluated, vectorized.
 
-Like Nomad, candidates are visited in a random order (seeded from the eval) and only a limited
-window is scored: batch 2, service max(2, ceil(log2 n)); groups with spread or affinity score
-max(count, the configuration's node limit, 100 by default). `full_scan=True` scores every
-feasible node instead. The fit stage is the configuration's algorithm: binpack or spread.
+Candidates are visited in a random order (seeded from the eval). With Nomad's limit
+(`NodeScoring = limit`, the default under the spread algorithm) only a window of them is scored:
+batch 2, service max(2, ceil(log2 n)). With `NodeScoring = all` (the default under binpack)
+every feasible node is scored and the best wins, the first in the visiting order among equals,
+as Nomad's max-score iterator breaks ties. Groups with spread or affinity score max(count, the
+configuration's node limit, 100 by default) either way; `full_scan=True` scores every feasible
+node for every group. The fit stage is the configuration's algorithm: binpack or spread.
 """
 
 from __future__ import annotations
@@ -28,11 +31,13 @@ from drover.model.schedulerconfig import (
     SchedulerConfiguration,
 )
 from drover.scheduler.constraints import is_escaped, matches, resolve_target
+from drover.scheduler.failure import failure_metric
 from drover.scheduler.feasible import FeasibilityChecker, distinct_constraints
 from drover.scheduler.groupports import GroupPorts
 from drover.scheduler.nodetable import NodeTable
 from drover.scheduler.rank import (
     MAX_SKIP,
+    SKIP_SCORE_THRESHOLD,
     BoolArray,
     FloatArray,
     IntArray,
@@ -87,7 +92,6 @@ class GroupStack:
         self.job = job
         self.tg = tg
         self.batch = batch
-        self.full_scan = full_scan
         self.config = config
         self._fit_scores, self._fit_score = fit_functions(
             config.effective_algorithm() == SCHEDULER_ALGORITHM_SPREAD
@@ -114,12 +118,22 @@ class GroupStack:
         self.ports = GroupPorts(table, tg, f"{job.id}/{tg.name}/{order[:8].tolist()}")
 
         self.limit = self._limit(int(self.feasible.sum()))
+        # Every feasible node scored: forced (full_scan), or by the configuration for a group
+        # without spread or affinity (those keep their node limit).
+        self.every = full_scan or (config.scores_every_node() and not (self.has_affinity or self.spreads))
         # Per-row caches refreshed from the table's change log: fit mask, fit score (binpack's
         # or spread's) and anti-affinity score of placing one more alloc of this group on the row.
         self._fits: BoolArray = np.zeros(n, dtype=bool)
         self._binpack: FloatArray = np.zeros(n)
         self._anti: FloatArray = np.zeros(n)
         self._seen = -1
+        # Scoring every node of a group without spread or affinity: each node's final score
+        # (-inf where it does not fit) kept in visiting order, refreshed with the caches above,
+        # so a placement is one argmax (the first best in that order) over the whole table.
+        self._by_visit = self.every and not (self.has_affinity or self.spreads)
+        self._visit_pos: IntArray = np.empty(n, dtype=np.int64)
+        self._visit_pos[order] = np.arange(len(order), dtype=np.int64)
+        self._visit_scores: FloatArray = np.full(len(order), -np.inf)
 
     def _count_live(self, live: list[Allocation]) -> None:
         """Proposed allocs of this job (per node) and of this group (per node): existing live
@@ -215,6 +229,7 @@ class GroupStack:
         got = self.ports.assign(row)
         if got is None:
             self._fits[row] = False
+            self._visit_scores[self._visit_pos[row]] = -np.inf
         return got
 
     def _limit(self, feasible_nodes: int) -> int:
@@ -282,6 +297,14 @@ class GroupStack:
             t.used_cpu[sel], t.used_mem[sel], t.inv_cpu[sel], t.inv_mem[sel], self.ask_cpu, self.ask_mem
         )
         self._anti[sel] = anti_affinity_scores(self.tg_count[sel], self.tg.count)
+        if self._by_visit:
+            bp, anti = self._binpack[sel], self._anti[sel]
+            # As ScoreBreakdown.normalized: anti-affinity counts in the mean where it is not 0.
+            final = np.where(self._fits[sel], np.where(anti != 0, (bp + anti) / 2.0, bp), -np.inf)
+            if rows is None:
+                self._visit_scores = final[self.order]
+            else:
+                self._visit_scores[self._visit_pos[rows]] = final
 
     def _refresh_row(self, row: int) -> None:
         """`_refresh` for one row, in plain floats: a placement changes one row, and a dozen
@@ -306,7 +329,11 @@ class GroupStack:
         self._binpack[row] = self._fit_score(
             used_cpu, used_mem, float(t.inv_cpu[row]), float(t.inv_mem[row]), self.ask_cpu, self.ask_mem
         )
-        self._anti[row] = -(tg_count + 1.0) / max(self.tg.count, 1) if tg_count > 0 else 0.0
+        anti = self._anti[row] = -(tg_count + 1.0) / max(self.tg.count, 1) if tg_count > 0 else 0.0
+        if self._by_visit:
+            bp = float(self._binpack[row])
+            final = ((bp + anti) / 2.0 if anti != 0 else bp) if fits else -math.inf
+            self._visit_scores[self._visit_pos[row]] = final
 
     def _compute_fits(self, rows: IntArray | None) -> BoolArray:
         t = self.table
@@ -360,12 +387,8 @@ class GroupStack:
         n = len(self.order)
         if n == 0:
             return None
-        if self.full_scan:
-            rotated = np.concatenate([self.order[self.offset :], self.order[: self.offset]])
-            rows = rotated[fits[rotated]]
-            if rows.size == 0:
-                return None
-            return self._choose(rows, np.arange(len(rows)), options, n)
+        if self.every:
+            return self._select_every(fits, options)
         # Walk the random order from where the last selection stopped, in growing chunks, until
         # the window (limit plus the nodes the limit iterator may skip) is filled.
         want = self.limit + MAX_SKIP
@@ -385,6 +408,31 @@ class GroupStack:
         exhausted = span == n and positions.size <= want
         return self._choose(rows, None, options, 0, exhausted=exhausted, window=window)
 
+    def _select_every(self, fits: BoolArray, options: SelectOptions) -> Selection | None:
+        """The best of every feasible node that fits, the first in the visiting order among
+        equals. Usually one argmax over the scores kept in visiting order; a placement with a
+        reschedule penalty, or whose best scores at or below the limit iterator's skip
+        threshold (its held-back nodes then matter), scores the candidates as Nomad would
+        with no limit."""
+        n = len(self.order)
+        penalty = any(i in self.table.row for i in options.penalty_nodes)
+        if self._by_visit and not penalty:
+            k = int(np.argmax(self._visit_scores))
+            best = float(self._visit_scores[k])
+            if best == -math.inf:
+                return None
+            if best > SKIP_SCORE_THRESHOLD:
+                row = int(self.order[k])
+                scores = {"binpack": float(self._binpack[row])}
+                if self._anti[row] != 0:
+                    scores["job-anti-affinity"] = float(self._anti[row])
+                return Selection(self.table.nodes[row], row, scores, best, n)
+        rotated = np.concatenate([self.order[self.offset :], self.order[: self.offset]])
+        rows = rotated[fits[rotated]]
+        if rows.size == 0:
+            return None
+        return self._choose(rows, None, options, n, limit=len(rows))
+
     def _choose(
         self,
         rows: IntArray,
@@ -393,13 +441,13 @@ class GroupStack:
         evaluated: int,
         exhausted: bool = True,
         window: IntArray | None = None,
+        limit: int = 0,
     ) -> Selection | None:
         penalty_rows = {self.table.row[i] for i in options.penalty_nodes if i in self.table.row}
         breakdown = self.score(rows, penalty_rows)
         normalized = breakdown.normalized()
-        best, furthest = self._best(normalized, kept, exhausted)
-        if kept is None:
-            assert window is not None
+        best, furthest = self._best(normalized, kept, exhausted, limit or self.limit)
+        if window is not None:
             # The source advanced past every node it had to pull to fill the window.
             last = int(window[furthest]) if furthest >= 0 else int(window[-1])
             evaluated = last + 1
@@ -415,58 +463,27 @@ class GroupStack:
             nodes_evaluated=evaluated,
         )
 
-    def _best(self, scores: FloatArray, kept: IntArray | None, exhausted: bool) -> tuple[int, int]:
+    def _best(
+        self, scores: FloatArray, kept: IntArray | None, exhausted: bool, limit: int
+    ) -> tuple[int, int]:
         """The winning candidate (the first best in visiting order, as Nomad's max-score
         iterator picks) among those the limit window keeps (or `kept`), and the furthest
         candidate the window kept; -1 for none. The usual window of a dozen candidates is
         handled in plain Python, which beats NumPy calls on tiny arrays."""
         if len(scores) <= _SCALAR_WINDOW:
             values: list[float] = scores.tolist()
-            chosen = kept.tolist() if kept is not None else limit_window(values, self.limit, exhausted)
+            chosen = kept.tolist() if kept is not None else limit_window(values, limit, exhausted)
             if not chosen:
                 return -1, -1
             return max(chosen, key=values.__getitem__), max(chosen)
-        picked = kept if kept is not None else limit_window_array(scores, self.limit, exhausted)
+        picked = kept if kept is not None else limit_window_array(scores, limit, exhausted)
         if picked.size == 0:
             return -1, -1
         return int(picked[int(np.argmax(scores[picked]))]), int(picked.max())
 
     def failure_metric(self, nodes_available: dict[str, int], nodes_in_pool: int) -> AllocMetric:
         """Why a placement failed: what feasibility filtered and which dimension ran out."""
-        t = self.table
-        feas = self.feasible_set
-        # Nomad's bin packing assigns ports first: a node whose ports collide is exhausted on
-        # "network: <why>", whatever else it lacks.
-        net_out, dims = self.ports.exhausted(self.feasible)
-        f = self.feasible & ~net_out
-        cpu_out = f & (t.used_cpu + self.ask_cpu > t.cap_cpu)
-        mem_out = f & ~cpu_out & (t.used_mem + self.ask_mem > t.cap_mem)
-        disk_out = f & ~cpu_out & ~mem_out & (t.used_disk + self.ask_disk > t.cap_disk)
-        for name, arr in (("cpu", cpu_out), ("memory", mem_out), ("disk", disk_out)):
-            c = int(arr.sum())
-            if c:
-                dims[name] = c
-        exhausted_rows = np.flatnonzero(net_out | cpu_out | mem_out | disk_out)
-        class_exhausted: dict[str, int] = {}
-        for r in exhausted_rows:
-            cls = t.nodes[int(r)].node_class
-            class_exhausted[cls] = class_exhausted.get(cls, 0) + 1
-        distinct_filtered = int((f & ~cpu_out & ~mem_out & ~disk_out & ~self.fits()).sum())
-        constraint_filtered = dict(feas.constraint_filtered)
-        if distinct_filtered:
-            key = "distinct constraints"
-            constraint_filtered[key] = constraint_filtered.get(key, 0) + distinct_filtered
-        return AllocMetric(
-            nodes_evaluated=len(t),
-            nodes_filtered=feas.nodes_filtered + distinct_filtered,
-            nodes_in_pool=nodes_in_pool,
-            nodes_available=dict(nodes_available),
-            class_filtered=dict(feas.class_filtered),
-            constraint_filtered=constraint_filtered,
-            nodes_exhausted=int(exhausted_rows.size),
-            class_exhausted=class_exhausted,
-            dimension_exhausted=dims,
-        )
+        return failure_metric(self, nodes_available, nodes_in_pool)
 
 
 _SCORE_META = NodeScoreMeta()

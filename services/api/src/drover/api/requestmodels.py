@@ -26,7 +26,7 @@ from drover.model.durations import parse_duration
 from drover.model.events import AllocClientUpdate
 from drover.model.jobwarnings import job_warnings
 from drover.model.nodepool import NodePool
-from drover.model.schedulerconfig import SchedulerConfiguration, algorithm_problems
+from drover.model.schedulerconfig import SchedulerConfiguration, algorithm_problems, node_scoring_problems
 from drover.model.serviceregistration import ServiceRegistration
 from drover.model.unkept import format_warnings, unkept_in_job
 
@@ -319,6 +319,16 @@ def _algorithm(value: str) -> str:
 Algorithm = Annotated[StrictStr, AfterValidator(_algorithm)]
 
 
+def _node_scoring(value: str) -> str:
+    problems = node_scoring_problems(value)
+    if problems:
+        raise ValueError(problems[0].split(" (")[0])
+    return value
+
+
+NodeScoring = Annotated[StrictStr, AfterValidator(_node_scoring)]
+
+
 class PreemptionConfigBody(Body):
     system_scheduler_enabled: StrictBool = False
     sys_batch_scheduler_enabled: StrictBool = False
@@ -336,6 +346,7 @@ class SchedulerConfigRequest(Body):
     reject_job_registration: StrictBool = False
     pause_eval_broker: StrictBool = False
     node_limit_for_feasibility_checks: Annotated[StrictInt, Field(ge=0)] = 0
+    node_scoring: NodeScoring = ""
     create_index: StrictInt = 0
     modify_index: StrictInt = 0
 
