@@ -300,13 +300,14 @@ def test_migration_0003_keeps_every_alloc_document(database_url: str, store: Eve
     command.downgrade(alembic_config(database_url), "0002")
     assert "allocs_eval" in alloc_indexes()
     migrate(database_url)
-    # 0003 dropped allocs_eval; ui_0001 added the console's two.
+    # 0003 dropped allocs_eval; ui_0001 added the console's three.
     assert alloc_indexes() == {
         "allocs_pkey",
         "allocs_job",
         "allocs_node",
         "allocs_live",
         "allocs_modify_index",
+        "allocs_run_status",
     }
     assert store.projection_dump() == before
 

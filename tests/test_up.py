@@ -19,6 +19,7 @@ import psycopg
 import pytest
 
 from drover.cli.up import service_plan
+from drover.runtime import embeddedha
 from drover.runtime.embedded import free_port
 
 from .cluster import job_json, node_json
@@ -26,11 +27,11 @@ from .cluster import job_json, node_json
 pytestmark = pytest.mark.cluster
 
 
-def _up(data_dir: Path, port: int, log: Path) -> subprocess.Popen[bytes]:
+def _up(data_dir: Path, port: int, log: Path, *flags: str) -> subprocess.Popen[bytes]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("DROVER_")}
     env.update({"DROVER_DATA_DIR": str(data_dir), "DROVER_API_PORT": str(port), "DROVER_WORKERS": "1"})
     return subprocess.Popen(
-        [sys.executable, "-c", "from drover.cli.main import app; app()", "up"],
+        [sys.executable, "-c", "from drover.cli.main import app; app()", "up", *flags],
         env=env,
         stdout=log.open("ab"),
         stderr=subprocess.STDOUT,
@@ -239,3 +240,39 @@ def test_up_starts_a_dead_embedded_server_again_and_what_was_accepted_meanwhile_
             sim.wait(30)
         proc.send_signal(signal.SIGINT)
         assert proc.wait(60) == 0, log.read_text()
+
+
+@pytest.mark.skipif(
+    not embeddedha.available() and os.environ.get("CI") != "true",
+    reason="no pg_auto_failover (apt-get install postgresql-15-auto-failover)",
+)
+def test_up_ha_runs_on_a_nats_cluster_and_a_postgres_primary_with_its_standby(tmp_path: Path) -> None:
+    data_dir, log = tmp_path / "data", tmp_path / "up.log"
+    port = free_port()
+    proc = _up(data_dir, port, log, "--ha")
+    sim = None
+    try:
+        _wait_api(port, proc, log, timeout=180)
+        env = dict(line.split("=", 1) for line in (data_dir / "cluster.env").read_text().splitlines())
+        assert len(env["DROVER_NATS_URL"].split(",")) == 3
+        assert "target_session_attrs=read-write" in env["DROVER_DATABASE_URL"]
+        address = f"http://127.0.0.1:{port}"
+        sim = subprocess.Popen(
+            [sys.executable, "-m", "drover.client.sim", "--api", address, "--nodes", "2",
+             "--data-dir", str(tmp_path / "sim")],
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        )  # fmt: skip
+        api = httpx.Client(base_url=address, timeout=10)
+        assert api.put("/v1/jobs", json=job_json("ha", 2, rolling=False)).status_code == 200
+        _placed(api, "ha", 2, timeout=90)
+        # One of the three NATS servers killed: started again, and the cluster goes on.
+        os.kill(_server_pid(proc, b"nats-server"), signal.SIGKILL)
+        assert api.put("/v1/jobs", json=job_json("ha-after", 1, rolling=False)).status_code == 200
+        _placed(api, "ha-after", 1, timeout=90)
+        assert "NATS is back" in log.read_text()
+    finally:
+        if sim is not None:
+            sim.send_signal(signal.SIGTERM)
+            sim.wait(30)
+        proc.send_signal(signal.SIGINT)
+        assert proc.wait(90) == 0, log.read_text()

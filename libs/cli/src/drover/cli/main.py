@@ -6,6 +6,7 @@ import os
 import sys
 from collections.abc import Callable
 from pathlib import Path
+from typing import Annotated
 
 import typer
 
@@ -159,11 +160,18 @@ def _settings() -> Settings:
 
 
 @app.command()
-def up() -> None:
+def up(
+    ha: Annotated[
+        bool,
+        typer.Option(
+            "--ha", help="Three NATS servers and a PostgreSQL primary with a standby (pg_auto_failover)."
+        ),
+    ] = False,
+) -> None:
     """Start NATS, PostgreSQL (unless given) and every service; Ctrl-C stops them."""
     from drover.cli.up import run_up
 
-    run_up(Settings())
+    run_up(Settings(), ha=ha)
 
 
 @app.command(

@@ -2,7 +2,9 @@
 DROVER_DATABASE_URL are given), migrations, and every service as its own process (a standby
 plan applier too), restarted if one dies; an embedded server that dies is started again on its
 data and port, and the services reconnect to it. Ctrl-C stops everything cleanly. Data lives
-under the data directory and survives restarts.
+under the data directory and survives restarts. `--ha`: the servers as they run across machines
+(docs/deployment.md), on this one: a three-server NATS cluster and a PostgreSQL primary with a
+synchronous standby that pg_auto_failover promotes when the primary is lost.
 
 The embedded servers want passwords, generated at the first start and kept in the data
 directory (`nats.password`, `postgres.password`, mode 0600): the services are handed the files
@@ -22,7 +24,16 @@ from pathlib import Path
 
 from rich.console import Console
 
-from drover.runtime.embedded import NATS_USER, EmbeddedNats, EmbeddedPostgres, kept_password, write_private
+from drover.runtime import embeddedha
+from drover.runtime.embedded import (
+    NATS_USER,
+    EmbeddedNats,
+    EmbeddedNatsCluster,
+    EmbeddedPostgres,
+    kept_password,
+    write_private,
+)
+from drover.runtime.embeddedha import PgAutoFailover
 from drover.runtime.keyring import Keyring, keyring_path
 from drover.runtime.settings import Settings
 from drover.runtime.store import migrate
@@ -91,22 +102,56 @@ def revive(server: EmbeddedPostgres | EmbeddedNats) -> bool:
     return True
 
 
-def run_up(settings: Settings) -> None:
+def revive_formation(formation: PgAutoFailover) -> None:
+    """Start again a pg_auto_failover keeper that exited: its node rejoins the formation."""
+    for name in formation.dead_keepers():
+        console.print(f"[red]PostgreSQL {name} exited; starting it again on its data[/]")
+        formation.revive_keeper(name)
+
+
+def start_servers(
+    settings: Settings, data_dir: Path, env: dict[str, str], ha: bool,
+    servers: list[EmbeddedPostgres | EmbeddedNats], formations: list[PgAutoFailover],
+) -> None:  # fmt: skip
+    """The embedded servers not given by URL, started, their URLs put into `env`: one NATS and
+    one PostgreSQL; with `ha`, a three-server NATS cluster and a PostgreSQL primary with its
+    synchronous standby and pg_auto_failover's monitor. Each is added to `servers` (revived on
+    its own) or `formations` (whose keepers are) before it starts: stopped even if a later one
+    fails to start."""
+    if not settings.database_url:
+        password = kept_password(Path(settings.database_password_file))
+        if ha:
+            if not embeddedha.available():
+                raise RuntimeError(
+                    "drover up --ha needs pg_auto_failover: apt-get install postgresql-15-auto-failover"
+                )
+            formation = PgAutoFailover(data_dir / "postgres-ha", password)
+            formations.append(formation)
+            env["DROVER_DATABASE_URL"] = formation.start()
+        else:
+            pg = EmbeddedPostgres(data_dir / "postgres", password=password)
+            servers.append(pg)
+            env["DROVER_DATABASE_URL"] = pg.start()
+    if not settings.nats_url:
+        password = kept_password(Path(settings.nats_password_file))
+        if ha:
+            cluster = EmbeddedNatsCluster(data_dir / "nats-ha", 3, user=settings.nats_user, password=password)
+            servers.extend(cluster.servers)
+            env["DROVER_NATS_URL"] = cluster.start()
+        else:
+            nats = EmbeddedNats(data_dir / "nats", user=settings.nats_user, password=password)
+            servers.append(nats)
+            env["DROVER_NATS_URL"] = nats.start()
+
+
+def run_up(settings: Settings, ha: bool = False) -> None:
     data_dir = Path(settings.data_dir).resolve()
     data_dir.mkdir(parents=True, exist_ok=True)
     servers: list[EmbeddedPostgres | EmbeddedNats] = []
+    formations: list[PgAutoFailover] = []
     settings, env = embedded_settings(settings, data_dir)
     try:
-        if not settings.database_url:
-            password = kept_password(Path(settings.database_password_file))
-            pg = EmbeddedPostgres(data_dir / "postgres", password=password)
-            env["DROVER_DATABASE_URL"] = pg.start()
-            servers.append(pg)
-        if not settings.nats_url:
-            password = kept_password(Path(settings.nats_password_file))
-            nats = EmbeddedNats(data_dir / "nats", user=settings.nats_user, password=password)
-            env["DROVER_NATS_URL"] = nats.start()
-            servers.append(nats)
+        start_servers(settings, data_dir, env, ha, servers, formations)
         env.setdefault("DROVER_DATABASE_URL", settings.database_url)
         env.setdefault("DROVER_NATS_URL", settings.nats_url)
         settings = settings.model_copy(
@@ -157,6 +202,9 @@ def run_up(settings: Settings) -> None:
             for server in servers:
                 if not stopping:
                     revive(server)
+            for formation in formations:
+                if not stopping:
+                    revive_formation(formation)
             for c in children:
                 if c.proc is not None and c.proc.poll() is not None and not stopping:
                     now = time.monotonic()
@@ -179,4 +227,6 @@ def run_up(settings: Settings) -> None:
     finally:
         for s in reversed(servers):
             s.stop()
+        for f in formations:
+            f.stop()
         console.print("stopped")

@@ -61,8 +61,14 @@ class PgAutoFailover:
     def __init__(self, data_dir: Path, password: str, nodes: int = 2) -> None:
         self.data_dir = Path(data_dir)
         self.password = password
-        self.monitor_port = free_port()
-        self.ports = [free_port() for _ in range(nodes)]
+        # The ports a formation was made with are its nodes' for good (the monitor knows them).
+        kept = self.data_dir / "ports.json"
+        if kept.exists():
+            ports = json.loads(kept.read_text())
+            self.monitor_port, self.ports = int(ports["monitor"]), [int(p) for p in ports["nodes"]]
+        else:
+            self.monitor_port = free_port()
+            self.ports = [free_port() for _ in range(nodes)]
         self.keepers: dict[str, subprocess.Popen[bytes]] = {}
         self.uid, self.gid = _run_as()
 
@@ -134,6 +140,9 @@ class PgAutoFailover:
             d.mkdir(parents=True, exist_ok=True)
             d.chmod(0o700)
             self._chown(d)
+        (self.data_dir / "ports.json").write_text(
+            json.dumps({"monitor": self.monitor_port, "nodes": self.ports})
+        )
         passfile = self.data_dir / "pgpass"
         write_private(passfile, f"127.0.0.1:*:*:*:{self.password}\n")
         self._chown(passfile)
@@ -246,6 +255,14 @@ class PgAutoFailover:
         with contextlib.suppress(FileNotFoundError, ValueError, ProcessLookupError):
             pid = int((self._dir(name) / "postmaster.pid").read_text().split()[0])
             os.kill(pid, signal.SIGKILL)
+
+    def dead_keepers(self) -> list[str]:
+        """The keepers that exited (their node down), to be started again (`revive_keeper`)."""
+        return [name for name, proc in self.keepers.items() if proc.poll() is not None]
+
+    def revive_keeper(self, name: str) -> None:
+        self._kill_postmaster(name)
+        self._run(name)
 
     def revive(self, i: int) -> None:
         """Start a killed node's keeper again: it rejoins as a standby of the new primary."""

@@ -3,7 +3,8 @@ type, parent, stop flag and whether it launches children as stored generated col
 computes them from the document on every write: no reducer change, and a count or a status
 filter over every job no longer parses 10,000 documents), and the live allocs and evals of a job
 as partial indexes (the status probes of `JOB_STATUS_SQL` answered from an index alone); allocs
-by modify_index, so the console's topology reads what changed since its picture, not every alloc.
+by modify_index, so the console's topology reads what changed since its picture, not every alloc;
+the allocs desired to run by client status (the overview's counts and failed allocs from an index).
 
 Revision ID: ui_0001
 Revises: ops_0001
@@ -33,9 +34,13 @@ def upgrade() -> None:
     op.execute(f"CREATE INDEX allocs_live ON allocs (namespace, job_id) WHERE {LIVE_ALLOC}")
     op.execute(f"CREATE INDEX evals_live ON evals (namespace, job_id) WHERE {LIVE_EVAL}")
     op.execute("CREATE INDEX allocs_modify_index ON allocs (modify_index)")
+    op.execute(
+        "CREATE INDEX allocs_run_status ON allocs (client_status, modify_index) WHERE desired_status = 'run'"
+    )
 
 
 def downgrade() -> None:
+    op.execute("DROP INDEX allocs_run_status")
     op.execute("DROP INDEX allocs_modify_index")
     op.execute("DROP INDEX evals_live")
     op.execute("DROP INDEX allocs_live")
