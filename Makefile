@@ -6,7 +6,7 @@ UV := $(TOOLS)/bin/uv
 export UV_PROJECT_ENVIRONMENT := $(CURDIR)/.venv
 RUN := $(UV) run --frozen
 
-.PHONY: install up test lint images bench clean
+.PHONY: install up test chaos lint images bench clean
 
 $(UV):
 	$(PYTHON) -m venv $(TOOLS)
@@ -31,6 +31,11 @@ up: install
 
 test: install
 	$(RUN) pytest -n 3 --dist worksteal
+
+# The HA topology (three NATS servers, a PostgreSQL primary with its standby) killed part by part
+# under load: tests/test_chaos.py.
+chaos: install
+	$(RUN) pytest -m chaos -s tests/test_chaos.py
 
 # The container images the tests and CI run, built here (deploy/images; cached by content).
 images: install
