@@ -144,6 +144,9 @@ def parser(out: str = "bench/out/pipeline.json") -> argparse.ArgumentParser:
         help="log at DEBUG and report where the probes' time went, stage by stage (bench.stages; "
         "DEBUG logging costs the services some CPU)",
     )
+    ap.add_argument(
+        "--ha", action="store_true", help="on three NATS servers and a PostgreSQL primary with its standby"
+    )
     ap.add_argument("--timeline", help="write each probe's wall-clock register/placed times here (JSON)")
     ap.add_argument(
         "--log-level", default="INFO", help="the services' DROVER_LOG_LEVEL (DEBUG logs stage timings)"
@@ -174,6 +177,7 @@ def run(args: argparse.Namespace, hooks: Hooks | None = None) -> dict[str, Any]:
         seed=(lambda s: seeded.update(garbage.seed(s))) if args.garbage else None,
         workers=args.workers,
         planners=1,
+        ha=args.ha,
         env={
             "DROVER_LOG_LEVEL": "DEBUG" if args.stages else args.log_level,
             **({"DROVER_LARGE_EVALS": str(args.large_evals)} if args.large_evals else {}),
@@ -181,7 +185,7 @@ def run(args: argparse.Namespace, hooks: Hooks | None = None) -> dict[str, Any]:
             **({"DROVER_GC_INTERVAL": "86400"} if args.garbage else {}),
         },
     )
-    cluster, store, pg, nats = servers.cluster, servers.store, servers.pg, servers.nats
+    cluster, store = servers.cluster, servers.store
     base = str(cluster.http.base_url)
     result: dict[str, Any] = {
         "benchmark": "pipeline",
@@ -192,6 +196,7 @@ def run(args: argparse.Namespace, hooks: Hooks | None = None) -> dict[str, Any]:
         "large_evals": args.large_evals,
         "host_reference_eval_ms": reference,
         "force_gc": args.force_gc,
+        "ha": args.ha,
         **({"garbage": seeded} if args.garbage else {}),
     }
     registered: list[str] = []
@@ -259,8 +264,7 @@ def run(args: argparse.Namespace, hooks: Hooks | None = None) -> dict[str, Any]:
         ] + hooks.processes()
         # Beside the services: the servers (Postgres with its backends) and this driver (its
         # heartbeats and probes; its own threads, not the services it started).
-        assert nats.proc is not None and pg.proc is not None
-        server_pids = [("nats", nats.proc.pid), ("postgres", pg.proc.pid)]
+        server_pids = servers.server_pids()
         cpu0 = {name: cpu_seconds(pid) for name, pid in services}
         cpu0 |= {name: tree_cpu_seconds(pid) for name, pid in server_pids}
         cpu0["bench"] = cpu_seconds(os.getpid())

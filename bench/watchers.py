@@ -117,7 +117,7 @@ def main() -> None:
     ap.add_argument("--jobs", type=int, default=40)
     args = ap.parse_args()
     servers = start(workers=2, planners=1)
-    cluster, store, pg = servers.cluster, servers.store, servers.pg
+    cluster, store = servers.cluster, servers.store
     base = str(cluster.http.base_url)
     nodes = [f"node-{i:04d}" for i in range(args.nodes)]
     beating = threading.Event()
@@ -132,7 +132,7 @@ def main() -> None:
             for n in nodes:
                 h.put("/v1/drover/node/register", json={"Node": node_json(n)}).raise_for_status()
         threading.Thread(target=heartbeat, daemon=True).start()
-        api, postgres = cluster.procs["api"][0].pid, pg.proc.pid if pg.proc is not None else 0
+        api, postgres = cluster.procs["api"][0].pid, dict(servers.server_pids()).get("postgres", 0)
 
         def cpu() -> dict[str, float]:
             return {"api": cpu_seconds(api), "postgres": tree_cpu_seconds(postgres)}
