@@ -51,25 +51,34 @@ def _params(request: Request) -> tuple[int, dict[str, set[str]], str]:
     return index, topics, request.query_params.get("namespace") or "default"
 
 
-@router.get("/v1/event/stream")
-async def event_stream(request: Request, hub: StreamHubDep) -> StreamingResponse:
-    index, topics, namespace = _params(request)
+async def subscribe(
+    request: Request, hub: StreamHub, topics: dict[str, set[str]], namespace: str
+) -> Subscription:
+    """The hub started (503 when it cannot be) and the request's subscription to `topics` in
+    `namespace`; with ACLs, each topic checked as Nomad checks it (403), and again whenever an
+    ACL token or policy changes. The console's event stream viewer subscribes the same way."""
     try:
         await hub.start()
     except Exception as e:
         raise ApiError(503, f"the event feed is unavailable: {e}") from e
     sub = Subscription(topics, namespace, request.app.state.settings.event_buffer)
     who = identity(request)
-    if who is not None:
-        # Each topic checked as Nomad checks it; again whenever an ACL token or policy changes.
-        version = hub.acl_version
-        allowed, bound, again = await check_subscription(
-            request.app.state.acl, request.app.state.reads, token_from(request.scope["headers"]), who.acl,
-            topics, namespace,
-        )  # fmt: skip
-        if not allowed:
-            raise ApiError(403, "Permission denied")
-        sub = Subscription(topics, namespace, sub.buffer, bound, again, version)
+    if who is None:
+        return sub
+    version = hub.acl_version
+    allowed, bound, again = await check_subscription(
+        request.app.state.acl, request.app.state.reads, token_from(request.scope["headers"]), who.acl,
+        topics, namespace,
+    )  # fmt: skip
+    if not allowed:
+        raise ApiError(403, "Permission denied")
+    return Subscription(topics, namespace, sub.buffer, bound, again, version)
+
+
+@router.get("/v1/event/stream")
+async def event_stream(request: Request, hub: StreamHubDep) -> StreamingResponse:
+    index, topics, namespace = _params(request)
+    sub = await subscribe(request, hub, topics, namespace)
     heartbeat = request.app.state.settings.event_heartbeat
     after = hub.after(index)  # "now" is when the request came, not its first read
     frames = hub.frames(sub, after, heartbeat)

@@ -20,10 +20,8 @@ from urllib.parse import urlencode
 from fastapi import APIRouter, Depends, Request, Response
 from fastapi.responses import StreamingResponse
 
-from drover.api.aclguard import identity
-from drover.api.aclresolve import token_from
 from drover.api.errors import ApiError
-from drover.api.streamacl import check_subscription
+from drover.api.routes.events import subscribe
 from drover.api.streamhub import CLOSED, Frame, StreamHub, Subscription
 from drover.api.ui.render import view
 from drover.model.streamevents import ALL, TOPICS, parse_topics
@@ -106,22 +104,7 @@ async def stream_events(request: Request, hub: StreamHubDep) -> StreamingRespons
     if problems:
         raise ApiError(400, "\n".join(problems))
     namespace = request.query_params.get("namespace") or "default"
-    try:
-        await hub.start()
-    except Exception as e:
-        raise ApiError(503, f"the event feed is unavailable: {e}") from e
-    sub = Subscription(topics, namespace, request.app.state.settings.event_buffer)
-    who = identity(request)
-    if who is not None:
-        # As /v1/event/stream checks it: each topic in the namespace, again on an ACL change.
-        version = hub.acl_version
-        allowed, bound, again = await check_subscription(
-            request.app.state.acl, request.app.state.reads, token_from(request.scope["headers"]), who.acl,
-            topics, namespace,
-        )  # fmt: skip
-        if not allowed:
-            raise ApiError(403, "Permission denied")
-        sub = Subscription(topics, namespace, sub.buffer, bound, again, version)
+    sub = await subscribe(request, hub, topics, namespace)
     after = _after(request, hub)
     frames = hub.frames(sub, after, HEARTBEAT)
     headers = {"Cache-Control": "no-store", "X-Accel-Buffering": "no"}
