@@ -12,6 +12,8 @@ import asyncio
 import time
 from types import SimpleNamespace
 
+import pytest
+
 from drover.api.streamhub import RING, Frame, StreamHub, Subscription, frame
 from drover.api.ui import live, push
 
@@ -124,6 +126,12 @@ def test_a_tab_naming_bad_fragments_is_told_every_problem() -> None:
     assert "named twice" in problems[0] and "Invalid frag id 'nope'" in problems[1]
     assert "not a path of this console" in problems[2] and "Unknown topic 'Bogus'" in problems[3]
     assert "expected '<id> <url> <topic>...'" in problems[4]
+    # A fragment shown less than a second before the tab opened again waits out its second.
+    frags, problems = push.parse(["f-a /ui/a?fragment=a Job:*", "f-b /ui/b?fragment=b Job:*"], ["f-a 400"])
+    assert not problems and frags[0].pushed + push.GAP - time.monotonic() == pytest.approx(0.4, abs=0.05)
+    assert frags[1].pushed == float("-inf")
+    _, problems = push.parse(["f-a /ui/a?fragment=a Job:*"], ["f-b 400", "f-a soon", "f-a"])
+    assert len(problems) == 3 and all("Invalid wait" in p for p in problems)
     _, too_many = push.parse([f"f-{i} /ui/x?fragment={i} Job:*" for i in range(push.MAX_FRAGMENTS + 1)])
     assert too_many == [f"Too many fragments: {push.MAX_FRAGMENTS + 1}, at most {push.MAX_FRAGMENTS}"]
 

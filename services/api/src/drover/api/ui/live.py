@@ -123,8 +123,9 @@ def message(event: str, index: int, data: str) -> bytes:
 
 @router.get("/ui/events", include_in_schema=False)
 async def events(request: Request, hub: StreamHubDep) -> StreamingResponse:
-    fragments, problems = push.parse(request.query_params.getlist("frag"))
-    asked = request.query_params.getlist("topic") + sorted({t for f in fragments for t in f.topics})
+    params = request.query_params
+    fragments, problems = push.parse(params.getlist("frag"), params.getlist("wait"))
+    asked = params.getlist("topic") + sorted({t for f in fragments for t in f.topics})
     topics, wrong = parse_topics(asked)
     if problems or wrong:
         raise ApiError(400, "\n".join(problems + wrong))

@@ -20,7 +20,7 @@ import asyncio
 import re
 import secrets
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from html import unescape
 from typing import Any
@@ -81,8 +81,10 @@ def check_url(url: str) -> str | None:
     return None
 
 
-def parse(values: list[str]) -> tuple[list[Live], list[str]]:
-    """`frag=<id> <url> <topic>...` values as the tab's fragments, and every problem found."""
+def parse(values: list[str], waits: Sequence[str] = ()) -> tuple[list[Live], list[str]]:
+    """`frag=<id> <url> <topic>...` values as the tab's fragments, and every problem found;
+    `wait=<id> <ms>`: a fragment the tab was shown less than a second ago (before it opened this
+    connection again), not pushed again before `ms` milliseconds."""
     out: list[Live] = []
     problems: list[str] = []
     if len(values) > MAX_FRAGMENTS:
@@ -104,6 +106,14 @@ def parse(values: list[str]) -> tuple[list[Live], list[str]]:
         _, bad = parse_topics(topics)
         problems.extend(f"Fragment {id_[:200]!r}: {p}" for p in bad)
         out.append(Live(id_, url, frozenset(topics)))
+    by_id = {f.id: f for f in out}
+    now = time.monotonic()
+    for value in waits:
+        id_, _, ms = value.partition(" ")
+        if id_ not in by_id or not ms.isdigit() or not ms.isascii():
+            problems.append(f"Invalid wait {value[:200]!r}: expected '<id of a frag> <milliseconds>'")
+            continue
+        by_id[id_].pushed = now - GAP + min(int(ms), GAP * 1000) / 1000
     return out, problems
 
 

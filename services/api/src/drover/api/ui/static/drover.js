@@ -116,6 +116,9 @@
     liveFragments().forEach(function (el) {
       registered[el.id] = urlOf(el);
       q.append("frag", el.id + " " + registered[el.id] + " " + topicsOf(el).join(" "));
+      // Shown less than a second ago: the server keeps to the once a second across the reopen.
+      var wait = (lastRefresh[el.id] || 0) + MIN_GAP - Date.now();
+      if (wait > 0) q.append("wait", el.id + " " + Math.ceil(wait));
     });
     q.set("last", String(index));
     subscribed = topics.join(" ");
