@@ -54,6 +54,7 @@ class Tab:
     index: int = 0
     pushed: dict[str, int] = field(default_factory=dict)
     refetches: int = 0
+    received: int = 0
     opened: asyncio.Event = field(default_factory=asyncio.Event)
 
 
@@ -91,6 +92,7 @@ async def _read(
                 tab.index = max(tab.index, int(line[4:]))
             elif line.startswith("data: "):
                 data.append(line[6:])
+                tab.received += len(line) + 1
             elif not line and event:
                 if event == "hello":
                     tab.opened.set()
@@ -127,6 +129,7 @@ async def _page(base: str, path: str, tabs: int, rounds: int, store: EventStore,
         idle = (tree_cpu_seconds(api) - c0) / (time.perf_counter() - t0)
         cpu = wall = 0.0
         before = sum(sum(t.pushed.values()) for t in all_tabs)
+        received = sum(t.received for t in all_tabs)
         for _ in range(rounds):
             ev = Evaluation(id=str(uuid.uuid4()), job_id="web", status="complete", triggered_by="job-register",
                             create_time=time.time_ns(), modify_time=time.time_ns())  # fmt: skip
@@ -146,9 +149,11 @@ async def _page(base: str, path: str, tabs: int, rounds: int, store: EventStore,
     pushed = (sum(sum(t.pushed.values()) for t in all_tabs) - before) / rounds / tabs
     if pushed < 1 or any(t.refetches for t in all_tabs):
         raise RuntimeError(f"the tabs were not pushed their fragments ({pushed} a round, refetches)")
+    received = (sum(t.received for t in all_tabs) - received) // rounds // tabs
     return {
         "fragments": {k: sorted(v[0]) for k, v in frags.items()},
         "fragments_pushed_per_tab_per_round": round(pushed, 2),
+        "bytes_per_tab_per_round": received,
         "push_api_cpu_ms": round(push, 1),
         "push_wall_ms": round(wall / rounds * 1000, 1),
         "idle_api_cpu_ms_per_s": round(idle * 1000, 1),

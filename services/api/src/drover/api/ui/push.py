@@ -41,6 +41,8 @@ MAX_BODY = 4 << 20
 KEEP = 5.0
 # The sub-request's CSRF token (the length csrf.token takes): each tab's own is put in its place.
 PLACEHOLDER = secrets.token_urlsafe(32)
+# What a percent-encoded path and query may hold (no space, control, quote, angle or backslash).
+URL_CHARS = re.compile(r"[!#-;=?-\[\]-~]*")
 ID = re.compile(r"f-[A-Za-z0-9_-]{1,100}")
 WRAPPER = re.compile(r'\s*<section id="(f-[\w-]+)" class="fragment" data-topics="([^"]*)" hx-get="([^"]*)"')
 # Paths that are no fragment's: the stream itself, files.
@@ -64,7 +66,7 @@ def check_url(url: str) -> str | None:
     a `fragment` parameter, percent-encoded (no space, control or non-ASCII character)."""
     if len(url) > MAX_URL:
         return f"is longer than {MAX_URL} characters"
-    if not url.isascii() or any(c <= " " or c in '\x7f\\"<>' for c in url):
+    if not URL_CHARS.fullmatch(url):
         return "holds a character a URL path may not"
     parts = urlsplit(url)
     if parts.scheme or parts.netloc or parts.fragment or not parts.path.startswith("/ui/"):
@@ -141,6 +143,8 @@ def _answer(status: int, headers: dict[bytes, bytes], html: str) -> Answer:
         raw = urlsplit(unescape(m[3]))
         url = quote(unquote(raw.path), safe="/@:!$&'()*+,;=~") + ("?" + raw.query if raw.query else "")
         topics = frozenset(m[2].split())
+        if check_url(url) is not None:
+            url, topics = "", frozenset()
     return Answer(body.encode(), url=url, topics=topics)
 
 
@@ -203,6 +207,8 @@ class Answers:
                 self._answers = {k: v for k, v in self._answers.items() if now - v[0] <= KEEP}
             future: asyncio.Future[Answer] = asyncio.ensure_future(make())
             hit = self._answers[key] = (now, future)
+        if hit[1].done():  # the tabs after the first: no await, no task
+            return hit[1].result()
         return await asyncio.shield(hit[1])
 
 
@@ -250,7 +256,7 @@ class Tab:
             if got.body is not None:
                 head = f"event: fragment\ndata: {f.id}\n".encode()
                 out.append(head + got.body.replace(PLACEHOLDER.encode(), self.token.encode()))
-                if got.url and check_url(got.url) is None:
+                if got.url:  # (checked as the tab's own are)
                     f.url, f.topics = got.url, got.topics
             elif got.refetch:
                 refetch.append(f.id)
