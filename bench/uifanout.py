@@ -166,6 +166,7 @@ def main() -> None:
     ap.add_argument("--out", default="bench/out/uifanout.json")
     ap.add_argument("--tabs", type=int, default=100)
     ap.add_argument("--rounds", type=int, default=15)
+    ap.add_argument("--pages", default="jobs,job", help="of: jobs (the list), job (a job's page)")
     args = ap.parse_args()
     servers = start("drover-uifanout-")
     try:
@@ -180,7 +181,9 @@ def main() -> None:
         api = cluster.procs["api"][0].pid
         result: dict[str, Any] = {"benchmark": "uifanout", "tabs": args.tabs, "rounds": args.rounds,
                                   "target_ms": TARGET_MS, "pages": {}}  # fmt: skip
-        for name, path in (("jobs", "/ui/jobs"), ("job", "/ui/jobs/web@default")):
+        pages = {"jobs": "/ui/jobs", "job": "/ui/jobs/web@default"}
+        for name in args.pages.split(","):
+            path = pages[name]
             got = asyncio.run(_page(base, path, args.tabs, args.rounds, servers.store, api))
             result["pages"][name] = got
             print(f"{name:5s} {args.tabs} tabs: {got['fragments_pushed_per_tab_per_round']} fragments pushed "

@@ -241,3 +241,15 @@ def test_a_pushed_fragment_s_data_lines_rebuild_its_html_exactly() -> None:
     # The URL and topics the new wrapper names, which the tab's entry follows.
     assert (got.url, got.topics) == ("/ui/topology?fragment=group&dc=dc1&v=8", {"Node:*", "Allocation:*"})
     assert url != got.url
+
+
+def test_a_live_refresh_for_an_event_the_feed_has_reached_takes_the_feed_s_position_as_its_index() -> None:
+    """(No log query per refresh: every event up to the feed's position is committed, with its
+    projections.) An index past the feed's, or none, is asked of the log."""
+    from drover.api.ui import render
+
+    hub, feed = _hub()
+    feed.position = 7
+    request = SimpleNamespace(app=SimpleNamespace(state=SimpleNamespace(stream=hub)))
+    assert [render._known(request, at) for at in ("5", "7", "8", "", "x", "0")] == [7, 7, 0, 0, 0, 0]  # type: ignore[arg-type]
+    assert render._known(SimpleNamespace(app=SimpleNamespace(state=SimpleNamespace())), "5") == 0  # type: ignore[arg-type]

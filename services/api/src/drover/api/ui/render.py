@@ -250,11 +250,13 @@ async def page(
     if wanted and not chosen:
         return _finish(request, HTMLResponse("unknown fragment", status_code=404))
 
+    at = request.query_params.get("at", "")
+    known = _known(request, at) if wanted else 0
+
     def load() -> tuple[int, list[Context | None]]:
         # The index first: what the page shows is at least as new as the index the tab resumes from.
-        return reads.index(), [f.load(reads, args) for f in chosen]
+        return known or reads.index(), [f.load(reads, args) for f in chosen]
 
-    at = request.query_params.get("at", "")
     key = request.url.path + _query(request, fragment=wanted or "", at="") + "\x00" + vary
     loads = _loads(request)
     hit = loads.get(key, int(at)) if wanted and at.isdigit() and at.isascii() else None
@@ -282,6 +284,15 @@ async def page(
     for c in contexts:
         ctx.update({k: v for k, v in c.items() if k not in ctx})
     return _finish(request, HTMLResponse(ENV.get_template(template).render(ctx)))
+
+
+def _known(request: Request, at: str) -> int:
+    """For a live refresh (`at`), an index every read from now on is at least as new as without
+    asking the log: the event feed's position, once it has reached `at` (it carries committed
+    events alone, and the projections commit with them). 0: ask the log."""
+    hub = getattr(request.app.state, "stream", None)
+    position = hub.position if hub is not None else 0
+    return position if at.isdigit() and at.isascii() and 0 < int(at) <= position else 0
 
 
 def view(request: Request, template: str, status: int = 200, **ctx: Any) -> Response:
