@@ -15,7 +15,7 @@ from types import SimpleNamespace
 import pytest
 
 from drover.api.streamhub import RING, Frame, StreamHub, Subscription, frame
-from drover.api.ui import live, push
+from drover.api.ui import live, push, render
 
 
 class _Feed:
@@ -149,10 +149,10 @@ class _Renders:
         self.calls: list[tuple[str, int]] = []
         self.answers: dict[str, tuple[int, dict[bytes, bytes], str]] = {}
 
-    async def fetch(self, url: str, at: int, cookie: str) -> push.Answer:
+    async def fetch(self, url: str, at: int, ids: list[str]) -> push.Pieces:
         self.calls.append((url, at))
         status, headers, html = self.answers[url]
-        return push._answer(status, headers, html.replace("{at}", str(at)))
+        return push.pieces(status, headers, html.replace("{at}", str(at)), ids)
 
 
 def _pushing(renders: _Renders, *frags: str) -> push.Tab:
@@ -246,10 +246,35 @@ def test_a_pushed_fragment_s_data_lines_rebuild_its_html_exactly() -> None:
 def test_a_live_refresh_for_an_event_the_feed_has_reached_takes_the_feed_s_position_as_its_index() -> None:
     """(No log query per refresh: every event up to the feed's position is committed, with its
     projections.) An index past the feed's, or none, is asked of the log."""
-    from drover.api.ui import render
-
     hub, feed = _hub()
     feed.position = 7
     request = SimpleNamespace(app=SimpleNamespace(state=SimpleNamespace(stream=hub)))
     assert [render._known(request, at) for at in ("5", "7", "8", "", "x", "0")] == [7, 7, 0, 0, 0, 0]  # type: ignore[arg-type]
     assert render._known(SimpleNamespace(app=SimpleNamespace(state=SimpleNamespace())), "5") == 0  # type: ignore[arg-type]
+
+
+async def test_fragments_of_one_page_touched_together_are_asked_for_in_one_request() -> None:
+    hub, feed = _hub()
+    renders = _Renders()
+    job = "/ui/jobs/web@default?fragment="
+    both = "/ui/jobs/web@default?fragment=summary&fragment=allocations"
+    renders.answers[both] = (200, {}, render.SEPARATOR.join(
+        _html(n, job + n, "Allocation:web", f"<p>{n} at {{at}}</p>") for n in ("summary", "allocations")))  # fmt: skip
+    renders.answers["/ui/nodes?fragment=nodes"] = (
+        200,
+        {},
+        _html("nodes", "/ui/nodes?fragment=nodes", "Node:*", "n"),
+    )
+    tab = _pushing(renders, f"f-summary {job}summary Allocation:web", "f-nodes /ui/nodes?fragment=nodes Node:*",
+                   f"f-allocations {job}allocations Allocation:web", f"f-missing {job}missing Allocation:web")  # fmt: skip
+    sub = Subscription({"Allocation": {"web"}, "Node": {"*"}}, "*")
+    body = live._stream(hub, sub, hub.frames(sub, 0, 5.0, replay_log=False), 0, tab=tab)
+    await anext(body)
+    renders.answers[f"{both}&fragment=missing"] = renders.answers.pop(both)  # the page lacks one
+    _publish(hub, feed, _alloc(1, "web"))
+    events = _events(await anext(body))
+    assert renders.calls == [(f"{both}&fragment=missing", 1)]
+    assert [(e, d.split("\n")[0]) for _, e, d in events] == [
+        ("fragment", "f-summary"), ("fragment", "f-allocations"), ("refetch", "1 f-missing"), ("index", "1")]  # fmt: skip
+    assert "<p>allocations at 1</p>" in events[1][2] and "summary" not in events[1][2]
+    await body.aclose()

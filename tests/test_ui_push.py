@@ -60,6 +60,7 @@ async def test_tabs_woken_by_one_event_share_one_answer_each_with_its_own_token(
 
     async def counted(*args: Any) -> push.Answer:
         calls.append(args[2])
+        assert args[5] == [f"f-{n}" for n in re.findall(r"fragment=(\w+)", args[2])]
         return await inner(*args)
 
     push.subrequest = counted  # type: ignore[assignment]
@@ -98,8 +99,14 @@ async def test_tabs_woken_by_one_event_share_one_answer_each_with_its_own_token(
             assert f'name="csrf_token" value="{mine}"' in html
             assert not any(t in html for t in tokens if t != mine) and push.PLACEHOLDER not in html
             assert events[-1] == (str(at), "index", str(at))
-        # One answer per fragment for the three tabs: one sub-request each.
-        assert sorted(calls) == sorted(set(calls)) and "/ui/jobs/web@default?fragment=summary" in calls
+        # One answer for the three tabs: one sub-request, asking for every fragment the event touched.
+        [url] = calls
+        assert (
+            url.startswith("/ui/jobs/web@default?")
+            and "fragment=summary&" in url
+            and "fragment=versions" in url
+        )
+        assert {f"f-{n}" for n in re.findall(r"fragment=(\w+)", url)} == set(pushed)
         # The outsider may not read the job: nothing of it (no fragment, no change) reaches its tab.
         try:
             chunk = await asyncio.wait_for(anext(bodies[3]), 1.5)

@@ -5,7 +5,8 @@ through the app in-process, with the tab's sign-in cookie, so the ACL answers as
 the tab - and writes the HTML down the stream (`event: fragment`, `data:` lines: the id, then
 the HTML). Every tab woken by one event for the same (URL, index, viewer) shares one answer:
 one read, one render, then a write per tab, each with its own CSRF token put in (the
-sub-request's is a placeholder). An answer that is not a 200 - a 204 that says nothing changed
+sub-request's is a placeholder). The fragments of one page an event touches are asked for in
+one request (`?fragment=a&fragment=b`, drover.api.ui.render). An answer that is not a 200 - a 204 that says nothing changed
 (the topology page's groups) sends nothing; any other (403, a 204 asking a reload, an error) -
 tells the tab to fetch that fragment itself as it did before (`event: refetch`).
 
@@ -22,11 +23,12 @@ import secrets
 import time
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 from html import unescape
 from typing import Any
-from urllib.parse import parse_qs, quote, unquote, urlsplit
+from urllib.parse import parse_qs, parse_qsl, quote, unquote, urlencode, urlsplit
 
-from drover.api.ui import csrf, session
+from drover.api.ui import csrf, render, session
 from drover.model.streamevents import parse_topics
 
 # Fragments one tab may name, and how long a URL may be.
@@ -148,8 +150,48 @@ def _answer(status: int, headers: dict[bytes, bytes], html: str) -> Answer:
     return Answer(body.encode(), url=url, topics=topics)
 
 
-async def subrequest(app: Any, parent: dict[str, Any], url: str, at: int, cookie: str) -> Answer:
-    """GET `url` (at least as new as `at`) through `app`, as the tab would, with `cookie`."""
+Pieces = dict[str, Answer]
+
+
+def pieces(status: int, headers: dict[bytes, bytes], html: str, ids: list[str]) -> Pieces:
+    """The answer for each of the fragments `ids` in the answer to a URL asking for them all
+    (drover.api.ui.render.SEPARATOR between them); one it lacks, the tab fetches itself."""
+    if len(ids) == 1 or status != 200:
+        return dict.fromkeys(ids, _answer(status, headers, html))
+    found = {}
+    for piece in html.split(render.SEPARATOR):
+        if m := WRAPPER.match(piece):
+            found[m[1]] = _answer(status, headers, piece)
+    return {i: found.get(i, Answer(None, refetch=True)) for i in ids}
+
+
+@lru_cache(maxsize=4096)
+def _page_of(url: str) -> tuple[str, str]:
+    """(the URL less its `fragment`, the fragment's name)."""
+    parts = urlsplit(url)
+    query = parse_qsl(parts.query, keep_blank_values=True)
+    name = next((v for k, v in query if k == "fragment"), "")
+    return parts.path + "?" + urlencode([(k, v) for k, v in query if k != "fragment"]), name
+
+
+def together(fragments: list[Live]) -> list[tuple[str, list[Live]]]:
+    """The URLs to ask for `fragments` at: one per page (those whose URLs differ in their
+    `fragment` alone), naming them all."""
+    pages: dict[str, list[Live]] = {}
+    for f in fragments:
+        pages.setdefault(_page_of(f.url)[0], []).append(f)
+    out = []
+    for page, fs in pages.items():
+        names = urlencode([("fragment", _page_of(f.url)[1]) for f in fs])
+        out.append((fs[0].url if len(fs) == 1 else f"{page}&{names}".replace("?&", "?"), fs))
+    return out
+
+
+async def subrequest(
+    app: Any, parent: dict[str, Any], url: str, at: int, cookie: str, ids: list[str]
+) -> Pieces:
+    """GET `url` (at least as new as `at`) through `app`, as the tab would, with `cookie`: the
+    answer for each of the fragments `ids` it asks for."""
     parts = urlsplit(url)
     query = f"{parts.query}&at={at}" if parts.query else f"at={at}"
     keep = {b"host", b"user-agent", b"accept-language"}
@@ -189,23 +231,23 @@ async def subrequest(app: Any, parent: dict[str, Any], url: str, at: int, cookie
     try:
         await asyncio.wait_for(app(scope, receive, send), TIMEOUT)
     except Exception:  # the tab fetches it itself, and sees what that answers
-        return Answer(None, refetch=True)
-    return _answer(status, answer_headers, b"".join(chunks).decode("utf-8", "replace"))
+        return dict.fromkeys(ids, Answer(None, refetch=True))
+    return pieces(status, answer_headers, b"".join(chunks).decode("utf-8", "replace"), ids)
 
 
 class Answers:
     """Answers shared by the tabs woken by one event: one sub-request per (URL, index, viewer)."""
 
     def __init__(self) -> None:
-        self._answers: dict[tuple[str, int, str], tuple[float, asyncio.Future[Answer]]] = {}
+        self._answers: dict[tuple[str, int, str], tuple[float, asyncio.Future[Pieces]]] = {}
 
-    async def get(self, key: tuple[str, int, str], make: Callable[[], Awaitable[Answer]]) -> Answer:
+    async def get(self, key: tuple[str, int, str], make: Callable[[], Awaitable[Pieces]]) -> Pieces:
         now = time.monotonic()
         hit = self._answers.get(key)
         if hit is None or now - hit[0] > KEEP:
             if len(self._answers) > 256:
                 self._answers = {k: v for k, v in self._answers.items() if now - v[0] <= KEEP}
-            future: asyncio.Future[Answer] = asyncio.ensure_future(make())
+            future: asyncio.Future[Pieces] = asyncio.ensure_future(make())
             hit = self._answers[key] = (now, future)
         if hit[1].done():  # the tabs after the first: no await, no task
             return hit[1].result()
@@ -229,7 +271,7 @@ class Tab:
     token: str
     cookie: str
     viewer: Callable[[], str]
-    fetch: Callable[[str, int, str], Awaitable[Answer]]
+    fetch: Callable[[str, int, list[str]], Awaitable[Pieces]]
     latest: int = 0
 
     def hit(self, found: frozenset[str], index: int) -> None:
@@ -248,18 +290,20 @@ class Tab:
         now = time.monotonic()
         out: list[bytes] = []
         refetch: list[str] = []
-        for f in self.fragments:
-            if not f.due or now - f.pushed < GAP:
-                continue
+        due = [f for f in self.fragments if f.due and now - f.pushed >= GAP]
+        for f in due:
             f.due, f.pushed = 0, now
-            got = await self.fetch(f.url, self.latest, self.cookie)
-            if got.body is not None:
-                head = f"event: fragment\ndata: {f.id}\n".encode()
-                out.append(head + got.body.replace(PLACEHOLDER.encode(), self.token.encode()))
-                if got.url:  # (checked as the tab's own are)
-                    f.url, f.topics = got.url, got.topics
-            elif got.refetch:
-                refetch.append(f.id)
+        for url, fs in together(due):
+            answers = await self.fetch(url, self.latest, [f.id for f in fs])
+            for f in fs:
+                got = answers[f.id]
+                if got.body is not None:
+                    head = f"event: fragment\ndata: {f.id}\n".encode()
+                    out.append(head + got.body.replace(PLACEHOLDER.encode(), self.token.encode()))
+                    if got.url:  # (checked as the tab's own are)
+                        f.url, f.topics = got.url, got.topics
+                elif got.refetch:
+                    refetch.append(f.id)
         if refetch:
             out.append(f"event: refetch\ndata: {self.latest} {' '.join(refetch)}\n\n".encode())
         if not any(f.due for f in self.fragments):
@@ -284,7 +328,7 @@ def tab(request: Any, fragments: list[Live], viewer: Callable[[], str]) -> Tab |
     shared = answers(request.app)
     app, parent = request.app, request.scope
 
-    async def fetch(url: str, at: int, cookie: str) -> Answer:
-        return await shared.get((url, at, viewer()), lambda: subrequest(app, parent, url, at, cookie))
+    async def fetch(url: str, at: int, ids: list[str]) -> Pieces:
+        return await shared.get((url, at, viewer()), lambda: subrequest(app, parent, url, at, cookie, ids))
 
     return Tab(fragments, token, cookie, viewer, fetch)

@@ -245,7 +245,10 @@ async def page(
     `?fragment=`, that fragment alone. A loader returning None means the page's object is not
     there: 404. `vary`: what else than the URL the loads depend on (the namespaces a token may
     read), so that a load shared between tabs is shared only by those that may see it."""
-    wanted = request.query_params.get("fragment")
+    names = request.query_params.getlist("fragment")
+    if len(names) > 1:
+        return await _several(request, reads, fragments, names, args, vary, extra)
+    wanted = names[0] if names else None
     chosen = [f for f in fragments if f.name == wanted] if wanted else [f for f in fragments if not f.lazy]
     if wanted and not chosen:
         return _finish(request, HTMLResponse("unknown fragment", status_code=404))
@@ -284,6 +287,47 @@ async def page(
     for c in contexts:
         ctx.update({k: v for k, v in c.items() if k not in ctx})
     return _finish(request, HTMLResponse(ENV.get_template(template).render(ctx)))
+
+
+# Between the fragments of an answer asking for several (`?fragment=a&fragment=b`).
+SEPARATOR = "\n<!--drover:fragment-->\n"
+
+
+async def _several(
+    request: Request, reads: Reads, fragments: list[Fragment], names: list[str], args: Mapping[str, Any],
+    vary: str, extra: Mapping[str, Any],
+) -> Response:  # fmt: skip
+    """Several fragments of the page in one answer, SEPARATOR between them (what the event stream
+    pushes for one event, drover.api.ui.push): each loaded and rendered as when asked for alone
+    (its own load, shared with the tabs asking for it alone), the loads made together."""
+    by_name = {f.name: f for f in fragments}
+    if any(n not in by_name for n in names) or len(set(names)) != len(names):
+        return _finish(request, HTMLResponse("unknown fragment", status_code=404))
+    chosen = [by_name[n] for n in names]
+    at = request.query_params.get("at", "")
+    known = _known(request, at)
+    loads = _loads(request)
+    keys = [request.url.path + _query(request, fragment=f.name, at="") + "\x00" + vary for f in chosen]
+    hits = [loads.get(k, int(at)) if at.isdigit() and at.isascii() else None for k in keys]
+    missing = [i for i, hit in enumerate(hits) if hit is None]
+
+    def load() -> tuple[int, list[Context | None]]:
+        return known or reads.index(), [chosen[i].load(reads, args) for i in missing]
+
+    if missing:
+        index, loaded = await asyncio.to_thread(load)
+        for i, ctx in zip(missing, loaded, strict=True):
+            loads.put(keys[i], index, ctx)
+            hits[i] = (index, ctx)
+    base = base_context(request)
+    found = [hit for hit in hits if hit is not None and hit[1] is not None]
+    if len(found) < len(chosen):
+        return not_found(request, base)
+    html = SEPARATOR.join(
+        _fragment(request, loads, key, hit[0], f, base, args, extra, hit[1])
+        for key, hit, f in zip(keys, found, chosen, strict=True)
+    )
+    return _finish(request, HTMLResponse(html))
 
 
 def _known(request: Request, at: str) -> int:
