@@ -4,7 +4,9 @@ serves /v1/event/stream), and tells the tab which of them each run of log positi
 
     id: <index>        event: change    data: Allocation:web Job:web
 
-The tab re-fetches the fragments showing those topics. It resumes after a reconnect from the
+A tab that names its live fragments (`frag=<id> <url> <topic>...`) is sent, instead, the
+fragments a run touches, rendered once for every tab (drover.api.ui.push); one that does not
+re-fetches the fragments showing those topics itself. It resumes after a reconnect from the
 last id it saw (EventSource's `Last-Event-ID`, or `?last=` for a connection it opened again
 itself: a hidden tab closes its connection): positions still in the hub's ring are read from
 it; older ones are not replayed from the log - the tab is told to refresh everything

@@ -4,8 +4,9 @@ templates share, and the page/fragment scheme every page family uses.
 A page is a list of fragments. Each fragment has a template, a loader (the reads it needs, run
 in a worker thread with the others of the page) and the event-stream topics it shows
 (`Topic:Key`, `*` for every key). A page renders them all; `?fragment=<name>` on the page's URL
-renders that one alone, which is what htmx fetches when the tab's event stream names one of its
-topics (drover.api.ui.live, static/drover.js)."""
+renders that one alone (`?fragment=a&fragment=b`: several, one answer), which is what the tab's
+event stream pushes when an event touches its topics (drover.api.ui.live, drover.api.ui.push),
+and what htmx fetches when the stream cannot push it (static/drover.js)."""
 
 from __future__ import annotations
 
