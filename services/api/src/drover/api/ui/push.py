@@ -32,7 +32,7 @@ from drover.api.ui import csrf, render, session
 from drover.model.streamevents import parse_topics
 
 # Fragments one tab may name, and how long a URL may be.
-MAX_FRAGMENTS = 32
+MAX_FRAGMENTS = 64
 MAX_URL = 2048
 # Seconds between two pushes of one fragment to one tab (what the tab's own refreshes kept).
 GAP = 1.0

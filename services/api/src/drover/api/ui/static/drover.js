@@ -7,8 +7,10 @@
   var source = null;                              // the tab's one EventSource
   var subscribed = "";                            // the topics it was opened with
   var registered = {};                            // fragment id -> the URL the server pushes it from
+  var pushing = false;                            // whether the server was told them (or the tab re-fetches)
   var retry = 1000;                               // backoff of our own reopens
   var stopped = false;                            // signed out by the server: never reopen
+  var MAX_PUSHED = 64;                            // the most fragments the server pushes (push.MAX_FRAGMENTS)
   var MIN_GAP = 1000;                             // a fragment re-renders at most once a second
   var lastRefresh = {};                           // fragment id -> time of its last refresh
   var pending = {};                               // fragment id -> timer of a refresh to come
@@ -34,6 +36,7 @@
 
   // Whether the live fragments are others, or at other URLs, than the server pushes.
   function moved() {
+    if (!pushing) return false;   // re-fetched by the tab: their URLs are its own business
     var els = liveFragments();
     if (els.length !== Object.keys(registered).length) return true;
     return els.some(function (el) { return registered[el.id] !== urlOf(el); });
@@ -111,15 +114,19 @@
     if (document.hidden) return;
     var q = new URLSearchParams();
     topics.forEach(function (t) { q.append("topic", t); });
-    // Its live fragments: the server pushes them when an event touches their topics.
+    // Its live fragments: the server pushes them when an event touches their topics. (A page
+    // of more than MAX_PUSHED, or whose URLs make too long a query, re-fetches them itself.)
     registered = {};
+    var frags = new URLSearchParams();
     liveFragments().forEach(function (el) {
       registered[el.id] = urlOf(el);
-      q.append("frag", el.id + " " + registered[el.id] + " " + topicsOf(el).join(" "));
+      frags.append("frag", el.id + " " + registered[el.id] + " " + topicsOf(el).join(" "));
       // Shown less than a second ago: the server keeps to the once a second across the reopen.
       var wait = (lastRefresh[el.id] || 0) + MIN_GAP - Date.now();
-      if (wait > 0) q.append("wait", el.id + " " + Math.ceil(wait));
+      if (wait > 0) frags.append("wait", el.id + " " + Math.ceil(wait));
     });
+    pushing = Object.keys(registered).length <= MAX_PUSHED && frags.toString().length <= 8000;
+    if (pushing) frags.forEach(function (v, k) { q.append(k, v); });
     q.set("last", String(index));
     subscribed = topics.join(" ");
     source = new EventSource("/ui/events?" + q.toString());
