@@ -356,3 +356,21 @@ def test_with_acls_off_there_is_no_one_to_sign_in(client: TestClient) -> None:
         "/ui/signin", data={"csrf_token": _csrf(client, "/ui/jobs"), "secret_id": str(uuid.uuid4())}
     )
     assert r.status_code == 400 and "drover_token" not in r.headers.get("set-cookie", "")
+
+
+def test_several_fragments_in_one_answer_are_each_as_when_asked_for_alone(
+    client: TestClient, store: EventStore
+) -> None:
+    """What the event stream asks for when one event touches several fragments of a page."""
+    from drover.api.ui.render import SEPARATOR
+
+    _job(client, store, "web", 2, rolling=False)
+    url = "/ui/jobs/web@default"
+    at = store.last_position()
+    both = client.get(f"{url}?fragment=summary&fragment=versions&at={at}")
+    assert both.status_code == 200
+    alone = [client.get(url, params={"fragment": n, "at": at}).text for n in ("summary", "versions")]
+    assert both.text.split(SEPARATOR) == alone and 'data-group="web"' in alone[0]
+    for bad in ("fragment=summary&fragment=nope", "fragment=summary&fragment=summary"):
+        assert client.get(f"{url}?{bad}").status_code == 404, bad
+    assert client.get("/ui/jobs/gone@default?fragment=summary&fragment=versions").status_code == 404

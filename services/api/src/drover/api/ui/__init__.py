@@ -1,8 +1,8 @@
 """The web console at /ui/: pages rendered on the server (Jinja2) from the same reads and
-commands as /v1, kept live by one server-sent-events connection per tab (`live`), with htmx
-re-fetching the fragments an event names. One router per page family (`routes`). With ACLs on,
-every page, fragment, action and event stream answers as the signed-in token (`session`,
-`access`)."""
+commands as /v1, kept live by one server-sent-events connection per tab (`live`), down which
+the fragments an event touches are pushed, rendered once for every tab (`push`). One router per
+page family (`routes`). With ACLs on, every page, fragment, action and event stream answers as
+the signed-in token (`session`, `access`)."""
 
 from __future__ import annotations
 

@@ -124,9 +124,13 @@ def who(request: Request) -> dict[str, Any] | None:
 def token_key(request: Request) -> str:
     """What a load that depends on the token's whole ACL (not only on its namespaces) is shared
     by: every request with ACLs off, every management token's, else each token's own."""
-    if not acl_enabled(request):
+    return key_of(identity(request), acl_enabled(request))
+
+
+def key_of(found: Identity | None, enabled: bool) -> str:
+    """`token_key` of the token `found` (the event stream's, read again at ACL changes)."""
+    if not enabled:
         return ""
-    found = identity(request)
     if found is None or found.token is None:
         return "anonymous"
     return "management" if found.acl.management else found.token.accessor_id

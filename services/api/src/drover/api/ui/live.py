@@ -4,7 +4,9 @@ serves /v1/event/stream), and tells the tab which of them each run of log positi
 
     id: <index>        event: change    data: Allocation:web Job:web
 
-The tab re-fetches the fragments showing those topics. It resumes after a reconnect from the
+A tab that names its live fragments (`frag=<id> <url> <topic>...`) is sent, instead, the
+fragments a run touches, rendered once for every tab (drover.api.ui.push); one that does not
+re-fetches the fragments showing those topics itself. It resumes after a reconnect from the
 last id it saw (EventSource's `Last-Event-ID`, or `?last=` for a connection it opened again
 itself: a hidden tab closes its connection): positions still in the hub's ring are read from
 it; older ones are not replayed from the log - the tab is told to refresh everything
@@ -19,6 +21,7 @@ ACL change, and the connection closed (`event: signedout`) once it is deleted or
 
 from __future__ import annotations
 
+import asyncio
 import time
 from collections.abc import AsyncGenerator
 from typing import Annotated, Any
@@ -30,7 +33,7 @@ from drover.api.aclresolve import AclResolver, Identity
 from drover.api.errors import ApiError
 from drover.api.streamacl import NAMESPACE_TOPICS
 from drover.api.streamhub import Frame, StreamHub, Subscription
-from drover.api.ui import access, session
+from drover.api.ui import access, push, session
 from drover.model.streamevents import ALL, parse_topics
 
 router = APIRouter()
@@ -122,9 +125,12 @@ def message(event: str, index: int, data: str) -> bytes:
 
 @router.get("/ui/events", include_in_schema=False)
 async def events(request: Request, hub: StreamHubDep) -> StreamingResponse:
-    topics, problems = parse_topics(request.query_params.getlist("topic"))
-    if problems:
-        raise ApiError(400, "\n".join(problems))
+    params = request.query_params
+    fragments, problems = push.parse(params.getlist("frag"), params.getlist("wait"))
+    asked = params.getlist("topic") + sorted({t for f in fragments for t in f.topics})
+    topics, wrong = parse_topics(asked)
+    if problems or wrong:
+        raise ApiError(400, "\n".join(problems + wrong))
     try:
         await hub.start()
     except Exception as e:
@@ -138,9 +144,13 @@ async def events(request: Request, hub: StreamHubDep) -> StreamingResponse:
     last = _last(request)
     after = last or hub.position
     frames = hub.frames(sub, after, HEARTBEAT, replay_log=False)
+    enabled = access.acl_enabled(request)
+    tab = push.tab(request, fragments, lambda: access.key_of(reader.who if reader else None, enabled))
+    if tab is not None:
+        tab.latest = after
     headers = {"Cache-Control": "no-store", "X-Accel-Buffering": "no"}
     return StreamingResponse(
-        _stream(hub, sub, frames, after, reader), media_type="text/event-stream", headers=headers
+        _stream(hub, sub, frames, after, reader, tab), media_type="text/event-stream", headers=headers
     )
 
 
@@ -156,25 +166,68 @@ def _reader(request: Request) -> Reader | None:
 
 async def _stream(
     hub: StreamHub, sub: Subscription, frames: AsyncGenerator[list[Frame] | None], after: int,
-    reader: Reader | None = None,
+    reader: Reader | None = None, tab: push.Tab | None = None,
 ) -> AsyncGenerator[bytes]:  # fmt: skip
+    """The tab's events. With `tab` (it named its fragments), the fragments a run touches are
+    pushed (drover.api.ui.push) rather than named in a `change`."""
     ticked = time.monotonic()
+    waiting: asyncio.Task[list[Frame] | None] | None = None
     try:
         yield f"retry: {RETRY_MS}\n".encode() + message("hello", after, str(after))
-        async for run in frames:
+        while True:
+            wait = tab.wait() if tab is not None else None
+            if waiting is None and wait is None:
+                try:
+                    run = await anext(frames)
+                except StopAsyncIteration:
+                    break
+            else:
+                # A push waits for its second: the next run, or that second, whichever is first.
+                waiting = waiting or asyncio.ensure_future(_next(frames))
+                done, _ = await asyncio.wait({waiting}, timeout=wait)
+                if not done and tab is not None:
+                    if out := await tab.flush():
+                        yield out
+                    continue
+                try:
+                    run = waiting.result()
+                except StopAsyncIteration:
+                    break
+                finally:
+                    waiting = None
             if reader is not None and reader.expired():
                 break
             if run is None:
                 yield b": ping\n\n"
             elif not run:
+                if tab is not None:
+                    tab.resynced()
+                    tab.latest = hub.position
                 yield message("resync", hub.position, str(hub.position))
             elif found := frozenset().union(*(hits(f, sub, reader) for f in run)):
-                yield message("change", run[-1].index, " ".join(sorted(found)))
-            elif time.monotonic() - ticked >= TICK:
+                if tab is None:
+                    yield message("change", run[-1].index, " ".join(sorted(found)))
+                else:
+                    tab.latest = run[-1].index
+                    tab.hit(found, run[-1].index)
+                    if out := await tab.flush():
+                        yield out
+            elif time.monotonic() - ticked >= TICK and (tab is None or tab.wait() is None):
                 ticked = time.monotonic()
+                if tab is not None:
+                    tab.latest = run[-1].index
                 yield message("index", run[-1].index, str(run[-1].index))
+            elif tab is not None:
+                tab.latest = run[-1].index
         if reader is not None and (sub.revoked or reader.expired()):
             # The token was deleted or expired: the tab stops, rather than reconnect to a 403.
             yield message("signedout", hub.position, "")
     finally:
+        if waiting is not None:
+            waiting.cancel()
+            await asyncio.gather(waiting, return_exceptions=True)
         await frames.aclose()
+
+
+async def _next(frames: AsyncGenerator[list[Frame] | None]) -> list[Frame] | None:
+    return await anext(frames)

@@ -4,8 +4,9 @@ templates share, and the page/fragment scheme every page family uses.
 A page is a list of fragments. Each fragment has a template, a loader (the reads it needs, run
 in a worker thread with the others of the page) and the event-stream topics it shows
 (`Topic:Key`, `*` for every key). A page renders them all; `?fragment=<name>` on the page's URL
-renders that one alone, which is what htmx fetches when the tab's event stream names one of its
-topics (drover.api.ui.live, static/drover.js)."""
+renders that one alone (`?fragment=a&fragment=b`: several, one answer), which is what the tab's
+event stream pushes when an event touches its topics (drover.api.ui.live, drover.api.ui.push),
+and what htmx fetches when the stream cannot push it (static/drover.js)."""
 
 from __future__ import annotations
 
@@ -245,16 +246,21 @@ async def page(
     `?fragment=`, that fragment alone. A loader returning None means the page's object is not
     there: 404. `vary`: what else than the URL the loads depend on (the namespaces a token may
     read), so that a load shared between tabs is shared only by those that may see it."""
-    wanted = request.query_params.get("fragment")
+    names = request.query_params.getlist("fragment")
+    if len(names) > 1:
+        return await _several(request, reads, fragments, names, args, vary, extra)
+    wanted = names[0] if names else None
     chosen = [f for f in fragments if f.name == wanted] if wanted else [f for f in fragments if not f.lazy]
     if wanted and not chosen:
         return _finish(request, HTMLResponse("unknown fragment", status_code=404))
 
+    at = request.query_params.get("at", "")
+    known = _known(request, at) if wanted else 0
+
     def load() -> tuple[int, list[Context | None]]:
         # The index first: what the page shows is at least as new as the index the tab resumes from.
-        return reads.index(), [f.load(reads, args) for f in chosen]
+        return known or reads.index(), [f.load(reads, args) for f in chosen]
 
-    at = request.query_params.get("at", "")
     key = request.url.path + _query(request, fragment=wanted or "", at="") + "\x00" + vary
     loads = _loads(request)
     hit = loads.get(key, int(at)) if wanted and at.isdigit() and at.isascii() else None
@@ -282,6 +288,56 @@ async def page(
     for c in contexts:
         ctx.update({k: v for k, v in c.items() if k not in ctx})
     return _finish(request, HTMLResponse(ENV.get_template(template).render(ctx)))
+
+
+# Between the fragments of an answer asking for several (`?fragment=a&fragment=b`).
+SEPARATOR = "\n<!--drover:fragment-->\n"
+
+
+async def _several(
+    request: Request, reads: Reads, fragments: list[Fragment], names: list[str], args: Mapping[str, Any],
+    vary: str, extra: Mapping[str, Any],
+) -> Response:  # fmt: skip
+    """Several fragments of the page in one answer, SEPARATOR between them (what the event stream
+    pushes for one event, drover.api.ui.push): each loaded and rendered as when asked for alone
+    (its own load, shared with the tabs asking for it alone), the loads made together."""
+    by_name = {f.name: f for f in fragments}
+    if any(n not in by_name for n in names) or len(set(names)) != len(names):
+        return _finish(request, HTMLResponse("unknown fragment", status_code=404))
+    chosen = [by_name[n] for n in names]
+    at = request.query_params.get("at", "")
+    known = _known(request, at)
+    loads = _loads(request)
+    keys = [request.url.path + _query(request, fragment=f.name, at="") + "\x00" + vary for f in chosen]
+    hits = [loads.get(k, int(at)) if at.isdigit() and at.isascii() else None for k in keys]
+    missing = [i for i, hit in enumerate(hits) if hit is None]
+
+    def load() -> tuple[int, list[Context | None]]:
+        return known or reads.index(), [chosen[i].load(reads, args) for i in missing]
+
+    if missing:
+        index, loaded = await asyncio.to_thread(load)
+        for i, ctx in zip(missing, loaded, strict=True):
+            loads.put(keys[i], index, ctx)
+            hits[i] = (index, ctx)
+    base = base_context(request)
+    found = [hit for hit in hits if hit is not None and hit[1] is not None]
+    if len(found) < len(chosen):
+        return not_found(request, base)
+    html = SEPARATOR.join(
+        _fragment(request, loads, key, hit[0], f, base, args, extra, hit[1])
+        for key, hit, f in zip(keys, found, chosen, strict=True)
+    )
+    return _finish(request, HTMLResponse(html))
+
+
+def _known(request: Request, at: str) -> int:
+    """For a live refresh (`at`), an index every read from now on is at least as new as without
+    asking the log: the event feed's position, once it has reached `at` (it carries committed
+    events alone, and the projections commit with them). 0: ask the log."""
+    hub = getattr(request.app.state, "stream", None)
+    position = hub.position if hub is not None else 0
+    return position if at.isdigit() and at.isascii() and 0 < int(at) <= position else 0
 
 
 def view(request: Request, template: str, status: int = 200, **ctx: Any) -> Response:

@@ -6,11 +6,15 @@
   var index = Number(body.dataset.index || 0);   // the last log index the tab has seen
   var source = null;                              // the tab's one EventSource
   var subscribed = "";                            // the topics it was opened with
+  var registered = {};                            // fragment id -> the URL the server pushes it from
+  var pushing = false;                            // whether the server was told them (or the tab re-fetches)
   var retry = 1000;                               // backoff of our own reopens
   var stopped = false;                            // signed out by the server: never reopen
+  var MAX_PUSHED = 64;                            // the most fragments the server pushes (push.MAX_FRAGMENTS)
   var MIN_GAP = 1000;                             // a fragment re-renders at most once a second
   var lastRefresh = {};                           // fragment id -> time of its last refresh
   var pending = {};                               // fragment id -> timer of a refresh to come
+  var atLeast = {};                               // fragment id -> the index a refetch names
 
   // The index, also on the page (what a reconnect resumes from; tests read it).
   function seen(e) {
@@ -21,6 +25,22 @@
   function fragments() { return Array.prototype.slice.call(document.querySelectorAll("[data-topics]")); }
 
   function topicsOf(el) { return (el.dataset.topics || "").split(/\s+/).filter(Boolean); }
+
+  // A fragment's URL as the server is told it (same-origin path and query, percent-encoded).
+  function urlOf(el) {
+    var u = new URL(el.getAttribute("hx-get"), window.location.href);
+    return u.pathname + u.search;
+  }
+
+  function liveFragments() { return fragments().filter(function (el) { return topicsOf(el).length; }); }
+
+  // Whether the live fragments are others, or at other URLs, than the server pushes.
+  function moved() {
+    if (!pushing) return false;   // re-fetched by the tab: their URLs are its own business
+    var els = liveFragments();
+    if (els.length !== Object.keys(registered).length) return true;
+    return els.some(function (el) { return registered[el.id] !== urlOf(el); });
+  }
 
   function allTopics() {
     var found = {};
@@ -36,8 +56,10 @@
   }
 
   // Ask htmx to re-fetch the fragment, no sooner than MIN_GAP after its last refresh; hits
-  // meanwhile fold into the refresh already scheduled.
-  function refresh(id) {
+  // meanwhile fold into the refresh already scheduled. (What the server does not push: a
+  // refresh of everything, or a fragment whose answer it could not push.)
+  function refresh(id, at) {
+    if (at) atLeast[id] = Math.max(atLeast[id] || 0, at);
     if (pending[id]) return;
     var wait = Math.max(0, (lastRefresh[id] || 0) + MIN_GAP - Date.now());
     pending[id] = setTimeout(function () {
@@ -47,11 +69,31 @@
       if (!el || !window.htmx) return;
       // The index that woke it: the server answers from a read at least that new, shared
       // with every tab woken by the same event.
-      var url = el.getAttribute("hx-get") + "&at=" + index;
+      var url = el.getAttribute("hx-get") + "&at=" + Math.max(index, atLeast[id] || 0);
+      delete atLeast[id];
       // Its own request queue (htmx queues by source element: one shared source would drop all
       // but the last of fragments refreshed together).
       window.htmx.ajax("GET", url, { source: el, target: el, swap: "outerHTML" });
     }, wait);
+  }
+
+  // A fragment the server pushed: its id, then its HTML, swapped in as htmx swaps an answer.
+  function onFragment(e) {
+    var cut = e.data.indexOf("\n");
+    var id = e.data.slice(0, cut);
+    var el = document.getElementById(id);
+    lastRefresh[id] = Date.now();
+    if (!el || !window.htmx) return;
+    window.htmx.swap(el, e.data.slice(cut + 1), { swapStyle: "outerHTML" });
+    var now = document.getElementById(id);
+    // The server follows the URL the pushed fragment names (a topology group's version).
+    if (now && registered[id]) registered[id] = urlOf(now);
+  }
+
+  function onRefetch(e) {
+    var words = e.data.split(" ");
+    var at = Number(words.shift()) || 0;
+    words.forEach(function (id) { refresh(id, at); });
   }
 
   function onChange(e) {
@@ -72,6 +114,19 @@
     if (document.hidden) return;
     var q = new URLSearchParams();
     topics.forEach(function (t) { q.append("topic", t); });
+    // Its live fragments: the server pushes them when an event touches their topics. (A page
+    // of more than MAX_PUSHED, or whose URLs make too long a query, re-fetches them itself.)
+    registered = {};
+    var frags = new URLSearchParams();
+    liveFragments().forEach(function (el) {
+      registered[el.id] = urlOf(el);
+      frags.append("frag", el.id + " " + registered[el.id] + " " + topicsOf(el).join(" "));
+      // Shown less than a second ago: the server keeps to the once a second across the reopen.
+      var wait = (lastRefresh[el.id] || 0) + MIN_GAP - Date.now();
+      if (wait > 0) frags.append("wait", el.id + " " + Math.ceil(wait));
+    });
+    pushing = Object.keys(registered).length <= MAX_PUSHED && frags.toString().length <= 8000;
+    if (pushing) frags.forEach(function (v, k) { q.append(k, v); });
     q.set("last", String(index));
     subscribed = topics.join(" ");
     source = new EventSource("/ui/events?" + q.toString());
@@ -82,6 +137,8 @@
       setLive("live", "Live");
     });
     source.addEventListener("change", onChange);
+    source.addEventListener("fragment", onFragment);
+    source.addEventListener("refetch", onRefetch);
     source.addEventListener("index", seen);
     source.addEventListener("resync", function (e) {
       seen(e);
@@ -114,9 +171,14 @@
     if (document.hidden) { close(); setLive("paused", "Paused"); } else if (!source) { open(); }
   });
 
-  // A swapped fragment may show other topics (a new deployment): resubscribe if the set moved.
+  // A swapped fragment may show other topics (a new deployment), or be at another URL (a
+  // filter applied): reopen, naming them, if they moved. (Checked once the swap is over: a
+  // pushed fragment's new URL is the server's already.)
   document.addEventListener("htmx:afterSwap", function () {
-    if (allTopics().join(" ") !== subscribed) { close(); open(); }
+    setTimeout(function () {
+      if (stopped || (source === null && document.hidden)) return;
+      if (allTopics().join(" ") !== subscribed || moved()) { close(); open(); }
+    }, 0);
   });
 
   // A topology box is a link to its client as a whole (its name and segments are links of their own).
