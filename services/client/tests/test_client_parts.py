@@ -298,7 +298,12 @@ async def test_raw_exec_sends_a_signal_to_the_task_and_it_runs_on(tmp_path: Path
     the task handles it and keeps running."""
     script = "trap 'echo got HUP' HUP; echo ready; while :; do sleep 0.1; done"
     task = Task(name="t", driver="raw_exec", config={"command": "/bin/sh", "args": ["-c", script]})
-    h = await RawExecDriver().start(task, tmp_path / "t", tmp_path / "logs", {})
+    # Started as an agent under nohup starts it, SIGHUP ignored: the task still traps it.
+    ignored = signal.signal(signal.SIGHUP, signal.SIG_IGN)
+    try:
+        h = await RawExecDriver().start(task, tmp_path / "t", tmp_path / "logs", {})
+    finally:
+        signal.signal(signal.SIGHUP, ignored)
     await _until_ready(tmp_path / "logs" / "t.stdout.0")
     await h.send("SIGHUP")
     out = tmp_path / "logs" / "t.stdout.0"

@@ -38,6 +38,34 @@ def _stream(log_dir: Path, task: str, log_type: str, args: argparse.Namespace) -
     return FileRotator(log_dir, task, log_type, args.max_files, args.max_file_size_mb * MB)
 
 
+# The signals a task may be sent or may trap, each at its default in the task: a signal ignored
+# is inherited ignored across exec, so an agent started under nohup (SIGHUP ignored) would give
+# every task a SIGHUP it cannot trap - a template's change_signal lost.
+TASK_SIGNALS = tuple(
+    getattr(signal, name)
+    for name in (
+        "SIGHUP",
+        "SIGINT",
+        "SIGQUIT",
+        "SIGTERM",
+        "SIGUSR1",
+        "SIGUSR2",
+        "SIGPIPE",
+        "SIGALRM",
+        "SIGTSTP",
+        "SIGTTIN",
+        "SIGTTOU",
+    )
+    if hasattr(signal, name)
+)
+
+
+def _default_signals() -> None:
+    """In the task, between fork and exec (the executor has no thread yet)."""
+    for sig in TASK_SIGNALS:
+        signal.signal(sig, signal.SIG_DFL)
+
+
 def _start(
     command: list[str], args: argparse.Namespace
 ) -> tuple[subprocess.Popen[bytes], list[threading.Thread]]:
@@ -46,13 +74,22 @@ def _start(
     that cannot start says why in its stderr log."""
     if args.no_logs:
         devnull = subprocess.DEVNULL
-        return subprocess.Popen(command, stdout=devnull, stderr=devnull, stdin=devnull, process_group=0), []
+        return subprocess.Popen(
+            command,
+            stdout=devnull,
+            stderr=devnull,
+            stdin=devnull,
+            process_group=0,
+            preexec_fn=_default_signals,
+        ), []
     log_dir = Path(args.log_dir)
     stdout, stderr = _stream(log_dir, args.task, "stdout", args), _stream(log_dir, args.task, "stderr", args)
     out_r, out_w = os.pipe()
     err_r, err_w = os.pipe()
     try:
-        child = subprocess.Popen(command, stdout=out_w, stderr=err_w, stdin=subprocess.DEVNULL)
+        child = subprocess.Popen(
+            command, stdout=out_w, stderr=err_w, stdin=subprocess.DEVNULL, preexec_fn=_default_signals
+        )
     except OSError as e:
         stderr.write(f"failed to start {command[0]!r}: {e}\n".encode())
         raise
