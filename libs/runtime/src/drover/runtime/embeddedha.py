@@ -18,10 +18,12 @@ its standby gone it waits for a synchronous standby that never answers."""
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import json
 import os
 import signal
 import subprocess
+import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -75,6 +77,14 @@ class PgAutoFailover:
     # ---- addresses --------------------------------------------------------------------------
 
     @property
+    def sock_dir(self) -> Path:
+        """The servers' socket directory: a short path of the system's temporary directory named
+        after the data directory (a Unix socket's path is at most 107 bytes, which a data
+        directory deep in a test's temporary tree passes), the keepers' user's alone."""
+        digest = hashlib.sha256(str(self.data_dir.resolve()).encode()).hexdigest()[:16]
+        return Path(tempfile.gettempdir()) / f"drover-pg-{digest}"
+
+    @property
     def url(self) -> str:
         """The services' URL, without the password (DROVER_DATABASE_PASSWORD carries it)."""
         hosts = "&".join(f"host=127.0.0.1:{p}" for p in self.ports)
@@ -96,8 +106,8 @@ class PgAutoFailover:
             "XDG_CONFIG_HOME": str(home / "config"),
             "XDG_DATA_HOME": str(home / "state"),
             "XDG_RUNTIME_DIR": str(home / "run"),
-            "PG_REGRESS_SOCK_DIR": str(home / "sock"),
-            "PGHOST": str(home / "sock"),
+            "PG_REGRESS_SOCK_DIR": str(self.sock_dir),
+            "PGHOST": str(self.sock_dir),
             "PGPASSFILE": str(home / "pgpass"),
             "PGCONNECT_TIMEOUT": "2",
             # initdb takes its encoding from the locale: UTF-8, as Drover's documents want.
@@ -135,8 +145,7 @@ class PgAutoFailover:
                 mode = parent.stat().st_mode
                 if not mode & 0o001:
                     parent.chmod(mode | 0o011)
-        for sub in ("", "config", "state", "run", "sock"):
-            d = self.data_dir / sub
+        for d in [self.data_dir / sub for sub in ("", "config", "state", "run")] + [self.sock_dir]:
             d.mkdir(parents=True, exist_ok=True)
             d.chmod(0o700)
             self._chown(d)
@@ -156,7 +165,7 @@ class PgAutoFailover:
         """A superuser connection over the keepers' socket (as the keepers' OS user)."""
         user = "pgserver" if self.uid is not None else None
         return psycopg.connect(
-            host=str(self.data_dir / "sock"),
+            host=str(self.sock_dir),
             port=port,
             dbname=dbname,
             user=user,
