@@ -19,6 +19,7 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -144,6 +145,53 @@ def start_servers(
             env["DROVER_NATS_URL"] = nats.start()
 
 
+def supervise(
+    children: list[Child], spawn: Callable[[Child], None],
+    servers: list[EmbeddedPostgres | EmbeddedNats], formations: list[PgAutoFailover],
+) -> None:  # fmt: skip
+    """Until SIGINT or SIGTERM: every half second, a server, keeper or service that died is
+    started again (a service dying more than 5 times a minute is said so, and slowed)."""
+    stopping = False
+
+    def on_signal(signum: int, frame: object) -> None:
+        nonlocal stopping
+        stopping = True
+
+    signal.signal(signal.SIGINT, on_signal)
+    signal.signal(signal.SIGTERM, on_signal)
+    while not stopping:
+        time.sleep(0.5)
+        for server in servers:
+            if not stopping:
+                revive(server)
+        for formation in formations:
+            if not stopping:
+                revive_formation(formation)
+        for c in children:
+            if c.proc is not None and c.proc.poll() is not None and not stopping:
+                now = time.monotonic()
+                c.restarts = [t for t in c.restarts if now - t < 60] + [now]
+                if len(c.restarts) > 5:
+                    console.print(f"[red]{c.service}-{c.index} keeps dying; see its log[/]")
+                    time.sleep(2)
+                console.print(f"{c.service}-{c.index} exited ({c.proc.returncode}); restarting")
+                spawn(c)
+
+
+def stop_children(children: list[Child]) -> None:
+    """Every service told to stop, then killed if it has not within 15 s."""
+    console.print("stopping...")
+    for c in children:
+        if c.proc is not None and c.proc.poll() is None:
+            c.proc.terminate()
+    for c in children:
+        if c.proc is not None:
+            try:
+                c.proc.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                c.proc.kill()
+
+
 def run_up(settings: Settings, ha: bool = False) -> None:
     data_dir = Path(settings.data_dir).resolve()
     data_dir.mkdir(parents=True, exist_ok=True)
@@ -189,41 +237,8 @@ def run_up(settings: Settings, ha: bool = False) -> None:
             f"[bold green]Drover API on http://{settings.api_host}:{settings.api_port}[/] "
             f"(logs in {logs}; Ctrl-C to stop)"
         )
-        stopping = False
-
-        def on_signal(signum: int, frame: object) -> None:
-            nonlocal stopping
-            stopping = True
-
-        signal.signal(signal.SIGINT, on_signal)
-        signal.signal(signal.SIGTERM, on_signal)
-        while not stopping:
-            time.sleep(0.5)
-            for server in servers:
-                if not stopping:
-                    revive(server)
-            for formation in formations:
-                if not stopping:
-                    revive_formation(formation)
-            for c in children:
-                if c.proc is not None and c.proc.poll() is not None and not stopping:
-                    now = time.monotonic()
-                    c.restarts = [t for t in c.restarts if now - t < 60] + [now]
-                    if len(c.restarts) > 5:
-                        console.print(f"[red]{c.service}-{c.index} keeps dying; see its log[/]")
-                        time.sleep(2)
-                    console.print(f"{c.service}-{c.index} exited ({c.proc.returncode}); restarting")
-                    spawn(c)
-        console.print("stopping...")
-        for c in children:
-            if c.proc is not None and c.proc.poll() is None:
-                c.proc.terminate()
-        for c in children:
-            if c.proc is not None:
-                try:
-                    c.proc.wait(timeout=15)
-                except subprocess.TimeoutExpired:
-                    c.proc.kill()
+        supervise(children, spawn, servers, formations)
+        stop_children(children)
     finally:
         for s in reversed(servers):
             s.stop()
