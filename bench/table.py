@@ -221,6 +221,32 @@ FIGURES: dict[str, list[Figure]] = {
         Figure("down beyond TTL + grace, p50", ("beyond_ttl_plus_grace_s", "p50"), "s"),
         Figure("down beyond TTL + grace, p99", ("beyond_ttl_plus_grace_s", "p99"), "s"),
     ],
+    "fleet": [
+        Figure(
+            "{nodes} nodes in {sims} drover sim processes, {topology} topology: registered",
+            ("registered_s",),
+            "s",
+        ),
+        Figure("heartbeats", ("heartbeats_per_s",), "per s"),
+        Figure(
+            "leader (heartbeater) CPU while the fleet beats",
+            ("beating_alone", "leader_cpu_fraction_of_one_core"),
+            "cores",
+        ),
+        Figure("API CPU while the fleet beats", ("beating_alone", "api_cpu_fraction_of_one_core"), "cores"),
+        Figure("10 jobs x 1,000 allocs on the fleet", ("placement", "placements_per_s"), "placements/s"),
+        Figure("nodes marked down while beating", ("nodes_down_while_beating",), "nodes", ("=", 0)),
+    ],
+    "pipeline_ha": [
+        Figure(
+            "{jobs} jobs x {count} allocs on {nodes} nodes, single servers (median of {pairs})",
+            ("single_placements_per_s",),
+            "placements/s",
+        ),
+        Figure("the same, HA topology (interleaved)", ("ha_placements_per_s",), "placements/s"),
+        Figure("HA over single", ("ha_over_single",), "x"),
+        Figure("nodes missed, both arms", ("nodes_missed",), "nodes", ("=", 0)),
+    ],
     "watchers": [
         Figure(
             "{nodes} waiting clients, {jobs} jobs: register to seen by the node, p50",
