@@ -143,7 +143,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         sims = start_sims(servers, args)
         while node_count(servers) < args.nodes:
             if any(s.poll() is not None for s in sims):
-                raise RuntimeError("a simulator exited")
+                raise RuntimeError(f"a simulator exited: {[s.poll() for s in sims]}")
             if time.monotonic() - t0 > 1800:
                 raise RuntimeError(f"{node_count(servers)} of {args.nodes} nodes registered in 30 min")
             time.sleep(2.0)
