@@ -202,7 +202,9 @@ def test_a_simulator_run_again_keeps_its_nodes_and_no_other_may_take_them(
     assert secret not in c.logs()
 
 
-def test_a_simulator_started_before_the_api_registers_once_it_answers(cluster: Cluster, tmp_path: Path) -> None:
+def test_a_simulator_started_before_the_api_registers_once_it_answers(
+    cluster: Cluster, tmp_path: Path
+) -> None:
     """As the agent does, the simulator tries a registration again while the API cannot be
     reached (a connection refused or cut): its nodes register once the API is back."""
     c = cluster
