@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import signal
 import subprocess
 import sys
@@ -162,6 +163,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             "sims_cpu_fraction_of_one_core": round((sum(tree_cpu_seconds(s.pid) for s in sims) - sims_cpu0) / window, 3),
         }  # fmt: skip
         result["placement"] = place(servers, args)
+        # This host is shared: the load average says how much else ran beside the placement.
+        result["placement"]["host_load_average_1m"] = round(os.getloadavg()[0], 1)
         time.sleep(args.hold)
         stopped = time.time()
         result["sims_stats"] = stop_sims(sims, servers.tmp)
