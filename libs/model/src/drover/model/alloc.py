@@ -309,7 +309,8 @@ def lean_members(members: dict[str, Any]) -> dict[str, Any]:
     """A ReplicaAllocation's `members` (every field's, as pydantic holds them) in a dict that
     shares its names with every other lean alloc's: those of `HELD_BY_CLASS` that hold their
     default are taken out of `members` (the caller's: it gives them up) and left out. Members
-    with one of them not at its default are returned as they are."""
+    with one of them at another value are returned in their own dict, as pydantic made it
+    (those held at their default already taken out: the class holds them)."""
     for name, default in HELD_BY_CLASS.items():
         if name in members:
             value = members[name]
