@@ -202,14 +202,41 @@ FIGURES: dict[str, list[Figure]] = {
             "replica at 1,000,000 allocs: peak RSS",
             ("replica", ("allocs", 1_000_000), "peak_rss_mb"),
             "MB",
-            ("<", 1500),
+            ("<", 800),
         ),
         Figure(
             "replica at 1,000,000 allocs: applied",
             ("replica", ("allocs", 1_000_000), "allocs_applied_per_s"),
             "allocs/s",
         ),
+        Figure(
+            "the same, per CPU-second of the whole load (building the log included)",
+            ("replica", ("allocs", 1_000_000), "allocs_applied_per_cpu_s"),
+            "allocs/CPU-s",
+        ),
+        Figure(
+            "the replica's own decoding and applying, CPU",
+            ("replica", ("allocs", 1_000_000), "replica_us_per_alloc"),
+            "us per alloc",
+        ),
         Figure("replica: memory per alloc", ("mb_per_100k_allocs",), "MB per 100,000 allocs"),
+        Figure(
+            "peak RSS at 1,000,000 allocs against the code before (interleaved pairs)",
+            ("against_baseline", "peak_rss_mb"),
+            "x",
+        ),
+        Figure(
+            "applied per CPU-second against the code before (interleaved pairs)",
+            ("against_baseline", "allocs_applied_per_cpu_s"),
+            "x",
+            (">=", 0.9),
+        ),
+        Figure(
+            "the replica's own CPU per alloc against the code before (interleaved pairs)",
+            ("against_baseline", "replica_us_per_alloc"),
+            "x",
+            ("<=", 1.1),
+        ),
     ],
     "heartbeats": [
         Figure("drover sim at {nodes} nodes: heartbeats", ("sim", "heartbeats_per_s"), "per s"),
