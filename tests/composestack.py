@@ -47,6 +47,13 @@ def wait(what: str, check: Callable[[], T | None], timeout: float = 60.0) -> T:
         time.sleep(0.25)
 
 
+def nats_password() -> str:
+    """A random password NATS takes: the server reads `$NATS_PASSWORD` as a value of its
+    configuration, so one that looks like a number (`12345`, `1e5...`, as a hex token sometimes
+    does) fails to parse and the server exits; one that starts with a letter is a string."""
+    return "n" + secrets.token_hex(16)
+
+
 def stack_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, str]:
     """The stack's env file (the local images, random passwords, a project name and a free
     port of the test's own), and `docker compose` set up for this test alone; `env_file` is
@@ -57,7 +64,7 @@ def stack_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, str]
     env = {
         "COMPOSE_PROJECT_NAME": project,
         "DROVER_POSTGRES_PASSWORD": secrets.token_hex(16),
-        "DROVER_NATS_PASSWORD": secrets.token_hex(16),
+        "DROVER_NATS_PASSWORD": nats_password(),
         "DROVER_API_PORT": str(free_port()),
         "DROVER_PYTHON_IMAGE": built["python"],
         "DROVER_NATS_IMAGE": built["nats"],
