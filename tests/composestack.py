@@ -30,6 +30,7 @@ PROJECT_LABEL = "com.docker.compose.project"
 # A failure's report: the end of each service's log, so that one chatty service cannot push
 # another's reason out of it.
 LOG_TAIL = 6000
+SECRETS = ("DROVER_POSTGRES_PASSWORD", "DROVER_NATS_PASSWORD")
 T = TypeVar("T")
 
 
@@ -81,9 +82,9 @@ def stack_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, str]
 
 @contextlib.contextmanager
 def compose_up(file_name: str, env: dict[str, str]) -> Iterator[Any]:
-    """`up --build --wait` of the file; on any failure (`up`'s too) each service's logs, the
-    passwords masked; `down --volumes` and the project's image removed whatever happened, and
-    then nothing of the project left."""
+    """`up --build --wait` of the file; after the test, no password in any service's log; on any
+    failure (`up`'s too), each service's logs, the passwords masked; `down --volumes` and the
+    project's image removed whatever happened, and then nothing of the project left."""
     from testcontainers.compose import DockerCompose
 
     project = env["COMPOSE_PROJECT_NAME"]
@@ -95,8 +96,11 @@ def compose_up(file_name: str, env: dict[str, str]) -> Iterator[Any]:
         compose.start()
         print(f"{project}: built and up in {time.monotonic() - started:.1f} s", file=sys.stderr)
         yield compose
+        # No password in any service's log.
+        logs = "".join(compose.get_logs())
+        assert [n for n in SECRETS if env[n] in logs] == []
     except BaseException:
-        report_logs(compose, [env["DROVER_POSTGRES_PASSWORD"], env["DROVER_NATS_PASSWORD"]])
+        report_logs(compose, [env[n] for n in SECRETS])
         raise
     finally:
         try:
