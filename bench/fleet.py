@@ -149,6 +149,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                 raise RuntimeError(f"{node_count(servers)} of {args.nodes} nodes registered in 30 min")
             time.sleep(2.0)
         result["registered_s"] = round(time.monotonic() - t0, 1)
+        registered = time.time()
         result["registration_cpu_s"] = {k: round(tree_cpu_seconds(p) - reg0[k], 1) for k, p in every}
         procs = {"leader": servers.cluster.procs["leader"][0].pid, "api": servers.cluster.procs["api"][0].pid}
         cpu0 = {k: cpu_seconds(p) for k, p in procs.items()}
@@ -172,7 +173,9 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         stats = result["sims_stats"]
         result["heartbeats_per_s"] = round(sum(s["heartbeats_per_s"] for s in stats), 1)
         result["heartbeat_errors"] = sum(s["heartbeat_errors"] for s in stats)
+        result["heartbeat_slowest_s"] = max(s["heartbeat_slowest_s"] for s in stats)
         result["nodes_down_while_beating"] = downs_while_beating(servers, began, stopped)
+        result["nodes_down_while_registering"] = downs_while_beating(servers, began, registered)
         result["targets"] = {"nodes_down_while_beating": "= 0"}
     except BaseException:
         for s in sims:

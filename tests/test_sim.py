@@ -209,14 +209,20 @@ def test_a_simulator_started_before_the_api_registers_once_it_answers(
     reached (a connection refused or cut): its nodes register once the API is back."""
     c = cluster
     c.kill("api")
-    sim = _sim(c, tmp_path / "sim.json", 4, "--duration", "60")
+    log = tmp_path / "sim.log"
+    with log.open("wb") as out:
+        sim = subprocess.Popen(
+            [sys.executable, "-m", "drover.client.sim", "--api", str(c.http.base_url), "--nodes", "4",
+             "--duration", "60", "--data-dir", str(tmp_path / "sim")],
+            stdout=out, stderr=subprocess.STDOUT, env=c.env(),
+        )  # fmt: skip
     try:
-        time.sleep(2.5)
+        # Refused, it says so and stays: the API is started only once it has tried.
+        c.wait(lambda: b"will retry" in log.read_bytes(), timeout=60)
         assert sim.poll() is None
         wait_for_port(c.port, 60, proc=c.spawn("api"))
         c.wait(lambda: len([n for n in c.get("/v1/nodes") if n["Status"] == "ready"]) == 4, timeout=30)
         assert sim.poll() is None
     finally:
         sim.send_signal(signal.SIGINT)
-        out, _ = sim.communicate(timeout=30)
-    assert b"will retry" in out, out.decode()
+        sim.wait(timeout=30)

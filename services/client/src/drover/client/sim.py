@@ -62,6 +62,7 @@ class Stats:
     heartbeats: int = 0
     heartbeat_batches: int = 0
     heartbeat_errors: int = 0
+    heartbeat_slowest_s: float = 0.0  # the longest a batch waited for its answer
     allocs_started: int = 0
     allocs_finished: int = 0
     allocs_restarted: int = 0
@@ -99,6 +100,7 @@ class Simulator:
         self.updates: dict[str, dict[str, Any]] = {}
         self.rng = random.Random()
         self._timers: set[asyncio.Task[None]] = set()
+        self._beats: set[asyncio.Task[None]] = set()
         self.judging: set[str] = set()  # allocs whose deployment health is still to be told
         self.datacenters = {n["ID"]: n.get("Datacenter", "dc1") for n in nodes}
         # Nomad service registrations: each running alloc's, and what is still to be sent.
@@ -138,7 +140,8 @@ class Simulator:
             await asyncio.sleep(1.0)
 
     async def heartbeat(self, stop: asyncio.Event) -> None:
-        """Beat every node due within the next half second, in batches, at half its TTL."""
+        """Beat every node due within the next half second, at half its TTL, in batches each
+        sent on its own (as agents beat independently: a slow answer holds no other beat)."""
         while not stop.is_set():
             now = time.monotonic()
             due: list[str] = []
@@ -147,25 +150,33 @@ class Simulator:
                 if node_id not in self.silenced:
                     due.append(node_id)
             for i in range(0, len(due), BATCH):
-                ids = due[i : i + BATCH]
-                try:
-                    r = await self.http.put("/v1/drover/heartbeats", json={"NodeIDs": ids})
-                    r.raise_for_status()
-                    ttls = r.json()["HeartbeatTTLs"]
-                    self.stats.heartbeats += len(ids)
-                    self.stats.heartbeat_batches += 1
-                except (httpx.HTTPError, KeyError) as e:
-                    self.stats.heartbeat_errors += 1
-                    log.warning("heartbeat batch failed: %s", e)
-                    ttls = {}
-                t, wall = time.monotonic(), time.time()
-                for node_id in ids:
-                    ttl = int(ttls.get(node_id, 2 * SECOND)) / SECOND
-                    heapq.heappush(self.next_beat, (t + ttl / 2, node_id))
-                    if node_id in ttls:
-                        self.last_beat[node_id] = (wall, ttl)
+                beat = asyncio.create_task(self._beat(due[i : i + BATCH]))
+                self._beats.add(beat)
+                beat.add_done_callback(self._beats.discard)
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(stop.wait(), 0.5)
+        for beat in list(self._beats):
+            beat.cancel()
+
+    async def _beat(self, ids: list[str]) -> None:
+        sent = time.monotonic()
+        try:
+            r = await self.http.put("/v1/drover/heartbeats", json={"NodeIDs": ids})
+            r.raise_for_status()
+            ttls = r.json()["HeartbeatTTLs"]
+            self.stats.heartbeats += len(ids)
+            self.stats.heartbeat_batches += 1
+        except (httpx.HTTPError, KeyError) as e:
+            self.stats.heartbeat_errors += 1
+            log.warning("heartbeat batch failed: %s", e)
+            ttls = {}
+        t, wall = time.monotonic(), time.time()
+        self.stats.heartbeat_slowest_s = max(self.stats.heartbeat_slowest_s, t - sent)
+        for node_id in ids:
+            ttl = int(ttls.get(node_id, 2 * SECOND)) / SECOND
+            heapq.heappush(self.next_beat, (t + ttl / 2, node_id))
+            if node_id in ttls:
+                self.last_beat[node_id] = (wall, ttl)
 
     async def job(self, ns: str, job_id: str, version: int) -> dict[str, Any] | None:
         key = (ns, job_id, version)
@@ -445,6 +456,7 @@ async def run(args: argparse.Namespace, stop: asyncio.Event) -> dict[str, Any]:
         "heartbeats_per_s": round((sim.stats.heartbeats - beats0) / elapsed, 1),
         "heartbeat_batches": sim.stats.heartbeat_batches,
         "heartbeat_errors": sim.stats.heartbeat_errors,
+        "heartbeat_slowest_s": round(sim.stats.heartbeat_slowest_s, 2),
         "allocs_started": sim.stats.allocs_started,
         "allocs_restarted": sim.stats.allocs_restarted,
         "cpu_fraction_of_one_core": round((cpu_seconds() - cpu0) / elapsed, 3),
