@@ -18,7 +18,14 @@ EXTRA = ("/", "/ui", "/v1", "/v1/", "/v1/node", "/v1/nodes/", "/v1/job/a/b/summa
 
 
 def _first(routes: list[BaseRoute], path: str, method: str) -> BaseRoute | None:
-    scope = {"type": "http", "path": path, "method": method, "root_path": "", "headers": [], "query_string": b""}
+    scope = {
+        "type": "http",
+        "path": path,
+        "method": method,
+        "root_path": "",
+        "headers": [],
+        "query_string": b"",
+    }
     return next((r for r in routes if r.matches(dict(scope))[0] == Match.FULL), None)
 
 

@@ -17,6 +17,7 @@ from drover.api.aclguard import guard_routes
 from drover.api.aclresolve import AclResolver
 from drover.api.blocking import Blocking, IndexWatcher
 from drover.api.commands import Commands
+from drover.api.encoded import Encoded
 from drover.api.forward import ClientForwarder
 from drover.api.guard import RequestGuard
 from drover.api.heartbeats import Heartbeats
@@ -133,6 +134,7 @@ def create_app(settings: Settings, store: EventStore | None = None, *, tune_heap
     app.state.reads = reads
     app.state.watcher = watcher
     app.state.blocking = Blocking(reads, watcher)
+    app.state.encoded = Encoded()
     app.state.commands = Commands(store, reads)
     app.state.keyring = Keyring.from_settings(settings)
     app.state.node_auth = NodeAuth(NodeSecretHasher.from_settings(settings), reads)

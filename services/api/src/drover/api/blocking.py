@@ -193,14 +193,16 @@ class Blocking:
 
         def read() -> tuple[int, Any]:
             # The index first: what the answer shows is at least as new as the index it carries.
-            return self.reads.index(), fn()
+            with self.reads.held():
+                return self.reads.index(), fn()
 
         return await self.read_at(request, read, keys)
 
     async def read_at(
         self, request: Request, read: Callable[[], tuple[int, Any]], keys: list[str]
     ) -> Response:
-        """`read` for a read that gives the index with its result."""
+        """`read` for a read that gives the index with its result (bytes: the answer's body,
+        encoded already)."""
         index, wait = read_params(request)
         if index:
             await self.watcher.wait_changed(keys, index, wait)
@@ -212,6 +214,8 @@ class Blocking:
             if result.next_token:
                 headers["X-Nomad-NextToken"] = result.next_token
             result = result.items
+        if isinstance(result, bytes):  # encoded already (drover.api.encoded)
+            return Response(content=result, media_type="application/json", headers=headers)
         return Response(
             content=json.dumps(None if result is NO_DEPLOYMENT else as_json(result)),
             media_type="application/json",
