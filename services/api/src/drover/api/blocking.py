@@ -81,6 +81,14 @@ class Paged:
     next_token: str = ""
 
 
+@dataclass
+class EncodedPage:
+    """A page whose answer is encoded already (drover.api.encoded)."""
+
+    items: bytes
+    next_token: str = ""
+
+
 def paged(
     request: Request,
     fetch: Callable[[str, int], list[Any]],
@@ -210,7 +218,7 @@ class Blocking:
         if result is None:
             raise ApiError(404, "not found")
         headers = {"X-Nomad-Index": str(current), "X-Nomad-KnownLeader": "true", "X-Nomad-LastContact": "0"}
-        if isinstance(result, Paged):
+        if isinstance(result, Paged | EncodedPage):
             if result.next_token:
                 headers["X-Nomad-NextToken"] = result.next_token
             result = result.items

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from sqlalchemy import Connection, text
 
 from drover.runtime.store.eventstore import LAST_POSITION, EventStore
+from drover.runtime.store.sqlparts import like_prefix, page_on_id
 
 _NODE = text(f"SELECT ({LAST_POSITION}), (SELECT doc::text FROM nodes WHERE id = :id)")
 # The job's document and what its Status is derived from (children.with_status's grouped
@@ -77,3 +78,15 @@ class DocReads:
         with self._connect() as conn:
             index, doc, allocs, evals = conn.execute(_JOB, {"ns": namespace, "id": job_id}).one()
         return int(index), None if doc is None else JobDoc(doc, allocs, evals)
+
+    def alloc_docs(self, namespace: str | None, prefix: str, start: str, limit: int) -> list[tuple[str, str]]:
+        """The allocs (of `namespace`; None: every one's) by ID prefix, from ID `start` on, at
+        most `limit` (0: all), as (ID, document as stored)."""
+        where, params = ["id LIKE :p"], {"p": like_prefix(prefix)}
+        if namespace is not None:
+            where.append("namespace = :ns")
+            params["ns"] = namespace
+        tail = page_on_id(where, params, start, limit)
+        sql = f"SELECT id, doc::text FROM allocs WHERE {' AND '.join(where)} ORDER BY id{tail}"
+        with self._connect() as conn:
+            return [(r[0], r[1]) for r in conn.execute(text(sql), params)]
