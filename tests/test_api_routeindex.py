@@ -32,7 +32,9 @@ def _first(routes: list[BaseRoute], path: str, method: str) -> BaseRoute | None:
 @pytest.mark.parametrize("acl", [False, True])
 def test_the_index_picks_the_route_the_search_picks(acl: bool) -> None:
     app = create_app(Settings(database_url="postgresql://u@127.0.0.1:1/none", acl_enabled=acl))
+    # The router's requests go through the index (what it calls is what it bound when made).
     assert isinstance(app.router, IndexedRouter)
+    assert getattr(app.router.middleware_stack, "__func__", None) is IndexedRouter.app
     routes = app.router.routes
     index = RouteIndex(routes)
     paths = set(EXTRA)

@@ -85,5 +85,10 @@ class IndexedRouter(routing.APIRouter):
 
 
 def indexed(router: routing.APIRouter) -> None:
-    """Make the app's router an `IndexedRouter` (FastAPI makes its own; its state is kept)."""
+    """Make the app's router an `IndexedRouter` (FastAPI makes its own; its state is kept).
+    The router calls what it bound as its stack when it was made: its own `app`, which is
+    bound again (a router with middleware of its own would have wrapped it)."""
+    if router.middleware_stack != router.app:
+        raise ValueError("the router has middleware of its own")
     router.__class__ = IndexedRouter
+    router.middleware_stack = router.app
