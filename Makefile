@@ -54,9 +54,11 @@ bench: install
 	$(RUN) python -m bench.append --out bench/out/append.json
 	$(RUN) python -m bench.pipeline --out bench/out/pipeline.json
 	$(RUN) python -m bench.pipeline --garbage --force-gc --out bench/out/pipeline_gc.json
+	$(RUN) python -m bench.pipelineha --out bench/out/pipeline_ha.json
 	$(RUN) python -m bench.events --floor --out bench/out/events.json
 	$(RUN) python -m bench.memory --out bench/out/memory.json
 	$(RUN) python -m bench.heartbeats --out bench/out/heartbeats.json
+	$(RUN) python -m bench.fleet --out bench/out/fleet.json
 	$(RUN) python -m bench.watchers --out bench/out/watchers.json
 	$(RUN) python -m bench.requests --out bench/out/requests.json
 	$(RUN) python -m bench.restarts --out bench/out/restarts.json

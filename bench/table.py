@@ -228,14 +228,41 @@ FIGURES: dict[str, list[Figure]] = {
             "replica at 1,000,000 allocs: peak RSS",
             ("replica", ("allocs", 1_000_000), "peak_rss_mb"),
             "MB",
-            ("<", 1500),
+            ("<", 800),
         ),
         Figure(
             "replica at 1,000,000 allocs: applied",
             ("replica", ("allocs", 1_000_000), "allocs_applied_per_s"),
             "allocs/s",
         ),
+        Figure(
+            "the same, per CPU-second of the whole load (building the log included)",
+            ("replica", ("allocs", 1_000_000), "allocs_applied_per_cpu_s"),
+            "allocs/CPU-s",
+        ),
+        Figure(
+            "the replica's own decoding and applying, CPU",
+            ("replica", ("allocs", 1_000_000), "replica_us_per_alloc"),
+            "us per alloc",
+        ),
         Figure("replica: memory per alloc", ("mb_per_100k_allocs",), "MB per 100,000 allocs"),
+        Figure(
+            "peak RSS at 1,000,000 allocs against the code before (interleaved pairs)",
+            ("against_baseline", "peak_rss_mb"),
+            "x",
+        ),
+        Figure(
+            "applied per CPU-second against the code before (interleaved pairs)",
+            ("against_baseline", "allocs_applied_per_cpu_s"),
+            "x",
+            (">=", 0.9),
+        ),
+        Figure(
+            "the replica's own CPU per alloc against the code before (interleaved pairs)",
+            ("against_baseline", "replica_us_per_alloc"),
+            "x",
+            ("<=", 1.1),
+        ),
     ],
     "heartbeats": [
         Figure("drover sim at {nodes} nodes: heartbeats", ("sim", "heartbeats_per_s"), "per s"),
@@ -246,6 +273,32 @@ FIGURES: dict[str, list[Figure]] = {
         Figure("last heartbeat to down, p99", ("last_heartbeat_to_down_s", "p99"), "s"),
         Figure("down beyond TTL + grace, p50", ("beyond_ttl_plus_grace_s", "p50"), "s"),
         Figure("down beyond TTL + grace, p99", ("beyond_ttl_plus_grace_s", "p99"), "s"),
+    ],
+    "fleet": [
+        Figure(
+            "{nodes} nodes in {sims} drover sim processes, {topology} topology: registered",
+            ("registered_s",),
+            "s",
+        ),
+        Figure("heartbeats", ("heartbeats_per_s",), "per s"),
+        Figure(
+            "leader (heartbeater) CPU while the fleet beats",
+            ("beating_alone", "leader_cpu_fraction_of_one_core"),
+            "cores",
+        ),
+        Figure("API CPU while the fleet beats", ("beating_alone", "api_cpu_fraction_of_one_core"), "cores"),
+        Figure("10 jobs x 1,000 allocs on the fleet", ("placement", "placements_per_s"), "placements/s"),
+        Figure("nodes marked down while beating", ("nodes_down_while_beating",), "nodes", ("=", 0)),
+    ],
+    "pipeline_ha": [
+        Figure(
+            "{jobs} jobs x {count} allocs on {nodes} nodes, single servers (median of {pairs})",
+            ("single_placements_per_s",),
+            "placements/s",
+        ),
+        Figure("the same, HA topology (interleaved)", ("ha_placements_per_s",), "placements/s"),
+        Figure("HA over single", ("ha_over_single",), "x"),
+        Figure("nodes missed, both arms", ("nodes_missed",), "nodes", ("=", 0)),
     ],
     "watchers": [
         Figure(

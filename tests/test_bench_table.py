@@ -84,19 +84,22 @@ PIPELINE: dict[str, Any] = {
 }  # fmt: skip
 MEMORY: dict[str, Any] = {
     "benchmark": "memory",
+    "target": "rss_mb_at_1M_allocs < 800",
     "replica": [
-        {"allocs": 100000, "nodes": 5000, "peak_rss_mb": 245.0, "load_s": 2.6, "allocs_applied_per_s": 38500},
-        {
-            "allocs": 1000000,
-            "nodes": 5000,
-            "peak_rss_mb": 1232.0,
-            "load_s": 26.1,
-            "allocs_applied_per_s": 38300,
-        },
+        {"allocs": 100000, "nodes": 5000, "peak_rss_mb": 148.0, "load_s": 2.6, "allocs_applied_per_s": 38500,
+         "load_cpu_s": 2.5, "allocs_applied_per_cpu_s": 40000, "replica_cpu_s": 0.6, "replica_us_per_alloc": 6.1,
+         "runs": 3},
+        {"allocs": 1000000, "nodes": 5000, "peak_rss_mb": 712.0, "load_s": 26.1, "allocs_applied_per_s": 38300,
+         "load_cpu_s": 25.0, "allocs_applied_per_cpu_s": 40010, "replica_cpu_s": 6.3, "replica_us_per_alloc": 6.3,
+         "runs": 3},
     ],
-    "target": "rss_mb_at_1M_allocs < 1500",
-    "mb_per_100k_allocs": 109.7,
-}
+    "baseline": {"tree": "../before", "commit": "9ba837bd", "replica": []},
+    "against_baseline": {"allocs": 1000000, "peak_rss_mb": 0.574, "allocs_applied_per_cpu_s": 1.012,
+                         "replica_us_per_alloc": 0.981, "allocs_applied_per_s": 1.004},
+    "pairs": {"this": {}, "baseline": {}},
+    "mb_per_100k_allocs": 62.7,
+}  # fmt: skip
+
 
 RESTARTS: dict[str, Any] = {
     "benchmark": "restarts", "nodes": 1000, "count": 5000, "batch_size": 500, "restart_delay_s": 0.05,
@@ -159,8 +162,15 @@ def test_the_table_is_the_benchmarks_json(tmp_path: Path) -> None:
     assert _row(rows, "scheduler", "5,000 nodes, 10 allocs")[2:5] == ["1.01 ms per eval", "none", "-"]
     assert _row(rows, "codec", "1,000-alloc plan: relayed")[2] == "84.9 bytes per alloc"
     assert _row(rows, "memory", "replica at 1,000,000 allocs: peak RSS")[2:5] == [
-        "1,232.0 MB",
-        "< 1,500 MB",
+        "712.0 MB",
+        "< 800 MB",
+        "yes",
+    ]
+    assert _row(rows, "memory", "applied per CPU-second against the code before (interleaved pairs)")[
+        2:5
+    ] == [
+        "1.012 x",
+        ">= 0.9 x",
         "yes",
     ]
     assert _row(rows, "pipeline", "peak RSS, largest service")[2] == "240.1 MB"

@@ -151,10 +151,15 @@ def test_the_operator_node_pool_and_server_verbs(cluster: Cluster, tmp_path: Pat
     )
     assert "Scheduler configuration updated!" in ok(
         cluster, "operator", "scheduler", "set-config", "-scheduler-algorithm", "spread",
-        "-preempt-service-scheduler", "true", "-memory-oversubscription=true",
+        "-preempt-service-scheduler", "true", "-memory-oversubscription=true", "-node-scoring", "limit",
     )  # fmt: skip
     config = cluster.get(CONFIG)["SchedulerConfig"]
     assert config["SchedulerAlgorithm"] == "spread" and config["MemoryOversubscriptionEnabled"] is True
+    assert config["NodeScoring"] == "limit"
+    assert "Node Scoring                      = limit" in ok(cluster, "operator", "scheduler", "get-config")
+    refused = drover(cluster, "operator", "scheduler", "set-config", "-node-scoring", "most")
+    assert refused.returncode == 1 and "NodeScoring" in refused.stderr
+    assert cluster.get(CONFIG)["SchedulerConfig"]["NodeScoring"] == "limit"
     # Only the flags given changed: the system scheduler still preempts.
     assert config["PreemptionConfig"] == {
         "SystemSchedulerEnabled": True, "SysBatchSchedulerEnabled": False,

@@ -16,6 +16,7 @@ import pytest
 
 from drover.model.durations import SECOND as S
 from drover.model.jobrestart import request_id
+from drover.runtime.embedded import wait_for_port
 
 from .cluster import Cluster
 
@@ -199,3 +200,23 @@ def test_a_simulator_run_again_keeps_its_nodes_and_no_other_may_take_them(
     code, out, _ = run(tmp_path / "other")
     assert code != 0 and b"403" in out, out.decode()
     assert secret not in c.logs()
+
+
+def test_a_simulator_started_before_the_api_registers_once_it_answers(
+    cluster: Cluster, tmp_path: Path
+) -> None:
+    """As the agent does, the simulator tries a registration again while the API cannot be
+    reached (a connection refused or cut): its nodes register once the API is back."""
+    c = cluster
+    c.kill("api")
+    sim = _sim(c, tmp_path / "sim.json", 4, "--duration", "60")
+    try:
+        time.sleep(2.5)
+        assert sim.poll() is None
+        wait_for_port(c.port, 60, proc=c.spawn("api"))
+        c.wait(lambda: len([n for n in c.get("/v1/nodes") if n["Status"] == "ready"]) == 4, timeout=30)
+        assert sim.poll() is None
+    finally:
+        sim.send_signal(signal.SIGINT)
+        out, _ = sim.communicate(timeout=30)
+    assert b"will retry" in out, out.decode()

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
-from pydantic import Field
+import sys
+from typing import Any
+
+from pydantic import Field, SerializationInfo, SerializerFunctionWrapHandler, model_serializer
 
 from drover.model.allocated import AllocatedResources
-from drover.model.base import NomadModel
+from drover.model.base import NomadModel, unvalidated
 from drover.model.job import Resources
 from drover.model.timefmt import RFC3339Ns
 
@@ -227,12 +230,108 @@ class Allocation(NomadModel):
 class ReplicaAllocation(Allocation):
     """An alloc as the services' replicas hold it: without its placement metrics. Only the API
     shows those (from the projections), and they are most of an alloc's size and decode time;
-    under another alias, the stored ``Metrics`` member is skipped unread."""
+    under another alias, the stored ``Metrics`` member is skipped unread.
+
+    A replica keeps its allocs' members lean (`lean_members`): the four it least often holds
+    other than at their default (`HELD_BY_CLASS`) are then not members of the instance at all;
+    the class holds their default, and the serializer and equality put it back."""
 
     metrics: AllocMetric | None = Field(default=None, alias="ReplicaMetrics", exclude=True)
     # Most allocs have no desired transition: they share one (replicas share equal ones anyway,
     # see InMemoryState._compact), which spares a model built per decoded alloc.
     desired_transition: DesiredTransition = Field(default_factory=lambda: _NO_TRANSITION)
 
+    @model_serializer(mode="wrap")
+    def _with_held_defaults(self, handler: SerializerFunctionWrapHandler, info: SerializationInfo) -> Any:
+        out = handler(self)
+        members = self.__dict__
+        if len(members) == len(_FIELD_NAMES) or info.exclude_defaults or info.exclude_unset:
+            return out
+        for name, key, default in _HELD_SERIALIZED:
+            if name in members or (default is None and info.exclude_none):
+                continue
+            if (info.include is not None and name not in info.include) or (
+                info.exclude is not None and name in info.exclude
+            ):
+                continue
+            out[key if info.by_alias else name] = default
+        # In the fields' order, as every other alloc is written.
+        order = _ALIASES if info.by_alias else _FIELD_NAMES
+        return {k: out[k] for k in order if k in out}
+
+    def __eq__(self, other: Any) -> bool:
+        if isinstance(other, ReplicaAllocation) and self.__dict__.keys() != other.__dict__.keys():
+            return _with_held(self) == _with_held(other)
+        return super().__eq__(other)
+
+    __hash__ = None  # type: ignore[assignment]
+
 
 _NO_TRANSITION: DesiredTransition = DesiredTransition()
+
+# --- a replica's allocs, lean ---
+# CPython keeps the member names of a class's instances in one table shared by their dicts (a
+# "split" dict, PEP 412): each then holds only its values, about 300 bytes where a dict of an
+# alloc's 33 members of its own takes 832 (the most of what a replica holds per alloc:
+# docs/experiments/replicas.md). The shared table holds at most 29 names, and only those the
+# class's first instance is given: so the class's first instance, made here, is given every
+# member but the four held by the class (a member never held by an instance until it does not
+# hold its default), and `lean_members` copies its dict.
+HELD_BY_CLASS: dict[str, Any] = {
+    "metrics": None,  # replicas drop them (InMemoryState.drop_metrics), never serialized
+    "restart_request": None,
+    "reschedule_tracker": None,
+    "preempted_by_allocation": "",
+}
+_FIELD_NAMES = tuple(ReplicaAllocation.model_fields)
+_ALIASES = tuple(info.alias or name for name, info in ReplicaAllocation.model_fields.items())
+_HELD_SERIALIZED = tuple(
+    (name, ReplicaAllocation.model_fields[name].alias or name, default)
+    for name, default in HELD_BY_CLASS.items()
+    if not ReplicaAllocation.model_fields[name].exclude
+)
+for _name, _default in HELD_BY_CLASS.items():
+    type.__setattr__(ReplicaAllocation, _name, _default)
+
+
+def _shared_table() -> dict[str, Any]:
+    first = object.__new__(ReplicaAllocation)
+    for name in _FIELD_NAMES:
+        if name not in HELD_BY_CLASS:
+            object.__setattr__(first, name, None)
+    return first.__dict__
+
+
+_LEAN: dict[str, Any] = _shared_table()
+
+
+def lean_members(members: dict[str, Any]) -> dict[str, Any]:
+    """A ReplicaAllocation's `members` (every field's, as pydantic holds them) in a dict that
+    shares its names with every other lean alloc's: those of `HELD_BY_CLASS` that hold their
+    default are taken out of `members` (the caller's: it gives them up) and left out. Members
+    with one of them at another value are returned in their own dict, as pydantic made it
+    (those held at their default already taken out: the class holds them)."""
+    for name, default in HELD_BY_CLASS.items():
+        if name in members:
+            value = members[name]
+            if value is not default and value != default:
+                return members
+            del members[name]
+    out = _LEAN.copy()
+    out.update(members)
+    return out
+
+
+def is_lean(members: dict[str, Any]) -> bool:
+    """Whether `members` are held as `lean_members` holds them (no held member, one shared
+    table of names: measured by size, as Python shows no other sign of it)."""
+    return not HELD_BY_CLASS.keys() & members.keys() and sys.getsizeof(members) < sys.getsizeof(dict(members))
+
+
+def _with_held(a: ReplicaAllocation) -> ReplicaAllocation:
+    """`a` with every member its own (for comparing a lean alloc with one that is not)."""
+    members = a.__dict__
+    if len(members) == len(_FIELD_NAMES):
+        return a
+    full = {name: members[name] if name in members else HELD_BY_CLASS[name] for name in _FIELD_NAMES}
+    return unvalidated(ReplicaAllocation, full, a.__pydantic_fields_set__)

@@ -19,7 +19,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field, TypeAdapter
 
-from drover.model.alloc import Allocation, AllocMetric, ReplicaAllocation
+from drover.model.alloc import HELD_BY_CLASS, Allocation, AllocMetric, ReplicaAllocation
 from drover.model.base import NomadModel, unvalidated
 
 # Allocs in a plan from which they are stored in columns; below it the list form is as small.
@@ -37,7 +37,16 @@ _COLUMN: dict[str, TypeAdapter[Any]] = {
 _METRICS: TypeAdapter[list[AllocMetric | None]] = TypeAdapter(list[AllocMetric | None])
 
 
+def _member(a: Allocation, name: str) -> Any:
+    """`a`'s member `name`, a lean replica alloc's held by its class too (drover.model.alloc)."""
+    members = a.__dict__
+    return members[name] if name in members else HELD_BY_CLASS[name]
+
+
 def _varies(allocs: Sequence[Allocation], name: str) -> bool:
+    if name in HELD_BY_CLASS:
+        first = _member(allocs[0], name)
+        return any(_member(a, name) != first for a in allocs)
     first = allocs[0].__dict__[name]
     if isinstance(first, BaseModel):
         # Equal models are compared by their members: pydantic's __eq__ costs several times
@@ -115,7 +124,7 @@ def encode_placements(
     columns = ",".join(
         f'"{_ALIAS[name]}":'
         + _COLUMN[name]
-        .dump_json([a.__dict__[name] for a in allocs], by_alias=True, exclude_defaults=True)
+        .dump_json([_member(a, name) for a in allocs], by_alias=True, exclude_defaults=True)
         .decode()
         for name in varying
     )

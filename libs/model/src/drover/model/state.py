@@ -12,7 +12,7 @@ from collections.abc import Iterable, Sequence
 from typing import Any, Protocol
 
 from drover.model import Allocation, Deployment, Evaluation, Job, Node
-from drover.model.alloc import DesiredTransition
+from drover.model.alloc import DesiredTransition, ReplicaAllocation, lean_members
 from drover.model.catalogstate import CatalogState
 from drover.model.job import Resources
 from drover.model.jobrestart import JobRestart
@@ -316,15 +316,19 @@ class InMemoryState(CatalogState, OperatorState):
             self._add_usage(alloc.node_id, _usage(alloc), 1)
             self._count_ports(alloc, 1)
 
-    def _compact(self, alloc: Allocation) -> None:
+    def _compact(self, alloc: Allocation) -> dict[str, Any]:
         """Share what most allocs hold equal copies of: the resources of a task group, the
         (usually empty) desired transition, empty task states and lists, the node's ID and
         name, and the record of which fields were set (read only by canonicalization, which
-        allocs never go through). Allocs are never changed in place (every change is a
-        model_copy, and that rule holds for all code reading a replica), so sharing is safe;
-        it more than halves a replica's memory (bench/memory.py)."""
+        allocs never go through); and hold a replica's alloc's members lean (`lean_members`).
+        Allocs are never changed in place (every change is a model_copy, and that rule holds
+        for all code reading a replica), so sharing is safe; it more than halves a replica's
+        memory (bench/memory.py). Returns the alloc's members as it now holds them."""
         fields = alloc.__dict__
         self._share(fields)
+        if type(alloc) is ReplicaAllocation:
+            fields = lean_members(fields)
+            object.__setattr__(alloc, "__dict__", fields)
         # The node's ID and name: its own strings, not a copy per alloc (a decoder may make one
         # per alloc: 120 MB at 1,000,000 allocs).
         node = self.nodes.get(fields["node_id"])
@@ -333,6 +337,7 @@ class InMemoryState(CatalogState, OperatorState):
             if fields["node_name"] == node.name:
                 fields["node_name"] = node.name
         object.__setattr__(alloc, "__pydantic_fields_set__", _NO_FIELDS_SET)
+        return fields
 
     def _share(self, fields: dict[str, Any]) -> None:
         """`_compact`'s sharing of the members that are alike in the allocs of one group."""
@@ -376,9 +381,8 @@ class InMemoryState(CatalogState, OperatorState):
             if a.id in by_id:
                 known.append(a)
                 continue
-            fields = a.__dict__
-            fields.update(update)
-            self._compact(a)
+            a.__dict__.update(update)
+            fields = self._compact(a)
             key = (fields["namespace"], fields["job_id"])
             if key != job_key:
                 job_key, by_job = key, self._by_job.setdefault(key, {})
@@ -416,6 +420,8 @@ class InMemoryState(CatalogState, OperatorState):
         base: dict[str, Any] = template.__dict__.copy()
         base.update(update)
         self._share(base)
+        if type(template) is ReplicaAllocation:
+            base = lean_members(base)
         docs = [base.copy() for _ in columns[0][1]]
         for name, values in columns:
             for doc, v in zip(docs, values, strict=True):

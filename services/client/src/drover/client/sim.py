@@ -114,16 +114,28 @@ class Simulator:
         async def one() -> None:
             while queue:
                 node = queue.pop()
-                r = await self.http.put(
-                    "/v1/drover/node/register", json={"Node": {**node, "SecretID": self.secret_id}}
-                )
-                r.raise_for_status()
+                r = await self._register_node(node)
                 ttl = int(r.json()["HeartbeatTTL"]) / SECOND
                 # First beat within the first half of the TTL, spread so batches stay even.
                 first = time.monotonic() + self.rng.uniform(0.1, 0.5) * ttl
                 heapq.heappush(self.next_beat, (first, node["ID"]))
 
         await asyncio.gather(*(one() for _ in range(concurrency)))
+
+    async def _register_node(self, node: dict[str, Any]) -> httpx.Response:
+        """As the agent registers: a connection lost or a server unavailable (5xx) is tried
+        again a second later; a refusal (4xx) ends the simulator."""
+        while True:
+            try:
+                r = await self.http.put(
+                    "/v1/drover/node/register", json={"Node": {**node, "SecretID": self.secret_id}}
+                )
+                if r.status_code < 500:
+                    return r.raise_for_status()
+                log.warning("registering %s: %s %s; will retry", node["ID"], r.status_code, r.text[:200])
+            except httpx.TransportError as e:
+                log.warning("registering %s: %r; will retry", node["ID"], e)
+            await asyncio.sleep(1.0)
 
     async def heartbeat(self, stop: asyncio.Event) -> None:
         """Beat every node due within the next half second, in batches, at half its TTL."""
