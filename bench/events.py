@@ -19,7 +19,8 @@ arrival at a subscriber, p50/p99/max over every frame of every subscriber; the A
 subscriber ((API CPU during the load with subscribers - without) / subscribers); and the
 pipeline's placements/s with subscribers against without (`throughput_ratio`). --floor adds a
 third arm, the same subscribers fed the same bytes by a server that only writes them
-(bench/eventfloor.py): what is left of the gap without Drover's code in the path.
+(bench/eventfloor.py): what is left of the gap without Drover's code in the path, and the API's
+CPU per subscriber over that server's (`api_cpu_per_subscriber_x_floor`, target at most 2).
 
 The driver's cost is kept out of the figures: the subscribers run in processes of their own
 (`--processes`, each an asyncio loop with its share of the connections), not in the driver
@@ -478,7 +479,19 @@ def main() -> None:
         from bench import eventfloor  # it builds on this module
 
         out["floor"] = eventfloor.run(args, subs, with_, without)
+        against_floor(out)
     report.write(out, args.out)
+
+
+def against_floor(out: dict[str, Any]) -> None:
+    """The API's CPU per subscriber over the floor's server's (all of whose CPU is its
+    subscribers'): what Drover's code costs a subscriber beyond writing its bytes."""
+    server, per_subscriber = out["floor"].get("server_cpu_s"), out["api_cpu_s_per_subscriber"]
+    if server and per_subscriber is not None:
+        floor = server / out["subscribers"]
+        out["floor"]["server_cpu_s_per_subscriber"] = round(floor, 4)
+        out["api_cpu_per_subscriber_x_floor"] = round(per_subscriber / floor, 2)
+        out["targets"]["api_cpu_per_subscriber_x_floor"] = "<= 2"
 
 
 if __name__ == "__main__":

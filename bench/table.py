@@ -65,6 +65,32 @@ PACKING_WORKLOADS = (
 )
 
 
+# bench/requests.py's kinds, how the table names them, and the target on the API's CPU per
+# request over the one-route FastAPI floor's (single-object reads and heartbeats: at most 2x).
+REQUEST_KINDS: tuple[tuple[str, str, float | None], ...] = (
+    ("node", "a node's document", 2),
+    ("job", "a job's document", 2),
+    ("allocs_1000", "a list of 1,000 allocs", None),
+    ("unknown_job", "an unknown job (404)", None),
+    ("blocking_node", "a blocking query on a node, woken by a change", None),
+    ("heartbeat", "a node's heartbeat", 2),
+)
+
+
+def _request(kind: str, label: str, target: float | None) -> list[Figure]:
+    """One kind of request: the API's CPU per request, and over each floor's."""
+    return [
+        Figure(f"{label}: API CPU", (kind, "api_cpu_ms_per_request"), "ms per request"),
+        Figure(
+            "the same over the one-route FastAPI floor's",
+            (kind, "x_fastapi"),
+            "x",
+            None if target is None else ("<=", target),
+        ),
+        Figure("the same over the bare ASGI floor's", (kind, "x_asgi"), "x"),
+    ]
+
+
 def _packing(name: str, label: str) -> list[Figure]:
     """Nodes used on one workload: every node scored, Nomad's limit, first-fit, FFD; and the
     ratio to first-fit the issue's target holds."""
@@ -284,11 +310,8 @@ FIGURES: dict[str, list[Figure]] = {
         Figure("answers to waiting clients", ("answers_per_position",), "per log position"),
         Figure("API CPU during the load", ("cpu_s_during_load", "api"), "CPU-s"),
     ],
-    "requests": [
-        Figure("a node's document: API CPU", ("node", "api_cpu_ms_per_request"), "ms per request"),
-        Figure("an unknown job (404): API CPU", ("unknown_job", "api_cpu_ms_per_request"), "ms per request"),
-        Figure("a node's document, {threads} threads", ("node", "requests_per_s"), "requests/s"),
-    ],
+    "requests": [figure for kind, label, target in REQUEST_KINDS for figure in _request(kind, label, target)]
+    + [Figure("a node's document, {threads} threads", ("node", "requests_per_s"), "requests/s")],
     "restarts": [
         Figure(
             "{count} allocs on {nodes} sim nodes, batches of {batch_size}: the whole restart",
@@ -341,6 +364,12 @@ FIGURES: dict[str, list[Figure]] = {
             "of the placements/s",
         ),
         Figure("floor: its server's CPU during the load", ("floor", "server_cpu_s"), "CPU-s"),
+        Figure(
+            "API CPU per subscriber over the floor's server's",
+            ("api_cpu_per_subscriber_x_floor",),
+            "x",
+            ("<=", 2),
+        ),
         Figure("host speed: 5,000-node, 1,000-alloc eval", ("pipeline_with", "host_reference_eval_ms"), "ms"),
     ],
     "gc": [

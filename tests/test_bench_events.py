@@ -18,7 +18,7 @@ from typing import Any
 # repository's root, which is put on the path here as it is there.
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from bench.eventfloor import Connection, deliver, schedule
-from bench.events import Follower, Subscribers, compare, replay
+from bench.events import Follower, Subscribers, against_floor, compare, replay
 from drover.api.streamgzip import Member, piece
 
 
@@ -179,3 +179,19 @@ def test_the_floor_schedule_is_the_with_arms_commit_offsets_scaled() -> None:
     subs.lines.update({11: b"a\n", 12: b"b\n", 14: b"c\n", 15: b"d\n"})
     # Scaled by the without-arm's length over the with-arm's; a commit before the start at 0.
     assert schedule(subs, 0.5) == [(0.0, b"a\n"), (0.5, b"b\n"), (1.5, b"c\n"), (0.0, b"d\n")]
+
+
+def test_the_api_per_subscriber_over_the_floors_server() -> None:
+    out: dict[str, Any] = {"subscribers": 50, "api_cpu_s_per_subscriber": 0.104, "targets": {},
+                           "floor": {"server_cpu_s": 1.7}}  # fmt: skip
+    against_floor(out)
+    assert out["floor"]["server_cpu_s_per_subscriber"] == 0.034
+    assert (
+        out["api_cpu_per_subscriber_x_floor"] == 3.06
+        and out["targets"]["api_cpu_per_subscriber_x_floor"] == "<= 2"
+    )
+    # Without the API's figure (an arm's CPU not measured) there is no ratio.
+    missing: dict[str, Any] = {"subscribers": 50, "api_cpu_s_per_subscriber": None, "targets": {},
+                               "floor": {"server_cpu_s": 1.7}}  # fmt: skip
+    against_floor(missing)
+    assert "api_cpu_per_subscriber_x_floor" not in missing

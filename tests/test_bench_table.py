@@ -347,3 +347,28 @@ def test_the_packing_rows(tmp_path: Path) -> None:
     pair = _row(rows, "scheduler", "every node scored against the limit, interleaved")
     assert pair[2:5] == ["0.84 x", "<= 1.3 x", "yes"]
     assert _row(rows, "scheduler", "the same with Nomad's limit (NodeScoring limit)")[2] == "48.9 ms per eval"
+
+
+def _request_kind(api: float, asgi: float, fastapi: float) -> dict[str, Any]:
+    return {"requests_per_s": 900, "api_cpu_ms_per_request": api,
+            "asgi": {"requests_per_s": 3000, "api_cpu_ms_per_request": asgi}, "x_asgi": round(api / asgi, 2),
+            "fastapi": {"requests_per_s": 2000, "api_cpu_ms_per_request": fastapi},
+            "x_fastapi": round(api / fastapi, 2)}  # fmt: skip
+
+
+def test_the_requests_rows(tmp_path: Path) -> None:
+    kinds = ("node", "job", "allocs_1000", "unknown_job", "blocking_node", "heartbeat")
+    report = {"benchmark": "requests", "threads": 4, "requests": 500, "idle_api_cpu_ms_per_s": 5.0,
+              **{k: _request_kind(0.6, 0.05, 0.2) for k in kinds}}  # fmt: skip
+    report["heartbeat"] = _request_kind(0.35, 0.05, 0.2)
+    _write(tmp_path, requests=report)
+    rows = table.rows(tmp_path)
+    assert _row(rows, "requests", "a node's document: API CPU")[2] == "0.6 ms per request"
+    node_x = rows[rows.index(_row(rows, "requests", "a node's document: API CPU")) + 1]
+    assert node_x[1:5] == ["the same over the one-route FastAPI floor's", "3.0 x", "<= 2 x", "no"]
+    beat = rows.index(_row(rows, "requests", "a node's heartbeat: API CPU"))
+    assert rows[beat + 1][2:5] == ["1.75 x", "<= 2 x", "yes"]
+    assert rows[beat + 2][1:5] == ["the same over the bare ASGI floor's", "7.0 x", "none", "-"]
+    # The list has no target.
+    listed = rows.index(_row(rows, "requests", "a list of 1,000 allocs: API CPU"))
+    assert rows[listed + 1][3:5] == ["none", "-"]

@@ -17,11 +17,13 @@ from drover.api.aclguard import guard_routes
 from drover.api.aclresolve import AclResolver
 from drover.api.blocking import Blocking, IndexWatcher
 from drover.api.commands import Commands
+from drover.api.encoded import Encoded
 from drover.api.forward import ClientForwarder
 from drover.api.guard import RequestGuard
 from drover.api.heartbeats import Heartbeats
 from drover.api.metrics import MetricsGatherer
 from drover.api.nodeauth import NodeAuth
+from drover.api.routeindex import indexed
 from drover.api.routes import (
     acl,
     agent,
@@ -127,10 +129,12 @@ def create_app(settings: Settings, store: EventStore | None = None, *, tune_heap
         store.close()
 
     app = FastAPI(title="Drover", version="0.1.0", lifespan=lifespan)
+    indexed(app.router)
     app.state.settings = settings
     app.state.reads = reads
     app.state.watcher = watcher
     app.state.blocking = Blocking(reads, watcher)
+    app.state.encoded = Encoded()
     app.state.commands = Commands(store, reads)
     app.state.keyring = Keyring.from_settings(settings)
     app.state.node_auth = NodeAuth(NodeSecretHasher.from_settings(settings), reads)
@@ -143,7 +147,8 @@ def create_app(settings: Settings, store: EventStore | None = None, *, tune_heap
     errors.install(app)
     app.add_middleware(RequestGuard, limit=settings.max_body_bytes, observe=metrics.timings.observe)
     # The routers' routes themselves: an included router is matched through a wrapper on every
-    # request, 5-10% of the API's CPU for a simple read (bench/requests.py). A job's ID may hold
+    # request, 5-10% of the API's CPU for a simple read (bench/requests.py); the app's router
+    # tries only those a request's path may match (drover.api.routeindex). A job's ID may hold
     # slashes (a periodic or dispatched child's), so /v1/job/{job_id:path} would also match
     # /v1/job/<id>/summary: the routes ending in an ID go last, and the path after the ID is read
     # first, as Nomad reads it.

@@ -81,6 +81,14 @@ class Paged:
     next_token: str = ""
 
 
+@dataclass
+class EncodedPage:
+    """A page whose answer is encoded already (drover.api.encoded)."""
+
+    items: bytes
+    next_token: str = ""
+
+
 def paged(
     request: Request,
     fetch: Callable[[str, int], list[Any]],
@@ -193,14 +201,16 @@ class Blocking:
 
         def read() -> tuple[int, Any]:
             # The index first: what the answer shows is at least as new as the index it carries.
-            return self.reads.index(), fn()
+            with self.reads.held():
+                return self.reads.index(), fn()
 
         return await self.read_at(request, read, keys)
 
     async def read_at(
         self, request: Request, read: Callable[[], tuple[int, Any]], keys: list[str]
     ) -> Response:
-        """`read` for a read that gives the index with its result."""
+        """`read` for a read that gives the index with its result (bytes: the answer's body,
+        encoded already)."""
         index, wait = read_params(request)
         if index:
             await self.watcher.wait_changed(keys, index, wait)
@@ -208,10 +218,12 @@ class Blocking:
         if result is None:
             raise ApiError(404, "not found")
         headers = {"X-Nomad-Index": str(current), "X-Nomad-KnownLeader": "true", "X-Nomad-LastContact": "0"}
-        if isinstance(result, Paged):
+        if isinstance(result, Paged | EncodedPage):
             if result.next_token:
                 headers["X-Nomad-NextToken"] = result.next_token
             result = result.items
+        if isinstance(result, bytes):  # encoded already (drover.api.encoded)
+            return Response(content=result, media_type="application/json", headers=headers)
         return Response(
             content=json.dumps(None if result is NO_DEPLOYMENT else as_json(result)),
             media_type="application/json",

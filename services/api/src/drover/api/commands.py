@@ -44,6 +44,11 @@ class Commands:
         return await asyncio.to_thread(self._run, decide, span, what)
 
     def _run(self, decide: Callable[[Reads], C], span: str, what: str) -> tuple[C, list[int]]:
+        # The command's reads (and the index of one that writes nothing) on one connection.
+        with self.reads.held():
+            return self._attempts(decide, span, what)
+
+    def _attempts(self, decide: Callable[[Reads], C], span: str, what: str) -> tuple[C, list[int]]:
         for _ in range(ATTEMPTS):
             try:
                 if not span:

@@ -170,7 +170,7 @@ async def _node_auth(request: Request) -> NodeAuth:
     return auth
 
 
-async def _caller(request: Request) -> NodeCaller:
+async def caller_of(request: Request) -> NodeCaller:
     """The caller of a client endpoint; 403 without a secret. Nomad's clients authenticate
     with their node secret, never with a user's ACL token: these routes take no ACL token."""
     secret = request_token(request)
@@ -181,4 +181,4 @@ async def _caller(request: Request) -> NodeCaller:
 
 
 NodeAuthDep = Annotated[NodeAuth, Depends(_node_auth)]
-NodeCallerDep = Annotated[NodeCaller, Depends(_caller)]
+NodeCallerDep = Annotated[NodeCaller, Depends(caller_of)]

@@ -47,6 +47,8 @@ from drover.runtime.watches import notify_payloads
 # The append transaction notifies this channel (delivered at commit) so tailers wake at once;
 # the payloads name the position and what changed (drover.runtime.watches).
 NOTIFY_CHANNEL = "drover_events"
+# The log's last position: the cluster's index (X-Nomad-Index).
+LAST_POSITION = "SELECT coalesce(max(position), 0) FROM events"
 # Placements in one append from which new ones are not looked up: below it, the one lookup
 # query costs less than the savepoint that guards the shortcut.
 TRUST_NEW_FROM = 64
@@ -329,7 +331,7 @@ class EventStore:
 
     def last_position(self) -> int:
         with self.reader.connect() as conn:
-            return int(conn.exec_driver_sql("SELECT coalesce(max(position), 0) FROM events").scalar_one())
+            return int(conn.exec_driver_sql(LAST_POSITION).scalar_one())
 
     def read(
         self, after: int = 0, limit: int = 1000, *, replica: Callable[[str], Event] | None = None

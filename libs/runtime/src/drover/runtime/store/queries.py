@@ -24,6 +24,7 @@ from drover.model.summary import JobSummary, job_summary
 from drover.model.variables import VariableEncrypted
 from drover.runtime.store import children
 from drover.runtime.store.aclreads import AclReads, load_acl
+from drover.runtime.store.docreads import DocReads
 from drover.runtime.store.eventstore import EventStore
 from drover.runtime.store.identityreads import IdentityReads
 from drover.runtime.store.listreads import ListReads
@@ -96,22 +97,26 @@ def alloc_records(conn: Connection) -> Iterator[tuple[str, str, str, str, str, s
         yield row[0], row[1], row[2], row[3], row[4], row[5]
 
 
-class Reads(NamespaceReads, AclReads, IdentityReads, OperatorReads, ListReads, TimelineReads, TopologyReads):
+class Reads(
+    DocReads,
+    NamespaceReads,
+    AclReads,
+    IdentityReads,
+    OperatorReads,
+    ListReads,
+    TimelineReads,
+    TopologyReads,
+):
     """The API's reads: documents in Nomad's form, by key, prefix and page (namespaces':
     drover.runtime.store.namespacereads; ACL's: drover.runtime.store.aclreads; what a client's
     node identity is checked against: drover.runtime.store.identityreads; the operator's:
     drover.runtime.store.operatorreads; the console's filtered pages and counts:
-    drover.runtime.store.listreads; a job's timeline: drover.runtime.store.timelinereads)."""
-
-    def __init__(self, store: EventStore) -> None:
-        self.store = store
+    drover.runtime.store.listreads; a job's timeline: drover.runtime.store.timelinereads; the
+    index and single documents, and the connection a read holds: drover.runtime.store.docreads)."""
 
     def _docs(self, sql: str, **params: Any) -> list[str]:
-        with self.store.reader.connect() as conn:
+        with self._connect() as conn:
             return [r[0] for r in conn.execute(text(sql), params)]
-
-    def index(self) -> int:
-        return self.store.last_position()
 
     def jobs(self, namespace: str, prefix: str = "", *, start: str = "", limit: int = 0) -> list[Job]:
         """Jobs by ID prefix, of `namespace` (`*`: every one's, by namespace then ID), from the
@@ -144,7 +149,7 @@ class Reads(NamespaceReads, AclReads, IdentityReads, OperatorReads, ListReads, T
 
     def job_exists(self, namespace: str, job_id: str) -> bool:
         """Whether the job is registered (what its sub-resources check before answering)."""
-        with self.store.reader.connect() as conn:
+        with self._connect() as conn:
             row = conn.execute(
                 text("SELECT 1 FROM jobs WHERE namespace = :ns AND id = :id"), {"ns": namespace, "id": job_id}
             ).first()
@@ -153,7 +158,7 @@ class Reads(NamespaceReads, AclReads, IdentityReads, OperatorReads, ListReads, T
     def job_for_register(self, namespace: str, job_id: str) -> tuple[Job | None, int]:
         """The job as registered now (without its derived status) and its stream's version, in
         one query: what a register compares against and appends after."""
-        with self.store.reader.connect() as conn:
+        with self._connect() as conn:
             doc, version = conn.execute(
                 text(
                     "SELECT (SELECT doc::text FROM jobs WHERE namespace = :ns AND id = :id), "
@@ -167,7 +172,7 @@ class Reads(NamespaceReads, AclReads, IdentityReads, OperatorReads, ListReads, T
         """The jobs with Status derived from their allocs and evals now."""
         if not jobs:
             return jobs
-        with self.store.reader.connect() as conn:
+        with self._connect() as conn:
             return children.with_status(conn, jobs)
 
     def job_summaries(self, namespace: str, jobs: list[Job]) -> dict[str, JobSummary]:
@@ -176,7 +181,7 @@ class Reads(NamespaceReads, AclReads, IdentityReads, OperatorReads, ListReads, T
         if not jobs:
             return {}
         ids = [j.id for j in jobs]
-        with self.store.reader.connect() as conn:
+        with self._connect() as conn:
             counts = children.alloc_counts(conn, namespace, ids)
             kids = children.children_of(conn, namespace, ids)
         allocs: dict[str, list[tuple[str, str, int]]] = defaultdict(list)
@@ -190,13 +195,13 @@ class Reads(NamespaceReads, AclReads, IdentityReads, OperatorReads, ListReads, T
     def job_children(self, namespace: str, job_id: str, limit: int = 10) -> list[Job]:
         """The job's newest children (dispatched or periodic launches), their Status derived,
         without their payload and groups."""
-        with self.store.reader.connect() as conn:
+        with self._connect() as conn:
             kids = children.newest_children(conn, namespace, job_id, limit)
         return self._with_status(kids)
 
     def dispatched_with_token(self, namespace: str, job_id: str, token: str) -> tuple[Job | None, int]:
         """The job's child dispatched with idempotency `token`, and the token stream's version."""
-        with self.store.reader.connect() as conn:
+        with self._connect() as conn:
             return children.dispatched_with_token(conn, namespace, job_id, token)
 
     def job_versions(self, namespace: str, job_id: str) -> list[Job]:
@@ -285,7 +290,7 @@ class Reads(NamespaceReads, AclReads, IdentityReads, OperatorReads, ListReads, T
         """The log's index and the job's allocs (None if there is no such job), in one statement:
         one round trip instead of three, and both from one snapshot. A client watching its job
         with blocking queries reads this every time the log moves."""
-        with self.store.reader.connect() as conn:
+        with self._connect() as conn:
             index, exists, docs = conn.execute(
                 text(
                     "SELECT (SELECT coalesce(max(position), 0) FROM events), "
@@ -342,7 +347,7 @@ class Reads(NamespaceReads, AclReads, IdentityReads, OperatorReads, ListReads, T
         if namespace != "*":
             where.append("namespace = :ns")
             params["ns"] = namespace
-        with self.store.reader.connect() as conn:
+        with self._connect() as conn:
             return int(
                 conn.execute(
                     text(f"SELECT count(*) FROM evals WHERE {' AND '.join(where)}"), params
@@ -418,7 +423,7 @@ class Reads(NamespaceReads, AclReads, IdentityReads, OperatorReads, ListReads, T
         return {a.id: a for a in allocs}
 
     def node_count(self) -> int:
-        with self.store.reader.connect() as conn:
+        with self._connect() as conn:
             return int(conn.exec_driver_sql("SELECT count(*) FROM nodes").scalar_one())
 
     def nodes_by_id(self, node_ids: list[str]) -> dict[str, Node]:
@@ -429,7 +434,7 @@ class Reads(NamespaceReads, AclReads, IdentityReads, OperatorReads, ListReads, T
     def node_statuses(self, node_ids: list[str]) -> dict[str, str]:
         """The status of each of `node_ids` that exists (heartbeats read only this: decoding
         every node of a 5,000-node batch was most of the API's work under load)."""
-        with self.store.reader.connect() as conn:
+        with self._connect() as conn:
             rows = conn.execute(
                 text("SELECT id, doc->>'Status' FROM nodes WHERE id = ANY(:ids)"), {"ids": node_ids}
             ).all()

@@ -7,9 +7,11 @@ from typing import Any
 
 from fastapi import APIRouter, Request, Response
 
+from drover.api.blocking import Blocking, EncodedPage, parse_per_page
 from drover.api.deps import BlockingDep, CommandsDep
+from drover.api.encoded import Encoded
 from drover.api.jsondecode import JsonRoute
-from drover.api.listfilter import filtered_paged
+from drover.api.listfilter import filtered_paged, query_filter
 from drover.api.requestmodels import AllocRestartBody
 from drover.api.views import alloc_stub
 from drover.control.commands import allocs
@@ -20,11 +22,22 @@ router = APIRouter(route_class=JsonRoute, tags=["allocations"])
 
 
 @router.get("/v1/allocations")
-async def list_allocs(
-    request: Request, blocking: BlockingDep, prefix: str = "", namespace: str = DEFAULT_NAMESPACE
-) -> Response:
-    """The namespace's allocs (`*`: every one's), by ID."""
+async def list_allocs(request: Request, prefix: str = "", namespace: str = DEFAULT_NAMESPACE) -> Response:
+    """The namespace's allocs (`*`: every one's), by ID; without ?filter=, each stub encoded
+    once per change of its alloc (drover.api.encoded)."""
+    blocking: Blocking = request.app.state.blocking
     ns = None if namespace == ALL_NAMESPACES else namespace
+    if query_filter(request) is None:
+        encoded: Encoded = request.app.state.encoded
+
+        def page() -> EncodedPage:
+            per_page = parse_per_page(request.query_params.get("per_page"))
+            start = request.query_params.get("next_token", "")
+            rows = blocking.reads.alloc_docs(ns, prefix, start, per_page + 1 if per_page else 0)
+            token = rows[per_page][0] if per_page and len(rows) > per_page else ""
+            return EncodedPage(encoded.alloc_stubs([doc for _, doc in rows[: per_page or None]]), token)
+
+        return await blocking.read(request, page, list_keys("allocs", namespace))
     fn = filtered_paged(
         request,
         lambda start, limit: blocking.reads.allocs(namespace=ns, prefix=prefix, start=start, limit=limit),

@@ -11,11 +11,12 @@ from typing import Any
 from fastapi import APIRouter, Request, Response
 
 from drover.api.blocking import parse_index
+from drover.api.commands import Commands
 from drover.api.deps import BlockingDep, CommandsDep, HeartbeatsDep
 from drover.api.errors import ApiError
 from drover.api.heartbeats import Heartbeats
 from drover.api.jsondecode import JsonRoute
-from drover.api.nodeauth import NodeAuthDep, NodeCallerDep
+from drover.api.nodeauth import NodeAuthDep, NodeCallerDep, caller_of
 from drover.api.requestmodels import (
     AllocsStatusRequest,
     HeartbeatsRequest,
@@ -47,7 +48,7 @@ async def node_register(
     return {"NodeModifyIndex": index, "EvalIDs": change.eval_ids, "HeartbeatTTL": ttl, "Index": index}
 
 
-async def _heartbeat(commands: CommandsDep, heartbeats: Heartbeats, node_ids: list[str]) -> dict[str, Any]:
+async def _heartbeat(commands: Commands, heartbeats: Heartbeats, node_ids: list[str]) -> dict[str, Any]:
     """Heartbeats of `node_ids`: a node that was down or disconnected comes back (its status
     and evals, in the log); every one is passed on to the heartbeater."""
     change, positions = await commands.run(lambda reads: nodes.heartbeat(reads, node_ids, time.time_ns()))
@@ -62,11 +63,12 @@ async def _heartbeat(commands: CommandsDep, heartbeats: Heartbeats, node_ids: li
 
 @router.put("/v1/drover/node/{node_id}/heartbeat")
 @router.post("/v1/drover/node/{node_id}/heartbeat")
-async def node_heartbeat(
-    node_id: str, caller: NodeCallerDep, commands: CommandsDep, heartbeats: HeartbeatsDep
-) -> dict[str, Any]:
+async def node_heartbeat(node_id: str, request: Request) -> dict[str, Any]:
+    # The hottest request: its caller and the state taken here, not as dependencies (FastAPI
+    # resolves each on every request).
+    caller = await caller_of(request)
     await caller.require_nodes([node_id])
-    out = await _heartbeat(commands, heartbeats, [node_id])
+    out = await _heartbeat(request.app.state.commands, request.app.state.heartbeats, [node_id])
     return {"HeartbeatTTL": out["HeartbeatTTLs"][node_id], "EvalIDs": out["EvalIDs"], "Index": out["Index"]}
 
 

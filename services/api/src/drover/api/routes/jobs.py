@@ -13,7 +13,9 @@ from typing import Any
 from fastapi import APIRouter, Request, Response
 
 from drover.api.aclguard import is_management
+from drover.api.blocking import Blocking
 from drover.api.deps import BlockingDep, CommandsDep, ReadsDep
+from drover.api.encoded import Encoded
 from drover.api.errors import ApiError
 from drover.api.jsondecode import JsonRoute
 from drover.api.listfilter import filtered, filtered_paged
@@ -111,12 +113,16 @@ async def register_job(
 
 
 @router.get("/v1/job/{job_id:path}")
-async def read_job(
-    job_id: str, request: Request, blocking: BlockingDep, namespace: str = "default"
-) -> Response:
-    return await blocking.read(
-        request, lambda: blocking.reads.job_with_status(namespace, job_id), [job_key(namespace, job_id)]
-    )
+async def read_job(job_id: str, request: Request, namespace: str = "default") -> Response:
+    # The state from the app, not a dependency: FastAPI resolves one on every request.
+    blocking: Blocking = request.app.state.blocking
+    encoded: Encoded = request.app.state.encoded
+
+    def read() -> tuple[int, bytes | None]:
+        index, found = blocking.reads.job_doc_at(namespace, job_id)
+        return index, None if found is None else encoded.job(found)
+
+    return await blocking.read_at(request, read, [job_key(namespace, job_id)])
 
 
 @router.get("/v1/job/{job_id:path}/versions")

@@ -7,7 +7,9 @@ from typing import Any
 
 from fastapi import APIRouter, Request, Response
 
+from drover.api.blocking import Blocking
 from drover.api.deps import BlockingDep, CommandsDep
+from drover.api.encoded import Encoded
 from drover.api.jsondecode import JsonRoute
 from drover.api.listfilter import filtered, filtered_paged
 from drover.api.requestmodels import NodeDrainRequest, NodeEligibilityRequest
@@ -36,8 +38,16 @@ async def list_nodes(
 
 
 @router.get("/v1/node/{node_id}")
-async def read_node(node_id: str, request: Request, blocking: BlockingDep) -> Response:
-    return await blocking.read(request, lambda: blocking.reads.node(node_id), [node_key(node_id)])
+async def read_node(node_id: str, request: Request) -> Response:
+    # The state from the app, not a dependency: FastAPI resolves one on every request.
+    blocking: Blocking = request.app.state.blocking
+    encoded: Encoded = request.app.state.encoded
+
+    def read() -> tuple[int, bytes | None]:
+        index, doc = blocking.reads.node_doc_at(node_id)
+        return index, None if doc is None else encoded.node(doc)
+
+    return await blocking.read_at(request, read, [node_key(node_id)])
 
 
 @router.get("/v1/node/{node_id}/allocations")
