@@ -98,7 +98,7 @@ def test_the_compose_file_publishes_on_loopback_and_writes_no_secret(tmp_path: P
         "DROVER_POSTGRES_PASSWORD": secrets.token_hex(16),
         "DROVER_NATS_PASSWORD": secrets.token_hex(16),
     }
-    # Every password the file names is an interpolation (`${VAR:?...}`), an alias of one, or
+    # Every password the file names is an interpolation (`${VAR:?...}`, quoted for NATS or not), an alias of one, or
     # left to the server's environment (`$$VAR`): none is written in it.
     lines = [
         line
@@ -107,7 +107,7 @@ def test_the_compose_file_publishes_on_loopback_and_writes_no_secret(tmp_path: P
     ]
     values = [m.group(1) for line in lines if (m := re.search(r"(?i)password[\w-]*\"?\s*:\s*(.+)$", line))]
     assert len(values) >= 5
-    assert all(re.match(r"(&[\w-]+ )?\$\{\w+:\?|\*[\w-]+$|\$\$\w+", v) for v in values), values
+    assert all(re.match(r"(&[\w-]+ )?('\")?\$\{\w+:\?|\*[\w-]+\}?$|\$\$\w+", v) for v in values), values
     # Every secret is required of the env file: without one, Compose refuses the file.
     for name in passwords:
         missing = resolved({k: v for k, v in passwords.items() if k != name}, tmp_path)
@@ -132,9 +132,10 @@ def test_the_compose_file_publishes_on_loopback_and_writes_no_secret(tmp_path: P
                 "drover", passwords["DROVER_NATS_PASSWORD"]
             ), name  # fmt: skip
             assert env["DROVER_ACL_ENABLED"] == "true", name
-    # NATS wants its user: the password from its environment, not written in its configuration.
+    # NATS wants its user: the password from its environment, not written in its configuration;
+    # quoted, as NATS parses it as a value of its configuration (a string whatever it looks like).
     nats = services["nats"]
-    assert nats["environment"]["NATS_PASSWORD"] == passwords["DROVER_NATS_PASSWORD"]
+    assert nats["environment"]["NATS_PASSWORD"] == f'"{passwords["DROVER_NATS_PASSWORD"]}"'
     assert [c["target"] for c in nats["configs"]] == [nats["command"][-1]]
     content = config["configs"][nats["configs"][0]["source"]]["content"]
     assert "authorization" in content and "NATS_PASSWORD" in content

@@ -169,7 +169,7 @@ def test_the_ha_compose_file_publishes_the_api_alone_and_writes_no_secret(tmp_pa
     assert not any(p in text for p in passwords.values())
     for name, svc in services.items():
         env = svc.get("environment", {})
-        carriers = {k for k, v in env.items() if v in passwords.values()}
+        carriers = {k for k, v in env.items() if v.strip('"') in passwords.values()}
         assert carriers <= {"DROVER_DATABASE_PASSWORD", "DROVER_NATS_PASSWORD", "NATS_PASSWORD",
                             "POSTGRES_PASSWORD"}, name  # fmt: skip
         for key in ("DROVER_DATABASE_URL", "DROVER_NATS_URL"):
