@@ -20,11 +20,9 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
-import heapq
 import json
 import logging
 import os
-import random
 import resource
 import signal
 import time
@@ -37,6 +35,7 @@ from urllib.parse import quote
 import httpx
 
 from drover.client.identity import NodeSecretAuth, intro_token, load_or_create_secret
+from drover.client.simbeats import NodeBeats
 from drover.client.simnodes import sim_node
 from drover.client.simtasks import SimTasks
 from drover.control.client.services import alloc_registrations
@@ -59,10 +58,6 @@ REPORT_EVENTS = 2000
 
 @dataclass
 class Stats:
-    heartbeats: int = 0
-    heartbeat_batches: int = 0
-    heartbeat_errors: int = 0
-    heartbeat_slowest_s: float = 0.0  # the longest a batch waited for its answer
     allocs_started: int = 0
     allocs_finished: int = 0
     allocs_restarted: int = 0
@@ -87,10 +82,7 @@ class Simulator:
         self.secret_id = secret_id
         self.nodes = nodes
         self.prefix = prefix
-        self.next_beat: list[tuple[float, str]] = []
-        self.silenced: set[str] = set()
-        # Per node: when its last heartbeat was answered (Unix s) and the TTL it was handed (s).
-        self.last_beat: dict[str, tuple[float, float]] = {}
+        self.beats = NodeBeats(self.http, secret_id)
         self.stats = Stats()
         self.allocs: dict[str, str] = {}  # alloc id -> what this sim last said of it
         self.tasks: dict[str, SimTasks] = {}  # alloc id -> its tasks' states
@@ -98,9 +90,7 @@ class Simulator:
         self.restart_delay = restart_delay
         self.jobs: dict[tuple[str, str, int], dict[str, Any]] = {}
         self.updates: dict[str, dict[str, Any]] = {}
-        self.rng = random.Random()
         self._timers: set[asyncio.Task[None]] = set()
-        self._beats: set[asyncio.Task[None]] = set()
         self.judging: set[str] = set()  # allocs whose deployment health is still to be told
         self.datacenters = {n["ID"]: n.get("Datacenter", "dc1") for n in nodes}
         # Nomad service registrations: each running alloc's, and what is still to be sent.
@@ -109,74 +99,6 @@ class Simulator:
         self.to_deregister: list[str] = []
         # Per running alloc: the AllocModifyIndex and deployment it was last run for.
         self.versions: dict[str, tuple[int, str]] = {}
-
-    async def register(self, concurrency: int = 16) -> None:
-        queue = list(self.nodes)
-
-        async def one() -> None:
-            while queue:
-                node = queue.pop()
-                r = await self._register_node(node)
-                ttl = int(r.json()["HeartbeatTTL"]) / SECOND
-                # First beat within the first half of the TTL, spread so batches stay even.
-                first = time.monotonic() + self.rng.uniform(0.1, 0.5) * ttl
-                heapq.heappush(self.next_beat, (first, node["ID"]))
-
-        await asyncio.gather(*(one() for _ in range(concurrency)))
-
-    async def _register_node(self, node: dict[str, Any]) -> httpx.Response:
-        """As the agent registers: a connection lost or a server unavailable (5xx) is tried
-        again a second later; a refusal (4xx) ends the simulator."""
-        while True:
-            try:
-                r = await self.http.put(
-                    "/v1/drover/node/register", json={"Node": {**node, "SecretID": self.secret_id}}
-                )
-                if r.status_code < 500:
-                    return r.raise_for_status()
-                log.warning("registering %s: %s %s; will retry", node["ID"], r.status_code, r.text[:200])
-            except httpx.TransportError as e:
-                log.warning("registering %s: %r; will retry", node["ID"], e)
-            await asyncio.sleep(1.0)
-
-    async def heartbeat(self, stop: asyncio.Event) -> None:
-        """Beat every node due within the next half second, at half its TTL, in batches each
-        sent on its own (as agents beat independently: a slow answer holds no other beat)."""
-        while not stop.is_set():
-            now = time.monotonic()
-            due: list[str] = []
-            while self.next_beat and self.next_beat[0][0] <= now + 0.5:
-                _, node_id = heapq.heappop(self.next_beat)
-                if node_id not in self.silenced:
-                    due.append(node_id)
-            for i in range(0, len(due), BATCH):
-                beat = asyncio.create_task(self._beat(due[i : i + BATCH]))
-                self._beats.add(beat)
-                beat.add_done_callback(self._beats.discard)
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(stop.wait(), 0.5)
-        for beat in list(self._beats):
-            beat.cancel()
-
-    async def _beat(self, ids: list[str]) -> None:
-        sent = time.monotonic()
-        try:
-            r = await self.http.put("/v1/drover/heartbeats", json={"NodeIDs": ids})
-            r.raise_for_status()
-            ttls = r.json()["HeartbeatTTLs"]
-            self.stats.heartbeats += len(ids)
-            self.stats.heartbeat_batches += 1
-        except (httpx.HTTPError, KeyError) as e:
-            self.stats.heartbeat_errors += 1
-            log.warning("heartbeat batch failed: %s", e)
-            ttls = {}
-        t, wall = time.monotonic(), time.time()
-        self.stats.heartbeat_slowest_s = max(self.stats.heartbeat_slowest_s, t - sent)
-        for node_id in ids:
-            ttl = int(ttls.get(node_id, 2 * SECOND)) / SECOND
-            heapq.heappush(self.next_beat, (t + ttl / 2, node_id))
-            if node_id in ttls:
-                self.last_beat[node_id] = (wall, ttl)
 
     async def job(self, ns: str, job_id: str, version: int) -> dict[str, Any] | None:
         key = (ns, job_id, version)
@@ -435,11 +357,11 @@ async def run(args: argparse.Namespace, stop: asyncio.Event) -> dict[str, Any]:
     sim = Simulator(args.api, nodes, args.prefix, secret_id, args.restart_delay)
     t0 = time.monotonic()
     # Heartbeats start with the first registration: the first nodes must not wait for the last.
-    loops = [asyncio.create_task(fn(stop)) for fn in (sim.heartbeat, sim.follow_allocs, sim.report)]
-    await sim.register()
+    loops = [asyncio.create_task(fn(stop)) for fn in (sim.beats.heartbeat, sim.follow_allocs, sim.report)]
+    await sim.beats.register(nodes)
     log.info("registered %d nodes in %.1fs", len(nodes), time.monotonic() - t0)
     cpu0, t1 = cpu_seconds(), time.monotonic()
-    beats0 = sim.stats.heartbeats
+    beats, beats0 = sim.beats, sim.beats.heartbeats
     if args.duration > 0:
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(stop.wait(), args.duration)
@@ -452,15 +374,15 @@ async def run(args: argparse.Namespace, stop: asyncio.Event) -> dict[str, Any]:
     out = {
         "nodes": len(nodes),
         "seconds": round(elapsed, 1),
-        "heartbeats": sim.stats.heartbeats,
-        "heartbeats_per_s": round((sim.stats.heartbeats - beats0) / elapsed, 1),
-        "heartbeat_batches": sim.stats.heartbeat_batches,
-        "heartbeat_errors": sim.stats.heartbeat_errors,
-        "heartbeat_slowest_s": round(sim.stats.heartbeat_slowest_s, 2),
+        "heartbeats": beats.heartbeats,
+        "heartbeats_per_s": round((beats.heartbeats - beats0) / elapsed, 1),
+        "heartbeat_batches": beats.batches,
+        "heartbeat_errors": beats.errors,
+        "heartbeat_slowest_s": round(beats.slowest_s, 2),
         "allocs_started": sim.stats.allocs_started,
         "allocs_restarted": sim.stats.allocs_restarted,
         "cpu_fraction_of_one_core": round((cpu_seconds() - cpu0) / elapsed, 3),
-        "last_beat": sim.last_beat,
+        "last_beat": beats.last_beat,
     }
     await sim.http.aclose()
     return out
