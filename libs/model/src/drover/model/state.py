@@ -12,7 +12,8 @@ from collections.abc import Iterable, Sequence
 from typing import Any, Protocol
 
 from drover.model import Allocation, Deployment, Evaluation, Job, Node
-from drover.model.alloc import DesiredTransition, ReplicaAllocation, lean_members
+from drover.model.alloc import ReplicaAllocation, lean_members
+from drover.model.allocsharing import NO_FIELDS_SET, SHARED_EMPTY, AllocSharing
 from drover.model.catalogstate import CatalogState
 from drover.model.job import Resources
 from drover.model.jobrestart import JobRestart
@@ -22,10 +23,6 @@ from drover.model.scaling import JobScalingEvents
 from drover.model.schedulerconfig import SchedulerConfiguration
 
 JobKey = tuple[str, str]
-# One shared (empty) fields-set for compacted allocs; see InMemoryState._compact.
-_NO_FIELDS_SET: set[str] = set()
-# Shared empty containers for compacted allocs (never mutated: see InMemoryState._compact).
-_SHARED_EMPTY: dict[str, object] = {"task_states": {}, "preempted_allocations": [], "alloc_states": []}
 # Members `place_columns` reads once for all allocs of a plan (what compaction shares, the
 # usage it counts, the job it indexes under): in a column, they differ from alloc to alloc.
 _PER_GROUP = {
@@ -36,7 +33,7 @@ _PER_GROUP = {
     "client_status",
     "namespace",
     "job_id",
-    *_SHARED_EMPTY,
+    *SHARED_EMPTY,
 }
 
 
@@ -93,9 +90,7 @@ class InMemoryState(CatalogState, OperatorState):
         # Set where every event applied was decoded for this state and is not used after: the
         # reducer then keeps an event's allocs themselves instead of copies.
         self.owns_events = owns_events
-        self._interned: dict[tuple[object, ...], object] = {}
-        self._last_resources: tuple[object, object] = (None, None)
-        self._last_transition: tuple[object, object] = (None, None)
+        self._sharing = AllocSharing()
         self._index = 0
         self.nodes: dict[str, Node] = {}
         # The keyed hashes of the nodes' SecretIDs (NodeRegistered.secret_hash), by node ID.
@@ -317,15 +312,11 @@ class InMemoryState(CatalogState, OperatorState):
             self._count_ports(alloc, 1)
 
     def _compact(self, alloc: Allocation) -> dict[str, Any]:
-        """Share what most allocs hold equal copies of: the resources of a task group, the
-        (usually empty) desired transition, empty task states and lists, the node's ID and
-        name, and the record of which fields were set (read only by canonicalization, which
-        allocs never go through); and hold a replica's alloc's members lean (`lean_members`).
-        Allocs are never changed in place (every change is a model_copy, and that rule holds
-        for all code reading a replica), so sharing is safe; it more than halves a replica's
-        memory (bench/memory.py). Returns the alloc's members as it now holds them."""
+        """Share what most allocs hold equal copies of (drover.model.allocsharing) and the
+        node's ID and name, and hold a replica's alloc's members lean (`lean_members`).
+        Returns the alloc's members as it now holds them."""
         fields = alloc.__dict__
-        self._share(fields)
+        self._sharing.share(fields)
         if type(alloc) is ReplicaAllocation:
             fields = lean_members(fields)
             object.__setattr__(alloc, "__dict__", fields)
@@ -336,33 +327,8 @@ class InMemoryState(CatalogState, OperatorState):
             fields["node_id"] = node.id
             if fields["node_name"] == node.name:
                 fields["node_name"] = node.name
-        object.__setattr__(alloc, "__pydantic_fields_set__", _NO_FIELDS_SET)
+        object.__setattr__(alloc, "__pydantic_fields_set__", NO_FIELDS_SET)
         return fields
-
-    def _share(self, fields: dict[str, Any]) -> None:
-        """`_compact`'s sharing of the members that are alike in the allocs of one group."""
-        # The allocs of one plan come in sharing one resources and one transition object (see
-        # drover.model.placements): the last one seen is looked up once, not per alloc. The
-        # pair holds the object it was seen as, so that one cannot be freed and its id reused.
-        r: Resources = fields["resources"]
-        seen, shared = self._last_resources
-        if r is not seen:
-            shared = self._interned.setdefault(
-                ("resources", r.cpu, r.cores, r.memory_mb, r.memory_max_mb, r.disk_mb), r
-            )
-            self._last_resources = (r, shared)
-        fields["resources"] = shared
-        t: DesiredTransition = fields["desired_transition"]
-        seen, shared = self._last_transition
-        if t is not seen:
-            shared = self._interned.setdefault(
-                ("transition", t.migrate, t.reschedule, t.force_reschedule, t.no_shutdown_delay), t
-            )
-            self._last_transition = (t, shared)
-        fields["desired_transition"] = shared
-        for name, empty in _SHARED_EMPTY.items():
-            if not fields[name]:
-                fields[name] = empty
 
     def place_new(self, allocs: Iterable[Allocation], update: dict[str, object]) -> list[Allocation]:
         """Insert the allocs of `allocs` this state does not hold yet, each with `update` put
@@ -419,7 +385,7 @@ class InMemoryState(CatalogState, OperatorState):
             return None
         base: dict[str, Any] = template.__dict__.copy()
         base.update(update)
-        self._share(base)
+        self._sharing.share(base)
         if type(template) is ReplicaAllocation:
             base = lean_members(base)
         docs = [base.copy() for _ in columns[0][1]]
@@ -439,7 +405,7 @@ class InMemoryState(CatalogState, OperatorState):
         for doc in docs:
             a = new(cls)
             put(a, "__dict__", doc)
-            put(a, "__pydantic_fields_set__", _NO_FIELDS_SET)
+            put(a, "__pydantic_fields_set__", NO_FIELDS_SET)
             put(a, "__pydantic_extra__", None)
             put(a, "__pydantic_private__", None)
             built.append(a)
