@@ -85,16 +85,43 @@ def _base_url(pg: EmbeddedPostgres | str) -> str:
     return pg if isinstance(pg, str) else pg.url
 
 
+# A migrated template database per test server, made once per pytest process: a fresh database
+# is a copy of it (CREATE DATABASE ... TEMPLATE, about 60 ms), where migrating each took 0.35 s
+# on an idle host, more than a test's own work for most API tests.
+_templates: dict[str, str] = {}
+
+
+def _template(conninfo: str, base: str) -> str:
+    name = _templates.get(base)
+    if name is None:
+        name = "tmpl_" + uuid.uuid4().hex[:12]
+        with psycopg.connect(conninfo, autocommit=True) as conn:
+            conn.execute(f'CREATE DATABASE "{name}"')
+        migrate(base.rsplit("/", 1)[0] + "/" + name)
+        _templates[base] = name
+    return name
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _drop_templates() -> Iterator[None]:
+    """An external test server keeps no template after the session (an embedded one is gone)."""
+    yield
+    for base, name in _templates.items():
+        with contextlib.suppress(psycopg.Error):
+            with psycopg.connect(base.replace("postgresql+psycopg://", "postgresql://"), autocommit=True) as conn:
+                conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
 @contextlib.contextmanager
 def fresh_database(postgres: EmbeddedPostgres | str) -> Iterator[str]:
     """A new, migrated database on the test server, dropped afterwards."""
     base = _base_url(postgres)
     name = "t_" + uuid.uuid4().hex[:12]
     conninfo = base.replace("postgresql+psycopg://", "postgresql://")
+    template = _template(conninfo, base)
     with psycopg.connect(conninfo, autocommit=True) as conn:
-        conn.execute(f'CREATE DATABASE "{name}"')
+        conn.execute(f'CREATE DATABASE "{name}" TEMPLATE "{template}"')
     url = base.rsplit("/", 1)[0] + "/" + name
-    migrate(url)
     yield url
     with psycopg.connect(conninfo, autocommit=True) as conn:
         conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')

@@ -338,7 +338,7 @@ def test_a_static_port_runs_once_per_real_node_and_the_third_alloc_is_blocked(
 def test_the_nomad_apm_reads_an_allocs_resource_usage(setup: tuple[Cluster, Path]) -> None:
     """What the Nomad Autoscaler's nomad APM reads for a task group query: the job's running
     allocs, then each one's /v1/client/allocation/:id/stats (python-nomad's call): a task in a
-    busy loop uses about a core, and the memory its process group holds."""
+    busy loop uses up to a core, and the memory its process group holds."""
     import nomad  # type: ignore[import-untyped]
 
     c, _ = setup
@@ -348,7 +348,9 @@ def test_the_nomad_apm_reads_an_allocs_resource_usage(setup: tuple[Cluster, Path
     client = nomad.Nomad(address=f"http://127.0.0.1:{c.port}", timeout=30)
     stats = client.client.allocation.read_allocation_stats(alloc["ID"])
     task = stats["Tasks"]["t"]["ResourceUsage"]
-    assert 50 < task["CpuStats"]["Percent"] < 250, task
+    # About a core on an idle host; a loaded CI host (three test workers on two cores) gives
+    # the loop much less, but never nothing, and one thread never more than a core.
+    assert 10 < task["CpuStats"]["Percent"] < 150, task
     assert task["CpuStats"]["TotalTicks"] > 0 and task["MemoryStats"]["RSS"] > 0
     assert stats["ResourceUsage"]["CpuStats"]["Percent"] == task["CpuStats"]["Percent"]
     assert "Percent" in task["CpuStats"]["Measured"] and task["MemoryStats"]["Measured"] == ["RSS"]

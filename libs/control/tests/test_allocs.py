@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from drover.control.commands import allocs
-from drover.control.errors import Invalid, NotFound
+from drover.control.errors import Conflict, Invalid, NotFound
 from drover.model import Allocation, TaskState
 from drover.model.events import (
     AllocClientUpdate,
@@ -15,7 +15,7 @@ from drover.model.events import (
     AllocsTransitioned,
 )
 
-from .conftest import NOW, Cluster, alloc, job
+from .conftest import NOW, Cluster, alloc, job, node
 
 
 def _update(alloc_id: str, status: str) -> AllocClientUpdate:
@@ -69,6 +69,20 @@ def test_client_updates_refused(cluster: Cluster) -> None:
             [_update("x", "running"), _update("a1", "running"), _update("y", "running")],
             NOW,
         )
+
+
+@pytest.mark.parametrize("status", ["disconnected", "down"])
+def test_a_client_reports_only_once_its_node_has_heartbeaten(cluster: Cluster, status: str) -> None:
+    """Nomad's UpdateAlloc refuses a node that is down or disconnected: an unknown alloc's report
+    that beat its node's heartbeat would show a running alloc on a disconnected node."""
+    web = job()
+    cluster.add(node("n1", status=status), node("n2"), web,
+                alloc("a1", web, client_status="unknown"), alloc("a2", web, "n2"))  # fmt: skip
+    with pytest.raises(Conflict, match=f"^node n1 is not allowed to update allocs while in status {status}$"):
+        allocs.client_update(cluster.reads, "n1", [_update("a2", "running"), _update("a1", "running")], NOW)
+    cluster.add(node("n1"))  # its heartbeat got through: ready again
+    change = allocs.client_update(cluster.reads, "n1", [_update("a1", "running")], NOW)
+    assert [e.triggered_by for e in change.evals] == ["reconnect"]
 
 
 def _running(**kw: object) -> Allocation:

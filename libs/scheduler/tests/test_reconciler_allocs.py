@@ -193,6 +193,7 @@ FINE = "fine"  # not tainted
         ({}, READY, 0, "untainted"),  # a draining node, the alloc not yet marked to migrate
         ({"client_status": "complete"}, DOWN, 0, "untainted"),
         ({"client_status": "unknown", "unknown_since": NOW - 10 * S}, DISC, MINUTE, "untainted"),
+        ({"client_status": "running", "unknown_since": NOW - 10 * S}, DISC, MINUTE, "untainted"),
         # 2. migrate
         ({"desired_transition": DesiredTransition(migrate=True)}, READY, 0, "migrate"),
         ({"desired_transition": DesiredTransition(migrate=True)}, FINE, 0, "migrate"),
@@ -223,6 +224,7 @@ FINE = "fine"  # not tainted
         "draining-not-marked",
         "terminal-on-down-node",
         "unknown-waiting",
+        "unknown-reported-running-before-its-node-is-back",
         "marked-migrate-on-draining-node",
         "marked-migrate-anywhere",
         "down-node",

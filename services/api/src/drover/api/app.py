@@ -116,8 +116,9 @@ def create_app(settings: Settings, store: EventStore | None = None, *, tune_heap
         yield
         stop.set()
         task.cancel()
-        # Marked left when NATS answers; a stop never waits long on it.
-        if not (await asyncio.wait([announcing], timeout=2.0))[0]:
+        # Marked left when NATS answers; a stop never waits long on it, and not at all while
+        # NATS is out of reach (the announcer is then still trying to connect).
+        if not (await asyncio.wait([announcing], timeout=2.0 if servers.connected() else 0.05))[0]:
             announcing.cancel()
         await servers.close()
         if tune_heap:

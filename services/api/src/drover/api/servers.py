@@ -181,6 +181,10 @@ class Servers:
             return f"NATS unreachable: {str(e) or type(e).__name__}"
         return ""
 
+    def connected(self) -> bool:
+        """Whether NATS has been reached (and not lost since)."""
+        return self._nc is not None and self._nc.is_connected
+
     async def close(self) -> None:
         if self._nc is not None and not self._nc.is_closed:
             with contextlib.suppress(Exception):

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 from drover.control.change import Change
 from drover.control.commands.reads import ClusterReads
-from drover.control.errors import Invalid, NotFound
+from drover.control.errors import Conflict, Invalid, NotFound
 from drover.model.alloc import AllocRestartRequest, DesiredTransition
 from drover.model.evaluation import (
     TRIGGER_ALLOC_STOP,
@@ -16,6 +16,7 @@ from drover.model.evaluation import (
     TRIGGER_RETRY_FAILED_ALLOC,
     job_eval,
 )
+from drover.model.node import NODE_STATUS_DISCONNECTED, NODE_STATUS_DOWN
 from drover.model.events import (
     AllocClientUpdate,
     AllocRestartRequested,
@@ -25,13 +26,19 @@ from drover.model.events import (
 )
 
 CLIENT_STATUSES = ("pending", "running", "complete", "failed", "lost")
+# The node statuses whose clients may not report (Nomad's UnresponsiveStatus).
+UNRESPONSIVE = (NODE_STATUS_DOWN, NODE_STATUS_DISCONNECTED)
 
 
 def client_update(reads: ClusterReads, node_id: str, updates: list[AllocClientUpdate], now: int) -> Change:
     """Clients report their allocs' status. As Nomad's UpdateAlloc: an alloc that newly failed
     while the servers want it running gets its job an alloc-failure eval (rescheduled per the
     reschedule block); one that was unknown (its node disconnected), whatever it reports now, a
-    reconnect eval (the original or its replacement stays, per the disconnect block)."""
+    reconnect eval (the original or its replacement stays, per the disconnect block).
+
+    Refused while an alloc's node is down or disconnected, as Nomad refuses it: the client must
+    heartbeat first. A report that slipped in before that heartbeat would show the servers a
+    running alloc on a disconnected node, to be marked unknown and replaced a second time."""
     bad = sorted({u.client_status for u in updates if u.client_status not in CLIENT_STATUSES})
     if bad:
         raise Invalid(f"unknown ClientStatus: {', '.join(bad)}")
@@ -39,6 +46,12 @@ def client_update(reads: ClusterReads, node_id: str, updates: list[AllocClientUp
     missing = [u.id for u in updates if u.id not in current]
     if missing:
         raise NotFound(f"unknown allocations: {', '.join(missing)}")
+    statuses = reads.node_statuses(sorted({a.node_id for a in current.values()}))
+    unresponsive = [(n, s) for n, s in sorted(statuses.items()) if s in UNRESPONSIVE]
+    if unresponsive:
+        raise Conflict(
+            "\n".join(f"node {n} is not allowed to update allocs while in status {s}" for n, s in unresponsive)
+        )
     triggers: dict[tuple[str, str], str] = {}
     for u in updates:
         a = current[u.id]

@@ -5,7 +5,7 @@ passes. By the health of the alloc's node (`filter_by_tainted`), each alloc in o
 
 1. **untainted**: its node is fine (not tainted, or draining while the alloc is not yet marked
    to migrate), or the alloc is terminal anyway; also an alloc already unknown on a
-   disconnected node while it may still reconnect.
+   disconnected node while it may still reconnect (even if reported running meanwhile).
 2. **migrate**: the alloc is marked to migrate (its node is draining): it is stopped and an
    alloc of the same name is placed elsewhere.
 3. **lost**: its node is down or gone; or its node disconnected and the group does not
@@ -126,7 +126,9 @@ def filter_by_tainted(allocs: AllocSet, job: JobState, cluster: ClusterState, no
         if node is not None:
             if node.status == NODE_STATUS_DISCONNECTED:
                 if supports:
-                    if a.client_status == ALLOC_CLIENT_RUNNING:
+                    # One already marked unknown stays so, even should a report of it running
+                    # slip in before its node's heartbeat: marked again, it would be replaced again.
+                    if a.client_status == ALLOC_CLIENT_RUNNING and not reconnect:
                         out.disconnecting[a.id] = a
                         continue
                     if a.client_status == ALLOC_CLIENT_PENDING:
