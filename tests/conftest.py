@@ -107,9 +107,9 @@ def _drop_templates() -> Iterator[None]:
     """An external test server keeps no template after the session (an embedded one is gone)."""
     yield
     for base, name in _templates.items():
-        with contextlib.suppress(psycopg.Error):
-            with psycopg.connect(base.replace("postgresql+psycopg://", "postgresql://"), autocommit=True) as conn:
-                conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+        conninfo = base.replace("postgresql+psycopg://", "postgresql://")
+        with contextlib.suppress(psycopg.Error), psycopg.connect(conninfo, autocommit=True) as conn:
+            conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
 
 
 @contextlib.contextmanager

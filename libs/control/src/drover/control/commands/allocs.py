@@ -16,7 +16,6 @@ from drover.model.evaluation import (
     TRIGGER_RETRY_FAILED_ALLOC,
     job_eval,
 )
-from drover.model.node import NODE_STATUS_DISCONNECTED, NODE_STATUS_DOWN
 from drover.model.events import (
     AllocClientUpdate,
     AllocRestartRequested,
@@ -24,6 +23,7 @@ from drover.model.events import (
     AllocsTransitioned,
     NewEvent,
 )
+from drover.model.node import NODE_STATUS_DISCONNECTED, NODE_STATUS_DOWN
 
 CLIENT_STATUSES = ("pending", "running", "complete", "failed", "lost")
 # The node statuses whose clients may not report (Nomad's UnresponsiveStatus).
@@ -50,7 +50,9 @@ def client_update(reads: ClusterReads, node_id: str, updates: list[AllocClientUp
     unresponsive = [(n, s) for n, s in sorted(statuses.items()) if s in UNRESPONSIVE]
     if unresponsive:
         raise Conflict(
-            "\n".join(f"node {n} is not allowed to update allocs while in status {s}" for n, s in unresponsive)
+            "\n".join(
+                f"node {n} is not allowed to update allocs while in status {s}" for n, s in unresponsive
+            )
         )
     triggers: dict[tuple[str, str], str] = {}
     for u in updates:
