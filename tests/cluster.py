@@ -148,9 +148,10 @@ class Cluster:
         assert r.status_code == 200, f"{path}: {r.status_code} {r.text}"
         return r.json()
 
-    def wait(self, fn: Any, timeout: float = 10.0, interval: float = 0.02, describe: Any = None) -> Any:
+    def wait(self, fn: Any, timeout: float = 10.0, interval: float = 0.05, describe: Any = None) -> Any:
         """Poll `fn` until it returns something true; on timeout fail with `describe()` (what the
-        cluster looked like) and the service logs."""
+        cluster looked like) and the service logs. Each poll is a request or more to the API:
+        at 20 ms the polls cost the suite's cluster tests 12% of their CPU (docs/experiments/test-suite.md)."""
         deadline = time.monotonic() + timeout
         last = None
         while time.monotonic() < deadline:

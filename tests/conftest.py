@@ -122,6 +122,10 @@ def fresh_database(postgres: EmbeddedPostgres | str) -> Iterator[str]:
     with psycopg.connect(conninfo, autocommit=True) as conn:
         conn.execute(f'CREATE DATABASE "{name}" TEMPLATE "{template}"')
     url = base.rsplit("/", 1)[0] + "/" + name
+    # Its own log identity, as a migration gives each log: the relay's message IDs carry it, and
+    # NATS would drop a copy's events as duplicates of an earlier test's.
+    with psycopg.connect(conninfo.rsplit("/", 1)[0] + "/" + name, autocommit=True) as conn:
+        conn.execute("UPDATE log_meta SET log_id = gen_random_uuid()::text")
     yield url
     with psycopg.connect(conninfo, autocommit=True) as conn:
         conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
