@@ -6,8 +6,6 @@ from __future__ import annotations
 
 import os
 import re
-import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -16,8 +14,7 @@ import pytest
 from drover.runtime.embedded import wait_for_port
 
 from .cluster import Cluster
-
-DROVER = str(Path(sys.executable).parent / "drover")
+from .prefork import run_drover
 
 
 @pytest.fixture
@@ -38,7 +35,7 @@ def drover(c: Cluster, *args: str, token: str = "", code: int = 0) -> str:
         if k not in ("DROVER_ADDR", "NOMAD_ADDR", "NOMAD_TOKEN", "DROVER_TOKEN")
     }
     env = {**base, "NOMAD_ADDR": str(c.http.base_url), **({"NOMAD_TOKEN": token} if token else {})}
-    p = subprocess.run([DROVER, *args], env=env, capture_output=True, text=True, timeout=60)
+    p = run_drover(list(args), env, 60)
     assert "Traceback" not in p.stdout + p.stderr, p.stdout + p.stderr
     assert p.returncode == code, f"{args}: exit {p.returncode}\n{p.stdout}\n{p.stderr}"
     return p.stdout + p.stderr

@@ -12,7 +12,6 @@ import json
 import os
 import re
 import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -22,9 +21,9 @@ import pytest
 from drover.runtime.embedded import free_port
 
 from .cluster import Cluster
+from .prefork import run_drover
 from .standin import StandInClients
 
-DROVER = str(Path(sys.executable).parent / "drover")
 NODES = ["alpha-1", "alpha-2", "beta-1"]
 
 
@@ -52,13 +51,7 @@ def drover(c: Cluster, *args: str, timeout: float = 60, **env: str) -> subproces
     """`drover args...` with the API's address in NOMAD_ADDR (DROVER_ADDR unset): Nomad's
     variable is honoured."""
     base = {k: v for k, v in os.environ.items() if k not in ("DROVER_ADDR", "NOMAD_ADDR")}
-    p = subprocess.run(
-        [DROVER, *args],
-        env={**base, "NOMAD_ADDR": str(c.http.base_url), **env},
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-    )
+    p = run_drover(list(args), {**base, "NOMAD_ADDR": str(c.http.base_url), **env}, timeout)
     assert "Traceback" not in p.stdout + p.stderr, p.stdout + p.stderr
     return p
 

@@ -10,7 +10,6 @@ from __future__ import annotations
 import contextlib
 import os
 import subprocess
-import sys
 import time
 import uuid
 from collections.abc import Iterator
@@ -24,9 +23,9 @@ from drover.model.durations import SECOND as S
 
 from .cluster import Cluster
 from .containers import docker_client, images
+from .prefork import run_drover
 from .test_client import AGENT_START, ENV, Agents, allocs
 
-DROVER = str(Path(sys.executable).parent / "drover")
 RUN = 90  # seconds for a placement and a container start on a loaded host
 HTTPD = "drover/httpd:local"
 
@@ -164,7 +163,7 @@ def get_ok(addr: str, timeout: float = 30) -> httpx.Response:
 
 def cli(c: Cluster, *args: str) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "NOMAD_ADDR": str(c.http.base_url)}
-    return subprocess.run([DROVER, *args], capture_output=True, text=True, env=env, timeout=60)
+    return run_drover(list(args), env, 60)
 
 
 def test_fingerprint_names_the_engine(setup: Setup) -> None:

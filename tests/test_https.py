@@ -26,11 +26,9 @@ from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
 from drover.runtime.embedded import free_port, wait_for_port
 
-from .prefork import Process, spawn
+from .prefork import Process, run_drover, spawn
 
 pytestmark = pytest.mark.cluster  # the API as a process
-
-DROVER = str(Path(sys.executable).with_name("drover"))
 
 
 def _name(cn: str) -> x509.Name:
@@ -140,10 +138,7 @@ def _context(certs: Path, client: bool = False) -> ssl.SSLContext:
 
 def _drover(port: int, *args: str, **env: str) -> subprocess.CompletedProcess[str]:
     base = {k: v for k, v in os.environ.items() if not k.startswith(("NOMAD_", "DROVER_ADDR"))}
-    p = subprocess.run(
-        [DROVER, *args], env={**base, "NOMAD_ADDR": f"https://127.0.0.1:{port}", **env},
-        capture_output=True, text=True, timeout=60,
-    )  # fmt: skip
+    p = run_drover(list(args), {**base, "NOMAD_ADDR": f"https://127.0.0.1:{port}", **env}, 60)
     assert "Traceback" not in p.stdout + p.stderr, p.stdout + p.stderr
     return p
 

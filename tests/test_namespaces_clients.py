@@ -6,8 +6,6 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -15,8 +13,7 @@ import nomad  # type: ignore[import-untyped]
 import pytest
 
 from .cluster import SERVICES, Cluster, job_json
-
-DROVER = str(Path(sys.executable).parent / "drover")
+from .prefork import run_drover
 
 
 @pytest.fixture
@@ -36,13 +33,7 @@ def drover(c: Cluster, *args: str, code: int = 0, **env: str) -> str:
         for k, v in os.environ.items()
         if k not in ("DROVER_ADDR", "NOMAD_ADDR", "DROVER_NAMESPACE", "NOMAD_NAMESPACE")
     }
-    p = subprocess.run(
-        [DROVER, *args],
-        env={**base, "NOMAD_ADDR": str(c.http.base_url), **env},
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+    p = run_drover(list(args), {**base, "NOMAD_ADDR": str(c.http.base_url), **env}, 60)
     assert "Traceback" not in p.stdout + p.stderr, p.stdout + p.stderr
     assert p.returncode == code, f"{args}: exit {p.returncode}\n{p.stdout}\n{p.stderr}"
     return p.stdout + p.stderr

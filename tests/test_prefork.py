@@ -12,7 +12,7 @@ import pytest
 
 from drover.runtime.embedded import free_port, wait_for_port
 
-from .prefork import Forked, spawn
+from .prefork import DROVER, Forked, run_drover, spawn
 
 
 def _env(**extra: str) -> dict[str, str]:
@@ -68,3 +68,22 @@ def test_a_running_child_is_polled_signalled_and_reaped(tmp_path: Path) -> None:
     q = spawn("http.server", ["--bind", "127.0.0.1", str(free_port())], _env(), tmp_path / "q.log")
     q.terminate()
     assert q.wait(10) in (-signal.SIGTERM, 0)
+
+
+@pytest.mark.parametrize(
+    ("args", "stdin"),
+    [
+        (["--help"], None),
+        (["job", "status", "-address", "http://127.0.0.1:1"], None),  # refused: stderr, exit 1
+        (["job", "validate", "-"], '{"Job": {"ID": "x"}}'),  # the jobspec read from stdin
+    ],
+)
+def test_the_cli_forked_answers_as_the_drover_script_does(args: list[str], stdin: str | None) -> None:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("NOMAD_", "DROVER_ADDR"))}
+    forked = run_drover(args, env, 30, stdin)
+    script = subprocess.run([DROVER, *args], env=env, input=stdin, capture_output=True, text=True, timeout=30)
+    assert (forked.returncode, forked.stdout, forked.stderr) == (
+        script.returncode,
+        script.stdout,
+        script.stderr,
+    )

@@ -9,7 +9,6 @@ import json
 import os
 import signal
 import subprocess
-import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -25,10 +24,9 @@ from drover.runtime.embedded import free_port, wait_for_port
 from drover.runtime.store import EventStore, libpq_url
 
 from .cluster import Cluster, nats_options
-from .prefork import spawn
+from .prefork import run_drover, spawn
 
 pytestmark = pytest.mark.cluster
-DROVER = str(Path(sys.executable).parent / "drover")
 SECRET = "s3cr3t-value"
 
 
@@ -42,8 +40,7 @@ def cluster(database_url: str, nats_url: str, tmp_path: Path, js_fresh: object) 
 
 def drover(c: Cluster, *args: str, stdin: str = "") -> subprocess.CompletedProcess[str]:
     env = {k: v for k, v in os.environ.items() if k not in ("DROVER_ADDR", "NOMAD_ADDR")}
-    p = subprocess.run([DROVER, *args], env={**env, "NOMAD_ADDR": str(c.http.base_url)}, input=stdin,
-                       capture_output=True, text=True, timeout=60)  # fmt: skip
+    p = run_drover(list(args), {**env, "NOMAD_ADDR": str(c.http.base_url)}, 60, stdin)
     assert "Traceback" not in p.stdout + p.stderr, p.stdout + p.stderr
     return p
 
