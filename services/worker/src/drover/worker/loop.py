@@ -17,10 +17,12 @@ has no worker."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import time
-from collections.abc import Awaitable
+from collections.abc import Awaitable, Coroutine
 from dataclasses import dataclass
+from typing import Any
 
 from nats.aio.msg import Msg
 from nats.errors import TimeoutError as NatsTimeout
@@ -164,6 +166,24 @@ async def handle(worker: Worker, msg: Msg, ack_wait: float) -> None:
             await _settle(msg.nak(nack_delay(n)))
 
 
+async def _unless_stopped(fetch: Coroutine[Any, Any, list[Msg]], stop: asyncio.Event) -> list[Msg]:
+    """The fetch's evals, or none when `stop` comes first: a worker told to stop does not wait
+    out its own lane's wait (an eval the cancelled fetch had pulled is redelivered after its
+    ack wait, as any eval of a worker that went away)."""
+    fetching = asyncio.ensure_future(fetch)
+    stopping = asyncio.ensure_future(stop.wait())
+    try:
+        await asyncio.wait((fetching, stopping), return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        stopping.cancel()
+    if not fetching.done():
+        fetching.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await fetching
+        return []
+    return fetching.result()
+
+
 async def work(
     worker: Worker, own: Lane, other: Lane, lane: str, ack_wait: float, stop: asyncio.Event
 ) -> None:
@@ -184,7 +204,7 @@ async def work(
             await asyncio.wait(busy, return_when=asyncio.FIRST_COMPLETED)
             continue
         try:
-            msgs = await own.fetch(own_wait) or await other.fetch(OTHER_LANE_WAIT)
+            msgs = await _unless_stopped(own.fetch(own_wait), stop) or await other.fetch(OTHER_LANE_WAIT)
         except Exception as e:
             log.warning("fetch: %s", e)
             await asyncio.sleep(0.5)
