@@ -1,7 +1,7 @@
 """What the compose tests share (tests/test_compose.py: deploy/docker-compose.yml;
 tests/test_compose_ha.py: deploy/docker-compose.ha.yml): the stack's env file and `docker
 compose` set up for one test, its life under testcontainers' DockerCompose with each service's
-logs reported on a failure, the operator's ACL bootstrap, `drover sim`'s nodes registering
+logs reported on a failure, the stack up as its file says, the operator's ACL bootstrap, `drover sim`'s nodes registering
 through the API, and what a project leaves behind."""
 
 from __future__ import annotations
@@ -13,6 +13,7 @@ import signal
 import subprocess
 import sys
 import time
+from collections import Counter
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, TypeVar
@@ -162,6 +163,15 @@ def report_logs(compose: Any, secrets_: list[str]) -> None:
         states = [f"{c.Name}: {c.State} {c.Status}" for c in compose.get_containers(include_all=True)]
         print("---- containers ----\n" + "\n".join(states), file=sys.stderr)
     print(masked(service_logs(compose, services), secrets_), file=sys.stderr)
+
+
+def check_up(compose: Any, env: dict[str, str], replicas: dict[str, int]) -> None:
+    """The stack as its file says: the API published on loopback alone at the env file's port,
+    each service running with its replicas, and migrate exited 0."""
+    assert compose.get_service_host_and_port("api", 4646) == (LOOPBACK, int(env["DROVER_API_PORT"]))
+    running = Counter(c.Service for c in compose.get_containers() if c.State == "running")
+    assert running == replicas
+    assert compose.get_container("migrate", include_all=True).ExitCode == 0
 
 
 def bootstrap(base: str) -> tuple[str, str]:

@@ -14,7 +14,6 @@ import os
 import re
 import secrets
 import subprocess
-from collections import Counter
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
@@ -26,6 +25,7 @@ from .composestack import (
     DEPLOY,
     api_base,
     bootstrap,
+    check_up,
     compose_up,
     register,
     running_allocs,
@@ -33,7 +33,7 @@ from .composestack import (
     stack_env,
     wait,
 )
-from .containers import LOOPBACK, compose_binary
+from .containers import compose_binary
 
 # The services and how many of each the compose file runs (migrate runs once and exits).
 REPLICAS = {
@@ -55,11 +55,7 @@ def test_compose_stack_places_a_job_on_simulated_nodes(
 
 
 def check_stack(compose: Any, env: dict[str, str], tmp_path: Path) -> None:
-    # The API on loopback only, at the port the env file chose.
-    assert compose.get_service_host_and_port("api", 4646) == (LOOPBACK, int(env["DROVER_API_PORT"]))
-    running = Counter(c.Service for c in compose.get_containers() if c.State == "running")
-    assert running == REPLICAS
-    assert compose.get_container("migrate", include_all=True).ExitCode == 0
+    check_up(compose, env, REPLICAS)
 
     base = api_base(env)
     root, intro = bootstrap(base)

@@ -18,7 +18,6 @@ import secrets
 import subprocess
 import sys
 import time
-from collections import Counter
 from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
@@ -32,6 +31,7 @@ from .composestack import (
     DEPLOY,
     api_base,
     bootstrap,
+    check_up,
     compose_up,
     register,
     running_allocs,
@@ -39,7 +39,7 @@ from .composestack import (
     stack_env,
     wait,
 )
-from .containers import LOOPBACK, compose_binary, docker_client
+from .containers import compose_binary, docker_client
 
 FILE = "docker-compose.ha.yml"
 REPLICAS = {
@@ -63,10 +63,7 @@ def test_ha_stack_places_a_job_after_losing_the_primary_and_a_nats_server(
 
 
 def check_ha_stack(compose: Any, env: dict[str, str], tmp_path: Path) -> None:
-    assert compose.get_service_host_and_port("api", 4646) == (LOOPBACK, int(env["DROVER_API_PORT"]))
-    running = Counter(c.Service for c in compose.get_containers() if c.State == "running")
-    assert running == REPLICAS
-    assert compose.get_container("migrate", include_all=True).ExitCode == 0
+    check_up(compose, env, REPLICAS)
     states = wait("a primary and its synchronous standby", lambda: formation(compose) or None)
     [primary] = [node for node, state in states.items() if state == "primary"]
     [standby] = [node for node in DATA_NODES if node != primary]
