@@ -19,6 +19,7 @@ from drover.api.blocking import Blocking, IndexWatcher
 from drover.api.commands import Commands
 from drover.api.encoded import Encoded
 from drover.api.forward import ClientForwarder
+from drover.api.fresh import Fresh
 from drover.api.guard import RequestGuard
 from drover.api.heartbeats import Heartbeats
 from drover.api.metrics import MetricsGatherer
@@ -57,6 +58,7 @@ from drover.api.servers import Servers
 from drover.api.streamhub import StreamHub
 from drover.runtime import pyheap
 from drover.runtime.keyring import Keyring
+from drover.runtime.loghead import LogHead
 from drover.runtime.nodesecrets import NodeSecretHasher
 from drover.runtime.settings import Settings
 from drover.runtime.store import EventStore, libpq_url
@@ -101,7 +103,8 @@ def create_app(settings: Settings, store: EventStore | None = None, *, tune_heap
     store = store or EventStore(settings.database(), pool_size=10)
     reads = Reads(store)
     watcher = IndexWatcher(libpq_url(settings.database()), store)
-    heartbeats = Heartbeats(settings, reads)
+    fresh = Fresh(LogHead(libpq_url(settings.database())), watcher.changes)
+    heartbeats = Heartbeats(settings, reads, fresh)
     metrics = MetricsGatherer(store, settings.nats_url, settings.nats_credentials())
     servers = Servers(settings)
 
@@ -124,6 +127,7 @@ def create_app(settings: Settings, store: EventStore | None = None, *, tune_heap
         if tune_heap:
             await heap_upkeep
         await heartbeats.close()
+        await fresh.close()
         await metrics.close()
         await app.state.stream.close()
         await app.state.client_forwarder.aclose()
@@ -134,7 +138,7 @@ def create_app(settings: Settings, store: EventStore | None = None, *, tune_heap
     app.state.settings = settings
     app.state.reads = reads
     app.state.watcher = watcher
-    app.state.blocking = Blocking(reads, watcher)
+    app.state.blocking = Blocking(reads, watcher, fresh)
     app.state.encoded = Encoded()
     app.state.commands = Commands(store, reads)
     app.state.keyring = Keyring.from_settings(settings)

@@ -17,6 +17,7 @@ from typing import Any
 from fastapi import Request, Response
 
 from drover.api.errors import ApiError
+from drover.api.fresh import Fresh
 from drover.api.views import NO_DEPLOYMENT, as_json
 from drover.runtime.listen import listen
 from drover.runtime.store import EventStore
@@ -191,9 +192,10 @@ class IndexWatcher:
 class Blocking:
     """Runs reads as blocking queries and answers them with Nomad's headers."""
 
-    def __init__(self, reads: Reads, watcher: IndexWatcher) -> None:
+    def __init__(self, reads: Reads, watcher: IndexWatcher, fresh: Fresh) -> None:
         self.reads = reads
         self.watcher = watcher
+        self.fresh = fresh
 
     async def read(self, request: Request, fn: Callable[[], Any], keys: list[str]) -> Response:
         """Run `fn` (in a thread), after waiting until one of `keys` - what it shows - changed
@@ -214,18 +216,40 @@ class Blocking:
         index, wait = read_params(request)
         if index:
             await self.watcher.wait_changed(keys, index, wait)
+        return _answer(*await asyncio.to_thread(read))
+
+    async def read_kept(self, request: Request, key: str, read: Callable[[], tuple[int, Any]]) -> Response:
+        """`read_at` for an object under one watch key whose answer (its index read in the
+        same statement) is kept and served while current (drover.api.fresh)."""
+        index, wait = read_params(request)
+        if index:
+            await self.watcher.wait_changed([key], index, wait)
+        fresh = self.fresh
+        if fresh.hopeful(READ, [key]) and (now := await fresh.index()) is not None:
+            kept = fresh.get(READ, key, now)
+            if kept is not None:
+                return _answer(now, kept.value)
         current, result = await asyncio.to_thread(read)
-        if result is None:
-            raise ApiError(404, "not found")
-        headers = {"X-Nomad-Index": str(current), "X-Nomad-KnownLeader": "true", "X-Nomad-LastContact": "0"}
-        if isinstance(result, Paged | EncodedPage):
-            if result.next_token:
-                headers["X-Nomad-NextToken"] = result.next_token
-            result = result.items
-        if isinstance(result, bytes):  # encoded already (drover.api.encoded)
-            return Response(content=result, media_type="application/json", headers=headers)
-        return Response(
-            content=json.dumps(None if result is NO_DEPLOYMENT else as_json(result)),
-            media_type="application/json",
-            headers=headers,
-        )
+        fresh.keep(READ, key, current, result)
+        return _answer(current, result)
+
+
+# What a read's answer is kept as in Fresh (a heartbeat keeps its nodes' statuses beside them).
+READ = "read"
+
+
+def _answer(current: int, result: Any) -> Response:
+    if result is None:
+        raise ApiError(404, "not found")
+    headers = {"X-Nomad-Index": str(current), "X-Nomad-KnownLeader": "true", "X-Nomad-LastContact": "0"}
+    if isinstance(result, Paged | EncodedPage):
+        if result.next_token:
+            headers["X-Nomad-NextToken"] = result.next_token
+        result = result.items
+    if isinstance(result, bytes):  # encoded already (drover.api.encoded)
+        return Response(content=result, media_type="application/json", headers=headers)
+    return Response(
+        content=json.dumps(None if result is NO_DEPLOYMENT else as_json(result)),
+        media_type="application/json",
+        headers=headers,
+    )

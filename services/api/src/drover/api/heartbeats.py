@@ -1,5 +1,6 @@
-"""Client heartbeats through the API: the TTL each node is handed, and the relay of heartbeats
-to the leader's heartbeater over core NATS (never to the event log)."""
+"""Client heartbeats through the API: whether a beat writes anything (a node coming back), the
+TTL each node is handed, and the relay of heartbeats to the leader's heartbeater over core NATS
+(never to the event log)."""
 
 from __future__ import annotations
 
@@ -10,22 +11,55 @@ import time
 
 from nats.aio.client import Client
 
+from drover.api.commands import Commands
+from drover.api.fresh import Fresh
+from drover.control.change import Change
+from drover.control.commands import nodes
 from drover.control.leader.heartbeat import heartbeat_ttl
 from drover.model.durations import SECOND
+from drover.model.node import NODE_STATUS_READY
 from drover.runtime.bus import HEARTBEAT_SUBJECT, connect
 from drover.runtime.settings import Settings
 from drover.runtime.store.queries import Reads
+from drover.runtime.watches import node_key
+
+# What a beat keeps in Fresh: each node's status, under its node's key.
+STATUS = "status"
 
 
 class Heartbeats:
-    def __init__(self, settings: Settings, reads: Reads) -> None:
+    def __init__(self, settings: Settings, reads: Reads, fresh: Fresh) -> None:
         self.settings = settings
         self.reads = reads
+        self.fresh = fresh
         self.rng = random.Random()
         self._nc: Client | None = None
         self._lock = asyncio.Lock()
         self._nodes = 0
         self._counted_at = 0.0
+
+    async def beat(self, commands: Commands, node_ids: list[str]) -> tuple[Change, int]:
+        """nodes.heartbeat's change and the log's index. A beat of nodes all ready writes
+        nothing: when each one's status is kept as ready and current (drover.api.fresh), that is
+        decided without a statement of its own - most beats, one per node every TTL/2."""
+        fresh, keys = self.fresh, [node_key(n) for n in node_ids]
+        if fresh.hopeful(STATUS, keys) and (now := await fresh.index()) is not None:
+            kept = [fresh.get(STATUS, key, now) for key in keys]
+            if all(k is not None and k.value == NODE_STATUS_READY for k in kept):
+                return Change.of([]), now
+        before: list[int] = []
+
+        def decide(reads: Reads) -> Change:
+            # The index before the statuses: a change after it is one the watcher hears of.
+            before.append(reads.index())
+            return nodes.heartbeat(reads, node_ids, time.time_ns())
+
+        change, positions = await commands.run(decide)
+        if not change.events:
+            # Every node was ready when read (nodes.heartbeat writes only for one that was not).
+            for key in keys:
+                fresh.keep(STATUS, key, before[-1], NODE_STATUS_READY)
+        return change, positions[-1]
 
     async def ttl(self) -> int:
         """A TTL for one node (ns), scaled to the cluster's size (counted at most every 5 s)."""

@@ -5,6 +5,7 @@ take node secrets, never ACL tokens, as Nomad's client RPCs do."""
 
 from __future__ import annotations
 
+import json
 import time
 from typing import Any
 
@@ -51,25 +52,29 @@ async def node_register(
 async def _heartbeat(commands: Commands, heartbeats: Heartbeats, node_ids: list[str]) -> dict[str, Any]:
     """Heartbeats of `node_ids`: a node that was down or disconnected comes back (its status
     and evals, in the log); every one is passed on to the heartbeater."""
-    change, positions = await commands.run(lambda reads: nodes.heartbeat(reads, node_ids, time.time_ns()))
+    change, index = await heartbeats.beat(commands, node_ids)
     ttls = [await heartbeats.ttl() for _ in node_ids]
     try:
         await heartbeats.publish(node_ids, ttls)
     except Exception as e:
         raise ApiError(503, f"heartbeat not delivered (NATS unreachable): {e}") from e
-    return {"HeartbeatTTLs": dict(zip(node_ids, ttls, strict=True)), "EvalIDs": change.eval_ids,
-            "Index": positions[-1]}  # fmt: skip
+    return {
+        "HeartbeatTTLs": dict(zip(node_ids, ttls, strict=True)),
+        "EvalIDs": change.eval_ids,
+        "Index": index,
+    }
 
 
 @router.put("/v1/drover/node/{node_id}/heartbeat")
 @router.post("/v1/drover/node/{node_id}/heartbeat")
-async def node_heartbeat(node_id: str, request: Request) -> dict[str, Any]:
+async def node_heartbeat(node_id: str, request: Request) -> Response:
     # The hottest request: its caller and the state taken here, not as dependencies (FastAPI
-    # resolves each on every request).
+    # resolves each on every request), and its answer encoded here, not by FastAPI's encoder.
     caller = await caller_of(request)
     await caller.require_nodes([node_id])
     out = await _heartbeat(request.app.state.commands, request.app.state.heartbeats, [node_id])
-    return {"HeartbeatTTL": out["HeartbeatTTLs"][node_id], "EvalIDs": out["EvalIDs"], "Index": out["Index"]}
+    answer = {"HeartbeatTTL": out["HeartbeatTTLs"][node_id], "EvalIDs": out["EvalIDs"], "Index": out["Index"]}
+    return Response(json.dumps(answer), media_type="application/json")
 
 
 @router.put("/v1/drover/heartbeats")

@@ -122,7 +122,7 @@ async def read_job(job_id: str, request: Request, namespace: str = "default") ->
         index, found = blocking.reads.job_doc_at(namespace, job_id)
         return index, None if found is None else encoded.job(found)
 
-    return await blocking.read_at(request, read, [job_key(namespace, job_id)])
+    return await blocking.read_kept(request, job_key(namespace, job_id), read)
 
 
 @router.get("/v1/job/{job_id:path}/versions")

@@ -47,7 +47,7 @@ async def read_node(node_id: str, request: Request) -> Response:
         index, doc = blocking.reads.node_doc_at(node_id)
         return index, None if doc is None else encoded.node(doc)
 
-    return await blocking.read_at(request, read, [node_key(node_id)])
+    return await blocking.read_kept(request, node_key(node_id), read)
 
 
 @router.get("/v1/node/{node_id}/allocations")
