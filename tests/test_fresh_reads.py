@@ -95,6 +95,20 @@ async def test_the_head_is_read_after_each_caller_came_and_shared_by_those_waiti
     reads = 0
     positions = await asyncio.gather(*(head.position() for _ in range(50)))
     assert set(positions) == {store.last_position()} and 1 <= reads <= 2
+    # Callers that may wait (heartbeats) gather into one round over its window...
+    reads = 0
+
+    async def later(delay: float) -> int:
+        await asyncio.sleep(delay)
+        return await head.position(gather=0.2)
+
+    await asyncio.gather(*(later(i * 0.02) for i in range(5)))
+    assert reads == 1
+    # ... and one that may not starts the round at once, for those gathering too.
+    reads = 0
+    t0 = time.monotonic()
+    await asyncio.gather(head.position(gather=30), head.position())
+    assert reads == 1 and time.monotonic() - t0 < 5
     await head.close()
 
 

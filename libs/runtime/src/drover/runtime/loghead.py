@@ -4,7 +4,8 @@ still current (drover.api.fresh).
 One query at a time on one connection of its own, and never a query already under way for a
 caller that came after it started: such a query may have read the log before the caller's own
 write committed. Callers that come while one runs share the next one, so under load a round
-trip serves many requests (a read index, as a Raft leader batches its own)."""
+trip serves many requests (a read index, as a Raft leader batches its own). A caller that can
+wait (a heartbeat) may let the next round gather callers for a while before it starts."""
 
 from __future__ import annotations
 
@@ -23,18 +24,31 @@ class LogHead:
         self._next: asyncio.Future[int] | None = None
         self._running = False
         self._closed = False
+        self._gathering: asyncio.TimerHandle | None = None
 
-    async def position(self) -> int:
+    async def position(self, gather: float = 0.0) -> int:
         """The log's last position, read after this call began; raises psycopg.Error or OSError
-        when PostgreSQL cannot be reached."""
+        when PostgreSQL cannot be reached. `gather`: seconds the read may wait for other
+        callers to share it (a caller with none starts it at once)."""
         if self._closed:
             raise psycopg.OperationalError("the log's head is closed")
+        loop = asyncio.get_running_loop()
         if self._next is None:
-            self._next = asyncio.get_running_loop().create_future()
-            if not self._running:
-                self._running = True
-                asyncio.get_running_loop().create_task(self._rounds())
+            self._next = loop.create_future()
+        if not self._running:
+            if gather <= 0:
+                self._start()
+            elif self._gathering is None:
+                self._gathering = loop.call_later(gather, self._start)
         return await asyncio.shield(self._next)
+
+    def _start(self) -> None:
+        if self._gathering is not None:
+            self._gathering.cancel()
+            self._gathering = None
+        if not self._running:
+            self._running = True
+            asyncio.get_running_loop().create_task(self._rounds())
 
     async def _rounds(self) -> None:
         try:
@@ -66,4 +80,6 @@ class LogHead:
 
     async def close(self) -> None:
         self._closed = True
+        if self._gathering is not None:
+            self._start()  # its callers are answered (refused), not left waiting
         await self._drop()

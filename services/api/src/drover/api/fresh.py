@@ -54,12 +54,12 @@ class Fresh:
                 return False
         return True
 
-    async def index(self) -> int | None:
+    async def index(self, gather: float = 0.0) -> int | None:
         """The log's index now, if this process has heard every commit up to it (else None:
         read from the store). PostgreSQL out of reach is None too: the store's read then says
-        so as every read does."""
+        so as every read does. `gather`: as LogHead.position's."""
         try:
-            head = await self.head.position()
+            head = await self.head.position(gather)
         except (psycopg.Error, OSError):
             return None
         return head if self.changes.index >= head else None

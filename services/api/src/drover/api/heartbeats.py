@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import random
 import time
 
@@ -25,6 +26,13 @@ from drover.runtime.watches import node_key
 
 # What a beat keeps in Fresh: each node's status, under its node's key.
 STATUS = "status"
+# Beats are gathered for this long: those answered within it of the first go to the heartbeater
+# in one message (one write to NATS, a system call, for many beats), and those that wait on
+# the log's head share one read of it. A beat's answer is not awaited by anything else, and
+# its TTL is 10 s at least.
+GATHER = 0.002
+
+log = logging.getLogger("drover.api")
 
 
 class Heartbeats:
@@ -37,13 +45,17 @@ class Heartbeats:
         self._lock = asyncio.Lock()
         self._nodes = 0
         self._counted_at = 0.0
+        # Beats not yet relayed (node -> TTL), the timer that relays them, the relays under way.
+        self._due: dict[str, int] = {}
+        self._relay: asyncio.TimerHandle | None = None
+        self._relaying: set[asyncio.Task[None]] = set()
 
     async def beat(self, commands: Commands, node_ids: list[str]) -> tuple[Change, int]:
         """nodes.heartbeat's change and the log's index. A beat of nodes all ready writes
         nothing: when each one's status is kept as ready and current (drover.api.fresh), that is
         decided without a statement of its own - most beats, one per node every TTL/2."""
         fresh, keys = self.fresh, [node_key(n) for n in node_ids]
-        if fresh.hopeful(STATUS, keys) and (now := await fresh.index()) is not None:
+        if fresh.hopeful(STATUS, keys) and (now := await fresh.index(GATHER)) is not None:
             kept = [fresh.get(STATUS, key, now) for key in keys]
             if all(k is not None and k.value == NODE_STATUS_READY for k in kept):
                 return Change.of([]), now
@@ -74,12 +86,42 @@ class Heartbeats:
         )
 
     async def publish(self, node_ids: list[str], ttls: list[int]) -> None:
-        """Tell the heartbeater these nodes beat; raises when NATS cannot be reached."""
-        async with self._lock:
-            if self._nc is None or self._nc.is_closed:
-                self._nc = await connect(self.settings.nats_url, "api", self.settings.nats_credentials())
-        await self._nc.publish(HEARTBEAT_SUBJECT, json.dumps({"NodeIDs": node_ids, "TTLs": ttls}).encode())
+        """Pass these beats on to the heartbeater (within GATHER, with the beats answered
+        beside them); raises when NATS cannot be reached."""
+        nc = self._nc
+        if nc is None or nc.is_closed:
+            async with self._lock:
+                if self._nc is None or self._nc.is_closed:
+                    self._nc = await connect(self.settings.nats_url, "api", self.settings.nats_credentials())
+        self._due.update(zip(node_ids, ttls, strict=True))
+        if self._relay is None:
+            self._relay = asyncio.get_running_loop().call_later(GATHER, self._send)
+
+    def _send(self) -> None:
+        self._relay = None
+        task = asyncio.get_running_loop().create_task(self._publish(self._take()))
+        self._relaying.add(task)
+        task.add_done_callback(self._relaying.discard)
+
+    def _take(self) -> bytes:
+        due, self._due = self._due, {}
+        return json.dumps({"NodeIDs": list(due), "TTLs": list(due.values())}).encode()
+
+    async def _publish(self, message: bytes) -> None:
+        try:
+            assert self._nc is not None
+            await self._nc.publish(HEARTBEAT_SUBJECT, message)
+        except Exception as e:
+            # Answered already: the node beats again within its TTL; the heartbeater's grace covers one lost.
+            log.warning("heartbeats not relayed: %s", e)
 
     async def close(self) -> None:
+        if self._relay is not None:
+            self._relay.cancel()
+            self._relay = None
+            if self._due and self._nc is not None:
+                await self._publish(self._take())
+        if self._relaying:
+            await asyncio.wait(self._relaying)
         if self._nc is not None and not self._nc.is_closed:
             await self._nc.close()
