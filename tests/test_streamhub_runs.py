@@ -14,7 +14,7 @@ from types import SimpleNamespace
 from typing import Any
 
 from drover.api.routes.events import OVERFLOWED, _gzipped, _lines
-from drover.api.streamhub import RUN_BYTES, Frame, StreamHub, Subscription, frame
+from drover.api.streamhub import RUN_BYTES, Frame, RunLines, StreamHub, Subscription, frame
 
 
 class _Feed:
@@ -123,7 +123,7 @@ async def test_the_gzip_stream_is_the_plain_stream_compressed_whole_at_every_wri
     the plain one, and each of its writes decodes at once to whole lines."""
     hub = _hub()
     subs = [Subscription({"*": {"*"}}, "*", buffer=3) for _ in range(2)]
-    plain = asyncio.ensure_future(_drain(_lines(subs[0], hub.frames(subs[0], 0, 5.0))))
+    plain = asyncio.ensure_future(_drain(_lines(subs[0], hub.frames(subs[0], 0, 5.0), hub.runs)))
     gzipped = asyncio.ensure_future(_drain(_gzipped(subs[1], hub.frames(subs[1], 0, 5.0))))
     await asyncio.sleep(0.01)  # both have joined the feed
     _publish(hub, _frame(1, 10), _frame(2, 300_000))
@@ -139,6 +139,26 @@ async def test_the_gzip_stream_is_the_plain_stream_compressed_whole_at_every_wri
     decoded = [d.decompress(c) for c in gz_chunks]
     assert all(x.endswith(b"\n") for x in decoded[:-1]) and decoded[-1] == b""
     assert d.eof and not d.unused_data
+
+
+def test_a_run_is_joined_once_for_the_subscribers_sent_it() -> None:
+    """Subscribers asking the same, sent the same run, write one bytes object; another
+    subscription gets the lines it matches, joined for it."""
+    runs = RunLines(size=2)
+    run = [_frame(1, 10), _frame(2, 20), _frame(3, 30)]
+    every = [Subscription({"*": {"*"}}, "*") for _ in range(3)]
+    lines = [runs.line(sub, run) for sub in every]
+    assert lines[0] == b"".join(f.line for f in run)
+    assert all(line is lines[0] for line in lines)
+    nodes = Subscription({"Node": {"*"}}, "*")
+    assert runs.line(nodes, run) is None  # none of the run's events is a node's
+    assert runs.line(every[0], run[:1]) is run[0].line  # one frame: its own line
+    # The newest runs are kept, the oldest let go (a position's frame is the same for every
+    # subscriber: one log, one feed).
+    for first in range(10, 14):
+        runs.line(every[0], [_frame(first, 1), _frame(first + 1, 1)])
+    again = runs.line(every[0], run)
+    assert again == lines[0] and again is not lines[0]
 
 
 def test_a_frames_line_holds_its_events_in_order() -> None:

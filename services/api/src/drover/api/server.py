@@ -11,6 +11,7 @@ from typing import Any
 import uvicorn
 from starlette.types import ASGIApp
 
+from drover.api import chunked
 from drover.api.app import create_app
 from drover.runtime.service import require_schema
 from drover.runtime.settings import Settings
@@ -59,6 +60,7 @@ def main() -> None:
         logging.getLogger("drover.api").error("TLS settings: %s", "; ".join(problems))
         raise SystemExit(2)
     require_schema("api", settings)
+    chunked.install()
     app = create_app(settings, tune_heap=True)
     config = uvicorn_config(app, settings.api_host, settings.api_port, **uvicorn_tls_options(settings))
 

@@ -39,8 +39,9 @@ log = logging.getLogger("drover.api.events")
 RING = 1024
 READ_BATCH = 1000
 # Frames sent to a subscriber in one write when they wait together: a run stops once it holds
-# this many bytes (joining them costs a copy; a write per frame costs a system call).
-RUN_BYTES = 256 * 1024
+# this many bytes. Joining them costs a copy, made once for every subscriber sent the same run
+# (RunLines); a write per frame costs a system call per subscriber.
+RUN_BYTES = 4 * 1024 * 1024
 # Nomad's words for a subscription the server closed: the client subscribes again (from its
 # last index, with Drover, and misses nothing).
 CLOSED = "subscription closed by server, client must reset state and resubscribe"
@@ -149,6 +150,30 @@ class Subscription:
         return p
 
 
+class RunLines:
+    """Each run's lines joined once for every subscriber sent the same run: subscribers in step
+    with the feed are handed the same frames together, so each writes the same bytes object
+    rather than a copy of its own (a run is up to RUN_BYTES). The newest `size` are kept."""
+
+    def __init__(self, size: int = 8) -> None:
+        self.size = size
+        self._joined: dict[tuple[Hashable, int, int, int], bytes | None] = {}
+
+    def line(self, sub: Subscription, run: list[Frame]) -> bytes | None:
+        """The run's lines for `sub` in one bytes object, None if none is for it."""
+        if len(run) == 1:
+            return sub.encode(run[0])
+        key = (sub.key, run[0].index, run[-1].index, len(run))
+        if key in self._joined:
+            return self._joined[key]
+        picked = [line for f in run if (line := sub.encode(f)) is not None]
+        joined = None if not picked else picked[0] if len(picked) == 1 else b"".join(picked)
+        self._joined[key] = joined
+        if len(self._joined) > self.size:
+            del self._joined[next(iter(self._joined))]
+        return joined
+
+
 class _FeedReplica(Replica):
     """The replica under the feed: each event applied is also described as stream events."""
 
@@ -178,6 +203,7 @@ class StreamHub:
         self.idle = idle
         self.coalesce = coalesce
         self.ring: deque[Frame] = deque(maxlen=RING)
+        self.runs = RunLines()
         # Frames published but not yet handed to the subscribers (within `coalesce` of the first).
         self._pending: list[Frame] = []
         self._delivering: asyncio.TimerHandle | None = None

@@ -18,7 +18,7 @@ from drover.api.errors import ApiError
 from drover.api.jsondecode import JsonRoute
 from drover.api.streamacl import check_subscription
 from drover.api.streamgzip import Member, accepts_gzip, piece
-from drover.api.streamhub import CLOSED, Frame, StreamHub, Subscription
+from drover.api.streamhub import CLOSED, Frame, RunLines, StreamHub, Subscription
 from drover.model.streamevents import parse_topics
 
 router = APIRouter(route_class=JsonRoute, tags=["events"])
@@ -86,18 +86,20 @@ async def event_stream(request: Request, hub: StreamHubDep) -> StreamingResponse
         # Compressed as Nomad's agent compresses it for a client that asks (most do).
         headers = {"Content-Encoding": "gzip", "Vary": "Accept-Encoding"}
         return StreamingResponse(_gzipped(sub, frames), media_type="application/json", headers=headers)
-    return StreamingResponse(_lines(sub, frames), media_type="application/json")
+    return StreamingResponse(_lines(sub, frames, hub.runs), media_type="application/json")
 
 
-async def _lines(sub: Subscription, frames: AsyncGenerator[list[Frame] | None]) -> AsyncIterator[bytes]:
+async def _lines(
+    sub: Subscription, frames: AsyncGenerator[list[Frame] | None], runs: RunLines
+) -> AsyncIterator[bytes]:
     """The stream's lines: the heartbeat at connect, then each run of frames in one write."""
     try:
         yield HEARTBEAT
         async for run in frames:
             if run is None:
                 yield HEARTBEAT
-            elif picked := [line for f in run if (line := sub.encode(f)) is not None]:
-                yield picked[0] if len(picked) == 1 else b"".join(picked)
+            elif line := runs.line(sub, run):
+                yield line
         if sub.overflowed or sub.revoked:
             yield OVERFLOWED
     finally:
