@@ -14,13 +14,16 @@ goes through uvicorn's own `send`. It is installed for the API's process by `ins
 
 from __future__ import annotations
 
+from collections.abc import Coroutine
 from typing import Any
 
 from uvicorn.protocols.http import httptools_impl
 
 
 class ChunkedCycle(httptools_impl.RequestResponseCycle):
-    async def send(self, message: Any) -> None:
+    def send(self, message: Any) -> Coroutine[Any, Any, None]:
+        """uvicorn's `send`, but for a chunk of a streamed body. Not a coroutine function itself:
+        every other message is handed uvicorn's own coroutine, with no frame of this one between."""
         body = message.get("body")
         if (
             body
@@ -31,12 +34,14 @@ class ChunkedCycle(httptools_impl.RequestResponseCycle):
             and not self.response_complete
             and self.scope["method"] != "HEAD"
         ):
-            if self.flow.write_paused and not self.disconnected:
-                await self.flow.drain()
-            if not self.disconnected:
-                self.transport.writelines((b"%x\r\n" % len(body), body, b"\r\n"))
-            return
-        await super().send(message)
+            return self._send_chunk(body)
+        return super().send(message)
+
+    async def _send_chunk(self, body: bytes) -> None:
+        if self.flow.write_paused and not self.disconnected:
+            await self.flow.drain()
+        if not self.disconnected:
+            self.transport.writelines((b"%x\r\n" % len(body), body, b"\r\n"))
 
 
 def install() -> None:
