@@ -51,17 +51,22 @@ class LogHead:
             asyncio.get_running_loop().create_task(self._rounds())
 
     async def _rounds(self) -> None:
+        due: asyncio.Future[int] | None = None
         try:
             while self._next is not None:
                 due, self._next = self._next, None
                 try:
                     due.set_result(await self._read())
-                except (psycopg.Error, OSError) as e:
+                except Exception as e:
                     await self._drop()
                     due.set_exception(e)
                     due.exception()  # a round no caller waits on any more is not an error
         finally:
             self._running = False
+            # Cancelled (the loop stopping): no caller is left waiting on a round never made.
+            for waiting in (due, self._next):
+                if waiting is not None and not waiting.done():
+                    waiting.cancel()
 
     async def _read(self) -> int:
         if self._closed:

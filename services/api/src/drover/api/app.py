@@ -21,7 +21,7 @@ from drover.api.encoded import Encoded
 from drover.api.forward import ClientForwarder
 from drover.api.fresh import Fresh
 from drover.api.guard import RequestGuard
-from drover.api.heartbeats import Heartbeats
+from drover.api.heartbeats import STATUSES_KEPT, Heartbeats
 from drover.api.metrics import MetricsGatherer
 from drover.api.nodeauth import NodeAuth
 from drover.api.routeindex import indexed
@@ -104,7 +104,7 @@ def create_app(settings: Settings, store: EventStore | None = None, *, tune_heap
     reads = Reads(store)
     watcher = IndexWatcher(libpq_url(settings.database()), store)
     fresh = Fresh(LogHead(libpq_url(settings.database())), watcher.changes)
-    heartbeats = Heartbeats(settings, reads, fresh)
+    heartbeats = Heartbeats(settings, reads, Fresh(fresh.head, watcher.changes, size=STATUSES_KEPT))
     metrics = MetricsGatherer(store, settings.nats_url, settings.nats_credentials())
     servers = Servers(settings)
 

@@ -2,10 +2,10 @@
 
 uvicorn frames each chunk of a chunked response by joining its size line, the body and the
 trailing CRLF into new bytes, so every chunk is copied once per connection before it is
-written: for the event stream, each frame of up to a megabyte, once per subscriber - half of
-the API's CPU with 50 subscribers (docs/experiments/2026-11-29-request-floor.md). The
-transport (uvloop's) takes the three parts as they are (`writelines`, one writev); the chunk
-every subscriber is sent is then the same bytes object, never copied in Python.
+written: for the event stream, each run of frames (up to megabytes) once per subscriber
+(docs/experiments/event-stream.md). The transport (uvloop's) takes the three parts as they are
+(`writelines`, one writev); the run every subscriber is sent is then the same bytes object,
+never copied in Python.
 
 `ChunkedCycle` is uvicorn's request-response cycle with that one change; every other message
 goes through uvicorn's own `send`. It is installed for the API's process by `install()`

@@ -60,7 +60,7 @@ class Fresh:
         so as every read does. `gather`: as LogHead.position's."""
         try:
             head = await self.head.position(gather)
-        except (psycopg.Error, OSError):
+        except Exception:
             return None
         return head if self.changes.index >= head else None
 

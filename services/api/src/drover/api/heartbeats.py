@@ -24,8 +24,10 @@ from drover.runtime.settings import Settings
 from drover.runtime.store.queries import Reads
 from drover.runtime.watches import node_key
 
-# What a beat keeps in Fresh: each node's status, under its node's key.
+# What a beat keeps in its Fresh: each node's status, under its node's key, for as many nodes
+# as a large fleet has (an entry is a few hundred bytes), apart from the reads' answers.
 STATUS = "status"
+STATUSES_KEPT = 100_000
 # Beats are gathered for this long: those answered within it of the first go to the heartbeater
 # in one message (one write to NATS, a system call, for many beats), and those that wait on
 # the log's head share one read of it. A beat's answer is not awaited by anything else, and
