@@ -54,3 +54,17 @@ def test_services_refuse_a_database_at_another_migration_until_it_is_migrated(
     assert result.exit_code == 0, result.output
     assert f"at migration {SCHEMA_HEAD}" in result.output
     check_schema(database_url)
+
+
+@pytest.mark.parametrize("args", [["--help"], ["job", "restart", "-h"]])
+def test_help_lists_its_names_in_order_whatever_the_hash_seed(args: list[str]) -> None:
+    """Typer's bundled Click gathers the help option's names in a set: under these two seeds
+    `-help,-h` and `-h,-help` came out (drover.cli.main._HelpInOrder keeps the order given)."""
+    drover = os.path.join(os.path.dirname(sys.executable), "drover")
+    seen = set()
+    for seed in ("7", "14"):
+        env = {**os.environ, "PYTHONHASHSEED": seed, "COLUMNS": "100"}
+        out = subprocess.run([drover, *args], env=env, capture_output=True, text=True, timeout=60)
+        assert out.returncode == 0 and "-h,-help" in out.stdout, out.stdout + out.stderr
+        seen.add(out.stdout)
+    assert len(seen) == 1

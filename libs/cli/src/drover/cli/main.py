@@ -6,9 +6,11 @@ import os
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
+from typer.core import TyperCommand, TyperGroup
+from typer.models import CommandFunctionType
 
 from drover.cli import (
     acl,
@@ -45,10 +47,39 @@ not be placed (the reasons are printed); `job plan`: 0 no allocs would change,
 
 # Nomad's spellings of help too (`drover job restart -h`).
 _HELP_NAMES = {"help_option_names": ["--help", "-h", "-help"]}
-app = typer.Typer(
-    help=HELP, no_args_is_help=True, context_settings=_HELP_NAMES, pretty_exceptions_enable=False
-)
-admin = typer.Typer(help="Administer the event log and its projections.", no_args_is_help=True)
+
+
+class _HelpInOrder:
+    """The help option's names in the order given: Typer's bundled Click gathers them in a set,
+    so `-h,-help` was listed in the order of the interpreter's hash seed."""
+
+    params: list[Any]
+
+    def get_help_option_names(self, ctx: Any) -> list[str]:
+        taken = {name for p in self.params for name in (*p.opts, *p.secondary_opts)}
+        return [name for name in dict.fromkeys(ctx.help_option_names) if name not in taken]
+
+
+class _Group(_HelpInOrder, TyperGroup):
+    pass
+
+
+class _Command(_HelpInOrder, TyperCommand):
+    pass
+
+
+class _Typer(typer.Typer):
+    """typer.Typer whose groups and commands list the help option's names in order."""
+
+    def __init__(self, **options: Any) -> None:
+        super().__init__(cls=_Group, **options)
+
+    def command(self, *args: Any, **options: Any) -> Callable[[CommandFunctionType], CommandFunctionType]:
+        return super().command(*args, cls=_Command, **options)
+
+
+app = _Typer(help=HELP, no_args_is_help=True, context_settings=_HELP_NAMES, pretty_exceptions_enable=False)
+admin = _Typer(help="Administer the event log and its projections.", no_args_is_help=True)
 app.add_typer(admin, name="admin")
 
 
@@ -56,7 +87,7 @@ def _group(
     name: str, help: str, verbs: dict[str, Callable[..., None]], parent: typer.Typer = app
 ) -> typer.Typer:
     """A group of verbs (`drover job ...`), each a command named as Nomad's."""
-    group = typer.Typer(help=help, no_args_is_help=True, context_settings=_HELP_NAMES)
+    group = _Typer(help=help, no_args_is_help=True, context_settings=_HELP_NAMES)
     parent.add_typer(group, name=name)
     for verb, fn in verbs.items():
         group.command(verb)(fn)
