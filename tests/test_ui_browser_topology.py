@@ -61,7 +61,13 @@ def test_drain_a_node_from_its_page_and_watch_its_allocs_move_on_the_topology(
     expect(box.locator(".tbar").first.locator("a")).to_have_count(0, timeout=30_000)
     page.wait_for_function(f"() => ({ALLOCS_ON})({others!r}) === 4", timeout=30_000)
     assert page.evaluate("window.__sameDocument") is True  # never reloaded
-    assert {a["NodeID"] for a in _running(c, "web")} <= set(others)
+    # The page counts allocs the scheduler wants running; the drained node's client reports its
+    # old ones stopped a moment later, so the API's running set is waited for, not read once.
+    c.wait(
+        lambda: {a["NodeID"] for a in _running(c, "web")} <= set(others),
+        timeout=30,
+        describe=lambda: [(a["NodeID"], a["ClientStatus"]) for a in _running(c, "web")],
+    )
 
     nodes_tab.close()
     shots = _shots(tmp_path)
