@@ -22,6 +22,7 @@ from drover.model.alloc import (
     TaskState,
     is_lean,
     lean_members,
+    replica_json,
 )
 from drover.model.events import AllocRestartRequested, PlanApplied, decode_event, encode_event_json
 from drover.model.job import Resources
@@ -188,3 +189,15 @@ def test_a_plan_of_lean_allocs_is_stored_as_one_of_whole_allocs(held: str) -> No
     assert any(is_lean(a.__dict__) for a in lean) and not any(is_lean(a.__dict__) for a in whole)
     assert lean == whole
     assert encode_placements(lean) == encode_placements(whole)
+
+
+@pytest.mark.parametrize(("kw", "lean"), CASES.values(), ids=CASES.keys())
+def test_a_replica_allocs_json_written_the_quick_way_is_its_own(kw: dict[str, object], lean: bool) -> None:
+    whole = _replica_alloc(kw)
+    state = InMemoryState(drop_metrics=True, owns_events=True)
+    state.upsert_alloc(_replica_alloc(kw))
+    held = state.alloc(whole.id)
+    assert held is not None and is_lean(held.__dict__) is lean
+    own = whole.__pydantic_serializer__.to_json(whole, by_alias=True)
+    assert replica_json(held) == own
+    assert replica_json(whole) == own

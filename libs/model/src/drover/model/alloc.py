@@ -328,6 +328,25 @@ def is_lean(members: dict[str, Any]) -> bool:
     return not HELD_BY_CLASS.keys() & members.keys() and sys.getsizeof(members) < sys.getsizeof(dict(members))
 
 
+# Every field in its order, those the class holds at their default: a lean alloc's members are
+# laid over a copy of it to write its JSON (`replica_json`).
+_WHOLE: dict[str, Any] = {name: HELD_BY_CLASS.get(name) for name in _FIELD_NAMES}
+_AS_ALLOCATION = Allocation.__pydantic_serializer__
+_NO_METRICS = {"metrics"}
+
+
+def replica_json(a: ReplicaAllocation) -> bytes:
+    """`a`'s JSON by its aliases, as its own serializer writes it, written without it: the wrap
+    serializer that puts the held members back goes through a Python dict of every member and
+    then pydantic's untyped encoding, where this lays them over the defaults and has the
+    Allocation's typed serializer write them (about 40% less, and the event stream writes one
+    per alloc changed: docs/experiments/event-stream.md)."""
+    members = _WHOLE.copy()
+    members.update(a.__dict__)
+    whole = unvalidated(Allocation, members, a.__pydantic_fields_set__)
+    return _AS_ALLOCATION.to_json(whole, by_alias=True, exclude=_NO_METRICS)
+
+
 def _with_held(a: ReplicaAllocation) -> ReplicaAllocation:
     """`a` with every member its own (for comparing a lean alloc with one that is not)."""
     members = a.__dict__

@@ -14,6 +14,7 @@ import json
 from collections.abc import Callable
 from typing import Any
 
+from drover.model.alloc import ReplicaAllocation, replica_json
 from drover.model.changes import Changes, TrackedState
 from drover.model.events import EVENT_TYPES, Event
 from drover.model.reducer import apply
@@ -103,11 +104,18 @@ def stream_event_texts(
     for topic, obj, removed in _changed_objects(state, position, event):
         head = _describe(topic, _type(topic, typ, removed), position, obj, None)
         del head["Payload"]
-        doc = obj.__pydantic_serializer__.to_json(obj, by_alias=True)
+        doc = _json(obj)
         out.append(
             (head, b"".join((_head_json(head).encode(), b',"Payload":{"', topic.encode(), b'":', doc, b"}}")))
         )
     return out
+
+
+def _json(obj: Any) -> bytes:
+    """`obj`'s JSON by its aliases (a replica's alloc by the quicker way of `replica_json`)."""
+    if type(obj) is ReplicaAllocation:
+        return replica_json(obj)
+    return bytes(obj.__pydantic_serializer__.to_json(obj, by_alias=True))
 
 
 def _head_json(h: dict[str, Any]) -> str:
