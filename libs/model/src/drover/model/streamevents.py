@@ -14,7 +14,8 @@ import json
 from collections.abc import Callable
 from typing import Any
 
-from drover.model.alloc import ReplicaAllocation, replica_json
+from drover.model.alloc import ReplicaAllocation
+from drover.model.allocjson import allocs_json
 from drover.model.changes import Changes, TrackedState
 from drover.model.events import EVENT_TYPES, Event
 from drover.model.reducer import apply
@@ -100,21 +101,25 @@ def stream_event_texts(
     one step, as bytes: four times cheaper than building the document and encoding it, and
     bytes are what is sent (a frame of 1,000 allocs is a megabyte: each copy of it counts)."""
     typ = event.nomad_event_type or ""
+    changed = _changed_objects(state, position, event)
     out = []
-    for topic, obj, removed in _changed_objects(state, position, event):
+    for (topic, obj, removed), doc in zip(changed, _docs([obj for _, obj, _ in changed]), strict=True):
         head = _describe(topic, _type(topic, typ, removed), position, obj, None)
         del head["Payload"]
-        doc = _json(obj)
         out.append(
             (head, b"".join((_head_json(head).encode(), b',"Payload":{"', topic.encode(), b'":', doc, b"}}")))
         )
     return out
 
 
-def _json(obj: Any) -> bytes:
-    """`obj`'s JSON by its aliases (a replica's alloc by the quicker way of `replica_json`)."""
-    if type(obj) is ReplicaAllocation:
-        return replica_json(obj)
+def _docs(objs: list[Any]) -> list[bytes]:
+    """Each object's JSON by its aliases; a replica's allocs together (`allocs_json`: a plan's
+    are spliced from one skeleton)."""
+    written = iter(allocs_json([obj for obj in objs if type(obj) is ReplicaAllocation]))
+    return [next(written) if type(obj) is ReplicaAllocation else _doc(obj) for obj in objs]
+
+
+def _doc(obj: Any) -> bytes:
     return bytes(obj.__pydantic_serializer__.to_json(obj, by_alias=True))
 
 
