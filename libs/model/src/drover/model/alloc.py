@@ -341,10 +341,17 @@ def replica_json(a: ReplicaAllocation) -> bytes:
     then pydantic's untyped encoding, where this lays them over the defaults and has the
     Allocation's typed serializer write them (about 40% less, and the event stream writes one
     per alloc changed: docs/experiments/event-stream.md)."""
-    members = _WHOLE.copy()
-    members.update(a.__dict__)
-    whole = unvalidated(Allocation, members, a.__pydantic_fields_set__)
-    return _AS_ALLOCATION.to_json(whole, by_alias=True, exclude=_NO_METRICS)
+    return members_json(a.__dict__)
+
+
+def members_json(members: dict[str, Any], *, warnings: bool = True) -> bytes:
+    """The JSON of a replica alloc holding `members` (lean or whole), the held defaults put
+    back, by aliases. Without `warnings`, a member not of its field's type is written quietly
+    as what it is (drover.model.allocjson writes markers so)."""
+    whole = _WHOLE.copy()
+    whole.update(members)
+    alloc = unvalidated(Allocation, whole, set())
+    return _AS_ALLOCATION.to_json(alloc, by_alias=True, exclude=_NO_METRICS, warnings=warnings)
 
 
 def _with_held(a: ReplicaAllocation) -> ReplicaAllocation:

@@ -19,8 +19,7 @@ from typing import Any, cast
 
 from pydantic import TypeAdapter
 
-from drover.model.alloc import HELD_BY_CLASS, Allocation, ReplicaAllocation, replica_json
-from drover.model.base import unvalidated
+from drover.model.alloc import Allocation, ReplicaAllocation, members_json, replica_json
 
 # Below this many allocs, each is written on its own (a skeleton costs about two allocs' worth).
 SPLICE_FROM = 8
@@ -40,8 +39,6 @@ _VALUE: dict[str, TypeAdapter[Any]] = {
     name: TypeAdapter(cast(Any, info.annotation)) for name, info in _FIELDS.items()
 }
 _MARK = _VALUE["id"].serializer.to_json  # a str's JSON
-_AS_ALLOCATION = Allocation.__pydantic_serializer__
-_NO_METRICS = {"metrics"}
 
 
 def allocs_json(allocs: Sequence[ReplicaAllocation]) -> list[bytes]:
@@ -87,13 +84,8 @@ def _varying(first: dict[str, Any], allocs: Sequence[ReplicaAllocation]) -> list
 def _skeleton(first: dict[str, Any], varying: list[str]) -> list[bytes] | None:
     """The first alloc's JSON cut where each varying member's value goes; None unless each
     marker is found once, in order (a shared member could hold a marker's text)."""
-    members: dict[str, Any] = {name: HELD_BY_CLASS.get(name) for name in ReplicaAllocation.model_fields}
-    members.update(first)
     marks = [f"\x00splice {i}\x00" for i in range(len(varying))]
-    for name, mark in zip(varying, marks, strict=True):
-        members[name] = mark
-    whole = unvalidated(Allocation, members, set())
-    text = _AS_ALLOCATION.to_json(whole, by_alias=True, exclude=_NO_METRICS, warnings=False)
+    text = members_json({**first, **dict(zip(varying, marks, strict=True))}, warnings=False)
     pieces = []
     for mark in marks:
         written = _MARK(mark)
